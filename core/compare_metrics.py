@@ -1,0 +1,572 @@
+"""Golden-vs-target tensor metrics and the verdict rules (msprobe-compatible definitions).
+
+``golden`` is the bench side B, ``target`` the side under test N (usually the NPU), as in
+msprobe (FORMATS.md §9.3):
+
+* ``cosine``    N·B / (‖N‖‖B‖)            — 1.0 when both are all-zero, 0.0 when exactly one is.
+* ``euc_dist``  ‖N − B‖₂
+* ``max_abs_err`` max |N − B|
+* ``max_rel_err`` max RE, RE = |N − B| / |B|; where B == 0 the denominator is the machine
+  epsilon of the golden dtype (msprobe adds eps at B == 0), so equal zeros give RE 0 and a
+  non-zero target over a zero golden gives a large but finite RE.
+* ``one_thousandth_ratio`` / ``five_thousandth_ratio``: fraction of compared elements with
+  RE < 0.001 / RE < 0.005.
+
+Everything streams over flat views in chunks (inputs may be multi-GB ``np.memmap``), each
+chunk cast to float64 in small cache-sized blocks, with float64 accumulation, so memory
+stays at a few blocks whatever the tensor size.  Elements where either side is NaN/±Inf are
+left out of every metric and counted instead; positions where the two sides disagree on
+non-finiteness (NaN vs finite, +Inf vs -Inf, …) make the verdict an error.  Complex
+tensors are compared as interleaved (real, imag) real vectors, so cosine is
+Re⟨N,B⟩/(‖N‖‖B‖) and RE is per component.  bool/int/ml_dtypes floats are cast to float64
+(int64 beyond 2**53 loses precision).
+
+Everything here is module-level and the records are plain picklable dataclasses, so
+``compare_arrays`` can run inside a ``ProcessPoolExecutor`` worker.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping, Optional
+
+import numpy as np
+
+PASS = "pass"
+WARNING = "warning"
+ERROR = "error"
+
+#: Keys of one CLI ``compare`` row that this module fills (CLI.md).
+ROW_KEYS = (
+    "cosine",
+    "euc_dist",
+    "max_abs_err",
+    "max_rel_err",
+    "one_thousandth_ratio",
+    "five_thousandth_ratio",
+    "verdict",
+    "rule",
+)
+
+#: Elements per inner block: six 1 MB float64 buffers stay in L3 (best of 2**14..2**18 measured).
+_BLOCK = 1 << 17
+
+
+@dataclass(slots=True)
+class Thresholds:
+    """Verdict thresholds; defaults follow msprobe's "Accuracy Reached or Not".
+
+    ``rtol``/``atol`` (CLI ``--rtol/--atol``) switch on an extra allclose rule; either may be
+    given alone (the other counts as 0).  ``stat_rel_warn``/``stat_rel_error`` only drive
+    :func:`compare_stats` (statistics-only dumps).
+    """
+
+    cos_warn: float = 0.99
+    abs_warn: float = 0.001
+    cos_error: float = 0.9
+    abs_error: float = 1.0
+    rtol: Optional[float] = None
+    atol: Optional[float] = None
+    stat_rel_warn: float = 0.01
+    stat_rel_error: float = 0.5
+
+    @property
+    def allclose(self) -> bool:
+        return self.rtol is not None or self.atol is not None
+
+
+@dataclass(slots=True)
+class CompareResult:
+    """Metrics of one golden/target tensor pair plus the verdict and the rule that set it.
+
+    Metric fields are ``None`` when unknown (shape mismatch, nothing finite to compare,
+    statistics-only pair).  ``count`` is the number of (real) element pairs that entered
+    the metrics; complex tensors count two per element.
+    """
+
+    verdict: str
+    rule: str
+    shape: tuple[int, ...]
+    target_shape: tuple[int, ...]
+    golden_dtype: str
+    target_dtype: str
+    cosine: Optional[float] = None
+    euc_dist: Optional[float] = None
+    max_abs_err: Optional[float] = None
+    max_rel_err: Optional[float] = None
+    one_thousandth_ratio: Optional[float] = None
+    five_thousandth_ratio: Optional[float] = None
+    count: int = 0
+    golden_nan: int = 0
+    golden_inf: int = 0
+    target_nan: int = 0
+    target_inf: int = 0
+    nonfinite_mismatch: int = 0  # positions whose NaN/±Inf status differs between sides
+    allclose_failed: Optional[int] = None  # elements failing |t-g| <= atol + rtol*|g|
+    stat_diffs: Optional[dict[str, float]] = None  # compare_stats: target − golden per stat
+    stat_rel_errs: Optional[dict[str, float]] = None  # compare_stats: |diff| / |golden|
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------
+# dtype helpers
+
+
+def _dtype_class(dt: np.dtype) -> str:
+    """"real", "complex" or "other" (values that cannot be compared numerically)."""
+    if dt.kind == "c":
+        return "complex"
+    if dt.kind in "biuf":
+        return "real"
+    if dt.kind == "V" and dt.names is None:  # ml_dtypes (bfloat16, float8_*, int4 …)
+        try:
+            np.zeros(1, dt).astype(np.float64)
+            return "real"
+        except (TypeError, ValueError):
+            return "other"
+    return "other"
+
+
+def _eps(dt: np.dtype) -> float:
+    """Machine epsilon of the golden dtype (float64 eps for ints/bool, like msprobe)."""
+    if dt.kind == "c":
+        dt = np.empty(0, dt).real.dtype
+    if dt.kind == "f":
+        return float(np.finfo(dt).eps)
+    if dt.kind == "V":
+        try:
+            import ml_dtypes  # optional; only present when such arrays exist
+
+            return float(ml_dtypes.finfo(dt).eps)
+        except (ImportError, ValueError, TypeError):
+            pass
+    return float(np.finfo(np.float64).eps)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.6g}"
+
+
+def _shape_text(s: tuple[int, ...]) -> str:
+    return "(" + ",".join(str(d) for d in s) + ")"
+
+
+# --------------------------------------------------------------------------------------
+# streaming
+
+
+def _pair_chunks(
+    golden: np.ndarray, target: np.ndarray, chunk_elems: int
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Yield matching 1-D chunks of both arrays in C order (views when contiguous)."""
+    n = golden.size
+    flat = []
+    for a in (golden, target):
+        flat.append(a.reshape(-1) if a.flags.c_contiguous else None)
+    complex_ = golden.dtype.kind == "c"
+    for start in range(0, n, chunk_elems):
+        stop = min(n, start + chunk_elems)
+        out = []
+        for a, f in zip((golden, target), flat):
+            c = f[start:stop] if f is not None else np.ascontiguousarray(a.flat[start:stop])
+            if complex_:
+                c = c.view(c.real.dtype)
+            out.append(c)
+        yield out[0], out[1]
+
+
+class _Acc:
+    """Running float64 sums/maxima/counts for the metric set (mutable, per call)."""
+
+    __slots__ = (
+        "sgg", "stt", "sgt", "sdd", "max_abs", "max_rel", "c1", "c5", "n",
+        "g_nan", "g_inf", "t_nan", "t_inf", "mismatch", "g_only_nan", "t_only_nan",
+        "g_only_inf", "t_only_inf", "close_fail",
+    )
+
+    def __init__(self) -> None:
+        self.sgg = self.stt = self.sgt = self.sdd = 0.0
+        self.max_abs = self.max_rel = -math.inf
+        self.c1 = self.c5 = self.n = 0
+        self.g_nan = self.g_inf = self.t_nan = self.t_inf = 0
+        self.mismatch = self.g_only_nan = self.t_only_nan = self.g_only_inf = self.t_only_inf = 0
+        self.close_fail = 0
+
+
+class _Buffers:
+    """Preallocated float64 / bool block buffers, reused for every block."""
+
+    def __init__(self, size: int) -> None:
+        self.g = np.empty(size, np.float64)
+        self.t = np.empty(size, np.float64)
+        self.d = np.empty(size, np.float64)
+        self.w = np.empty(size, np.float64)
+        self.x = np.empty(size, np.float64)
+        self.b = np.empty(size, np.bool_)
+
+
+def _finite_metrics(
+    g: np.ndarray, t: np.ndarray, buf: _Buffers, acc: _Acc, eps: float, th: Thresholds,
+    sums: Optional[tuple[float, float, float]] = None,
+) -> None:
+    """Accumulate metrics of float64 blocks ``g``, ``t`` known to be all finite."""
+    n = g.size
+    if n == 0:
+        return
+    if sums is None:
+        sums = (float(np.dot(g, g)), float(np.dot(t, t)), float(np.dot(g, t)))
+    acc.sgg += sums[0]
+    acc.stt += sums[1]
+    acc.sgt += sums[2]
+    acc.n += n
+    d = buf.d[:n]
+    w = buf.w[:n]
+    b = buf.b[:n]
+    np.subtract(t, g, out=d)
+    acc.sdd += float(np.dot(d, d))
+    np.abs(d, out=d)
+    acc.max_abs = max(acc.max_abs, float(d.max()))
+    np.abs(g, out=w)
+    if th.allclose:
+        tol = buf.x[:n]
+        np.multiply(w, th.rtol or 0.0, out=tol)
+        tol += th.atol or 0.0
+        np.greater(d, tol, out=b)
+        acc.close_fail += int(np.count_nonzero(b))
+    np.divide(d, w, out=w)
+    mr = float(w.max())
+    if not math.isfinite(mr):
+        # a zero golden (0/0 → NaN, x/0 → Inf) or an overflow: redo with eps at B == 0.
+        # Cheaper than looking for zeros first, which costs a full pass on every block.
+        np.abs(g, out=w)
+        np.equal(g, 0.0, out=b)
+        w[b] = eps
+        np.divide(d, w, out=w)
+        mr = float(w.max())
+    acc.max_rel = max(acc.max_rel, mr)
+    np.less(w, 0.001, out=b)
+    acc.c1 += int(np.count_nonzero(b))
+    np.less(w, 0.005, out=b)
+    acc.c5 += int(np.count_nonzero(b))
+
+
+def _nonfinite_block(
+    g: np.ndarray, t: np.ndarray, buf: _Buffers, acc: _Acc, eps: float, th: Thresholds
+) -> None:
+    """Slow path for a block holding NaN/Inf: count them, compare the finite pairs."""
+    g_nan, t_nan = np.isnan(g), np.isnan(t)
+    g_inf, t_inf = np.isinf(g), np.isinf(t)
+    acc.g_nan += int(g_nan.sum())
+    acc.t_nan += int(t_nan.sum())
+    acc.g_inf += int(g_inf.sum())
+    acc.t_inf += int(t_inf.sum())
+    g_fin = ~(g_nan | g_inf)
+    t_fin = ~(t_nan | t_inf)
+    both = g_fin & t_fin
+    same_special = (g_nan & t_nan) | (g_inf & t_inf & (g == t))
+    bad = ~both & ~same_special
+    acc.mismatch += int(bad.sum())
+    acc.g_only_nan += int((g_nan & ~t_nan).sum())
+    acc.t_only_nan += int((t_nan & ~g_nan).sum())
+    acc.g_only_inf += int((g_inf & ~t_inf).sum())
+    acc.t_only_inf += int((t_inf & ~g_inf).sum())
+    gf, tf = g[both], t[both]
+    # fancy indexing copied; recompute sums on the finite part (overflow-safe retry)
+    _finite_metrics(gf, tf, _Buffers(gf.size) if gf.size > buf.d.size else buf, acc, eps, th)
+
+
+def _accumulate(
+    golden: np.ndarray, target: np.ndarray, th: Thresholds, chunk_elems: int, eps: float
+) -> _Acc:
+    acc = _Acc()
+    block = max(1, min(_BLOCK, chunk_elems))
+    buf = _Buffers(block)
+    with np.errstate(all="ignore"):  # once per call: errstate costs µs per entry
+        for gc, tc in _pair_chunks(golden, target, max(1, chunk_elems)):
+            _accumulate_chunk(gc, tc, block, buf, acc, eps, th)
+    return acc
+
+
+def _accumulate_chunk(
+    gc: np.ndarray, tc: np.ndarray, block: int, buf: _Buffers, acc: _Acc, eps: float, th: Thresholds
+) -> None:
+    """Feed one pair of 1-D chunks to the accumulator, block by block."""
+    for s in range(0, gc.size, block):
+        e = min(gc.size, s + block)
+        n = e - s
+        g = buf.g[:n]
+        t = buf.t[:n]
+        np.copyto(g, gc[s:e], casting="unsafe")
+        np.copyto(t, tc[s:e], casting="unsafe")
+        sgg, stt = float(np.dot(g, g)), float(np.dot(t, t))
+        if math.isfinite(sgg) and math.isfinite(stt):
+            # NaN/Inf propagate into sums of squares, so finite sums ⇒ finite block
+            _finite_metrics(g, t, buf, acc, eps, th, (sgg, stt, float(np.dot(g, t))))
+        else:
+            _nonfinite_block(g, t, buf, acc, eps, th)
+
+
+# --------------------------------------------------------------------------------------
+# verdict
+
+
+def _nonfinite_rule(r: CompareResult) -> str:
+    ex = r.extra
+    parts = []
+    for kind in ("nan", "inf"):
+        g_only, t_only = ex.get(f"golden_only_{kind}", 0), ex.get(f"target_only_{kind}", 0)
+        if t_only and not g_only:
+            parts.append(f"{kind} only in target")
+        elif g_only and not t_only:
+            parts.append(f"{kind} only in golden")
+        elif g_only and t_only:
+            parts.append(f"{kind} at different positions")
+    text = ", ".join(parts) or "inf sign differs"
+    return f"{text} ({r.nonfinite_mismatch} elements)"
+
+
+def decide(r: CompareResult, th: Thresholds) -> tuple[str, str]:
+    """Return ``(verdict, rule)`` for a filled-in tensor result; the first rule that fires wins.
+
+    error:
+      1. dtype classes that cannot be compared (complex vs real, strings/objects);
+      2. shape mismatch;
+      3. NaN/Inf status differs at some position (e.g. NaN only in target);
+      4. cosine < ``cos_error`` (0.9);
+      5. max_abs_err > ``abs_error`` (1);
+      6. with rtol/atol: any element with |t−g| > atol + rtol·|g|;
+    warning:
+      7. cosine < ``cos_warn`` (0.99) and max_abs_err > ``abs_warn`` (0.001);
+    pass otherwise ("pass", or "pass (no finite elements)" when nothing was comparable).
+
+    Rules 4, 5 and 7 together are msprobe's "Accuracy Reached or Not" split into two levels.
+    """
+    gcls, tcls = _dtype_class(np.dtype(r.golden_dtype)), _dtype_class(np.dtype(r.target_dtype))
+    if gcls == "other" or tcls == "other" or gcls != tcls:
+        return ERROR, f"dtype {r.golden_dtype} vs {r.target_dtype} not comparable"
+    if tuple(r.shape) != tuple(r.target_shape):
+        return ERROR, f"shape {_shape_text(r.shape)} vs {_shape_text(r.target_shape)}"
+    if r.nonfinite_mismatch:
+        return ERROR, _nonfinite_rule(r)
+    if r.cosine is not None and r.cosine < th.cos_error:
+        return ERROR, f"cosine {_fmt(r.cosine)} < {_fmt(th.cos_error)}"
+    if r.max_abs_err is not None and r.max_abs_err > th.abs_error:
+        return ERROR, f"max_abs_err {_fmt(r.max_abs_err)} > {_fmt(th.abs_error)}"
+    if r.allclose_failed:
+        return ERROR, (
+            f"allclose: {r.allclose_failed} of {r.count} elements exceed "
+            f"atol {_fmt(th.atol or 0.0)} + rtol {_fmt(th.rtol or 0.0)}*|golden|"
+        )
+    if (
+        r.cosine is not None
+        and r.max_abs_err is not None
+        and r.cosine < th.cos_warn
+        and r.max_abs_err > th.abs_warn
+    ):
+        return WARNING, (
+            f"cosine {_fmt(r.cosine)} < {_fmt(th.cos_warn)} and "
+            f"max_abs_err {_fmt(r.max_abs_err)} > {_fmt(th.abs_warn)}"
+        )
+    if r.count == 0 and r.stat_diffs is None:
+        return PASS, "pass (no finite elements)"
+    return PASS, "pass"
+
+
+# --------------------------------------------------------------------------------------
+# public entry points
+
+
+def compare_arrays(
+    golden: np.ndarray,
+    target: np.ndarray,
+    thresholds: Thresholds = Thresholds(),
+    chunk_elems: int = 1 << 22,
+) -> CompareResult:
+    """Compare two tensors element-wise and judge the pair (see module docstring, :func:`decide`).
+
+    Shapes must be equal (no broadcasting, no squeezing: a reshape is the loader's job);
+    on a mismatch or an uncomparable dtype pair the metrics stay ``None``.
+    Memory: O(block) float64 buffers plus, for non-C-contiguous inputs, one chunk copy.
+    """
+    golden = np.asarray(golden) if not isinstance(golden, np.ndarray) else golden
+    target = np.asarray(target) if not isinstance(target, np.ndarray) else target
+    r = CompareResult(
+        verdict=PASS,
+        rule="",
+        shape=tuple(int(d) for d in golden.shape),
+        target_shape=tuple(int(d) for d in target.shape),
+        golden_dtype=str(golden.dtype),
+        target_dtype=str(target.dtype),
+    )
+    gcls, tcls = _dtype_class(golden.dtype), _dtype_class(target.dtype)
+    if gcls != "other" and gcls == tcls and r.shape == r.target_shape:
+        acc = _accumulate(golden, target, thresholds, chunk_elems, _eps(golden.dtype))
+        _fill(r, acc, thresholds)
+    r.verdict, r.rule = decide(r, thresholds)
+    return r
+
+
+def _fill(r: CompareResult, acc: _Acc, th: Thresholds) -> None:
+    r.count = acc.n
+    r.golden_nan, r.golden_inf, r.target_nan, r.target_inf = acc.g_nan, acc.g_inf, acc.t_nan, acc.t_inf
+    r.nonfinite_mismatch = acc.mismatch
+    r.extra.update(
+        golden_only_nan=acc.g_only_nan, target_only_nan=acc.t_only_nan,
+        golden_only_inf=acc.g_only_inf, target_only_inf=acc.t_only_inf,
+    )
+    if th.allclose:
+        r.allclose_failed = acc.close_fail
+    if acc.n == 0:
+        return
+    ng, nt = math.sqrt(acc.sgg), math.sqrt(acc.stt)
+    if ng == 0.0 and nt == 0.0:
+        cos: Optional[float] = 1.0
+    elif ng == 0.0 or nt == 0.0:
+        cos = 0.0
+    else:
+        prod = acc.sgg * acc.stt
+        # sqrt(a*a) == a exactly in IEEE arithmetic, so x vs x gives cosine exactly 1.0
+        c = acc.sgt / (math.sqrt(prod) if math.isfinite(prod) and prod > 0.0 else ng * nt)
+        cos = min(1.0, max(-1.0, c)) if math.isfinite(c) else None  # None: float64 overflow
+    r.cosine = cos
+    r.euc_dist = math.sqrt(acc.sdd)
+    r.max_abs_err = acc.max_abs
+    r.max_rel_err = acc.max_rel
+    r.one_thousandth_ratio = acc.c1 / acc.n
+    r.five_thousandth_ratio = acc.c5 / acc.n
+
+
+_STAT_ALIASES: dict[str, tuple[str, ...]] = {
+    "max": ("max", "max value"),
+    "min": ("min", "min value"),
+    "mean": ("mean", "avg", "avg value", "average"),
+    "l2norm": ("l2norm", "norm", "l2norm value", "l2 value", "l2_norm"),
+    "nan": ("nan", "nan count"),
+    "posinf": ("posinf", "positive inf count", "pos_inf"),
+    "neginf": ("neginf", "negative inf count", "neg_inf"),
+}
+
+#: Statistics that drive the stats verdict (mean is reported only: a mean near zero makes
+#: its relative error explode without saying anything about accuracy).
+_JUDGED_STATS = ("max", "min", "l2norm")
+
+
+def _stat(d: Mapping[str, Any], name: str) -> Optional[float]:
+    low = {str(k).strip().lower(): v for k, v in d.items()}
+    for alias in _STAT_ALIASES[name]:
+        v = low.get(alias)
+        if v is None or v == "" or v == "null" or v == "NA":
+            continue
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def compare_stats(
+    golden: Mapping[str, Any], target: Mapping[str, Any], thresholds: Thresholds = Thresholds()
+) -> CompareResult:
+    """Compare statistics-only records (msprobe "statistics" mode).
+
+    Stats are looked up case-insensitively (``max``/``Max Value``, ``mean``/``Avg Value``,
+    ``l2norm``/``Norm``/``L2Norm Value``, ``nan``/``Nan Count``, …); optional ``shape`` and
+    ``dtype`` keys are checked too.  ``stat_diffs`` = target − golden, ``stat_rel_errs`` =
+    |diff| / |golden| as a fraction (msprobe prints ×100 %), golden eps rule at zero.
+    Verdict (first that fires):
+      error: dtype class/shape mismatch; NaN or Inf present on one side only (from the
+      counts, or a non-finite max/min/mean/l2norm on one side); a judged stat (max, min,
+      l2norm) with rel err > ``stat_rel_error`` (0.5) and |diff| > ``abs_warn``;
+      warning: a judged stat with rel err > ``stat_rel_warn`` (0.01) and |diff| > ``abs_warn``;
+      pass otherwise.  Tensor metrics (cosine …) stay ``None``.
+    """
+    th = thresholds
+    gdt, tdt = str(golden.get("dtype", "") or ""), str(target.get("dtype", "") or "")
+    gsh = _shape_of(golden.get("shape"))
+    tsh = _shape_of(target.get("shape"))
+    r = CompareResult(
+        verdict=PASS, rule="pass",
+        shape=gsh if gsh is not None else (), target_shape=tsh if tsh is not None else (),
+        golden_dtype=gdt, target_dtype=tdt, stat_diffs={}, stat_rel_errs={},
+    )
+    for side, d in (("golden", golden), ("target", target)):
+        nan = _stat(d, "nan")
+        inf = sum(x for x in (_stat(d, "posinf"), _stat(d, "neginf")) if x is not None)
+        setattr(r, f"{side}_nan", int(nan or 0))
+        setattr(r, f"{side}_inf", int(inf))
+    eps = _stat_eps(gdt)
+    nonfinite_one_side: list[str] = []
+    for name in ("max", "min", "mean", "l2norm"):
+        g, t = _stat(golden, name), _stat(target, name)
+        if g is None or t is None:
+            continue
+        if not (math.isfinite(g) and math.isfinite(t)):
+            if not (g == t or (math.isnan(g) and math.isnan(t))):
+                nonfinite_one_side.append(f"{name} {_fmt(g)} vs {_fmt(t)}")
+            continue
+        diff = t - g
+        r.stat_diffs[name] = diff
+        r.stat_rel_errs[name] = abs(diff) / (abs(g) if g != 0 else eps)
+    r.verdict, r.rule = _decide_stats(r, th, gsh, tsh, nonfinite_one_side)
+    return r
+
+
+def _shape_of(v: Any) -> Optional[tuple[int, ...]]:
+    if v is None or v == "":
+        return None
+    if isinstance(v, str):
+        txt = v.strip().strip("()[]\"'")
+        sep = "x" if "x" in txt else ","
+        return tuple(int(p) for p in txt.split(sep) if p.strip() not in ("", "-"))
+    return tuple(int(x) for x in v)
+
+
+def _stat_eps(dtype_name: str) -> float:
+    try:
+        return _eps(np.dtype(dtype_name))
+    except TypeError:
+        return float(np.finfo(np.float64).eps)
+
+
+def _decide_stats(
+    r: CompareResult, th: Thresholds,
+    gsh: Optional[tuple[int, ...]], tsh: Optional[tuple[int, ...]], nonfinite: list[str],
+) -> tuple[str, str]:
+    if r.golden_dtype and r.target_dtype:
+        try:
+            gc, tc = _dtype_class(np.dtype(r.golden_dtype)), _dtype_class(np.dtype(r.target_dtype))
+        except TypeError:
+            gc = tc = "real"
+        if gc != tc or gc == "other":
+            return ERROR, f"dtype {r.golden_dtype} vs {r.target_dtype} not comparable"
+    if gsh is not None and tsh is not None and gsh != tsh:
+        return ERROR, f"shape {_shape_text(gsh)} vs {_shape_text(tsh)}"
+    for kind in ("nan", "inf"):
+        g, t = getattr(r, f"golden_{kind}"), getattr(r, f"target_{kind}")
+        if t and not g:
+            return ERROR, f"{kind} only in target"
+        if g and not t:
+            return ERROR, f"{kind} only in golden"
+    if nonfinite:
+        return ERROR, "non-finite stat on one side: " + ", ".join(nonfinite)
+    assert r.stat_diffs is not None and r.stat_rel_errs is not None
+    for level, limit in ((ERROR, th.stat_rel_error), (WARNING, th.stat_rel_warn)):
+        for name in _JUDGED_STATS:
+            rel = r.stat_rel_errs.get(name)
+            if rel is not None and rel > limit and abs(r.stat_diffs[name]) > th.abs_warn:
+                return level, f"{name} rel err {_fmt(rel)} > {_fmt(limit)}"
+    if not r.stat_diffs:
+        return PASS, "pass (no statistics to compare)"
+    return PASS, "pass"
+
+
+def to_row(result: CompareResult) -> dict[str, Any]:
+    """The metric part of a CLI ``compare`` row: exactly :data:`ROW_KEYS`, ``None`` if unknown."""
+    row: dict[str, Any] = {}
+    for k in ROW_KEYS:
+        v = getattr(result, k)
+        if isinstance(v, float) and not math.isfinite(v):
+            v = None  # keep the JSON strict; non-finite metrics only arise from overflow
+        row[k] = v
+    return row

@@ -1,0 +1,351 @@
+"""Turn stored tensor records into ops: group, join graphs, order by execution.
+
+Runs after any folder of the tree changed.  Everything here works on the index's tables,
+so it is the same whether the records came from a cold build or an incremental update.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from bisect import bisect_right
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Optional
+
+from dumpscope.core.graphs.common import sanitize_name
+from dumpscope.core.model import Graph, GraphNode
+
+if TYPE_CHECKING:
+    from dumpscope.core.index import DumpIndex
+
+_OP_SUFFIX = re.compile(r"-op\d+$")
+
+
+@dataclass(slots=True)
+class OpAcc:
+    rank: int
+    step: int
+    graph: str
+    name: str
+    file_name: str
+    type: str
+    producer: str
+    folder: str
+    first_ts: Optional[int] = None
+    order_hint: float = float("inf")
+    scope: Optional[str] = None
+    task: Optional[int] = None
+    stream: Optional[int] = None
+    tensor_ids: list[int] = field(default_factory=list)
+    joined: Optional[str] = None
+    join_rule: Optional[str] = None
+    nan: int = 0
+    posinf: int = 0
+    neginf: int = 0
+    has_stats: bool = False
+
+
+def _scope_of(name: str) -> str:
+    return name.rsplit("/", 1)[0] if "/" in name else ""
+
+
+def _merge_stats_only(index: "DumpIndex") -> None:
+    """Where a tensor has both a payload file and a stats-CSV row, keep one record.
+
+    The payload record keeps the CSV statistics (so a first look needs no decoding).
+    """
+    rows = index.query(
+        "SELECT id, rank, step, graph, file_name, io, slot, storage, stats FROM tensors "
+        "WHERE (rank, step, graph, file_name, io, slot) IN (SELECT rank, step, graph, file_name, io, slot "
+        "FROM tensors WHERE storage='none') ORDER BY id")
+    by_key: dict[tuple, list[tuple]] = defaultdict(list)
+    for row in rows:
+        by_key[row[1:7]].append(row)
+    drop: list[tuple[int]] = []
+    keep_stats: list[tuple[str, int]] = []
+    for group in by_key.values():
+        payload = [r for r in group if r[7] != "none"]
+        stats_only = [r for r in group if r[7] == "none"]
+        if payload and stats_only:
+            drop.extend((r[0],) for r in stats_only)
+            if payload[0][8] is None and stats_only[0][8] is not None:
+                keep_stats.append((stats_only[0][8], payload[0][0]))
+    if drop:
+        with index._lock:
+            cur = index.conn.cursor()
+            cur.execute("BEGIN")
+            cur.executemany("UPDATE tensors SET stats=? WHERE id=?", keep_stats)
+            cur.executemany("DELETE FROM tensors WHERE id=?", drop)
+            cur.execute("COMMIT")
+
+
+def _group_ops(index: "DumpIndex") -> dict[tuple, OpAcc]:
+    ops: dict[tuple, OpAcc] = {}
+    for (tid, rank, step, graph, op_name, file_name, op_type, ts, producer, order_hint, extra, task, stream,
+         path, stats) in index.query(
+            "SELECT id, rank, step, graph, op_name, file_name, op_type, ts, producer, order_hint, extra, task, "
+            "stream, path, stats FROM tensors"):
+        key = (rank, step, graph, op_name)
+        acc = ops.get(key)
+        if acc is None:
+            acc = ops[key] = OpAcc(rank, step, graph, op_name, file_name, op_type, producer,
+                                   os.path.dirname(path), task=task, stream=stream)
+            if extra:
+                scope = json.loads(extra).get("scope")
+                if scope:
+                    acc.scope = "/".join(str(s) for s in scope)
+        acc.tensor_ids.append(tid)
+        if ts is not None and (acc.first_ts is None or ts < acc.first_ts):
+            acc.first_ts = ts
+        if order_hint is not None and order_hint < acc.order_hint:
+            acc.order_hint = order_hint
+        if stats:
+            st = json.loads(stats)
+            acc.has_stats = True
+            acc.nan += int(st.get("nan") or 0)
+            acc.posinf += int(st.get("posinf") or 0)
+            acc.neginf += int(st.get("neginf") or 0)
+    return ops
+
+
+# -- graphs -------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class LoadedGraph:
+    gkey: str
+    graph: Graph
+    by_name: dict[str, GraphNode]
+    by_sname: dict[str, GraphNode]
+    by_short: dict[str, list[GraphNode]]
+    by_base: dict[str, list[GraphNode]]
+
+
+def _prepare(gkey: str, graph: Graph) -> LoadedGraph:
+    by_sname: dict[str, GraphNode] = {}
+    by_short: dict[str, list[GraphNode]] = defaultdict(list)
+    by_base: dict[str, list[GraphNode]] = defaultdict(list)
+    for node in graph.nodes.values():
+        s = sanitize_name(node.name)
+        by_sname.setdefault(s, node)
+        by_short[node.name.rsplit("/", 1)[-1]].append(node)
+        by_base[_OP_SUFFIX.sub("", s)].append(node)
+    return LoadedGraph(gkey, graph, graph.nodes, by_sname, by_short, by_base)
+
+
+def _load_graphs(index: "DumpIndex", wanted: set[tuple[int, str]]) -> tuple[dict[tuple[int, str], LoadedGraph], list]:
+    """Find, for each (rank, graph) of the dump, the graph file describing it."""
+    from dumpscope.core.graphs import load_graph_file
+
+    problems: list[tuple[str, str]] = []
+    files = index.query("SELECT path, kind, rank, graph FROM graph_files ORDER BY path")
+    found: dict[tuple[int, str], LoadedGraph] = {}
+    # MindSpore: graphs/ms_output_trace_code_graph_{id}.ir beside rank_{r}
+    for path, kind, rank, graph in files:
+        if kind != "ms_ir":
+            continue
+        targets = [k for k in wanted if (rank is None or k[0] == rank) and (not graph or k[1] == graph)]
+        if not targets:
+            continue
+        try:
+            graphs = load_graph_file(path, kind)
+        except Exception as exc:  # a broken graph file is a named problem, the dump still opens
+            problems.append((path, _first_line(exc, path)))
+            continue
+        if not graphs:
+            continue
+        merged = graphs[0] if len(graphs) == 1 else _merge(graphs, path, kind)
+        for t in targets:
+            found.setdefault(t, _prepare(f"{path}#{merged.name}", merged))
+    # GE graph text: graph name == {model_name} folder after sanitising; prefer _Build
+    ge_files = [f for f in files if f[1] in ("ge_text", "ge_onnx", "ge_json")]
+    ge_files.sort(key=lambda f: (0 if f[0].endswith("_Build.txt") else 1 if "Build" in f[0] else 2, f[0]))
+    missing = {k for k in wanted if k not in found and k[1]}
+    for path, kind, _rank, _graph in ge_files:
+        if not missing:
+            break
+        try:
+            graphs = load_graph_file(path, kind)
+        except Exception as exc:
+            problems.append((path, _first_line(exc, path)))
+            continue
+        names = {sanitize_name(g.name): g for g in graphs}
+        for key in list(missing):
+            g = names.get(key[1]) or names.get(sanitize_name(key[1]))
+            if g is not None:
+                # subgraphs of the same model file join through the root graph's name
+                sub = [x for x in graphs if x is not g and x.name in g.subgraphs]
+                merged = _merge([g, *sub], path, kind) if sub else g
+                found[key] = _prepare(f"{path}#{g.name}", merged)
+                missing.discard(key)
+    return found, problems
+
+
+def _merge(graphs: list[Graph], path: str, kind: str) -> Graph:
+    out = Graph(name=graphs[0].name, path=path, kind=kind)
+    for g in graphs:
+        for name, node in g.nodes.items():
+            out.nodes.setdefault(name, node)
+        out.subgraphs.extend(g.subgraphs)
+    return out
+
+
+def _first_line(exc: BaseException, path: str) -> str:
+    text = (str(exc).strip() or type(exc).__name__).splitlines()[0]
+    return text[len(path) + 2:] if text.startswith(path + ": ") else text
+
+
+def _join(ops: list[OpAcc], lg: LoadedGraph) -> None:
+    used: set[str] = set()
+    rest: list[OpAcc] = []
+    for op in ops:
+        node = lg.by_name.get(op.name)
+        rule = "name"
+        if node is None:
+            node, rule = lg.by_sname.get(sanitize_name(op.file_name)), "sanitized_name"
+        if node is None and "/" not in op.name and "_" not in op.file_name:
+            cands = lg.by_short.get(op.file_name) or []
+            node, rule = (cands[0], "short_name") if len(cands) == 1 else (None, "")
+        if node is not None and node.name not in used:
+            op.joined, op.join_rule = node.name, rule
+            used.add(node.name)
+        else:
+            rest.append(op)
+    # renumbered ops (MindSpore renumbers some backward ops between graph and files):
+    # same scope and type, unique on both sides
+    by_base: dict[str, list[OpAcc]] = defaultdict(list)
+    for op in rest:
+        by_base[_OP_SUFFIX.sub("", sanitize_name(op.file_name))].append(op)
+    for base, group in by_base.items():
+        cands = [n for n in lg.by_base.get(base, []) if n.name not in used]
+        if len(group) == 1 and len(cands) == 1:
+            group[0].joined, group[0].join_rule = cands[0].name, "scope_type"
+            used.add(cands[0].name)
+
+
+def _node_data(node: GraphNode, consumers: list[str]) -> str:
+    return json.dumps({
+        "inputs": node.inputs, "control": node.control, "attrs": node.attrs,
+        "input_descs": node.input_descs, "output_descs": node.output_descs,
+        "source": [{"file": s.file, "line": s.line, "code": s.code} for s in node.source],
+        "graph": node.graph, "no_task": node.no_task, "consumers": consumers, "id": node.node_id,
+    }, default=str, separators=(",", ":"))
+
+
+# -- execution order ------------------------------------------------------------------------
+
+
+def _order(ops: list[OpAcc], csv_pos: dict[str, int], csv_spos: dict[str, int]) -> list[OpAcc]:
+    """Execution order: the CSV where names match, timestamps for the rest.
+
+    An op missing from the CSV (renamed, or never listed, like parameters) is placed right
+    after the CSV-listed op that ran just before it according to the file timestamps.
+    """
+    if not csv_pos:
+        return sorted(ops, key=lambda o: (o.first_ts if o.first_ts is not None else float("inf"),
+                                          o.order_hint, o.name))
+    placed: list[tuple[int, OpAcc]] = []
+    loose: list[OpAcc] = []
+    for op in ops:
+        pos = csv_pos.get(op.joined or op.name)
+        if pos is None:
+            pos = csv_spos.get(sanitize_name(op.file_name))
+        if pos is None:
+            loose.append(op)
+        else:
+            placed.append((pos, op))
+    timeline = sorted((op.first_ts, pos) for pos, op in placed if op.first_ts is not None)
+    ts_keys = [t for t, _ in timeline]
+    keyed: list[tuple] = [((pos, 0, op.first_ts or 0), op) for pos, op in placed]
+    for op in loose:
+        if op.first_ts is None:
+            keyed.append(((float("inf"), 2, op.order_hint), op))
+            continue
+        i = bisect_right(ts_keys, op.first_ts)
+        before = max((p for _, p in timeline[:i]), default=-1) if i else -1
+        keyed.append(((before, 1, op.first_ts), op))
+    keyed.sort(key=lambda kv: (kv[0], kv[1].name))
+    return [op for _, op in keyed]
+
+
+# -- main -----------------------------------------------------------------------------------
+
+
+def finalize(index: "DumpIndex") -> None:
+    _merge_stats_only(index)
+    ops = _group_ops(index)
+    wanted = {(acc.rank, acc.graph) for acc in ops.values()}
+    graphs, problems = _load_graphs(index, wanted)
+    by_graph: dict[tuple[int, str], list[OpAcc]] = defaultdict(list)
+    for acc in ops.values():
+        by_graph[(acc.rank, acc.graph)].append(acc)
+    for key, group in by_graph.items():
+        lg = graphs.get(key)
+        if lg is None:
+            continue
+        by_step: dict[int, list[OpAcc]] = defaultdict(list)
+        for acc in group:
+            by_step[acc.step].append(acc)
+        for step_ops in by_step.values():
+            _join(step_ops, lg)
+    # execution orders (MindSpore CSVs), per (rank, graph)
+    orders: dict[tuple[int, str], list[str]] = {}
+    for rank, graph, names in index.query("SELECT rank, graph, names FROM exec_orders"):
+        orders[(rank, graph)] = json.loads(names)
+    rows = []
+    tensor_rows = []
+    by_rank_step: dict[tuple[int, int], list[OpAcc]] = defaultdict(list)
+    for acc in ops.values():
+        by_rank_step[(acc.rank, acc.step)].append(acc)
+    op_id = 0
+    for (rank, step), group in sorted(by_rank_step.items()):
+        graphs_here: dict[str, list[OpAcc]] = defaultdict(list)
+        for acc in group:
+            graphs_here[acc.graph].append(acc)
+        exec_index = 0
+        for graph in sorted(graphs_here):
+            names = orders.get((rank, graph)) or []
+            csv_pos = {n: i for i, n in enumerate(names)}
+            csv_spos = {sanitize_name(n): i for i, n in enumerate(names)}
+            for acc in _order(graphs_here[graph], csv_pos, csv_spos):
+                op_id += 1
+                name = acc.joined or acc.name
+                scope = acc.scope if acc.scope is not None else _scope_of(name)
+                rows.append((op_id, rank, step, graph, name, acc.file_name, acc.type, scope, exec_index,
+                             acc.first_ts, acc.producer, acc.joined, acc.join_rule, 0,
+                             acc.nan if acc.has_stats else None, acc.posinf if acc.has_stats else None,
+                             acc.neginf if acc.has_stats else None, None, None, acc.folder, acc.task, acc.stream))
+                tensor_rows.extend((op_id, tid) for tid in acc.tensor_ids)
+                exec_index += 1
+    with index._lock:
+        cur = index.conn.cursor()
+        cur.execute("BEGIN")
+        cur.execute("DELETE FROM ops")
+        cur.execute("DELETE FROM graph_nodes")
+        cur.execute("DELETE FROM graphs")
+        cur.execute("DELETE FROM problems WHERE dir_id=-1")
+        cur.executemany("INSERT INTO ops(id, rank, step, graph, name, file_name, type, scope, exec_index, first_ts, "
+                        "producer, joined, join_rule, graph_only, nan, posinf, neginf, status, evidence, folder, "
+                        "task, stream) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+        cur.executemany("UPDATE tensors SET op_id=? WHERE id=?", tensor_rows)
+        seen_gkeys: set[str] = set()
+        for (rank, graph), lg in graphs.items():
+            cur.execute("INSERT OR REPLACE INTO graphs VALUES(?,?,?,?,?,?)",
+                        (f"{rank}:{graph}", rank, graph, lg.graph.name, lg.graph.path, lg.graph.kind))
+            if lg.gkey in seen_gkeys:
+                continue
+            seen_gkeys.add(lg.gkey)
+            consumers = lg.graph.consumers()
+            cur.executemany("INSERT INTO graph_nodes VALUES(?,?,?,?,?)", [
+                (lg.gkey, n.name, sanitize_name(n.name), n.type, _node_data(n, consumers.get(n.name, [])))
+                for n in lg.graph.nodes.values()])
+            cur.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)", (f"gkey:{rank}:{graph}", lg.gkey))
+        for (rank, graph), lg in graphs.items():
+            cur.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)", (f"gkey:{rank}:{graph}", lg.gkey))
+        cur.executemany("INSERT INTO problems VALUES(-1,?,?)", problems)
+        cur.execute("COMMIT")
+    from dumpscope.core.overflow_join import attach_overflow
+
+    attach_overflow(index)

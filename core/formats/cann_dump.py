@@ -1,0 +1,262 @@
+"""CANN binary operator dump files (FORMATS.md §1.2, §1.6).
+
+Layout: ``uint64 LE H`` | ``H`` bytes protobuf ``toolkit.dumpdata.DumpData`` | raw tensor bytes in the
+order inputs, outputs, buffers, spaces (NOT proto field order).  ``read_header`` is on the
+indexing hot path: one ``open``, one bounded read of the first 64 KiB (a second read only when the
+header is larger), one protobuf parse.  Tensor payloads are read lazily by ``load_raw`` /
+``load_tensor`` (pread for small tensors, read-only memmap for large ones).
+
+Never writes into the dump tree.  Bad input raises ``DumpFormatError`` whose message is one line
+starting with the file path.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from math import prod
+from typing import Optional, Union
+
+import numpy as np
+
+from dumpscope.core import dtypes
+from dumpscope.core.device_format import DeviceFormatError, format_name, to_logical
+from dumpscope.core.formats import dump_data_pb2
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+_FIRST_READ = 64 << 10
+_MMAP_FROM = 4 << 20  # payloads at least this big are memory-mapped instead of read
+NANO_MAGIC = b"\x5a\x5a\x5a\x5a"
+_DumpData = dump_data_pb2.DumpData
+
+
+class DumpFormatError(ValueError):
+    """A CANN dump file whose header (or requested tensor) cannot be read."""
+
+
+@dataclass(slots=True)
+class CannTensor:
+    """One tensor slice of a dump file.
+
+    ``io`` is "input", "output", "buffer" or "space".  ``shape`` is the device shape,
+    ``original_shape`` the logical shape as recorded (empty when the writer left it out).
+    ``offset`` is the absolute byte offset of the payload in the file; ``truncated`` is True when
+    the file ends before ``offset + size``.
+    """
+
+    io: str
+    slot: int
+    dtype: str  # canonical spelling or "unknown(N)"
+    dtype_code: int
+    format: str  # "NC1HWC0", … or "UNKNOWN(N)"
+    format_code: int
+    shape: tuple[int, ...]
+    original_shape: tuple[int, ...]
+    sub_format: int
+    size: int
+    offset: int
+    original_op_name: str = ""
+    truncated: bool = False
+
+    @property
+    def logical_shape(self) -> tuple[int, ...]:
+        """``original_shape`` when recorded, else the device shape."""
+        return self.original_shape if self.original_shape else self.shape
+
+
+@dataclass(slots=True)
+class CannHeader:
+    """The decoded header of one dump file plus where each payload lives."""
+
+    path: str
+    file_size: int
+    version: str
+    dump_time: int
+    op_name: str
+    inputs: list[CannTensor]
+    outputs: list[CannTensor]
+    buffers: list[CannTensor]
+    spaces: list[CannTensor]
+    header_len: int
+    data_offset: int
+    complete: bool  # every declared payload byte is present in the file
+    expected_size: int = 0  # 8 + H + sum of all payload sizes
+    attrs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def tensors(self) -> list[CannTensor]:
+        """All slices in file order: inputs, outputs, buffers, spaces."""
+        return self.inputs + self.outputs + self.buffers + self.spaces
+
+    @property
+    def trailing_bytes(self) -> int:
+        """Bytes after the last declared payload (0 for a well-formed file)."""
+        return max(0, self.file_size - self.expected_size)
+
+
+def _read_prefix(path: str) -> tuple[int, bytes, int]:
+    """(file size, first bytes, fd) — the caller closes fd."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    except OSError as exc:
+        raise DumpFormatError(f"{path}: cannot open: {exc.strerror or exc}") from None
+    try:
+        size = os.fstat(fd).st_size
+        buf = os.read(fd, min(_FIRST_READ, max(size, 8)))
+    except OSError as exc:
+        os.close(fd)
+        raise DumpFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return size, buf, fd
+
+
+def _read_more(fd: int, path: str, buf: bytes, want: int) -> bytes:
+    parts = [buf]
+    have = len(buf)
+    while have < want:
+        chunk = os.pread(fd, want - have, have)
+        if not chunk:
+            raise DumpFormatError(f"{path}: file ended after {have} bytes while reading a {want}-byte header")
+        parts.append(chunk)
+        have += len(chunk)
+    return b"".join(parts)
+
+
+def read_header(path: PathLike, max_header_bytes: int = 64 << 20) -> CannHeader:
+    """Read and validate the header of a CANN dump file (bounded: 8 + H bytes at most).
+
+    Raises ``DumpFormatError`` when the header itself is unreadable (too short, length beyond
+    the file, bad protobuf, nano/TLV container).  A file whose payloads extend past its end
+    (still being written, truncated copy) is returned with ``complete=False`` and the affected
+    tensors marked ``truncated``.
+    """
+    p = os.fspath(path)
+    size, buf, fd = _read_prefix(p)
+    try:
+        if size < 8 or len(buf) < 8:
+            raise DumpFormatError(f"{p}: file is {size} bytes, too short for a dump header")
+        h = int.from_bytes(buf[:8], "little")
+        if buf[8:12] == NANO_MAGIC:
+            raise DumpFormatError(f"{p}: nano/TLV dump container (magic 0x5A5A5A5A) is not supported")
+        if h > size - 8:
+            raise DumpFormatError(f"{p}: header length {h} exceeds file size {size}")
+        if h > max_header_bytes:
+            raise DumpFormatError(f"{p}: header length {h} exceeds the {max_header_bytes}-byte limit")
+        if 8 + h > len(buf):
+            buf = _read_more(fd, p, buf, 8 + h)
+    finally:
+        os.close(fd)
+    msg = _DumpData()
+    try:
+        msg.ParseFromString(memoryview(buf)[8:8 + h])
+    except Exception as exc:  # protobuf raises DecodeError, RecursionError-like errors on junk
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise DumpFormatError(f"{p}: header is not a valid DumpData protobuf ({reason})") from None
+    return _build(p, size, h, msg)
+
+
+def _tensor(io: str, slot: int, t, offset: int, size_file: int, original_op: str = "") -> CannTensor:
+    dcode = int(t.data_type)
+    fcode = int(t.format)
+    size = int(t.size)
+    return CannTensor(io, slot, dtypes.proto_dtype_name(dcode), dcode, format_name(fcode), fcode,
+                      tuple(t.shape.dim), tuple(t.original_shape.dim), int(t.sub_format), size, offset,
+                      original_op, offset + size > size_file)
+
+
+def _build(path: str, size: int, h: int, msg) -> CannHeader:
+    off = 8 + h
+    inputs: list[CannTensor] = []
+    for i, t in enumerate(msg.input):
+        inputs.append(_tensor("input", i, t, off, size))
+        off += int(t.size)
+    outputs: list[CannTensor] = []
+    for i, t in enumerate(msg.output):
+        oname = t.original_op.name if t.HasField("original_op") else ""
+        outputs.append(_tensor("output", i, t, off, size, oname))
+        off += int(t.size)
+    extra: list[list[CannTensor]] = [[], []]
+    for k, (io, seq) in enumerate((("buffer", msg.buffer), ("space", msg.space))):
+        for i, b in enumerate(seq):
+            n = int(b.size)
+            extra[k].append(CannTensor(io, i, "uint8", 4, "ND", 2, (n,), (n,), 0, n, off, "", off + n > size))
+            off += n
+    attrs = {a.name: a.value for a in msg.attr} if msg.attr else {}
+    return CannHeader(path, size, msg.version, int(msg.dump_time), msg.op_name, inputs, outputs, extra[0],
+                      extra[1], h, 8 + h, off <= size, off, attrs)
+
+
+def check_complete(header: Union[CannHeader, PathLike]) -> bool:
+    """True when the file now holds every payload byte its header declares (re-stats the file)."""
+    if not isinstance(header, CannHeader):
+        return read_header(header).complete
+    try:
+        now = os.stat(header.path).st_size
+    except OSError as exc:
+        raise DumpFormatError(f"{header.path}: cannot stat: {exc.strerror or exc}") from None
+    return now >= header.expected_size
+
+
+# ---------------------------------------------------------------------------------------------
+# payloads
+
+
+def _label(t: CannTensor) -> str:
+    return f"{t.io}[{t.slot}]"
+
+
+def _element_count(t: CannTensor) -> int:
+    return prod(t.shape) if t.shape else 1
+
+
+def _read_bytes(path: str, t: CannTensor, nbytes: int) -> np.ndarray:
+    try:
+        now = os.stat(path).st_size
+    except OSError as exc:
+        raise DumpFormatError(f"{path}: cannot stat: {exc.strerror or exc}") from None
+    if t.offset + nbytes > now:
+        raise DumpFormatError(f"{path}: {_label(t)} is truncated: needs bytes up to {t.offset + nbytes}, "
+                              f"file has {now}")
+    if nbytes == 0:
+        return np.empty(0, dtype=np.uint8)
+    if nbytes >= _MMAP_FROM:
+        return np.memmap(path, dtype=np.uint8, mode="r", offset=t.offset, shape=(nbytes,))
+    with open(path, "rb", buffering=0) as f:
+        data = os.pread(f.fileno(), nbytes, t.offset)
+    if len(data) != nbytes:
+        raise DumpFormatError(f"{path}: {_label(t)}: short read ({len(data)} of {nbytes} bytes)")
+    return np.frombuffer(data, dtype=np.uint8)
+
+
+def load_raw(path: PathLike, t: CannTensor) -> np.ndarray:
+    """The tensor decoded to exact values, still in the DEVICE layout (shaped ``t.shape``)."""
+    p = os.fspath(path)
+    if t.dtype.startswith("unknown("):
+        raise DumpFormatError(f"{p}: {_label(t)} has unknown data type code {t.dtype_code}")
+    count = _element_count(t)
+    try:
+        need = dtypes.nbytes_for(t.dtype, count)
+    except dtypes.DtypeError as exc:
+        raise DumpFormatError(f"{p}: {_label(t)}: {exc}") from None
+    if t.size < need:
+        raise DumpFormatError(f"{p}: {_label(t)} size {t.size} bytes is less than the {need} bytes its "
+                              f"shape {list(t.shape)} of {t.dtype} needs")
+    raw = _read_bytes(p, t, need)
+    try:
+        flat = dtypes.decode(raw, t.dtype, count)
+    except dtypes.DtypeError as exc:
+        raise DumpFormatError(f"{p}: {_label(t)}: {exc}") from None
+    return flat.reshape(t.shape)
+
+
+def load_tensor(path: PathLike, t: CannTensor, target: Optional[str] = None) -> np.ndarray:
+    """The tensor in its LOGICAL layout (``original_shape``, padding removed; see device_format).
+
+    ``target`` names the axis order of ``original_shape`` when it is not the default
+    (NCHW / NCDHW / ND).
+    """
+    raw = load_raw(path, t)
+    try:
+        return to_logical(raw, t.format, t.shape, t.original_shape, t.sub_format, target)
+    except DeviceFormatError as exc:
+        raise DumpFormatError(f"{os.fspath(path)}: {_label(t)}: {exc}") from None

@@ -1,0 +1,137 @@
+"""Header-only reading of ``.npy`` files, and a pickle-free loader.
+
+Indexing touches every ``.npy`` of a dump, so the header reader does one ``open`` and one
+bounded read (≤ 64 KiB) and never looks at the payload.  Loading goes through
+``np.load(..., allow_pickle=False)`` so object arrays can never be unpickled.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+MAGIC = b"\x93NUMPY"
+MAX_HEADER_READ = 64 * 1024
+OBJECT_REFUSED = "object arrays are not supported (would need pickle)"
+
+
+class NpyFormatError(ValueError):
+    """A file is not a readable ``.npy`` (the message names the file)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NpyHeader:
+    shape: tuple[int, ...]
+    dtype: str  # numpy spelling: "float32", "int64", "bool", "complex64", ...
+    fortran_order: bool
+    data_offset: int  # where the payload starts
+    nbytes: int  # payload length the header promises
+    file_size: int
+
+    @property
+    def truncated(self) -> bool:
+        """True when the file holds fewer bytes than the header promises."""
+        return self.file_size < self.data_offset + self.nbytes
+
+
+def read_npy_header(path: str) -> NpyHeader:
+    """Read the header of ``path``; raise ``NpyFormatError`` naming the file on bad input."""
+    name = os.path.basename(path)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(MAX_HEADER_READ)
+            size = os.fstat(fh.fileno()).st_size
+    except OSError as exc:
+        raise NpyFormatError(f"{name}: cannot read ({exc.strerror or exc})") from None
+    return parse_npy_header(head, size, name)
+
+
+def parse_npy_header(head: bytes, file_size: int, name: str = "<npy>") -> NpyHeader:
+    """Parse the first bytes of a ``.npy`` file (pure function, used by the fuzz tests)."""
+    if len(head) < 10 or not head.startswith(MAGIC):
+        raise NpyFormatError(f"{name}: not a .npy file (bad magic)")
+    major, minor = head[6], head[7]
+    if major == 1:
+        (hlen,) = struct.unpack_from("<H", head, 8)
+        start = 10
+    elif major in (2, 3):
+        if len(head) < 12:
+            raise NpyFormatError(f"{name}: truncated .npy header")
+        (hlen,) = struct.unpack_from("<I", head, 8)
+        start = 12
+    else:
+        raise NpyFormatError(f"{name}: unsupported .npy version {major}.{minor}")
+    end = start + hlen
+    if end > MAX_HEADER_READ:
+        raise NpyFormatError(f"{name}: .npy header too large ({hlen} bytes)")
+    if end > len(head):
+        raise NpyFormatError(f"{name}: truncated .npy header")
+    encoding = "utf-8" if major == 3 else "latin1"
+    try:
+        text = head[start:end].decode(encoding)
+        meta = ast.literal_eval(text.strip())
+    except (UnicodeDecodeError, ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise NpyFormatError(f"{name}: unreadable .npy header dict") from None
+    return _header_from_dict(meta, end, file_size, name)
+
+
+def _header_from_dict(meta: object, data_offset: int, file_size: int, name: str) -> NpyHeader:
+    if not isinstance(meta, dict) or not {"descr", "fortran_order", "shape"} <= set(meta):
+        raise NpyFormatError(f"{name}: .npy header is not a descr/fortran_order/shape dict")
+    descr, fortran, shape = meta["descr"], meta["fortran_order"], meta["shape"]
+    if not isinstance(fortran, bool):
+        raise NpyFormatError(f"{name}: bad fortran_order in .npy header")
+    if not isinstance(shape, tuple) or not all(
+        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
+    ):
+        raise NpyFormatError(f"{name}: bad shape in .npy header")
+    if isinstance(descr, str) and descr.lstrip("<>|=!").startswith("O"):
+        raise NpyFormatError(f"{name}: {OBJECT_REFUSED}")
+    try:
+        dt = np.dtype(descr)
+    except (TypeError, ValueError, SyntaxError, KeyError, MemoryError, RecursionError):
+        raise NpyFormatError(f"{name}: bad dtype {str(descr)[:40]!r} in .npy header") from None
+    if dt.hasobject:
+        raise NpyFormatError(f"{name}: {OBJECT_REFUSED}")
+    count = 1
+    for d in shape:
+        count *= d
+    return NpyHeader(
+        shape=tuple(shape),
+        dtype=dtype_name(dt),
+        fortran_order=fortran,
+        data_offset=data_offset,
+        nbytes=count * dt.itemsize,
+        file_size=file_size,
+    )
+
+
+def dtype_name(dt: np.dtype) -> str:
+    """Numpy spelling without byte order ("float32" for ``>f4`` too); structured → "void"."""
+    if dt.names is not None:
+        return "void"
+    return dt.name
+
+
+def load_npy(path: str, mmap: bool = True) -> np.ndarray:
+    """Load a ``.npy`` without ever unpickling; memory-map it when possible."""
+    head = read_npy_header(path)
+    name = os.path.basename(path)
+    if head.truncated:
+        raise NpyFormatError(
+            f"{name}: truncated .npy ({head.file_size} bytes, header promises "
+            f"{head.data_offset + head.nbytes})"
+        )
+    if mmap and not head.fortran_order and head.nbytes > 0:
+        try:
+            return np.load(path, mmap_mode="r", allow_pickle=False)
+        except (ValueError, OSError):
+            pass  # e.g. a filesystem without mmap: fall back to a plain read
+    try:
+        return np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise NpyFormatError(f"{name}: cannot load ({exc})") from None

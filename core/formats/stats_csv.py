@@ -1,0 +1,277 @@
+"""Readers for statistics-only dumps (FORMATS.md §4): CANN per-op CSVs, the adump variant, msprobe's
+aggregated ``statistic.csv`` and MindSpore ``statistic.csv`` of every version.
+
+One tolerant reader: the kind is detected from the header (matched case-insensitively, spaces
+normalised, trailing empty header cells ignored); each bad row is skipped and reported in
+``warnings``; only an unusable header (no io / slot column) fails the file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+KIND_CANN = "cann_per_op"  # §4.1 exact header
+KIND_ADUMP = "cann_adump"  # §4.2 per-op CSV with a non-default selection of items
+KIND_MSPROBE = "msprobe"  # §4.3 aggregated statistic.csv (has Format and Input/Output)
+KIND_MINDSPORE = "mindspore"  # §4.4 MindSpore statistic.csv (IO, no Format)
+
+CANN_HEADER = ("Input/Output,Index,Data Size,Data Type,Format,Shape,Max Value,Min Value,Avg Value,Count,"
+               "Nan Count,Negative Inf Count,Positive Inf Count")
+
+#: Normalised keys always present in ``StatsRow.stats``.
+STAT_KEYS = ("max", "min", "mean", "count", "nan", "neginf", "posinf", "zeros", "l2norm", "md5")
+
+_COLUMNS: dict[str, str] = {
+    "op type": "op_type", "op name": "op_name", "task id": "task", "stream id": "stream",
+    "timestamp": "timestamp", "input/output": "io", "io": "io", "index": "slot", "slot": "slot",
+    "data size": "size", "data type": "dtype", "format": "format", "shape": "shape",
+    "max value": "max", "max": "max", "min value": "min", "min": "min", "avg value": "mean",
+    "avg": "mean", "mean": "mean", "count": "count", "nan count": "nan", "negative inf count": "neginf",
+    "positive inf count": "posinf", "zero count": "zeros", "l2norm": "l2norm", "l2norm value": "l2norm",
+    "l2 value": "l2norm", "l2 norm": "l2norm", "md5": "md5", "md5 value": "md5",
+    "negative zero count": "negzeros", "positive zero count": "poszeros",
+}
+_INT_STATS = {"count", "nan", "neginf", "posinf", "zeros", "negzeros", "poszeros"}
+_FLOAT_STATS = {"max", "min", "mean", "l2norm"}
+_NULLS = {"", "-", "na", "n/a", "null", "none"}
+
+#: proto DT_* names (§1.4) → numpy spelling.
+_DT_NAMES: dict[str, str] = {
+    "DT_FLOAT": "float32", "DT_FLOAT16": "float16", "DT_INT8": "int8", "DT_UINT8": "uint8",
+    "DT_INT16": "int16", "DT_UINT16": "uint16", "DT_INT32": "int32", "DT_INT64": "int64",
+    "DT_UINT32": "uint32", "DT_UINT64": "uint64", "DT_BOOL": "bool", "DT_DOUBLE": "float64",
+    "DT_COMPLEX64": "complex64", "DT_COMPLEX128": "complex128", "DT_QINT8": "int8",
+    "DT_QINT16": "int16", "DT_QINT32": "int32", "DT_QUINT8": "uint8", "DT_QUINT16": "uint16",
+    "DT_DUAL_SUB_INT8": "int8", "DT_DUAL_SUB_UINT8": "uint8", "DT_BF16": "bfloat16",
+    "DT_BFLOAT16": "bfloat16", "DT_INT4": "int4", "DT_UINT1": "uint1", "DT_INT2": "int2",
+    "DT_UINT2": "uint2", "DT_COMPLEX32": "complex32", "DT_HIFLOAT8": "hifloat8",
+    "DT_FLOAT8_E5M2": "float8_e5m2", "DT_FLOAT8_E4M3FN": "float8_e4m3fn",
+    "DT_FLOAT8_E8M0": "float8_e8m0fnu", "DT_STRING": "string", "DT_RESOURCE": "resource",
+}
+_MS_NAMES = {"float": "float32", "half": "float16", "double": "float64", "bool_": "bool",
+             "bf16": "bfloat16", "int": "int32"}
+
+
+class StatsCsvError(ValueError):
+    """A stats CSV whose header cannot be used (one line: file and problem)."""
+
+
+@dataclass(slots=True)
+class StatsRow:
+    """One tensor's statistics line; identity fields are None when the file does not say."""
+
+    op_type: Optional[str]
+    op_name: Optional[str]
+    task: Optional[int]
+    stream: Optional[int]
+    timestamp: Optional[int]
+    io: str  # "input" | "output"
+    slot: int
+    dtype: str  # numpy spelling ("" when unknown)
+    format: str  # "" when the file has no/unknown format
+    shape: tuple[int, ...]
+    size: Optional[int]
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class StatsCsv:
+    path: str
+    kind: str
+    rows: list[StatsRow]
+    warnings: list[str]
+
+
+def normalize_dtype(text: str) -> str:
+    """``DT_FLOAT`` → ``float32``, ``Float16`` → ``float16``; ``-``/empty → ``""``."""
+    t = text.strip()
+    if t.lower() in _NULLS:
+        return ""
+    if t.upper().startswith("DT_"):
+        return _DT_NAMES.get(t.upper(), t[3:].lower())
+    low = t.lower()
+    return _MS_NAMES.get(low, low)
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """``4x50x50x16``, ``(32,256,13,13)``, ``[2, 3]``, ``()``, ``-`` → tuple; ValueError otherwise."""
+    t = text.strip()
+    if t.lower() in _NULLS:
+        return ()
+    inner = t.strip("()[] ")
+    if not inner:
+        return ()
+    parts = [p for p in re.split(r"[x,\s]+", inner) if p]
+    dims = tuple(int(p) for p in parts)
+    if any(d < 0 for d in dims):
+        raise ValueError(f"negative dimension in {text!r}")
+    return dims
+
+
+def ops_from_file_name(path: str) -> Optional[tuple[str, str, int, int, int]]:
+    """``{op_type}.{op_name}.{task}.{stream}.{ts}[.ffts fields].csv`` → the 5 identity fields."""
+    stem = os.path.basename(path)
+    if stem.lower().endswith(".csv"):
+        stem = stem[:-4]
+    f = stem.split(".")
+    for i in range(len(f)):
+        if len(f) - i not in (5, 9):
+            continue
+        if all(x.isdigit() for x in f[i + 2 : i + 5]) and f[i] and f[i + 1]:
+            return f[i], f[i + 1], int(f[i + 2]), int(f[i + 3]), int(f[i + 4])
+    return None
+
+
+def read_stats_csv(path: str) -> StatsCsv:
+    """Read any §4 stats CSV; raises StatsCsvError when the file or its header is unusable."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise StatsCsvError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return parse_stats_csv(data.decode("utf-8-sig", errors="replace"), path)
+
+
+def parse_stats_csv(text: str, path: str = "<text>") -> StatsCsv:
+    """Parse CSV text (``path`` names the file in messages and gives per-op identity fields)."""
+    warnings: list[str] = []
+    reader = csv.reader(io.StringIO(text.replace("\x00", "")))
+    header: Optional[list[str]] = None
+    records: list[tuple[int, list[str]]] = []
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            warnings.append(f"{path}:{reader.line_num}: unreadable line: {exc}")
+            if len(warnings) > 10000:
+                break
+            continue
+        if header is None:
+            if not any(c.strip() for c in cells):
+                continue
+            header = cells
+            continue
+        if cells and any(c.strip() for c in cells):
+            records.append((reader.line_num, cells))
+    if header is None:
+        raise StatsCsvError(f"{path}: empty file, no stats CSV header")
+    cols, kind, unknown = _map_header(header, path)
+    if unknown:
+        warnings.append(f"{path}: ignored unknown columns: {', '.join(unknown)}")
+    ident = None
+    if kind in (KIND_CANN, KIND_ADUMP):
+        ident = ops_from_file_name(path)
+        if ident is None:
+            warnings.append(f"{path}: file name is not {{op_type}}.{{op_name}}.{{task}}.{{stream}}.{{ts}}.csv")
+    rows: list[StatsRow] = []
+    width = len(cols)
+    for line_no, cells in records:
+        while len(cells) > width and not cells[-1].strip():
+            cells = cells[:-1]
+        if len(cells) != width:
+            warnings.append(f"{path}:{line_no}: {len(cells)} cells, header has {width}; row skipped")
+            continue
+        try:
+            rows.append(_row(cols, cells, ident))
+        except ValueError as exc:
+            warnings.append(f"{path}:{line_no}: {exc}; row skipped")
+    return StatsCsv(path=path, kind=kind, rows=rows, warnings=warnings)
+
+
+def _map_header(header: list[str], path: str) -> tuple[list[Optional[str]], str, list[str]]:
+    names = [" ".join(h.split()).lower() for h in header]
+    while names and not names[-1]:
+        names.pop()
+    cols: list[Optional[str]] = []
+    unknown: list[str] = []
+    for raw, name in zip(header, names):
+        key = _COLUMNS.get(name)
+        if key is None or key in cols:
+            unknown.append(raw.strip() or "<empty>")
+            key = None
+        cols.append(key)
+    if "io" not in cols or "slot" not in cols:
+        raise StatsCsvError(f"{path}: not a stats CSV header (no Input/Output or IO and Index/Slot column)")
+    if "op_name" in cols:
+        kind = KIND_MSPROBE if "format" in cols or "input/output" in names else KIND_MINDSPORE
+    elif ",".join(h.strip() for h in header[: len(names)]) == CANN_HEADER:
+        kind = KIND_CANN
+    else:
+        kind = KIND_ADUMP
+    return cols, kind, unknown
+
+
+def _row(cols: list[Optional[str]], cells: list[str], ident: Optional[tuple[str, str, int, int, int]]) -> StatsRow:
+    val: dict[str, str] = {}
+    for key, cell in zip(cols, cells):
+        if key is not None:
+            val[key] = cell.strip()
+    io_text = val.get("io", "").lower()
+    if io_text not in ("input", "output"):
+        raise ValueError(f"io {val.get('io', '')!r} is not input/output")
+    slot = _int(val.get("slot"), "slot")
+    if slot is None:
+        raise ValueError("empty slot")
+    stats: dict[str, Any] = {k: None for k in STAT_KEYS}
+    for key, cell in val.items():
+        if key in _INT_STATS:
+            stats[key] = _int(cell, key)
+        elif key in _FLOAT_STATS:
+            stats[key] = _float(cell, key)
+        elif key == "md5":
+            stats[key] = None if cell.lower() in _NULLS else cell
+    if ident is not None:
+        op_type, op_name, task, stream, ts = ident
+    else:
+        op_type = _str(val.get("op_type"))
+        op_name = _str(val.get("op_name"))
+        task = _int(val.get("task"), "task id")
+        stream = _int(val.get("stream"), "stream id")
+        ts = _int(val.get("timestamp"), "timestamp")
+    try:
+        shape = parse_shape(val.get("shape", ""))
+    except ValueError:
+        raise ValueError(f"bad shape {val.get('shape', '')!r}") from None
+    fmt = val.get("format", "")
+    return StatsRow(
+        op_type=op_type, op_name=op_name, task=task, stream=stream, timestamp=ts, io=io_text,
+        slot=slot, dtype=normalize_dtype(val.get("dtype", "")),
+        format="" if fmt.lower() in _NULLS else fmt, shape=shape, size=_int(val.get("size"), "data size"),
+        stats=stats,
+    )
+
+
+def _str(cell: Optional[str]) -> Optional[str]:
+    return None if cell is None or cell.lower() in _NULLS else cell
+
+
+def _int(cell: Optional[str], what: str) -> Optional[int]:
+    if cell is None or cell.lower() in _NULLS:
+        return None
+    try:
+        return int(cell)
+    except ValueError:
+        pass
+    try:
+        f = float(cell)
+    except ValueError:
+        raise ValueError(f"bad {what} {cell!r}") from None
+    if f != f or f in (float("inf"), float("-inf")) or f != int(f):
+        raise ValueError(f"bad {what} {cell!r}")
+    return int(f)
+
+
+def _float(cell: str, what: str) -> Optional[float]:
+    if cell.lower() in _NULLS:
+        return None
+    try:
+        return float(cell)
+    except ValueError:
+        raise ValueError(f"bad {what} {cell!r}") from None

@@ -1,0 +1,86 @@
+"""Graph parsers: MindSpore ``.ir`` text and GE graph dumps (``ge_proto_*.txt``, atc JSON).
+
+Graphs give dumps their edges, attributes and source lines.  Entry points:
+
+* :func:`detect_graph_kind` — which parser a file name calls for (``None``: not a graph);
+* :func:`load_graph_file` — parse a file of a given kind into ``list[Graph]``;
+* :func:`sanitize_name` — the dump-file spelling of a graph-side name, used for joining.
+
+Every parser raises only :class:`GraphParseError` for bad input.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Optional
+
+from dumpscope.core.model import Graph
+
+from .common import GraphParseError, sanitize_name
+from .ge_text import parse_ge_json, parse_ge_onnx, parse_ge_text
+from .ms_ir import parse_ir
+
+__all__ = [
+    "GraphParseError",
+    "detect_graph_kind",
+    "load_graph_file",
+    "parse_ge_json",
+    "parse_ge_onnx",
+    "parse_ge_text",
+    "parse_ir",
+    "sanitize_name",
+]
+
+# ge_proto_{idx:08d}[_aclop]_graph_{id}_{stage}.txt, old ge_proto_{idx:05d}_{stage}.txt
+_GE_PROTO_RE = re.compile(r"^ge_proto_\d+_.+\.txt$")
+_GE_ONNX_RE = re.compile(r"^ge_onnx_\d+_.+\.pbtxt$")
+_MS_TRACE_RE = re.compile(r"^ms_output_trace_code_graph_\d+\.(ir|pb)$")
+
+
+def detect_graph_kind(filename: str) -> Optional[str]:
+    """Kind of graph file from its name: ``ms_ir``, ``ms_pb``, ``ge_text``, ``ge_onnx``, ``ge_json`` or None.
+
+    ``.pb`` counts only as MindSpore's ``ms_output_trace_code_graph_{id}.pb`` or inside a
+    ``graphs/`` folder (many other ``.pb`` files are not graphs); ``.json`` only when the
+    name starts with ``ge_proto_`` (an ``atc --mode=5`` rendering of the text graph).
+    """
+    norm = filename.replace("\\", "/")
+    base = norm.rsplit("/", 1)[-1]
+    parent = norm.rsplit("/", 2)[-2] if norm.count("/") >= 1 else ""
+    if _GE_PROTO_RE.match(base):
+        return "ge_text"
+    if _GE_ONNX_RE.match(base):
+        return "ge_onnx"
+    if base.startswith("ge_proto_") and base.endswith(".json"):
+        return "ge_json"
+    m = _MS_TRACE_RE.match(base)
+    if m:
+        return "ms_ir" if m.group(1) == "ir" else "ms_pb"
+    if base.endswith(".ir") and len(base) > 3:
+        return "ms_ir"
+    if base.endswith(".pb") and parent == "graphs":
+        return "ms_pb"
+    return None
+
+
+def load_graph_file(path: str | os.PathLike[str], kind: Optional[str] = None, *, warnings: Optional[list[str]] = None) -> list[Graph]:
+    """Parse the graph file at ``path`` as ``kind`` (detected from the name when None).
+
+    Returns one Graph for a MindSpore ``.ir``; one per ``graph {}`` (root first) for GE
+    files.  Per-node problems go to ``warnings``.  Raises GraphParseError for an unknown
+    kind, an unreadable file or a file with nothing usable.
+    """
+    spath = os.fspath(path)
+    kind = kind or detect_graph_kind(spath)
+    if kind == "ms_ir":
+        return [parse_ir(path, warnings=warnings)]
+    if kind == "ge_text":
+        return parse_ge_text(path, warnings=warnings)
+    if kind == "ge_json":
+        return parse_ge_json(path, warnings=warnings)
+    if kind == "ge_onnx":
+        return parse_ge_onnx(path, warnings=warnings)
+    if kind == "ms_pb":
+        raise GraphParseError(f"{spath}: MindSpore .pb graphs are not read yet (use the .ir beside it)")
+    raise GraphParseError(f"{spath}: not a known graph file kind ({kind!r})")

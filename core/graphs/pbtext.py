@@ -1,0 +1,216 @@
+"""A fast, tolerant reader of protobuf TEXT format into plain trees.
+
+Why not ``google.protobuf.text_format``: its tokenizer is pure Python and takes minutes on
+a 100k-op ``ge_proto_*_Build.txt``; it also stops at the first unknown enum name or field.
+GE writes one field per line (C++ ``TextFormat::Print``), so a per-line fast path covers
+nearly every line, with a small tokenizer for the rest (one-line messages, ``[a, b]``
+lists, ``<…>`` delimiters, several fields on one line).
+
+A message becomes ``dict[str, list]``: every field name maps to the list of its values in
+order (scalars: ``str``/``int``/``float``/``bool``; messages: nested dicts).  Enum values
+stay names (``"DT_FLOAT"``).  Problems are reported as warnings, never raised.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from typing import Any
+
+Tree = dict[str, list[Any]]
+
+_OPEN_LINE = re.compile(r"([A-Za-z_][\w]*|\[[\w./]+\])\s*:?\s*[{<]")
+_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"|\'((?:[^\'\\]|\\.)*)\'')
+_TOKEN = re.compile(
+    r"""\s*(?:
+      (?P<str>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
+    | (?P<num>[-+]?(?:0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?[fF]?)(?![\w.]))
+    | (?P<id>-?[A-Za-z_][\w.]*|\[[\w./]+\])
+    | (?P<sym>[{}<>:\[\],;])
+    | (?P<bad>\S)
+    )""",
+    re.X,
+)
+_INT = re.compile(r"[-+]?\d+")
+_MAX_WARNINGS = 20
+
+
+def unescape(body: str) -> str:
+    """Undo C escaping of a text-format string (octal UTF-8 bytes included)."""
+    if "\\" not in body:
+        return body
+    try:
+        return codecs.escape_decode(body.encode("utf-8"))[0].decode("utf-8", errors="replace")
+    except (ValueError, UnicodeError):
+        return body
+
+
+def _scalar(tok: str) -> Any:
+    """A bare (unquoted) value: int, float, bool or enum name."""
+    if _INT.fullmatch(tok):
+        return int(tok)
+    low = tok.lower()
+    if low in ("true", "t"):
+        return True
+    if low in ("false", "f"):
+        return False
+    if low.startswith("0x") or low.startswith("-0x"):
+        try:
+            return int(tok, 16)
+        except ValueError:
+            return tok
+    try:
+        return float(tok.rstrip("fF")) if tok[:1] in "+-.0123456789" else tok
+    except ValueError:
+        if low.lstrip("-+") in ("inf", "infinity", "nan"):
+            return float(low)
+        return tok
+
+
+class TextTreeReader:
+    """Builds a tree from protobuf text; see the module docstring."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.root: Tree = {}
+        self.stack: list[Tree] = [self.root]
+        self.warnings: list[str] = []
+        self.bad_lines = 0
+        self.good_lines = 0
+
+    def warn(self, lineno: int, msg: str) -> None:
+        self.bad_lines += 1
+        if len(self.warnings) < _MAX_WARNINGS:
+            self.warnings.append(f"{self.label}:{lineno}: {msg}")
+
+    def _open(self, key: str) -> None:
+        child: Tree = {}
+        self.stack[-1].setdefault(key, []).append(child)
+        self.stack.append(child)
+
+    def _close(self, lineno: int) -> None:
+        if len(self.stack) > 1:
+            self.stack.pop()
+        else:
+            self.warn(lineno, "unbalanced '}'")
+
+    def feed(self, text: str) -> Tree:
+        """Parse the whole text; return the root message tree."""
+        for lineno, raw in enumerate(text.splitlines(), 1):
+            line = raw.strip()
+            if not line or line[0] == "#":
+                continue
+            if line == "}" or line == ">":
+                self._close(lineno)
+                self.good_lines += 1
+                continue
+            last = line[-1]
+            if last == "{" or last == "<":
+                m = _OPEN_LINE.fullmatch(line)
+                if m:
+                    self._open(m.group(1))
+                    self.good_lines += 1
+                    continue
+            key, sep, rest = line.partition(":")
+            if sep and key.isidentifier():
+                rest = rest.strip()
+                if rest:
+                    first = rest[0]
+                    if first == '"':
+                        m = _STRING.fullmatch(rest)
+                        if m:
+                            self.stack[-1].setdefault(key, []).append(unescape(m.group(1)))
+                            self.good_lines += 1
+                            continue
+                    elif first not in "{<['" and " " not in rest and "}" not in rest and "#" not in rest:
+                        self.stack[-1].setdefault(key, []).append(_scalar(rest))
+                        self.good_lines += 1
+                        continue
+            self._tokens(lineno, line)
+        if len(self.stack) > 1:
+            self.warn(0, f"text ends inside {len(self.stack) - 1} open message(s) (truncated file?)")
+        return self.root
+
+    def _tokens(self, lineno: int, line: str) -> None:
+        """Slow path: tokenize one line and apply it to the open messages."""
+        toks: list[tuple[str, str]] = []
+        for m in _TOKEN.finditer(line):
+            kind = m.lastgroup or "bad"
+            if kind == "bad":
+                if m.group("bad") == "#":
+                    break
+                self.warn(lineno, f"unexpected character {m.group('bad')!r}")
+                return
+            toks.append((kind, m.group(kind)))
+        i = 0
+        n = len(toks)
+        ok = True
+        while i < n:
+            kind, tok = toks[i]
+            if kind == "sym" and tok in "}>":
+                self._close(lineno)
+                i += 1
+            elif kind == "sym" and tok in ",;":
+                i += 1
+            elif kind == "id":
+                nxt = toks[i + 1][1] if i + 1 < n else ""
+                if nxt == ":" and i + 2 < n:
+                    vkind, val = toks[i + 2]
+                    if val in ("{", "<"):
+                        self._open(tok)
+                        i += 3
+                    elif val == "[":
+                        i = self._list(tok, toks, i + 3, lineno)
+                    elif vkind == "sym":
+                        ok = False
+                        break
+                    else:
+                        i = self._value(tok, toks, i + 2)
+                elif nxt in ("{", "<"):
+                    self._open(tok)
+                    i += 2
+                else:
+                    ok = False
+                    break
+            else:
+                ok = False
+                break
+        if ok:
+            self.good_lines += 1
+        else:
+            self.warn(lineno, f"cannot read: {line[:60]!r}")
+
+    def _value(self, key: str, toks: list[tuple[str, str]], i: int) -> int:
+        kind, tok = toks[i]
+        if kind == "str":
+            parts = [unescape(tok[1:-1])]
+            i += 1
+            while i < len(toks) and toks[i][0] == "str":  # adjacent strings concatenate
+                parts.append(unescape(toks[i][1][1:-1]))
+                i += 1
+            self.stack[-1].setdefault(key, []).append("".join(parts))
+            return i
+        self.stack[-1].setdefault(key, []).append(_scalar(tok))
+        return i + 1
+
+    def _list(self, key: str, toks: list[tuple[str, str]], i: int, lineno: int) -> int:
+        """``key: [v, v]`` — scalars only on one line (messages in lists are not written by GE)."""
+        while i < len(toks):
+            kind, tok = toks[i]
+            if tok == "]":
+                return i + 1
+            if tok == ",":
+                i += 1
+                continue
+            if kind in ("str", "num", "id"):
+                i = self._value(key, toks, i)
+                continue
+            break
+        self.warn(lineno, f"unreadable list for {key!r}")
+        return len(toks)
+
+
+def parse_text_tree(text: str, label: str) -> tuple[Tree, TextTreeReader]:
+    """Parse protobuf text into a tree; the reader carries warnings and line counts."""
+    reader = TextTreeReader(label)
+    return reader.feed(text), reader

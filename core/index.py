@@ -1,0 +1,307 @@
+"""The dump index: every tensor record of a tree in one SQLite file in the cache dir.
+
+Building walks the tree once (``core.walk``), hands each folder to the layouts, and stores
+what they yield, keyed by folder.  A folder whose mtime and entry count are unchanged is
+not read again, so reopening an unchanged tree only lists folders, and a tree that grows
+while training runs is updated folder by folder.  After any change ``finalize`` rebuilds
+the op table: grouping tensors into ops, joining graph nodes and execution order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Optional
+
+from dumpscope.core.cache import index_path
+from dumpscope.core.layouts import all_layouts
+from dumpscope.core.layouts.base import DirListing, Item
+from dumpscope.core.model import (
+    ExecOrder,
+    GraphFile,
+    OverflowEvidence,
+    Problem,
+    TensorRecord,
+)
+from dumpscope.core.walk import listing_of, scan_tree
+
+SCHEMA_VERSION = 3
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS dirs(id INTEGER PRIMARY KEY, path TEXT UNIQUE, mtime_ns INTEGER,
+    nentries INTEGER, skips TEXT, layouts TEXT, nfiles INTEGER, nclaimed INTEGER);
+CREATE TABLE IF NOT EXISTS tensors(id INTEGER PRIMARY KEY, dir_id INTEGER, producer TEXT, path TEXT,
+    op_type TEXT, op_name TEXT, file_name TEXT, io TEXT, slot INTEGER, dtype TEXT, shape TEXT,
+    format TEXT, device_shape TEXT, rank INTEGER, step INTEGER, graph TEXT, task INTEGER,
+    stream INTEGER, ts INTEGER, storage TEXT, stored_dtype TEXT, offset INTEGER, nbytes INTEGER,
+    sub_format INTEGER, order_hint REAL, stats TEXT, extra TEXT, op_id INTEGER);
+CREATE INDEX IF NOT EXISTS tensors_dir ON tensors(dir_id);
+CREATE INDEX IF NOT EXISTS tensors_op ON tensors(op_id);
+CREATE TABLE IF NOT EXISTS exec_orders(dir_id INTEGER, rank INTEGER, graph TEXT, source TEXT, names TEXT);
+CREATE TABLE IF NOT EXISTS graph_files(dir_id INTEGER, path TEXT, kind TEXT, rank INTEGER, graph TEXT);
+CREATE TABLE IF NOT EXISTS problems(dir_id INTEGER, path TEXT, error TEXT);
+CREATE TABLE IF NOT EXISTS overflow(dir_id INTEGER, path TEXT, rank INTEGER, step INTEGER, graph TEXT,
+    task INTEGER, stream INTEGER, status INTEGER, kind TEXT, context INTEGER, thread INTEGER, folder TEXT);
+CREATE TABLE IF NOT EXISTS ops(id INTEGER PRIMARY KEY, rank INTEGER, step INTEGER, graph TEXT, name TEXT,
+    file_name TEXT, type TEXT, scope TEXT, exec_index INTEGER, first_ts INTEGER, producer TEXT,
+    joined TEXT, join_rule TEXT, graph_only INTEGER DEFAULT 0, nan INTEGER, posinf INTEGER,
+    neginf INTEGER, status INTEGER, evidence TEXT, folder TEXT, task INTEGER, stream INTEGER);
+CREATE INDEX IF NOT EXISTS ops_order ON ops(rank, step, exec_index);
+CREATE INDEX IF NOT EXISTS ops_name ON ops(name);
+CREATE INDEX IF NOT EXISTS ops_file_name ON ops(file_name);
+CREATE INDEX IF NOT EXISTS ops_scope ON ops(rank, step, graph, scope);
+CREATE TABLE IF NOT EXISTS graph_nodes(gkey TEXT, name TEXT, sname TEXT, type TEXT, data TEXT);
+CREATE INDEX IF NOT EXISTS graph_nodes_name ON graph_nodes(gkey, name);
+CREATE INDEX IF NOT EXISTS graph_nodes_sname ON graph_nodes(gkey, sname);
+CREATE TABLE IF NOT EXISTS graphs(gkey TEXT PRIMARY KEY, rank INTEGER, graph TEXT, name TEXT, path TEXT, kind TEXT);
+CREATE TABLE IF NOT EXISTS stats_cache(sig TEXT PRIMARY KEY, data TEXT);
+"""
+
+
+@dataclass(slots=True)
+class Progress:
+    """What the indexer has done so far; handed to the progress callback."""
+
+    dirs: int = 0
+    files: int = 0
+    records: int = 0
+    changed_dirs: int = 0
+    phase: str = "walking"
+    done: bool = False
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+
+class IndexCancelled(Exception):
+    """Raised inside a build when the caller's cancel event is set."""
+
+
+def _dumps(value) -> Optional[str]:
+    if value is None:
+        return None
+    return json.dumps(value, separators=(",", ":"), default=str)
+
+
+class DumpIndex:
+    """An open index of one dump tree. Thread-safe for readers via ``cursor()``."""
+
+    def __init__(self, root: str, db_path: str) -> None:
+        self.root = os.path.abspath(root)
+        self.db_path = db_path
+        self._lock = threading.RLock()
+        self.conn = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None)
+        self.conn.execute("PRAGMA journal_mode=WAL" if db_path != ":memory:" else "PRAGMA journal_mode=MEMORY")
+        self.conn.execute("PRAGMA synchronous=OFF")
+        self.conn.execute("PRAGMA temp_store=MEMORY")
+        self._ensure_schema()
+
+    # -- opening ----------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        root: str,
+        *,
+        use_cache: bool = True,
+        cache_directory: Optional[Path] = None,
+        progress: Optional[Callable[[Progress], None]] = None,
+        cancel: Optional[threading.Event] = None,
+        update: bool = True,
+    ) -> "DumpIndex":
+        """Open (and bring up to date) the index of ``root``.
+
+        Raises ``FileNotFoundError`` / ``NotADirectoryError`` with a one-line message when
+        ``root`` is not a folder.
+        """
+        if not os.path.exists(root):
+            raise FileNotFoundError(f"{root}: no such file or directory")
+        if not os.path.isdir(root):
+            raise NotADirectoryError(f"{root}: not a directory")
+        db = ":memory:"
+        if use_cache:
+            path = index_path(root, cache_directory)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                db = str(path)
+            except OSError:
+                db = ":memory:"
+        try:
+            index = cls(root, db)
+        except sqlite3.DatabaseError:
+            # a corrupt cache file is ours to discard
+            try:
+                os.unlink(db)
+            except OSError:
+                pass
+            index = cls(root, db)
+        if update:
+            index.update(progress=progress, cancel=cancel)
+        return index
+
+    def _ensure_schema(self) -> None:
+        with self._lock:
+            cur = self.conn.cursor()
+            cur.executescript(_SCHEMA)
+            row = cur.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            if row is None or row[0] != str(SCHEMA_VERSION):
+                for table in ("dirs", "tensors", "exec_orders", "graph_files", "problems", "overflow", "ops",
+                              "graph_nodes", "graphs", "stats_cache", "meta"):
+                    cur.execute(f"DELETE FROM {table}")
+                cur.execute("INSERT OR REPLACE INTO meta VALUES('schema', ?)", (str(SCHEMA_VERSION),))
+                cur.execute("INSERT OR REPLACE INTO meta VALUES('root', ?)", (self.root,))
+
+    def close(self) -> None:
+        with self._lock:
+            self.conn.close()
+
+    def cursor(self) -> sqlite3.Cursor:
+        return self.conn.cursor()
+
+    def query(self, sql: str, params: Iterable = ()) -> list[tuple]:
+        with self._lock:
+            return self.conn.execute(sql, tuple(params)).fetchall()
+
+    # -- building ---------------------------------------------------------------------
+
+    def update(self, progress: Optional[Callable[[Progress], None]] = None,
+               cancel: Optional[threading.Event] = None) -> Progress:
+        """Walk the tree, re-read changed folders, and finalize if anything changed."""
+        prog = Progress()
+        layouts = all_layouts()
+        with self._lock:
+            known = {row[1]: row for row in self.conn.execute(
+                "SELECT id, path, mtime_ns, nentries, skips FROM dirs")}
+        seen: set[str] = set()
+        skip: set[str] = set()
+        changed = False
+        last_report = 0.0
+        pending_rows: list[tuple] = []
+        for scanned in scan_tree(self.root, skip=skip):
+            if cancel is not None and cancel.is_set():
+                raise IndexCancelled()
+            path = scanned.dirpath
+            seen.add(path)
+            prog.dirs += 1
+            prog.files += len(scanned.files)
+            nentries = len(scanned.files) + len(scanned.subdirs)
+            old = known.get(path)
+            if (old is not None and old[2] == scanned.mtime_ns and old[3] == nentries
+                    and scanned.problem is None):
+                for sub in json.loads(old[4] or "[]"):
+                    skip.add(os.path.join(path, sub))
+                continue
+            changed = True
+            prog.changed_dirs += 1
+            listing = listing_of(self.root, scanned)
+            items: list[Item] = []
+            if scanned.problem is not None:
+                items.append(scanned.problem)
+            else:
+                items.extend(self._scan_listing(layouts, listing))
+            for sub in listing.skip_subdirs:
+                skip.add(os.path.join(path, sub))
+            prog.records += sum(1 for it in items if isinstance(it, TensorRecord))
+            self._store_dir(path, scanned.mtime_ns, nentries, listing, items, old[0] if old else None)
+            now = time.monotonic()
+            if progress is not None and now - last_report > 0.1:
+                last_report = now
+                progress(prog)
+        removed = [row for p, row in known.items() if p not in seen]
+        if removed:
+            changed = True
+            with self._lock:
+                cur = self.conn.cursor()
+                cur.execute("BEGIN")
+                for row in removed:
+                    self._delete_dir(cur, row[0])
+                    cur.execute("DELETE FROM dirs WHERE id=?", (row[0],))
+                cur.execute("COMMIT")
+        if changed or not self.query("SELECT 1 FROM meta WHERE key='finalized'"):
+            prog.phase = "joining"
+            if progress is not None:
+                progress(prog)
+            from dumpscope.core.finalize import finalize
+
+            finalize(self)
+            with self._lock:
+                self.conn.execute("INSERT OR REPLACE INTO meta VALUES('finalized', '1')")
+        prog.phase = "done"
+        prog.done = True
+        if progress is not None:
+            progress(prog)
+        return prog
+
+    @staticmethod
+    def _scan_listing(layouts, listing: DirListing) -> list[Item]:
+        items: list[Item] = []
+        for layout in layouts:
+            try:
+                for item in layout.scan_dir(listing):
+                    if isinstance(item, TensorRecord) and not item.producer:
+                        item.producer = layout.name
+                    items.append(item)
+            except Exception as exc:  # a layout bug must not take the whole index down
+                items.append(Problem(listing.dirpath, f"{layout.name} layout failed: {type(exc).__name__}: {exc}"))
+        return items
+
+    def _delete_dir(self, cur: sqlite3.Cursor, dir_id: int) -> None:
+        for table in ("tensors", "exec_orders", "graph_files", "problems", "overflow"):
+            cur.execute(f"DELETE FROM {table} WHERE dir_id=?", (dir_id,))
+
+    def _store_dir(self, path: str, mtime_ns: int, nentries: int, listing: DirListing, items: list[Item],
+                   old_id: Optional[int]) -> None:
+        used = {it.producer for it in items if isinstance(it, TensorRecord)}
+        with self._lock:
+            cur = self.conn.cursor()
+            cur.execute("BEGIN")
+            if old_id is not None:
+                self._delete_dir(cur, old_id)
+                cur.execute("UPDATE dirs SET mtime_ns=?, nentries=?, skips=?, layouts=?, nfiles=?, nclaimed=? "
+                            "WHERE id=?", (mtime_ns, nentries, json.dumps(sorted(listing.skip_subdirs)),
+                                           json.dumps(sorted(used)), len(listing.files), len(listing.claimed),
+                                           old_id))
+                dir_id = old_id
+            else:
+                cur.execute("INSERT INTO dirs(path, mtime_ns, nentries, skips, layouts, nfiles, nclaimed) "
+                            "VALUES(?,?,?,?,?,?,?)",
+                            (path, mtime_ns, nentries, json.dumps(sorted(listing.skip_subdirs)),
+                             json.dumps(sorted(used)), len(listing.files), len(listing.claimed)))
+                dir_id = cur.lastrowid
+            trows = []
+            for it in items:
+                if isinstance(it, TensorRecord):
+                    trows.append((dir_id, it.producer, it.path, it.op_type, it.op_name, it.file_name, it.io,
+                                  it.slot, it.dtype, json.dumps(list(it.shape)), it.format,
+                                  json.dumps(list(it.device_shape)), it.rank, it.step, it.graph, it.task,
+                                  it.stream, it.timestamp, it.storage, it.stored_dtype or it.dtype, it.offset,
+                                  it.nbytes, it.sub_format, it.order_hint, _dumps(it.stats),
+                                  _dumps(it.extra) if it.extra else None))
+                elif isinstance(it, Problem):
+                    cur.execute("INSERT INTO problems VALUES(?,?,?)", (dir_id, it.path, it.error))
+                elif isinstance(it, ExecOrder):
+                    cur.execute("INSERT INTO exec_orders VALUES(?,?,?,?,?)",
+                                (dir_id, it.rank, it.graph, it.source, json.dumps(it.names)))
+                elif isinstance(it, GraphFile):
+                    cur.execute("INSERT INTO graph_files VALUES(?,?,?,?,?)",
+                                (dir_id, it.path, it.kind, it.rank, it.graph))
+                elif isinstance(it, OverflowEvidence):
+                    cur.execute("INSERT INTO overflow VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+                                (dir_id, it.path, it.rank, it.step, it.graph, it.task, it.stream, it.status,
+                                 it.kind, it.context, it.thread, it.folder or os.path.dirname(it.path)))
+            if trows:
+                cur.executemany(
+                    "INSERT INTO tensors(dir_id, producer, path, op_type, op_name, file_name, io, slot, dtype, "
+                    "shape, format, device_shape, rank, step, graph, task, stream, ts, storage, stored_dtype, "
+                    "offset, nbytes, sub_format, order_hint, stats, extra) "
+                    "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", trows)
+            cur.execute("DELETE FROM meta WHERE key='finalized'")
+            cur.execute("COMMIT")

@@ -1,0 +1,37 @@
+"""Producer layouts, in the order they get to claim a folder's files.
+
+API-level layouts go first because they consume whole subfolders (``dump_tensor_data``,
+``*_api_dump``); the MindSpore npy/bin names come before the generic CANN binary names.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from dumpscope.core.layouts.base import DirListing, Item, Layout
+
+_LAYOUTS = (
+    ("dumpscope.core.layouts.msprobe", "MsprobeLayout"),
+    ("dumpscope.core.layouts.troubleshooter", "TroubleshooterLayout"),
+    ("dumpscope.core.layouts.mindspore", "MindSporeLayout"),
+    ("dumpscope.core.layouts.stats_tree", "StatsCsvLayout"),
+    ("dumpscope.core.layouts.cann", "CannLayout"),
+    ("dumpscope.core.layouts.torch_h5", "TorchH5Layout"),
+)
+
+
+def all_layouts() -> list[Layout]:
+    """One fresh instance of every layout, in claiming order."""
+    out: list[Layout] = []
+    for module, cls in _LAYOUTS:
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name == module:
+                continue  # layout not built yet in this checkout
+            raise
+        out.append(getattr(mod, cls)())
+    return out
+
+
+__all__ = ["DirListing", "Item", "Layout", "all_layouts"]

@@ -1,0 +1,443 @@
+"""The small query API the command line and the explorer share.
+
+Views ask questions here and never touch files or SQL themselves.  Rows come back as
+plain dataclasses; ``*_json`` helpers give the exact documents of ``CLI.md``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional
+
+from dumpscope.core.graphs.common import sanitize_name
+from dumpscope.core.index import DumpIndex
+from dumpscope.core.tensor_io import TensorRef, compute_tensor_stats, signature
+
+_OP_COLS = ("id, rank, step, graph, name, file_name, type, scope, exec_index, producer, joined, join_rule, "
+            "graph_only, nan, posinf, neginf, status, evidence, folder, task, stream, first_ts")
+_T_COLS = ("id, op_id, io, slot, dtype, shape, format, device_shape, path, storage, stored_dtype, offset, "
+           "nbytes, sub_format, producer, stats, extra, ts")
+
+
+@dataclass(slots=True)
+class OpRow:
+    id: int
+    rank: int
+    step: int
+    graph: str
+    name: str
+    file_name: str
+    type: str
+    scope: str
+    exec_index: Optional[int]
+    producer: str
+    joined: Optional[str]
+    join_rule: Optional[str]
+    graph_only: int
+    nan: Optional[int]
+    posinf: Optional[int]
+    neginf: Optional[int]
+    status: Optional[int]
+    evidence: Optional[str]
+    folder: str
+    task: Optional[int]
+    stream: Optional[int]
+    first_ts: Optional[int]
+
+    @property
+    def short(self) -> str:
+        return self.name.rsplit("/", 1)[-1]
+
+    @property
+    def bad(self) -> bool:
+        """Non-finite values or an overflow status are known for this op."""
+        return bool(self.status) or bool(self.nan) or bool(self.posinf) or bool(self.neginf)
+
+
+@dataclass(slots=True)
+class TensorRow:
+    id: int
+    op_id: int
+    io: str
+    slot: int
+    dtype: str
+    shape: tuple[int, ...]
+    format: str
+    device_shape: tuple[int, ...]
+    path: str
+    storage: str
+    stored_dtype: str
+    offset: int
+    nbytes: int
+    sub_format: int
+    producer: str
+    stats: Optional[dict[str, Any]]
+    extra: dict[str, Any] = field(default_factory=dict)
+    ts: Optional[int] = None
+
+    def ref(self) -> TensorRef:
+        return TensorRef(path=self.path, storage=self.storage, io=self.io, slot=self.slot, dtype=self.dtype,
+                         stored_dtype=self.stored_dtype, shape=self.shape, format=self.format,
+                         device_shape=self.device_shape, offset=self.offset, nbytes=self.nbytes,
+                         sub_format=self.sub_format, extra=self.extra)
+
+    @property
+    def label(self) -> str:
+        return f"{self.io}.{self.slot}"
+
+
+def _op(row: tuple) -> OpRow:
+    return OpRow(*row)
+
+
+def _tensor(row: tuple) -> TensorRow:
+    (tid, op_id, io, slot, dtype, shape, fmt, dshape, path, storage, sdt, off, nb, subf, prod, stats, extra,
+     ts) = row
+    return TensorRow(tid, op_id, io, slot, dtype, tuple(json.loads(shape)), fmt, tuple(json.loads(dshape)), path,
+                     storage, sdt, off, nb, subf, prod, json.loads(stats) if stats else None,
+                     json.loads(extra) if extra else {}, ts)
+
+
+class OpLookupError(LookupError):
+    """An OP argument matched no op or several; ``matches`` holds the closest names."""
+
+    def __init__(self, message: str, matches: list[str]) -> None:
+        super().__init__(message)
+        self.matches = matches
+
+
+class DumpQuery:
+    """Questions about one indexed dump tree."""
+
+    def __init__(self, index: DumpIndex) -> None:
+        self.index = index
+
+    @property
+    def root(self) -> str:
+        return self.index.root
+
+    # -- what is there ----------------------------------------------------------------
+
+    def ranks(self) -> list[int]:
+        return [r for (r,) in self.index.query("SELECT DISTINCT rank FROM ops ORDER BY rank")]
+
+    def steps(self, rank: Optional[int] = None) -> list[int]:
+        if rank is None:
+            rows = self.index.query("SELECT DISTINCT step FROM ops WHERE step >= 0 ORDER BY step")
+        else:
+            rows = self.index.query("SELECT DISTINCT step FROM ops WHERE step >= 0 AND rank=? ORDER BY step",
+                                    (rank,))
+        return [s for (s,) in rows]
+
+    def graphs(self) -> list[str]:
+        return [g for (g,) in self.index.query("SELECT DISTINCT graph FROM ops ORDER BY graph")]
+
+    def default_place(self, rank: Optional[int] = None, step: Optional[int] = None) -> tuple[int, int]:
+        """``--rank``/``--step`` default to the lowest present (CLI.md)."""
+        if rank is None:
+            ranks = self.ranks()
+            rank = ranks[0] if ranks else 0
+        if step is None:
+            steps = self.steps(rank)
+            step = steps[0] if steps else (-1 if self.count_ops(rank, -1) else 0)
+        return rank, step
+
+    def problems(self) -> list[dict[str, str]]:
+        return [{"path": p, "error": e} for p, e in self.index.query(
+            "SELECT path, error FROM problems ORDER BY path")]
+
+    def layouts(self) -> list[dict[str, Any]]:
+        rows = self.index.query(
+            "SELECT producer, path, COUNT(DISTINCT path) FROM tensors GROUP BY producer ORDER BY producer")
+        out = []
+        for producer, path, files in rows:
+            out.append({"name": producer, "root": self._layout_root(producer), "files": files})
+        return out
+
+    def _layout_root(self, producer: str) -> str:
+        rows = self.index.query("SELECT path FROM tensors WHERE producer=? LIMIT 200", (producer,))
+        dirs = [os.path.dirname(p) for (p,) in rows]
+        if not dirs:
+            return self.root
+        common = os.path.commonpath(dirs)
+        return common
+
+    def summary(self) -> dict[str, Any]:
+        n_ops = self.index.query("SELECT COUNT(*) FROM ops WHERE graph_only=0")[0][0]
+        n_tensors = self.index.query("SELECT COUNT(*) FROM tensors")[0][0]
+        graphs = [{"rank": r, "graph": g, "name": n, "file": p, "kind": k} for r, g, n, p, k in
+                  self.index.query("SELECT rank, graph, name, path, kind FROM graphs ORDER BY rank, graph")]
+        n_files = self.index.query("SELECT COALESCE(SUM(nfiles),0), COALESCE(SUM(nclaimed),0) FROM dirs")[0]
+        return {
+            "path": self.root,
+            "layouts": self.layouts(),
+            "ranks": self.ranks(),
+            "steps": self.steps(),
+            "graphs": self.graphs(),
+            "graph_files": graphs,
+            "ops": n_ops,
+            "tensors": n_tensors,
+            "constants": self.count_ops(None, -1),
+            "files": n_files[0],
+            "skipped_files": n_files[0] - n_files[1],
+            "problems": self.problems(),
+        }
+
+    # -- ops ----------------------------------------------------------------------------
+
+    def _where(self, rank: Optional[int], step: Optional[int], grep: Optional[str],
+               graph_only: bool = False) -> tuple[str, list]:
+        clauses, params = [], []
+        if rank is not None:
+            clauses.append("rank=?")
+            params.append(rank)
+        if step is not None:
+            clauses.append("step=?")
+            params.append(step)
+        if not graph_only:
+            clauses.append("graph_only=0")
+        if grep:
+            clauses.append("(instr(lower(name), ?) > 0 OR instr(lower(type), ?) > 0 "
+                           "OR instr(lower(file_name), ?) > 0)")
+            g = grep.lower()
+            params += [g, g, g]
+        return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+    def ops(self, rank: Optional[int] = None, step: Optional[int] = None, grep: Optional[str] = None,
+            limit: Optional[int] = None, offset: int = 0, graph_only: bool = False) -> list[OpRow]:
+        where, params = self._where(rank, step, grep, graph_only)
+        sql = f"SELECT {_OP_COLS} FROM ops{where} ORDER BY rank, step, exec_index, id"
+        if limit is not None:
+            sql += " LIMIT ? OFFSET ?"
+            params += [limit, offset]
+        return [_op(r) for r in self.index.query(sql, params)]
+
+    def count_ops(self, rank: Optional[int] = None, step: Optional[int] = None, grep: Optional[str] = None) -> int:
+        where, params = self._where(rank, step, grep)
+        return self.index.query(f"SELECT COUNT(*) FROM ops{where}", params)[0][0]
+
+    def op_by_id(self, op_id: int) -> Optional[OpRow]:
+        rows = self.index.query(f"SELECT {_OP_COLS} FROM ops WHERE id=?", (op_id,))
+        return _op(rows[0]) if rows else None
+
+    def op_position(self, op: OpRow, grep: Optional[str] = None) -> int:
+        """Row number of ``op`` in ``ops(op.rank, op.step, grep)`` (for virtual lists)."""
+        where, params = self._where(op.rank, op.step, grep)
+        return self.index.query(
+            f"SELECT COUNT(*) FROM ops{where} AND (exec_index < ? OR (exec_index = ? AND id < ?))",
+            params + [op.exec_index, op.exec_index, op.id])[0][0]
+
+    def tensors(self, op_id: int) -> list[TensorRow]:
+        rows = self.index.query(
+            f"SELECT {_T_COLS} FROM tensors WHERE op_id=? ORDER BY io DESC, slot", (op_id,))
+        # inputs before outputs: 'input' > 'output' alphabetically descending puts output first; fix order
+        out = [_tensor(r) for r in rows]
+        out.sort(key=lambda t: (0 if t.io == "input" else 1, t.slot))
+        return out
+
+    def resolve_op(self, text: str, rank: Optional[int] = None, step: Optional[int] = None) -> OpRow:
+        """Find one op by full name (graph or file spelling), raising with close matches."""
+        rank, step = self.default_place(rank, step)
+        s = sanitize_name(text)
+        for sql, params in (
+            ("name=?", [text]),
+            ("file_name=?", [text]),
+            ("file_name=?", [s]),
+            ("joined=?", [text]),
+        ):
+            rows = self.index.query(f"SELECT {_OP_COLS} FROM ops WHERE {sql} AND rank=? AND step=? "
+                                    "AND graph_only=0 ORDER BY exec_index", params + [rank, step])
+            if len(rows) == 1:
+                return _op(rows[0])
+            if len(rows) > 1:
+                names = [f"{r[4]} (exec {r[8]})" for r in rows[:8]]
+                raise OpLookupError(f"op {text!r} is ambiguous at rank {rank} step {step}: {len(rows)} ops", names)
+        # a unique suffix (e.g. "Conv2D-op0" or the last scope segments) is accepted too
+        rows = self.index.query(f"SELECT {_OP_COLS} FROM ops WHERE rank=? AND step=? AND graph_only=0 AND "
+                                "(name LIKE ? ESCAPE '\\' OR file_name LIKE ? ESCAPE '\\')",
+                                [rank, step, "%/" + _like(text), "%_" + _like(s)])
+        if len(rows) == 1:
+            return _op(rows[0])
+        names = [r[0] for r in self.index.query("SELECT name FROM ops WHERE rank=? AND step=? AND graph_only=0",
+                                                (rank, step))]
+        if len(rows) > 1:
+            raise OpLookupError(f"op {text!r} is ambiguous at rank {rank} step {step}: {len(rows)} ops",
+                                [r[4] for r in rows[:8]])
+        close = difflib.get_close_matches(text, names, n=5, cutoff=0.5)
+        if not close:
+            low = text.lower()
+            close = [n for n in names if low in n.lower()][:5]
+        raise OpLookupError(f"no op named {text!r} at rank {rank} step {step}", close)
+
+    def search(self, text: str, rank: Optional[int] = None, step: Optional[int] = None,
+               limit: int = 200) -> list[OpRow]:
+        """Fuzzy search over full names and types: substring hits first, then subsequence hits."""
+        if not text:
+            return self.ops(rank, step, limit=limit)
+        hits = self.ops(rank, step, grep=text, limit=limit)
+        if len(hits) >= limit:
+            return hits
+        seen = {h.id for h in hits}
+        pattern = "%" + "%".join(_like(c) for c in text.lower()) + "%"
+        where, params = self._where(rank, step, None)
+        rows = self.index.query(
+            f"SELECT {_OP_COLS} FROM ops{where} AND (lower(name) LIKE ? ESCAPE '\\' OR lower(type) LIKE ? "
+            "ESCAPE '\\') ORDER BY exec_index LIMIT ?", params + [pattern, pattern, limit])
+        more = [_op(r) for r in rows if r[0] not in seen]
+        more.sort(key=lambda o: _fuzzy_score(text.lower(), o.name.lower()))
+        return hits + more[: limit - len(hits)]
+
+    # -- scope tree -----------------------------------------------------------------------
+
+    def scope_counts(self, rank: int, step: int) -> dict[tuple[str, str], int]:
+        """Ops per (graph, scope) of one rank/step, to build the lazy scope tree."""
+        return {(g, s): n for g, s, n in self.index.query(
+            "SELECT graph, scope, COUNT(*) FROM ops WHERE rank=? AND step=? GROUP BY graph, scope",
+            (rank, step))}
+
+    def ops_in_scope(self, rank: int, step: int, graph: str, scope: str) -> list[OpRow]:
+        return [_op(r) for r in self.index.query(
+            f"SELECT {_OP_COLS} FROM ops WHERE rank=? AND step=? AND graph=? AND scope=? ORDER BY exec_index",
+            (rank, step, graph, scope))]
+
+    # -- graph neighbourhood ----------------------------------------------------------------
+
+    def graph_details(self, op: OpRow) -> dict[str, Any]:
+        """What the joined graph says about ``op`` (CLI.md ``show`` fields)."""
+        empty = {"inputs_from": [], "control_from": [], "consumers": [], "attrs": {}, "source": [],
+                 "graph": None, "input_descs": [], "output_descs": [], "join_rule": op.join_rule}
+        if not op.joined:
+            return empty
+        gkey = self.index.query("SELECT value FROM meta WHERE key=?", (f"gkey:{op.rank}:{op.graph}",))
+        if not gkey:
+            return empty
+        rows = self.index.query("SELECT data FROM graph_nodes WHERE gkey=? AND name=?", (gkey[0][0], op.joined))
+        if not rows:
+            return empty
+        data = json.loads(rows[0][0])
+        gname = self.index.query("SELECT name, path FROM graphs WHERE gkey=?", (f"{op.rank}:{op.graph}",))
+        return {
+            "inputs_from": [i for i in data.get("inputs", []) if i],
+            "control_from": data.get("control", []),
+            "consumers": data.get("consumers", []),
+            "attrs": data.get("attrs", {}),
+            "source": data.get("source", []),
+            "graph": ({"name": gname[0][0], "file": gname[0][1]} if gname else None),
+            "input_descs": data.get("input_descs", []),
+            "output_descs": data.get("output_descs", []),
+            "join_rule": op.join_rule,
+        }
+
+    def find_by_graph_name(self, name: str, rank: int, step: int, graph: Optional[str] = None) -> Optional[OpRow]:
+        """The dumped op joined to graph node ``name`` (for following input/consumer links)."""
+        producer = name.rsplit(":", 1)[0] if re.search(r":-?\d+$", name) else name
+        params: list[Any] = [producer, rank, step]
+        sql = f"SELECT {_OP_COLS} FROM ops WHERE (joined=? ) AND rank=? AND step=?"
+        if graph is not None:
+            sql += " AND graph=?"
+            params.append(graph)
+        rows = self.index.query(sql, params)
+        if rows:
+            return _op(rows[0])
+        rows = self.index.query(f"SELECT {_OP_COLS} FROM ops WHERE (name=? OR file_name=?) AND rank=? AND step=?",
+                                (producer, sanitize_name(producer), rank, step))
+        return _op(rows[0]) if rows else None
+
+    # -- JSON documents ---------------------------------------------------------------------
+
+    def tensor_json(self, t: TensorRow) -> dict[str, Any]:
+        return {"io": t.io, "slot": t.slot, "dtype": t.dtype, "shape": list(t.shape), "format": t.format,
+                "device_shape": list(t.device_shape), "file": t.path}
+
+    def op_json(self, op: OpRow, tensors: Optional[list[TensorRow]] = None) -> dict[str, Any]:
+        tensors = self.tensors(op.id) if tensors is None else tensors
+        return {"name": op.name, "file_name": op.file_name, "type": op.type, "rank": op.rank, "step": op.step,
+                "graph": op.graph, "exec_index": op.exec_index,
+                "tensors": [self.tensor_json(t) for t in tensors]}
+
+    def show_json(self, op: OpRow) -> dict[str, Any]:
+        tensors = self.tensors(op.id)
+        doc = self.op_json(op, tensors)
+        details = self.graph_details(op)
+        doc.update({k: details[k] for k in ("inputs_from", "control_from", "consumers", "attrs", "source")})
+        doc["graph_file"] = details["graph"]
+        doc["join_rule"] = op.join_rule
+        doc["scope"] = op.scope
+        doc["overflow_status"] = op.status
+        stacks = [t.extra.get("stack") for t in tensors if t.extra.get("stack")]
+        if stacks and not doc["source"]:
+            doc["stack"] = stacks[0]
+        return doc
+
+    # -- statistics -------------------------------------------------------------------------
+
+    def cached_stats(self, t: TensorRow) -> Optional[dict[str, Any]]:
+        sig = signature(t.ref())
+        if sig is None:
+            return None
+        rows = self.index.query("SELECT data FROM stats_cache WHERE sig=?", (sig,))
+        return json.loads(rows[0][0]) if rows else None
+
+    def tensor_stats(self, t: TensorRow, use_cache: bool = True) -> dict[str, Any]:
+        """Full statistics of one tensor (CLI.md ``stats`` keys + histogram), cached in the index.
+
+        Raises ``TensorLoadError`` (one line naming the file) when the data cannot be read; for a
+        statistics-only tensor, returns the stored statistics (fields unknown → ``None``).
+        """
+        if t.storage == "none":
+            from dumpscope.core.stats import stats_from_row
+
+            st = stats_from_row(dict(t.stats or {}))
+            doc = st.to_json()
+            doc["source"] = "stats"
+            return doc
+        if use_cache:
+            cached = self.cached_stats(t)
+            if cached is not None:
+                return cached
+        st = compute_tensor_stats(t.ref())
+        doc = st.to_json()
+        doc["source"] = "tensor"
+        sig = signature(t.ref())
+        if sig is not None:
+            with self.index._lock:
+                self.index.conn.execute("INSERT OR REPLACE INTO stats_cache VALUES(?, ?)",
+                                        (sig, json.dumps(doc, default=_json_default)))
+        return doc
+
+
+def _json_default(v: Any) -> Any:
+    if hasattr(v, "item"):
+        return v.item()
+    return str(v)
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _fuzzy_score(needle: str, hay: str) -> tuple[int, int]:
+    """Lower is better: compact subsequence matches near the end (the op's own name) first."""
+    pos = -1
+    first = -1
+    for ch in needle:
+        pos = hay.find(ch, pos + 1)
+        if pos < 0:
+            return (1 << 30, 0)
+        if first < 0:
+            first = pos
+    return (pos - first, len(hay) - pos)
+
+
+def open_query(path: str, **kwargs: Any) -> DumpQuery:
+    """Open (building or updating) the index of ``path`` and wrap it in a query object."""
+    return DumpQuery(DumpIndex.open(path, **kwargs))
+
+
+def iter_ops_json(q: DumpQuery, ops: Iterable[OpRow]) -> Iterable[dict[str, Any]]:
+    for op in ops:
+        yield q.op_json(op)

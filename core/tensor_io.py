@@ -1,0 +1,184 @@
+"""Load a tensor's values lazily, in its logical layout, whatever stored it.
+
+Views and engines never open dump files themselves: they hand an indexed tensor to
+``load_tensor`` (values) or ``stats_source`` (chunks for the stats engine, so a multi-GB
+tensor never needs to be decoded at once).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Optional
+
+import numpy as np
+
+from dumpscope.core.model import STORAGE_CANN, STORAGE_H5, STORAGE_NONE, STORAGE_NPY, STORAGE_PT, STORAGE_RAW
+
+#: device formats whose logical tensor is the stored bytes reshaped (no conversion)
+PLAIN_FORMATS = frozenset({
+    "", "ND", "NCHW", "NHWC", "HWCN", "NCDHW", "NDHWC", "DHWCN", "CHWN", "NC", "CN", "NCL",
+    "DefaultFormat", "DEFAULTFORMAT", "DefaultFormat".upper(),
+})
+
+
+class TensorLoadError(Exception):
+    """A tensor cannot be loaded; the message is one line naming the file and the problem."""
+
+
+@dataclass(slots=True)
+class TensorRef:
+    """What the loaders need to find one tensor (a row of the index's tensor table)."""
+
+    path: str
+    storage: str
+    io: str
+    slot: int
+    dtype: str
+    stored_dtype: str
+    shape: tuple[int, ...]
+    format: str = "ND"
+    device_shape: tuple[int, ...] = ()
+    offset: int = 0
+    nbytes: int = 0
+    sub_format: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _err(ref: TensorRef, exc: BaseException | str) -> TensorLoadError:
+    text = str(exc).strip() or type(exc).__name__
+    text = text.splitlines()[0]
+    if ref.path not in text and os.path.basename(ref.path) not in text:
+        text = f"{ref.path}: {text}"
+    return TensorLoadError(text)
+
+
+def _cann_tensor(ref: TensorRef):
+    from dumpscope.core.formats.cann_dump import read_header
+
+    header = read_header(ref.path)
+    group = header.inputs if ref.io == "input" else header.outputs
+    if ref.slot >= len(group):
+        raise TensorLoadError(f"{ref.path}: no {ref.io} {ref.slot} in this dump file (it has {len(group)})")
+    return group[ref.slot]
+
+
+def load_tensor(ref: TensorRef) -> np.ndarray:
+    """The tensor's values in its logical layout (bfloat16/float8 as exact float32)."""
+    try:
+        if ref.storage == STORAGE_NPY:
+            from dumpscope.core.formats.npy_header import load_npy
+
+            return load_npy(ref.path)
+        if ref.storage == STORAGE_RAW:
+            return _load_raw(ref)
+        if ref.storage == STORAGE_CANN:
+            from dumpscope.core.formats.cann_dump import load_tensor as load_cann
+
+            return load_cann(ref.path, _cann_tensor(ref))
+        if ref.storage == STORAGE_PT:
+            from dumpscope.core.formats.pt_reader import load_pt
+
+            return load_pt(ref.path)
+        if ref.storage == STORAGE_H5:
+            from dumpscope.core.layouts.torch_h5 import load_dataset
+
+            return load_dataset(ref.path, ref.extra.get("dataset", ""))
+        if ref.storage == STORAGE_NONE:
+            raise TensorLoadError(f"{ref.path}: statistics only, this dump holds no tensor data")
+    except TensorLoadError:
+        raise
+    except MemoryError:
+        raise TensorLoadError(f"{ref.path}: tensor too large to load into memory") from None
+    except Exception as exc:  # every reader error becomes one line naming the file
+        raise _err(ref, exc) from None
+    raise TensorLoadError(f"{ref.path}: unknown storage {ref.storage!r}")
+
+
+def _load_raw(ref: TensorRef) -> np.ndarray:
+    from dumpscope.core.dtypes import decode, storage_numpy_dtype
+
+    stored = ref.stored_dtype or ref.dtype
+    count = int(np.prod(ref.shape)) if ref.shape else 1
+    sdt = storage_numpy_dtype(stored)
+    need = count * sdt.itemsize
+    size = os.path.getsize(ref.path)
+    if size - ref.offset < need:
+        raise TensorLoadError(f"{ref.path}: truncated: {size - ref.offset} bytes of data, "
+                              f"shape {list(ref.shape)} {stored} needs {need}")
+    raw = np.memmap(ref.path, dtype=np.uint8, mode="r", offset=ref.offset, shape=(need,)) if need else \
+        np.zeros(0, np.uint8)
+    return decode(raw, stored, count).reshape(ref.shape)
+
+
+def stats_source(ref: TensorRef) -> tuple[Callable[[], Iterable[np.ndarray]], tuple[int, ...], str]:
+    """Chunks for the stats engine: ``(make_chunks, logical shape, logical dtype)``.
+
+    Plain-layout CANN tensors and raw files are streamed straight off a memory map (raw bit
+    patterns for bfloat16/float8, which the engine understands); everything else is loaded
+    once in its logical layout.
+    """
+    if ref.storage == STORAGE_CANN and ref.format in PLAIN_FORMATS:
+        try:
+            t = _cann_tensor(ref)
+        except TensorLoadError:
+            raise
+        except Exception as exc:
+            raise _err(ref, exc) from None
+        streamed = _stream_plain(ref, t.offset, t.size, t.dtype)
+        if streamed is not None:
+            return streamed
+    arr = load_tensor(ref)
+    logical = arr.dtype.name
+    return (lambda: _chunks(arr), tuple(arr.shape), logical)
+
+
+_BITS_DTYPES = {"bfloat16": np.uint16, "float8_e5m2": np.uint8, "float8_e4m3fn": np.uint8,
+                "float8_e8m0fnu": np.uint8}
+
+
+def _stream_plain(ref: TensorRef, offset: int, size: int, dtype: str):
+    count = int(np.prod(ref.shape)) if ref.shape else 1
+    if dtype in _BITS_DTYPES:
+        sdt = np.dtype(_BITS_DTYPES[dtype])
+    else:
+        try:
+            sdt = np.dtype(dtype)
+        except TypeError:
+            return None
+        if sdt.kind not in "biufc":
+            return None
+    if count * sdt.itemsize > size or os.path.getsize(ref.path) < offset + count * sdt.itemsize:
+        raise TensorLoadError(f"{ref.path}: truncated: payload of {ref.io} {ref.slot} ends past the end of file")
+    if count == 0:
+        return (lambda: iter([np.zeros(0, sdt)]), tuple(ref.shape), dtype)
+    mm = np.memmap(ref.path, dtype=sdt, mode="r", offset=offset, shape=(count,))
+    return (lambda: _chunks(mm), tuple(ref.shape), dtype)
+
+
+def _chunks(arr: np.ndarray, chunk: int = 1 << 22) -> Iterable[np.ndarray]:
+    flat = arr.reshape(-1) if arr.flags.c_contiguous else np.ravel(arr)
+    for start in range(0, flat.size, chunk):
+        yield flat[start:start + chunk]
+    if flat.size == 0:
+        yield flat
+
+
+def compute_tensor_stats(ref: TensorRef, first_bad_n: int = 10, bins: int = 32):
+    """Full statistics of one tensor in bounded memory (for plain layouts)."""
+    from dumpscope.core.stats import compute_stats_chunks
+
+    make, shape, dtype = stats_source(ref)
+    try:
+        return compute_stats_chunks(make, shape, dtype, first_bad_n=first_bad_n, bins=bins)
+    except ValueError as exc:
+        raise _err(ref, exc) from None
+
+
+def signature(ref: TensorRef) -> Optional[str]:
+    """A cache key that changes when the file changes."""
+    try:
+        st = os.stat(ref.path)
+    except OSError:
+        return None
+    return f"{ref.path}|{ref.storage}|{ref.io}|{ref.slot}|{ref.offset}|{st.st_size}|{st.st_mtime_ns}"

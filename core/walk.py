@@ -1,0 +1,92 @@
+"""List every directory of a dump tree once, in parallel, safely.
+
+Directory listing is I/O-bound, so a few threads overlap the ``scandir`` calls.  Symlinked
+folders are followed once (a loop is reported, not followed again); unreadable folders
+become problems instead of exceptions.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Iterator
+
+from dumpscope.core.layouts.base import DirListing
+from dumpscope.core.model import Problem
+
+#: Folders that never hold dump data and can be huge.
+SKIP_DIRS = frozenset({".git", "__pycache__", ".svn", ".hg", "node_modules"})
+
+
+@dataclass(slots=True)
+class Scanned:
+    """The raw result of listing one directory."""
+
+    dirpath: str
+    parts: tuple[str, ...]
+    files: list[str]
+    subdirs: list[str]
+    mtime_ns: int
+    problem: Problem | None = None
+    identity: tuple[int, int] | None = None
+
+
+def _scan(dirpath: str, parts: tuple[str, ...]) -> Scanned:
+    files: list[str] = []
+    subdirs: list[str] = []
+    try:
+        st = os.stat(dirpath)
+        with os.scandir(dirpath) as it:
+            for entry in it:
+                try:
+                    if entry.is_dir():
+                        if entry.name not in SKIP_DIRS:
+                            subdirs.append(entry.name)
+                    elif entry.is_file():
+                        files.append(entry.name)
+                except OSError:
+                    continue  # a dangling link or an entry that vanished meanwhile
+    except PermissionError:
+        return Scanned(dirpath, parts, [], [], 0, Problem(dirpath, "folder cannot be read: permission denied"))
+    except FileNotFoundError:
+        return Scanned(dirpath, parts, [], [], 0, Problem(dirpath, "folder vanished while indexing"))
+    except OSError as exc:
+        return Scanned(dirpath, parts, [], [], 0, Problem(dirpath, f"folder cannot be read: {exc.strerror or exc}"))
+    files.sort()
+    subdirs.sort()
+    return Scanned(dirpath, parts, files, subdirs, st.st_mtime_ns, None, (st.st_dev, st.st_ino))
+
+
+def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None) -> Iterator[Scanned]:
+    """Yield every directory under ``root`` (root first), each exactly once.
+
+    The order is not depth-first: results come back as the listings finish, but a folder's
+    children are only listed after the consumer has handled the folder itself, so a layout
+    that consumed a subfolder on its own can add that subfolder's path to ``skip`` in time.
+    """
+    skip = skip if skip is not None else set()
+    root = os.path.abspath(root)
+    seen: set[tuple[int, int]] = set()
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dumpscope-walk") as pool:
+        pending: set[Future[Scanned]] = {pool.submit(_scan, root, ())}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                res = fut.result()
+                if res.identity is not None:
+                    if res.identity in seen:
+                        yield Scanned(res.dirpath, res.parts, [], [], 0,
+                                      Problem(res.dirpath, "symlink loop: folder already visited, not followed again"))
+                        continue
+                    seen.add(res.identity)
+                yield res
+                for sub in res.subdirs:
+                    if os.path.join(res.dirpath, sub) in skip:
+                        continue
+                    pending.add(pool.submit(_scan, os.path.join(res.dirpath, sub), res.parts + (sub,)))
+
+
+def listing_of(root: str, scanned: Scanned) -> DirListing:
+    return DirListing(root=os.path.abspath(root), dirpath=scanned.dirpath, parts=scanned.parts,
+                      files=list(scanned.files), subdirs=list(scanned.subdirs))

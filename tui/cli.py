@@ -1,0 +1,478 @@
+"""The ``dumpscope`` command line: the explorer, and every answer headless (CLI.md).
+
+Errors are one line on stderr and exit code 1; usage errors exit 2.  ``--json`` prints
+exactly one JSON document on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import sys
+from typing import Any, Callable, Optional, Sequence
+
+COMMANDS = ("summary", "ops", "show", "stats", "convert", "overflow", "watch", "compare", "explore", "help")
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit code 1."""
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
+    p.add_argument("--cache-dir", metavar="DIR", help="where index files go (default: XDG cache dir)")
+
+
+def _add_place(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--step", type=int, metavar="S", help="step / iteration (default: lowest present)")
+    p.add_argument("--rank", type=int, metavar="R", help="rank / device (default: lowest present)")
+
+
+def _add_format(p: argparse.ArgumentParser, csv_ok: bool = True) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--json", action="store_true", help="print one JSON document")
+    if csv_ok:
+        g.add_argument("--csv", action="store_true", help="print CSV")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dumpscope",
+        description="Explore Ascend NPU operator dumps (MindSpore, CANN/TF adapter/ACL/torchair, msprobe, "
+                    "Troubleshooter) in the terminal. Run `dumpscope PATH` to open the explorer.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("explore", help="open the explorer (the default command)")
+    p.add_argument("path", nargs="?", default=".", metavar="PATH")
+    p.add_argument("--compare", metavar="TARGET", help="compare PATH (golden) with TARGET in the explorer")
+    p.add_argument("--watch", action="store_true", help="pick up new files while the explorer is open")
+    _add_common(p)
+
+    p = sub.add_parser("summary", help="what was found under PATH")
+    p.add_argument("path", metavar="PATH")
+    _add_format(p, csv_ok=False)
+    _add_common(p)
+
+    p = sub.add_parser("ops", help="ops in execution order")
+    p.add_argument("path", metavar="PATH")
+    _add_place(p)
+    p.add_argument("--grep", metavar="TEXT", help="only ops whose name or type contains TEXT")
+    _add_format(p)
+    _add_common(p)
+
+    p = sub.add_parser("show", help="everything known about one op")
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("op", metavar="OP")
+    _add_place(p)
+    _add_format(p, csv_ok=False)
+    _add_common(p)
+
+    p = sub.add_parser("stats", help="statistics of one tensor of an op")
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("op", metavar="OP")
+    p.add_argument("--io", choices=("input", "output"), default="output")
+    p.add_argument("--slot", type=int, default=0, metavar="N")
+    _add_place(p)
+    _add_format(p, csv_ok=False)
+    _add_common(p)
+
+    p = sub.add_parser("convert", help="write every tensor as .npy in its logical layout")
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("outdir", metavar="OUTDIR")
+    p.add_argument("--op", metavar="OP", help="only this op")
+    _add_place(p)
+    _add_common(p)
+
+    p = sub.add_parser("overflow", help="ops with overflow / NaN / Inf evidence, first = origin")
+    p.add_argument("path", metavar="PATH")
+    _add_place(p)
+    p.add_argument("--scan", choices=("auto", "all", "none"), default="auto",
+                   help="scan tensor data for Inf/NaN (auto: when no Opdebug/stats evidence exists)")
+    _add_format(p)
+    _add_common(p)
+
+    p = sub.add_parser("watch", help="Dump-Watch snapshots: was a watched tensor overwritten, after which op")
+    p.add_argument("path", metavar="PATH")
+    _add_place(p)
+    _add_format(p, csv_ok=False)
+    _add_common(p)
+
+    p = sub.add_parser("compare", help="compare a golden dump with a target dump")
+    p.add_argument("golden", metavar="GOLDEN")
+    p.add_argument("target", metavar="TARGET")
+    _add_place(p)
+    p.add_argument("--rtol", type=float, metavar="X", help="relative tolerance (adds an allclose rule)")
+    p.add_argument("--atol", type=float, metavar="X", help="absolute tolerance (adds an allclose rule)")
+    p.add_argument("--export-config", metavar="FILE",
+                   help="write the diverging ops as a re-dump op list (MindSpore kernels / CANN dump_layer)")
+    _add_format(p)
+    _add_common(p)
+    return parser
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+
+def _open(path: str, args: argparse.Namespace):
+    from dumpscope.core.query import open_query
+
+    kwargs: dict[str, Any] = {"use_cache": not getattr(args, "no_cache", False)}
+    if getattr(args, "cache_dir", None):
+        from pathlib import Path
+
+        kwargs["cache_directory"] = Path(args.cache_dir)
+    try:
+        return open_query(path, **kwargs)
+    except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
+        raise CliError(str(exc)) from None
+
+
+def _print_json(doc: Any) -> None:
+    sys.stdout.write(json.dumps(_clean(doc), indent=1, ensure_ascii=False) + "\n")
+
+
+def _clean(value: Any) -> Any:
+    """JSON has no NaN/Infinity: spell them as strings so the document stays valid."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return value
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        try:
+            return _clean(value.item())
+        except Exception:
+            return str(value)
+    return value
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True)
+
+
+def _write_csv(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    w = csv.writer(sys.stdout, lineterminator="\n")
+    w.writerow(header)
+    for row in rows:
+        w.writerow(["" if v is None else v for v in row])
+
+
+def _fmt_num(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)
+
+
+def _lookup(q, text: str, rank: Optional[int], step: Optional[int]):
+    from dumpscope.core.query import OpLookupError
+
+    try:
+        return q.resolve_op(text, rank, step)
+    except OpLookupError as exc:
+        hint = f"; closest: {', '.join(exc.matches)}" if exc.matches else ""
+        raise CliError(f"{exc}{hint}") from None
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+
+def cmd_summary(args: argparse.Namespace) -> int:
+    q = _open(args.path, args)
+    doc = q.summary()
+    if args.json:
+        _print_json(doc)
+        return 0
+    from rich.table import Table
+
+    con = _console()
+    con.print(f"[bold]{doc['path']}[/bold]")
+    t = Table(title="layouts", show_edge=False)
+    t.add_column("layout")
+    t.add_column("files", justify="right")
+    t.add_column("root")
+    for lay in doc["layouts"]:
+        t.add_row(lay["name"], str(lay["files"]), lay["root"])
+    con.print(t)
+    con.print(f"ranks: {doc['ranks']}   steps: {doc['steps']}   graphs: {doc['graphs']}")
+    con.print(f"ops: {doc['ops']}   tensors: {doc['tensors']}   files: {doc['files']} "
+              f"(not recognised: {doc['skipped_files']})")
+    for g in doc["graph_files"]:
+        con.print(f"graph {g['graph']!r} (rank {g['rank']}): {g['name']} from {g['file']}")
+    if doc["problems"]:
+        con.print(f"[bold]problems ({len(doc['problems'])}):[/bold]")
+        for p in doc["problems"]:
+            con.print(f"  ! {p['path']}: {p['error']}", markup=False)
+    else:
+        con.print("problems: none")
+    return 0
+
+
+def cmd_ops(args: argparse.Namespace) -> int:
+    q = _open(args.path, args)
+    rank, step = q.default_place(args.rank, args.step)
+    ops = q.ops(rank, step, grep=args.grep)
+    if args.json:
+        _print_json({"ops": [q.op_json(op) for op in ops]})
+        return 0
+    if args.csv:
+        rows = []
+        for op in ops:
+            for t in q.tensors(op.id):
+                rows.append([op.exec_index, op.name, op.type, op.rank, op.step, op.graph, t.io, t.slot, t.dtype,
+                             "x".join(map(str, t.shape)), t.format, "x".join(map(str, t.device_shape)), t.path])
+        _write_csv(["exec_index", "name", "type", "rank", "step", "graph", "io", "slot", "dtype", "shape",
+                    "format", "device_shape", "file"], rows)
+        return 0
+    from rich.table import Table
+
+    t = Table(show_edge=False, title=f"rank {rank} step {step}: {len(ops)} ops")
+    for col in ("#", "type", "name", "outputs"):
+        t.add_column(col, overflow="fold")
+    for op in ops:
+        outs = [x for x in q.tensors(op.id) if x.io == "output"]
+        desc = ", ".join(f"{x.dtype}{list(x.shape)}" + (f" {x.format}" if x.format not in ("ND", "DefaultFormat")
+                                                       else "") for x in outs[:3])
+        badge = " !" if op.bad else ""
+        t.add_row(str(op.exec_index), op.type, op.name + badge, desc)
+    _console().print(t)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    q = _open(args.path, args)
+    op = _lookup(q, args.op, args.rank, args.step)
+    doc = q.show_json(op)
+    if args.json:
+        _print_json({"op": doc})
+        return 0
+    con = _console()
+    con.print(f"[bold]{doc['name']}[/bold]  ({doc['type']})", markup=True, highlight=False)
+    con.print(f"rank {doc['rank']}  step {doc['step']}  graph {doc['graph']}  exec {doc['exec_index']}  "
+              f"file name {doc['file_name']}", markup=False)
+    for t in doc["tensors"]:
+        dev = f"  device {t['format']} {t['device_shape']}" if t["device_shape"] != t["shape"] or \
+            t["format"] not in ("ND", "DefaultFormat") else ""
+        con.print(f"  {t['io']:6} {t['slot']}: {t['dtype']} {t['shape']}{dev}  {t['file']}", markup=False)
+    for key in ("inputs_from", "control_from", "consumers"):
+        if doc[key]:
+            con.print(f"{key}: " + ", ".join(doc[key]), markup=False)
+    if doc["attrs"]:
+        con.print("attrs:", markup=False)
+        for k, v in list(doc["attrs"].items())[:60]:
+            con.print(f"  {k}: {v}", markup=False)
+    if doc["source"]:
+        con.print("source:", markup=False)
+        for s in doc["source"]:
+            con.print(f"  {s['file']}:{s['line']}  {s.get('code', '').strip()}", markup=False)
+    for line in doc.get("stack", []) or []:
+        con.print(f"  {line}", markup=False)
+    if doc.get("graph_file"):
+        con.print(f"graph: {doc['graph_file']['name']} ({doc['graph_file']['file']})", markup=False)
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from dumpscope.core.tensor_io import TensorLoadError
+
+    q = _open(args.path, args)
+    op = _lookup(q, args.op, args.rank, args.step)
+    tensors = [t for t in q.tensors(op.id) if t.io == args.io and t.slot == args.slot]
+    if not tensors:
+        have = ", ".join(t.label for t in q.tensors(op.id)) or "none"
+        raise CliError(f"{op.name}: no {args.io} {args.slot} (tensors: {have})")
+    t = tensors[0]
+    try:
+        st = q.tensor_stats(t)
+    except TensorLoadError as exc:
+        raise CliError(str(exc)) from None
+    doc = {"op": op.name, "io": t.io, "slot": t.slot, "step": op.step, "rank": op.rank, "dtype": t.dtype,
+           "shape": list(t.shape)}
+    doc.update(st)
+    if args.json:
+        _print_json(doc)
+        return 0
+    con = _console()
+    con.print(f"{op.name} {t.io}.{t.slot}  {t.dtype} {list(t.shape)}", markup=False)
+    for k in ("count", "min", "max", "mean", "std", "l2norm", "zeros", "nan", "posinf", "neginf"):
+        con.print(f"  {k:7} {_fmt_num(doc.get(k))}", markup=False)
+    if doc.get("first_bad"):
+        con.print(f"  first non-finite at {doc['first_bad'][:5]}", markup=False)
+    return 0
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from dumpscope.core.convert import convert_tree
+
+    q = _open(args.path, args)
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    errors: list[str] = []
+    with Progress(TextColumn("converting"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeRemainingColumn(), transient=True, disable=not sys.stderr.isatty(),
+                  console=__import__("rich.console", fromlist=["Console"]).Console(stderr=True)) as bar:
+        task = bar.add_task("convert", total=None)
+
+        def tick(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        try:
+            result = convert_tree(q, args.outdir, op=args.op, rank=args.rank, step=args.step, progress=tick,
+                                  errors=errors)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+    for e in errors:
+        print(f"warning: {e}", file=sys.stderr)
+    print(f"wrote {result.written} tensors to {result.outdir}" +
+          (f" ({len(errors)} failed)" if errors else ""))
+    return 0
+
+
+def cmd_overflow(args: argparse.Namespace) -> int:
+    from dumpscope.core.overflow import find_overflow
+
+    q = _open(args.path, args)
+    rows = find_overflow(q, rank=args.rank, step=args.step, scan=args.scan)
+    if args.json:
+        _print_json({"ops": rows})
+        return 0
+    if args.csv:
+        keys = ["exec_index", "name", "type", "rank", "step", "evidence", "status", "nan", "posinf", "neginf"]
+        _write_csv(keys, [[r.get(k) for k in keys] for r in rows])
+        return 0
+    con = _console()
+    if not rows:
+        con.print("no overflow, NaN or Inf found")
+        return 0
+    from rich.table import Table
+
+    t = Table(show_edge=False, title="overflow evidence in execution order (first = origin)")
+    for col in ("", "#", "type", "name", "evidence", "status", "nan", "+inf", "-inf"):
+        t.add_column(col)
+    for i, r in enumerate(rows):
+        t.add_row("▶" if i == 0 else "", str(r["exec_index"]), r["type"], r["name"], r["evidence"],
+                  "-" if r["status"] is None else f"{r['status']} ({', '.join(r.get('status_words', []))})",
+                  str(r["nan"]), str(r["posinf"]), str(r["neginf"]))
+    con.print(t)
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from dumpscope.core.watch import watch_report
+
+    q = _open(args.path, args)
+    doc = watch_report(q, rank=args.rank, step=args.step)
+    if args.json:
+        _print_json(doc)
+        return 0
+    con = _console()
+    if not doc["watched"]:
+        con.print("no Dump-Watch snapshots found")
+        return 0
+    for w in doc["watched"]:
+        con.print(f"[bold]{w['name']}[/bold]  first change after: {w['first_change_after'] or '-'}")
+        for s in w["snapshots"]:
+            mark = "CHANGED" if s["changed"] else "same   "
+            con.print(f"  {mark} after {s['after']}: {s['changed_elements']} elements, max |diff| "
+                      f"{_fmt_num(s['max_abs_diff'])}", markup=False)
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from dumpscope.core.compare import compare_dumps
+
+    golden = _open(args.golden, args)
+    target = _open(args.target, args)
+    doc = compare_dumps(golden, target, rank=args.rank, step=args.step, rtol=args.rtol, atol=args.atol)
+    if args.export_config:
+        from dumpscope.core.compare import export_redump_config
+
+        export_redump_config(doc, args.export_config)
+    if args.json:
+        _print_json(doc)
+        return 0
+    keys = ["name", "io", "slot", "step", "rank", "cosine", "euc_dist", "max_abs_err", "max_rel_err",
+            "one_thousandth_ratio", "five_thousandth_ratio", "verdict", "rule", "match"]
+    if args.csv:
+        _write_csv(keys, [[r.get(k) for k in keys] for r in doc["rows"]])
+        return 0
+    from rich.table import Table
+
+    t = Table(show_edge=False, title="compare (golden vs target), execution order")
+    for col in ("", "name", "io", "cosine", "max_abs", "max_rel", "verdict", "rule"):
+        t.add_column(col, overflow="fold")
+    fd = doc.get("first_divergence") or {}
+    glyph = {"pass": "✓", "warning": "~", "error": "✗"}
+    for r in doc["rows"]:
+        first = fd and r["name"] == fd.get("name") and r["io"] == fd.get("io") and r["slot"] == fd.get("slot")
+        t.add_row("▶" if first else "", r["name"], f"{r['io']}.{r['slot']}", _fmt_num(r["cosine"]),
+                  _fmt_num(r["max_abs_err"]), _fmt_num(r["max_rel_err"]),
+                  f"{glyph.get(r['verdict'], '?')} {r['verdict']}", r["rule"])
+    con = _console()
+    con.print(t)
+    con.print(f"first divergence: {fd.get('name', '-')} {fd.get('io', '')}.{fd.get('slot', '')}" if fd
+              else "first divergence: none", markup=False)
+    if doc["unmatched_golden"] or doc["unmatched_target"]:
+        con.print(f"unmatched: {len(doc['unmatched_golden'])} golden, {len(doc['unmatched_target'])} target")
+    return 0
+
+
+def cmd_explore(args: argparse.Namespace) -> int:
+    if not os.path.exists(args.path):
+        raise CliError(f"{args.path}: no such file or directory")
+    if not os.path.isdir(args.path):
+        raise CliError(f"{args.path}: not a directory")
+    if args.compare and not os.path.isdir(args.compare):
+        raise CliError(f"{args.compare}: no such directory")
+    from dumpscope.tui.app import DumpscopeApp
+
+    app = DumpscopeApp(args.path, compare_with=args.compare, use_cache=not args.no_cache, watch=args.watch,
+                       cache_dir=args.cache_dir)
+    app.run()
+    return app.return_code or 0
+
+
+_HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "summary": cmd_summary, "ops": cmd_ops, "show": cmd_show, "stats": cmd_stats, "convert": cmd_convert,
+    "overflow": cmd_overflow, "watch": cmd_watch, "compare": cmd_compare, "explore": cmd_explore,
+}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
+        argv = ["explore", *argv]
+    if argv[0] == "--version":
+        from dumpscope import __version__
+
+        print(f"dumpscope {__version__}")
+        return 0
+    if argv[0] == "help":
+        argv = ["--help"]
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    try:
+        return _HANDLERS[args.command](args)
+    except CliError as exc:
+        print(f"dumpscope: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("dumpscope: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
