@@ -28,6 +28,7 @@ Everything here is module-level and the records are plain picklable dataclasses,
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Optional
 
@@ -113,6 +114,7 @@ class CompareResult:
 # dtype helpers
 
 
+@lru_cache(maxsize=256)
 def _dtype_class(dt: np.dtype) -> str:
     """"real", "complex" or "other" (values that cannot be compared numerically)."""
     if dt.kind == "c":
@@ -128,6 +130,7 @@ def _dtype_class(dt: np.dtype) -> str:
     return "other"
 
 
+@lru_cache(maxsize=256)
 def _eps(dt: np.dtype) -> float:
     """Machine epsilon of the golden dtype (float64 eps for ints/bool, like msprobe)."""
     if dt.kind == "c":
@@ -142,6 +145,19 @@ def _eps(dt: np.dtype) -> float:
         except (ImportError, ValueError, TypeError):
             pass
     return float(np.finfo(np.float64).eps)
+
+
+@lru_cache(maxsize=256)
+def _dtype_name(dt: np.dtype) -> str:
+    return str(dt)
+
+
+@lru_cache(maxsize=256)
+def _class_of_name(name: str) -> str:
+    try:
+        return _dtype_class(np.dtype(name))
+    except TypeError:  # e.g. "bfloat16" while ml_dtypes is not imported in this process
+        return "real" if name.startswith(("bfloat", "float", "int", "uint")) else "other"
 
 
 def _fmt(x: float) -> str:
@@ -280,7 +296,8 @@ def _accumulate(
     golden: np.ndarray, target: np.ndarray, th: Thresholds, chunk_elems: int, eps: float
 ) -> _Acc:
     acc = _Acc()
-    block = max(1, min(_BLOCK, chunk_elems))
+    reals = golden.size * (2 if golden.dtype.kind == "c" else 1)
+    block = max(1, min(_BLOCK, chunk_elems, reals))
     buf = _Buffers(block)
     with np.errstate(all="ignore"):  # once per call: errstate costs µs per entry
         for gc, tc in _pair_chunks(golden, target, max(1, chunk_elems)):
@@ -342,7 +359,7 @@ def decide(r: CompareResult, th: Thresholds) -> tuple[str, str]:
 
     Rules 4, 5 and 7 together are msprobe's "Accuracy Reached or Not" split into two levels.
     """
-    gcls, tcls = _dtype_class(np.dtype(r.golden_dtype)), _dtype_class(np.dtype(r.target_dtype))
+    gcls, tcls = _class_of_name(r.golden_dtype), _class_of_name(r.target_dtype)
     if gcls == "other" or tcls == "other" or gcls != tcls:
         return ERROR, f"dtype {r.golden_dtype} vs {r.target_dtype} not comparable"
     if tuple(r.shape) != tuple(r.target_shape):
@@ -396,8 +413,8 @@ def compare_arrays(
         rule="",
         shape=tuple(int(d) for d in golden.shape),
         target_shape=tuple(int(d) for d in target.shape),
-        golden_dtype=str(golden.dtype),
-        target_dtype=str(target.dtype),
+        golden_dtype=_dtype_name(golden.dtype),
+        target_dtype=_dtype_name(target.dtype),
     )
     gcls, tcls = _dtype_class(golden.dtype), _dtype_class(target.dtype)
     if gcls != "other" and gcls == tcls and r.shape == r.target_shape:
@@ -534,10 +551,7 @@ def _decide_stats(
     gsh: Optional[tuple[int, ...]], tsh: Optional[tuple[int, ...]], nonfinite: list[str],
 ) -> tuple[str, str]:
     if r.golden_dtype and r.target_dtype:
-        try:
-            gc, tc = _dtype_class(np.dtype(r.golden_dtype)), _dtype_class(np.dtype(r.target_dtype))
-        except TypeError:
-            gc = tc = "real"
+        gc, tc = _class_of_name(r.golden_dtype), _class_of_name(r.target_dtype)
         if gc != tc or gc == "other":
             return ERROR, f"dtype {r.golden_dtype} vs {r.target_dtype} not comparable"
     if gsh is not None and tsh is not None and gsh != tsh:

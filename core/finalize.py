@@ -45,6 +45,8 @@ class OpAcc:
     posinf: int = 0
     neginf: int = 0
     has_stats: bool = False
+    watch_of: Optional[str] = None  # Dump-Watch snapshot of this watched op (file-side name)
+    watch_after: Optional[str] = None  # … taken after this layer op (file-side name)
 
 
 def _scope_of(name: str) -> str:
@@ -84,9 +86,9 @@ def _merge_stats_only(index: "DumpIndex") -> None:
 def _group_ops(index: "DumpIndex") -> dict[tuple, OpAcc]:
     ops: dict[tuple, OpAcc] = {}
     for (tid, rank, step, graph, op_name, file_name, op_type, ts, producer, order_hint, extra, task, stream,
-         path, stats) in index.query(
+         path, stats, io) in index.query(
             "SELECT id, rank, step, graph, op_name, file_name, op_type, ts, producer, order_hint, extra, task, "
-            "stream, path, stats FROM tensors"):
+            "stream, path, stats, io FROM tensors"):
         key = (rank, step, graph, op_name)
         acc = ops.get(key)
         if acc is None:
@@ -101,7 +103,7 @@ def _group_ops(index: "DumpIndex") -> dict[tuple, OpAcc]:
             acc.first_ts = ts
         if order_hint is not None and order_hint < acc.order_hint:
             acc.order_hint = order_hint
-        if stats:
+        if stats and io == "output":  # an op is bad when it *produces* bad values
             st = json.loads(stats)
             acc.has_stats = True
             acc.nan += int(st.get("nan") or 0)
@@ -270,6 +272,29 @@ def _order(ops: list[OpAcc], csv_pos: dict[str, int], csv_spos: dict[str, int]) 
     return [op for _, op in keyed]
 
 
+def _mark_watch_snapshots(ops: dict[tuple, OpAcc]) -> None:
+    """Recognise Dump-Watch snapshot files (op name ``{L}_To_{W}``, FORMATS.md §8.2).
+
+    Scoped names may contain ``_To_`` themselves, so the split is checked against the
+    names of the ops dumped in the same rank/step.
+    """
+    from dumpscope.core.watch_diff import split_watch_name
+
+    by_place: dict[tuple[int, int], list[OpAcc]] = defaultdict(list)
+    for acc in ops.values():
+        by_place[(acc.rank, acc.step)].append(acc)
+    for group in by_place.values():
+        if not any("_To_" in a.file_name for a in group):
+            continue
+        known = frozenset(sanitize_name(a.file_name) for a in group if "_To_" not in a.file_name)
+        for acc in group:
+            if "_To_" not in acc.file_name:
+                continue
+            split = split_watch_name(sanitize_name(acc.file_name), known)
+            if split is not None:
+                acc.watch_after, acc.watch_of = split
+
+
 # -- main -----------------------------------------------------------------------------------
 
 
@@ -290,6 +315,7 @@ def finalize(index: "DumpIndex") -> None:
             by_step[acc.step].append(acc)
         for step_ops in by_step.values():
             _join(step_ops, lg)
+    _mark_watch_snapshots(ops)
     # execution orders (MindSpore CSVs), per (rank, graph)
     orders: dict[tuple[int, str], list[str]] = {}
     for rank, graph, names in index.query("SELECT rank, graph, names FROM exec_orders"):
@@ -313,12 +339,18 @@ def finalize(index: "DumpIndex") -> None:
                 op_id += 1
                 name = acc.joined or acc.name
                 scope = acc.scope if acc.scope is not None else _scope_of(name)
-                rows.append((op_id, rank, step, graph, name, acc.file_name, acc.type, scope, exec_index,
-                             acc.first_ts, acc.producer, acc.joined, acc.join_rule, 0,
+                snapshot = acc.watch_of is not None
+                # a watch snapshot shares the position of the op that ran just before it
+                rows.append((op_id, rank, step, graph, name, acc.file_name, acc.type, scope,
+                             max(exec_index - 1, 0) if snapshot else exec_index,
+                             acc.first_ts, acc.producer, acc.joined, acc.join_rule, 2 if snapshot else 0,
                              acc.nan if acc.has_stats else None, acc.posinf if acc.has_stats else None,
-                             acc.neginf if acc.has_stats else None, None, None, acc.folder, acc.task, acc.stream))
+                             acc.neginf if acc.has_stats else None, None, "stats" if acc.has_stats else None,
+                             acc.folder, acc.task, acc.stream,
+                             acc.watch_of, acc.watch_after))
                 tensor_rows.extend((op_id, tid) for tid in acc.tensor_ids)
-                exec_index += 1
+                if not snapshot:
+                    exec_index += 1
     with index._lock:
         cur = index.conn.cursor()
         cur.execute("BEGIN")
@@ -328,7 +360,8 @@ def finalize(index: "DumpIndex") -> None:
         cur.execute("DELETE FROM problems WHERE dir_id=-1")
         cur.executemany("INSERT INTO ops(id, rank, step, graph, name, file_name, type, scope, exec_index, first_ts, "
                         "producer, joined, join_rule, graph_only, nan, posinf, neginf, status, evidence, folder, "
-                        "task, stream) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+                        "task, stream, watch_of, watch_after) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        rows)
         cur.executemany("UPDATE tensors SET op_id=? WHERE id=?", tensor_rows)
         seen_gkeys: set[str] = set()
         for (rank, graph), lg in graphs.items():

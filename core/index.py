@@ -30,7 +30,7 @@ from dumpscope.core.model import (
 )
 from dumpscope.core.walk import listing_of, scan_tree
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
@@ -51,7 +51,8 @@ CREATE TABLE IF NOT EXISTS overflow(dir_id INTEGER, path TEXT, rank INTEGER, ste
 CREATE TABLE IF NOT EXISTS ops(id INTEGER PRIMARY KEY, rank INTEGER, step INTEGER, graph TEXT, name TEXT,
     file_name TEXT, type TEXT, scope TEXT, exec_index INTEGER, first_ts INTEGER, producer TEXT,
     joined TEXT, join_rule TEXT, graph_only INTEGER DEFAULT 0, nan INTEGER, posinf INTEGER,
-    neginf INTEGER, status INTEGER, evidence TEXT, folder TEXT, task INTEGER, stream INTEGER);
+    neginf INTEGER, status INTEGER, evidence TEXT, folder TEXT, task INTEGER, stream INTEGER,
+    watch_of TEXT, watch_after TEXT);
 CREATE INDEX IF NOT EXISTS ops_order ON ops(rank, step, exec_index);
 CREATE INDEX IF NOT EXISTS ops_name ON ops(name);
 CREATE INDEX IF NOT EXISTS ops_file_name ON ops(file_name);
@@ -148,16 +149,20 @@ class DumpIndex:
         return index
 
     def _ensure_schema(self) -> None:
+        """Create the tables; an index written by another schema version is dropped and rebuilt."""
         with self._lock:
             cur = self.conn.cursor()
+            version = None
+            if cur.execute("SELECT name FROM sqlite_master WHERE type='table' AND name='meta'").fetchone():
+                row = cur.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+                version = row[0] if row else None
+            if version != str(SCHEMA_VERSION):
+                for (table,) in cur.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall():
+                    if not table.startswith("sqlite_"):
+                        cur.execute(f'DROP TABLE IF EXISTS "{table}"')
             cur.executescript(_SCHEMA)
-            row = cur.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-            if row is None or row[0] != str(SCHEMA_VERSION):
-                for table in ("dirs", "tensors", "exec_orders", "graph_files", "problems", "overflow", "ops",
-                              "graph_nodes", "graphs", "stats_cache", "meta"):
-                    cur.execute(f"DELETE FROM {table}")
-                cur.execute("INSERT OR REPLACE INTO meta VALUES('schema', ?)", (str(SCHEMA_VERSION),))
-                cur.execute("INSERT OR REPLACE INTO meta VALUES('root', ?)", (self.root,))
+            cur.execute("INSERT OR REPLACE INTO meta VALUES('schema', ?)", (str(SCHEMA_VERSION),))
+            cur.execute("INSERT OR REPLACE INTO meta VALUES('root', ?)", (self.root,))
 
     def close(self) -> None:
         with self._lock:

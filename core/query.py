@@ -18,7 +18,7 @@ from dumpscope.core.index import DumpIndex
 from dumpscope.core.tensor_io import TensorRef, compute_tensor_stats, signature
 
 _OP_COLS = ("id, rank, step, graph, name, file_name, type, scope, exec_index, producer, joined, join_rule, "
-            "graph_only, nan, posinf, neginf, status, evidence, folder, task, stream, first_ts")
+            "graph_only, nan, posinf, neginf, status, evidence, folder, task, stream, first_ts, watch_of, watch_after")
 _T_COLS = ("id, op_id, io, slot, dtype, shape, format, device_shape, path, storage, stored_dtype, offset, "
            "nbytes, sub_format, producer, stats, extra, ts")
 
@@ -47,6 +47,8 @@ class OpRow:
     task: Optional[int]
     stream: Optional[int]
     first_ts: Optional[int]
+    watch_of: Optional[str] = None
+    watch_after: Optional[str] = None
 
     @property
     def short(self) -> str:
@@ -374,6 +376,18 @@ class DumpQuery:
         return doc
 
     # -- statistics -------------------------------------------------------------------------
+
+    def record_nonfinite(self, counts: dict[int, tuple[int, int, int]]) -> None:
+        """Remember scanned non-finite output counts on the ops (badges, overflow view)."""
+        if not counts:
+            return
+        with self.index._lock:
+            cur = self.index.conn.cursor()
+            cur.execute("BEGIN")
+            cur.executemany("UPDATE ops SET nan=?, posinf=?, neginf=?, evidence=COALESCE(evidence, 'tensor') "
+                            "WHERE id=? AND (evidence IS NULL OR evidence='tensor')",
+                            [(n, p, m, op_id) for op_id, (n, p, m) in counts.items()])
+            cur.execute("COMMIT")
 
     def cached_stats(self, t: TensorRow) -> Optional[dict[str, Any]]:
         sig = signature(t.ref())

@@ -16,11 +16,14 @@ Two engines, chosen by the element width, both single-pass over the data:
   Chan's parallel update (no catastrophic cancellation when ``|mean| >> std``).  The histogram needs
   the finite range first, so it is a second pass over the data (re-iterating the chunks).
 
-Histogram: ``bins`` equal-width bins over ``[min, max]`` of the finite values; when the finite
-non-zero magnitudes span more than :data:`LOG_SPAN` (4 orders of magnitude), symmetric log bins:
-a geometric grid ``g_0 = min|x|>0 … g_k = max|x|`` mirrored around zero, ``[-g_k … -g_0, g_0 … g_k]``
-(the middle bin ``[-g_0, g_0)`` then holds exactly the zeros), or the one-sided grid when all values
-share a sign.  Bins are half-open ``[e_i, e_{i+1})`` except the last, which includes its right edge.
+Histogram: ``bins`` equal-width bins over ``[min, max]`` of the finite values.  When the values
+span more than :data:`LOG_SPAN` (4 orders of magnitude) — measured as ``max|x|`` over the *typical*
+magnitude ``t = 2**(mean floor(log2|x|) + 0.5)`` of the non-zero values, so that a few tiny values
+near zero (every large normal sample has some) do not trigger it — symmetric log bins: a geometric
+grid ``g_0 = t²/max|x| … g_k = max|x|`` mirrored around zero, ``[-g_k … -g_0, g_0 … g_k]``; the
+centre bin ``[-g_0, g_0)`` holds the zeros and the magnitudes below ``g_0``.  One-sided data gets a
+one-sided grid (with a first bin ``[0, g_0)`` when needed).  Bins are half-open ``[e_i, e_{i+1})``
+except the last, which includes its right edge; counts are exact for the edges reported.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ LOG_SPAN = 1e4
 #: Elements per internal block: big enough to amortise numpy call overhead, small enough to stay
 #: in cache (the float64 work buffers are 8 bytes per element).
 _BLOCK = 1 << 20
+#: Sub-block of the bucket engine: its intp index copy (2 MB) stays in L2/L3.
+_SUB = 1 << 18
 
 ChunkSource = Union[Iterable[np.ndarray], Callable[[], Iterable[np.ndarray]]]
 
@@ -143,7 +148,8 @@ _BUCKET_KINDS = _RAW_FLOATS + ("bool", "int8", "uint8", "int16", "uint16")
 
 def _table(kind: str) -> np.ndarray:
     if kind not in _TABLES:
-        _TABLES[kind] = _value_table(kind)
+        with np.errstate(invalid="ignore"):  # signalling-NaN patterns warn when widened
+            _TABLES[kind] = _value_table(kind)
     return _TABLES[kind]
 
 
@@ -151,24 +157,30 @@ def _table(kind: str) -> np.ndarray:
 # histogram edges
 
 
-def _choose_edges(lo: float, hi: float, amin_nz: float, amax: float, bins: int) -> tuple[np.ndarray, bool]:
-    """Edges covering ``[lo, hi]``; log-spaced when non-zero magnitudes span > LOG_SPAN."""
+def _typical_from_exponents(exp_sum: float, nonzero: int) -> float:
+    """Typical magnitude 2**(mean floor(log2|x|) + 0.5) of the non-zero values (0 when none)."""
+    return 0.0 if nonzero <= 0 else float(2.0 ** (exp_sum / nonzero + 0.5))
+
+
+def _choose_edges(lo: float, hi: float, typical: float, bins: int) -> tuple[np.ndarray, bool]:
+    """Edges covering ``[lo, hi]``: equal width, or symmetric-log when max|x| > LOG_SPAN × typical|x|."""
     bins = max(1, int(bins))
     if lo == hi:
         return np.array([lo, hi], dtype=np.float64), False
-    if amin_nz > 0 and math.isfinite(amin_nz) and amax / amin_nz > LOG_SPAN and bins >= 3:
-        if lo >= 0 or hi <= 0:
-            has_zero = (lo == 0) if lo >= 0 else (hi == 0)
-            k = bins - 1 if has_zero else bins
-            grid = np.geomspace(amin_nz, amax, k + 1)
-            edges = np.concatenate(([0.0], grid)) if has_zero else grid
-            if hi <= 0:
-                edges = -edges[::-1]
-            return edges, True
+    amax = max(abs(lo), abs(hi))
+    if not (typical > 0 and amax / typical > LOG_SPAN and bins >= 3):
+        return np.linspace(lo, hi, bins + 1), False
+    g0 = typical * typical / amax  # as far below the typical magnitude as max|x| is above it
+    if lo < 0 < hi:
         k = max(1, (bins - 1) // 2)
-        grid = np.geomspace(amin_nz, amax, k + 1)
+        grid = np.geomspace(g0, amax, k + 1)
         return np.concatenate((-grid[::-1], grid)), True
-    return np.linspace(lo, hi, bins + 1), False
+    m_lo = lo if lo >= 0 else -hi  # one-sided: work on magnitudes, mirror for negatives
+    if m_lo >= g0 and m_lo > 0:
+        edges = np.geomspace(m_lo, amax, bins + 1)
+    else:
+        edges = np.concatenate(([0.0], np.geomspace(g0, amax, bins)))
+    return (edges if lo >= 0 else -edges[::-1]), True
 
 
 def _bin_index_exact(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -235,13 +247,19 @@ class _BucketAcc:
         self.has_bad_keys = bool(self.bad_keys.any())
         self.bad = _BadIndex(first_bad_n)
         self.n = 0
+        self._idx = np.empty(_SUB, dtype=np.intp)
 
     def add(self, block: np.ndarray, offset: int) -> None:
         bits = np.ascontiguousarray(block).view(self.udtype).reshape(-1)
-        c = np.bincount(bits, minlength=len(self.table))
-        if self.has_bad_keys and not self.bad.full and c[self.bad_keys].any():
-            self.bad.add(self.bad_keys[bits], offset)
-        self.counts += c
+        nkeys = len(self.table)
+        for i in range(0, bits.size, _SUB):
+            part = bits[i : i + _SUB]
+            idx = self._idx[: part.size]
+            np.copyto(idx, part)  # bincount would allocate this intp copy itself
+            c = np.bincount(idx, minlength=nkeys)
+            if self.has_bad_keys and not self.bad.full and c[self.bad_keys].any():
+                self.bad.add(self.bad_keys[part], offset + i)
+            self.counts += c
         self.n += bits.size
 
     def finish(self, bins: int, shape: tuple[int, ...], dtype: str) -> TensorStats:
@@ -264,9 +282,10 @@ class _BucketAcc:
         st.min, st.max, st.mean = float(v.min()), float(v.max()), mean
         st.std = math.sqrt(float(np.dot(w, (v - mean) ** 2)) / nfin)
         st.l2norm = math.sqrt(float(np.dot(w, v * v)))
-        mags = np.abs(v[v != 0])
-        amin_nz = float(mags.min()) if mags.size else 0.0
-        edges, log = _choose_edges(st.min, st.max, amin_nz, max(abs(st.min), abs(st.max)), bins)
+        nz = v != 0
+        exps = np.frexp(v[nz])[1] - 1  # floor(log2|v|)
+        typical = _typical_from_exponents(float(np.dot(w[nz], exps)), int(cnt[keep][nz].sum()))
+        edges, log = _choose_edges(st.min, st.max, typical, bins)
         idx = _bin_index_exact(v, edges)
         hc = np.bincount(idx, weights=w, minlength=len(edges) - 1)
         st.hist_edges = [float(e) for e in edges]
@@ -287,7 +306,8 @@ class _GenericAcc:
         self.sumsq = 0.0
         self.lo = math.inf
         self.hi = -math.inf
-        self.amin_nz = math.inf
+        self.exp_sum = 0.0  # sum of floor(log2|x|) over non-zero finite values
+        self.nonzero = 0
         self.bad = _BadIndex(first_bad_n)
         self._buf = np.empty(0, dtype=np.float64)
         self._buf2 = np.empty(0, dtype=np.float64)
@@ -325,16 +345,15 @@ class _GenericAcc:
         m = g.size
         if m == 0:
             return
-        self.zeros += m - int(np.count_nonzero(g))
         self.lo = min(self.lo, float(g.min()))
         self.hi = max(self.hi, float(g.max()))
-        _, scratch = self._bufs(m)
-        np.abs(g, out=scratch)
-        u = scratch.view(np.uint64)
-        np.subtract(u, np.uint64(1), out=u)  # 0 wraps to the maximum: min() skips zeros
-        low = int(u.min())
-        if low != 0xFFFFFFFFFFFFFFFF:
-            self.amin_nz = min(self.amin_nz, float(np.uint64(low + 1).view(np.float64)))
+        nonzero = int(np.count_nonzero(g))
+        self.zeros += m - nonzero
+        u = self._bufs(m)[1].view(np.uint64)
+        np.right_shift(g.view(np.uint64), np.uint64(52), out=u)
+        np.bitwise_and(u, np.uint64(0x7FF), out=u)  # biased exponent field; 0 for zeros
+        self.exp_sum += float(u.sum()) - 1023.0 * nonzero
+        self.nonzero += nonzero
         s = float(g.sum())
         self.sumsq += float(np.dot(g, g))
         mean_b = s / m
@@ -359,9 +378,8 @@ class _GenericAcc:
         return st
 
     def histogram(self, blocks: Iterable[np.ndarray], bins: int) -> tuple[np.ndarray, np.ndarray, bool]:
-        amax = max(abs(self.lo), abs(self.hi))
-        amin_nz = self.amin_nz if math.isfinite(self.amin_nz) else 0.0
-        edges, log = _choose_edges(self.lo, self.hi, amin_nz, amax, bins)
+        typical = _typical_from_exponents(self.exp_sum, self.nonzero)
+        edges, log = _choose_edges(self.lo, self.hi, typical, bins)
         nb = len(edges) - 1
         counts = np.zeros(nb, dtype=np.int64)
         if self.lo == self.hi:

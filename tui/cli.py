@@ -476,3 +476,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # never a traceback for the user; DUMPSCOPE_DEBUG=1 shows it
+        if os.environ.get("DUMPSCOPE_DEBUG"):
+            raise
+        text = (str(exc).strip() or type(exc).__name__).splitlines()[0]
+        print(f"dumpscope: internal error: {type(exc).__name__}: {text} (DUMPSCOPE_DEBUG=1 shows the traceback)",
+              file=sys.stderr)
+        return 1

@@ -3,7 +3,8 @@
 Layout: ``uint64 LE H`` | ``H`` bytes protobuf ``toolkit.dumpdata.DumpData`` | raw tensor bytes in the
 order inputs, outputs, buffers, spaces (NOT proto field order).  ``read_header`` is on the
 indexing hot path: one ``open``, one bounded read of the first 64 KiB (a second read only when the
-header is larger), one protobuf parse.  Tensor payloads are read lazily by ``load_raw`` /
+header is larger), one parse by the lean wire decoder ``dump_wire`` (the generated
+``dump_data_pb2`` runtime is the fallback and the authority).  Tensor payloads are read lazily by ``load_raw`` /
 ``load_tensor`` (pread for small tensors, read-only memmap for large ones).
 
 Never writes into the dump tree.  Bad input raises ``DumpFormatError`` whose message is one line
@@ -20,8 +21,9 @@ from typing import Optional, Union
 import numpy as np
 
 from dumpscope.core import dtypes
-from dumpscope.core.device_format import DeviceFormatError, format_name, to_logical
+from dumpscope.core.device_format import FORMAT_NAMES, DeviceFormatError, to_logical
 from dumpscope.core.formats import dump_data_pb2
+from dumpscope.core.formats.dump_wire import WireError, decode_dump_data
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -146,44 +148,63 @@ def read_header(path: PathLike, max_header_bytes: int = 64 << 20) -> CannHeader:
             buf = _read_more(fd, p, buf, 8 + h)
     finally:
         os.close(fd)
+    return _build(p, size, h, _decode(p, buf, h))
+
+
+_DT_NAMES = {code: info.numpy for code, info in dtypes.PROTO_DTYPES.items()}
+
+
+def _decode(path: str, buf: bytes, h: int) -> tuple:
+    """Header fields via the lean wire decoder, or the protobuf runtime when it declines."""
+    try:
+        fields = decode_dump_data(buf, 8, 8 + h)
+        if not fields[7]:
+            return fields + ({},)
+    except (WireError, UnicodeDecodeError):
+        pass
     msg = _DumpData()
     try:
         msg.ParseFromString(memoryview(buf)[8:8 + h])
-    except Exception as exc:  # protobuf raises DecodeError, RecursionError-like errors on junk
+    except Exception as exc:  # protobuf raises DecodeError (and others on junk)
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise DumpFormatError(f"{p}: header is not a valid DumpData protobuf ({reason})") from None
-    return _build(p, size, h, msg)
+        raise DumpFormatError(f"{path}: header is not a valid DumpData protobuf ({reason})") from None
+
+    def tensor(t, has_op: bool) -> tuple:
+        op = t.original_op.name if has_op and t.HasField("original_op") else ""
+        return (t.data_type, t.format, tuple(t.shape.dim), tuple(t.original_shape.dim), t.sub_format, t.size, op)
+
+    return (msg.version, msg.dump_time, msg.op_name, [tensor(t, False) for t in msg.input],
+            [tensor(t, True) for t in msg.output], [b.size for b in msg.buffer], [s.size for s in msg.space],
+            bool(msg.attr), {a.name: a.value for a in msg.attr})
 
 
-def _tensor(io: str, slot: int, t, offset: int, size_file: int, original_op: str = "") -> CannTensor:
-    dcode = int(t.data_type)
-    fcode = int(t.format)
-    size = int(t.size)
-    return CannTensor(io, slot, dtypes.proto_dtype_name(dcode), dcode, format_name(fcode), fcode,
-                      tuple(t.shape.dim), tuple(t.original_shape.dim), int(t.sub_format), size, offset,
-                      original_op, offset + size > size_file)
+def _tensor(io: str, slot: int, t: tuple, offset: int, size_file: int) -> CannTensor:
+    dcode, fcode, shape, orig, sub, size, op = t
+    dname = _DT_NAMES.get(dcode)
+    fname = FORMAT_NAMES.get(fcode)
+    return CannTensor(io, slot, dname if dname is not None else f"unknown({dcode})", dcode,
+                      fname if fname is not None else f"UNKNOWN({fcode})", fcode, shape, orig, sub, size, offset,
+                      op, offset + size > size_file)
 
 
-def _build(path: str, size: int, h: int, msg) -> CannHeader:
+def _build(path: str, size: int, h: int, fields: tuple) -> CannHeader:
+    version, dump_time, op_name, ins, outs, bufs, spcs, _, attrs = fields
     off = 8 + h
     inputs: list[CannTensor] = []
-    for i, t in enumerate(msg.input):
+    for i, t in enumerate(ins):
         inputs.append(_tensor("input", i, t, off, size))
-        off += int(t.size)
+        off += t[5]
     outputs: list[CannTensor] = []
-    for i, t in enumerate(msg.output):
-        oname = t.original_op.name if t.HasField("original_op") else ""
-        outputs.append(_tensor("output", i, t, off, size, oname))
-        off += int(t.size)
-    extra: list[list[CannTensor]] = [[], []]
-    for k, (io, seq) in enumerate((("buffer", msg.buffer), ("space", msg.space))):
-        for i, b in enumerate(seq):
-            n = int(b.size)
+    for i, t in enumerate(outs):
+        outputs.append(_tensor("output", i, t, off, size))
+        off += t[5]
+    extra: tuple[list[CannTensor], list[CannTensor]] = ([], [])
+    for k, io, sizes in ((0, "buffer", bufs), (1, "space", spcs)):
+        for i, n in enumerate(sizes):
             extra[k].append(CannTensor(io, i, "uint8", 4, "ND", 2, (n,), (n,), 0, n, off, "", off + n > size))
             off += n
-    attrs = {a.name: a.value for a in msg.attr} if msg.attr else {}
-    return CannHeader(path, size, msg.version, int(msg.dump_time), msg.op_name, inputs, outputs, extra[0],
-                      extra[1], h, 8 + h, off <= size, off, attrs)
+    return CannHeader(path, size, version, dump_time, op_name, inputs, outputs, extra[0], extra[1], h, 8 + h,
+                      off <= size, off, attrs)
 
 
 def check_complete(header: Union[CannHeader, PathLike]) -> bool:

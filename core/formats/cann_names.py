@@ -141,8 +141,11 @@ def parse_dump_name(filename: str) -> Optional[DumpName]:
             return None
         stem, io, slot, extras = split
         base = _parse_stem(stem, "dump", ext)
-        if base is None or base.kind == "alias":
+        if base is None:
             return None
+        if base.kind == "alias":
+            base.io, base.slot = io, slot
+            return base
         if ext == ".json":
             if base.kind != "opdebug" or extras:
                 return None

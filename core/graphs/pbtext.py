@@ -32,6 +32,15 @@ _TOKEN = re.compile(
     re.X,
 )
 _INT = re.compile(r"[-+]?\d+")
+_LINE = re.compile(
+    r"""^[ \t]*(?:
+        (?P<close>[}>])
+      | (?P<open>[A-Za-z_]\w*|\[[\w./]+\])[ \t]*:?[ \t]*[{<]
+      | (?P<key>[A-Za-z_]\w*)[ \t]*:[ \t]*(?:"(?P<str>(?:[^"\\\n]|\\.)*)"|(?P<bare>[-+\w.]+))
+    )[ \t\r]*$
+    | ^(?P<other>[^\n]*\S[^\n]*)$""",
+    re.X | re.M,
+)
 _MAX_WARNINGS = 20
 
 
@@ -47,7 +56,7 @@ def unescape(body: str) -> str:
 
 def _scalar(tok: str) -> Any:
     """A bare (unquoted) value: int, float, bool or enum name."""
-    if _INT.fullmatch(tok):
+    if tok[0] in "0123456789-+" and _INT.fullmatch(tok):
         return int(tok)
     low = tok.lower()
     if low in ("true", "t"):
@@ -96,39 +105,38 @@ class TextTreeReader:
 
     def feed(self, text: str) -> Tree:
         """Parse the whole text; return the root message tree."""
-        for lineno, raw in enumerate(text.splitlines(), 1):
-            line = raw.strip()
-            if not line or line[0] == "#":
-                continue
-            if line == "}" or line == ">":
-                self._close(lineno)
-                self.good_lines += 1
-                continue
-            last = line[-1]
-            if last == "{" or last == "<":
-                m = _OPEN_LINE.fullmatch(line)
-                if m:
-                    self._open(m.group(1))
-                    self.good_lines += 1
+        stack = self.stack
+        top = stack[-1]
+        good = 0
+        for m in _LINE.finditer(text):
+            kind = m.lastgroup
+            if kind == "str":
+                value = m.group("str")
+                top.setdefault(m.group("key"), []).append(unescape(value) if "\\" in value else value)
+            elif kind == "bare":
+                top.setdefault(m.group("key"), []).append(_scalar(m.group("bare")))
+            elif kind == "open":
+                child: Tree = {}
+                top.setdefault(m.group("open"), []).append(child)
+                stack.append(child)
+                top = child
+            elif kind == "close":
+                if len(stack) > 1:
+                    stack.pop()
+                    top = stack[-1]
+                else:
+                    self.warn(text.count("\n", 0, m.start()) + 1, "unbalanced '}'")
                     continue
-            key, sep, rest = line.partition(":")
-            if sep and key.isidentifier():
-                rest = rest.strip()
-                if rest:
-                    first = rest[0]
-                    if first == '"':
-                        m = _STRING.fullmatch(rest)
-                        if m:
-                            self.stack[-1].setdefault(key, []).append(unescape(m.group(1)))
-                            self.good_lines += 1
-                            continue
-                    elif first not in "{<['" and " " not in rest and "}" not in rest and "#" not in rest:
-                        self.stack[-1].setdefault(key, []).append(_scalar(rest))
-                        self.good_lines += 1
-                        continue
-            self._tokens(lineno, line)
-        if len(self.stack) > 1:
-            self.warn(0, f"text ends inside {len(self.stack) - 1} open message(s) (truncated file?)")
+            else:
+                line = m.group("other").strip()
+                if line[0] != "#":
+                    self._tokens(text.count("\n", 0, m.start()) + 1, line)
+                    top = stack[-1]
+                continue
+            good += 1
+        self.good_lines += good
+        if len(stack) > 1:
+            self.warn(0, f"text ends inside {len(stack) - 1} open message(s) (truncated file?)")
         return self.root
 
     def _tokens(self, lineno: int, line: str) -> None:

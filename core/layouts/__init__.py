@@ -16,6 +16,7 @@ _LAYOUTS = (
     ("dumpscope.core.layouts.mindspore", "MindSporeLayout"),
     ("dumpscope.core.layouts.stats_tree", "StatsCsvLayout"),
     ("dumpscope.core.layouts.cann", "CannLayout"),
+    ("dumpscope.core.layouts.graphfiles", "GraphFilesLayout"),
     ("dumpscope.core.layouts.torch_h5", "TorchH5Layout"),
 )
 

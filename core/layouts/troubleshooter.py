@@ -17,7 +17,8 @@ unpickled; it drives the record list and the call order.  Choices made here:
 * ``LAYER_{module}_forward_input`` markers (torch/mindtorch) are not records: each sets
   ``extra["scope"]`` of the following *forward* APIs to the dotted prefixes of the module
   path (``layer1.0.conv1`` → ["layer1", "layer1.0", "layer1.0.conv1"]) until the next
-  marker; backward APIs get no scope (markers only mark forward calls);
+  marker; backward APIs get no scope (markers only mark forward calls).  A marker file
+  not listed in the info file has no known position and sets no scope;
 * ``step`` is the row's ``dump_step`` when it is an integer; ``pt_net.pth``/``ad_net.pth``
   state dicts are claimed and ignored (they would need unpickling).
 * The 1.0.10 ``toolbox/dump`` layout (user-named info file) is not recognised.
@@ -252,8 +253,7 @@ def _scan_fw(listing: DirListing, fw: str, info_name: Optional[str], stack_name:
         except TsNameError:
             continue
         if parsed.is_marker:
-            rows.append(InfoRow(prefix, 0, "", (), None))
-            continue
+            continue  # position unknown: cannot scope anything
         try:
             head = read_npy_header(os.path.join(npy_path, fname))
         except NpyFormatError as exc:

@@ -283,7 +283,8 @@ def write_troubleshooter_tree(root: str, calls: Sequence[ApiCall], *, framework:
     ``{fw}_api_dump/{prefix}.npy``, ``{fw}_api_dump_info{info_ext}`` (one JSON array per
     line: ``[prefix, step, [], dtype, shape, [max, min, mean], md5, l2norm]``) and
     ``{fw}_api_dump_stack.json``.  With ``markers`` (torch/mindtorch), a
-    ``LAYER_{module}_forward_input`` marker precedes the first call of each module.
+    ``LAYER_{module}_forward_input`` marker (npy + info row) precedes the first call of
+    each module.
     Prefixes in ``skip_npy`` get an info row but no file (statistics-only).
     """
     rank_dir = os.path.join(root, f"rank{rank}")
@@ -304,8 +305,7 @@ def write_troubleshooter_tree(root: str, calls: Sequence[ApiCall], *, framework:
 
     for call in calls:
         if markers and framework != "mindspore" and call.module and call.module != last_module:
-            marker = f"LAYER_{call.module}_forward_input"
-            np.save(os.path.join(npy_dir, marker + ".npy"), np.zeros(1, dtype=np.float32))
+            put(f"LAYER_{call.module}_forward_input", np.zeros(1, dtype=np.float32))
             last_module = call.module
         base = call.ts_name
         for io_kind, arrays in (("input", call.inputs), ("output", call.outputs)):

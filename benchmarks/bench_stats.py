@@ -1,0 +1,104 @@
+"""Benchmark compute_stats against one numpy reduction pass (run by hand).
+
+    python benchmarks/bench_stats.py [--mb 1024] [--dir /tmp]
+
+Writes a float16 and a bfloat16 (uint16 bits) array of ``--mb`` MB each to temporary files, maps
+them with np.memmap, warms the page cache, then times the baselines and ``compute_stats``.
+Reports GB/s, the ratio to the baseline, the numpy heap peak during compute_stats (tracemalloc;
+memmapped pages are not heap) and the process peak RSS (which does include mapped file pages).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import tempfile
+import time
+import tracemalloc
+from typing import Any, Callable
+
+import numpy as np
+
+from dumpscope.core.stats import compute_stats
+
+
+def _fill(path: str, n: int, kind: str) -> None:
+    rng = np.random.default_rng(0)
+    mm = np.memmap(path, dtype=np.uint16, mode="w+", shape=(n,))
+    step = 1 << 22
+    for i in range(0, n, step):
+        v = rng.standard_normal(min(step, n - i), dtype=np.float32) * 3
+        if kind == "float16":
+            mm[i : i + v.size] = v.astype(np.float16).view(np.uint16)
+        else:
+            mm[i : i + v.size] = (v.view(np.uint32) >> 16).astype(np.uint16)
+    mm[n // 2] = 0x7E00 if kind == "float16" else 0x7FC0  # one NaN
+    mm.flush()
+    del mm
+
+
+def _best(fn: Callable[[], Any], reps: int = 3) -> float:
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _bf16_decoded_reduce(bits: np.ndarray) -> float:
+    total = 0.0
+    for i in range(0, bits.size, 1 << 22):
+        total += float(np.add.reduce((bits[i : i + (1 << 22)].astype(np.uint32) << 16).view(np.float32),
+                                     dtype=np.float64))
+    return total
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mb", type=int, default=1024, help="size of each test array in MB")
+    ap.add_argument("--dir", default=None, help="where to put the temporary files")
+    args = ap.parse_args()
+    n = args.mb * (1 << 20) // 2
+    gb = n * 2 / 1e9
+    print(f"machine: {platform.machine()} {platform.processor() or ''} cpus={os.cpu_count()} "
+          f"python={platform.python_version()} numpy={np.__version__}")
+    with tempfile.TemporaryDirectory(dir=args.dir) as d:
+        for kind in ("float16", "bfloat16"):
+            path = os.path.join(d, f"{kind}.bin")
+            _fill(path, n, kind)
+            if kind == "float16":
+                x = np.memmap(path, dtype=np.float16, mode="r", shape=(n,))
+                baselines = {"np.add.reduce(x, dtype=float64)": lambda: np.add.reduce(x, dtype=np.float64),
+                             "x.sum()": lambda: x.sum()}
+                run = lambda: compute_stats(x)  # noqa: E731
+            else:
+                x = np.memmap(path, dtype=np.uint16, mode="r", shape=(n,))
+                baselines = {"np.add.reduce(bits, dtype=float64)": lambda: np.add.reduce(x, dtype=np.float64),
+                             "decode<<16 + reduce, chunked": lambda: _bf16_decoded_reduce(x)}
+                run = lambda: compute_stats(x, dtype="bfloat16")  # noqa: E731
+            np.add.reduce(x, dtype=np.float64)  # warm the page cache
+            print(f"\n{kind}: {n:,} elements, {gb:.2f} GB (memmap, warm page cache)")
+            times = {}
+            for name, fn in baselines.items():
+                times[name] = _best(fn)
+                print(f"  {name:40s} {times[name]:7.3f} s  {gb / times[name]:6.2f} GB/s")
+            tracemalloc.start()
+            t = _best(run, reps=2)
+            heap_peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            st = run()
+            first = next(iter(times.values()))
+            print(f"  {'compute_stats':40s} {t:7.3f} s  {gb / t:6.2f} GB/s  ratio vs first baseline "
+                  f"{t / first:.2f}x, vs best {t / min(times.values()):.2f}x")
+            print(f"  numpy heap peak during compute_stats: {heap_peak / 2**20:.1f} MB; "
+                  f"nan={st.nan} mean={st.mean:.6f} std={st.std:.6f} log_hist={st.hist_log}")
+            del x
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(f"\npeak RSS (incl. mapped file pages): {rss / 1024:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

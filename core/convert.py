@@ -1,0 +1,104 @@
+"""``dumpscope convert``: every tensor as ``.npy`` in its logical layout (msaccucmp's job).
+
+Output goes to ``OUTDIR/<folder relative to PATH>/<dump file name>.<io>.<slot>.npy``; float16
+stays float16, bfloat16/float8 become exact float32, packed int4 becomes int8.  Names that
+would pass the 255-byte file-name limit are written under their all-digit alias with a
+``mapping.csv`` beside them.  Nothing is written outside OUTDIR, and OUTDIR may not lie
+inside the dump tree (dumpscope never writes into user data).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Optional
+
+import numpy as np
+
+from dumpscope.core.tensor_io import TensorLoadError, load_tensor
+
+if TYPE_CHECKING:
+    from dumpscope.core.query import DumpQuery
+
+NAME_MAX = 255
+
+
+@dataclass(slots=True)
+class ConvertResult:
+    outdir: str
+    written: int
+    failed: int
+
+
+def _inside(child: str, parent: str) -> bool:
+    child, parent = os.path.realpath(child), os.path.realpath(parent)
+    return child == parent or child.startswith(parent.rstrip(os.sep) + os.sep)
+
+
+def _safe_component(name: str) -> str:
+    """A single path component: no separators, no '..', no NUL."""
+    name = name.replace("/", "_").replace("\\", "_").replace("\x00", "_")
+    if name in ("", ".", ".."):
+        name = "_" + name
+    return name
+
+
+def convert_tree(q: "DumpQuery", outdir: str, op: Optional[str] = None, rank: Optional[int] = None,
+                 step: Optional[int] = None, progress: Optional[Callable[[int, int], None]] = None,
+                 errors: Optional[list[str]] = None) -> ConvertResult:
+    """Convert the tensors of the selected ops; returns counts. Raises ValueError for a bad OUTDIR."""
+    root = q.root
+    outdir = os.path.abspath(outdir)
+    if _inside(outdir, root):
+        raise ValueError(f"{outdir}: OUTDIR lies inside the dump tree {root}; dumpscope never writes into a "
+                         "dump tree, choose another folder")
+    if op is not None:
+        ops = [q.resolve_op(op, rank, step)]
+    elif rank is not None or step is not None:
+        r, s = q.default_place(rank, step)
+        ops = q.ops(r, s)
+    else:
+        ops = q.ops()
+    tensors = [t for o in ops for t in q.tensors(o.id) if t.storage != "none"]
+    os.makedirs(outdir, exist_ok=True)
+    written = failed = 0
+    mappings: dict[str, list[tuple[str, str]]] = {}
+    for i, t in enumerate(tensors):
+        rel_dir = os.path.relpath(os.path.dirname(t.path), root)
+        parts = [_safe_component(p) for p in rel_dir.split(os.sep) if p not in ("", ".")]
+        target_dir = os.path.join(outdir, *parts)
+        base = os.path.basename(t.path)
+        if base.endswith(".npy"):
+            base = base[:-4]
+        real = t.extra.get("real_name")
+        long_name = f"{_safe_component(real or base)}.{t.io}.{t.slot}.npy"
+        name = long_name
+        if len(long_name.encode("utf-8")) > NAME_MAX:
+            name = f"{_safe_component(base)}.{t.io}.{t.slot}.npy"
+            if len(name.encode("utf-8")) > NAME_MAX:
+                name = f"{abs(hash(long_name)) % 10**16:016d}.{t.io}.{t.slot}.npy"
+            mappings.setdefault(target_dir, []).append((name, long_name))
+        dest = os.path.join(target_dir, name)
+        if not _inside(dest, outdir):
+            failed += 1
+            if errors is not None:
+                errors.append(f"{t.path}: refusing to write outside OUTDIR ({dest})")
+            continue
+        try:
+            arr = load_tensor(t.ref())
+            if arr.dtype == np.int8 and t.dtype in ("int4", "int2"):
+                pass
+            os.makedirs(target_dir, exist_ok=True)
+            np.save(dest, np.ascontiguousarray(arr), allow_pickle=False)
+            written += 1
+        except (TensorLoadError, OSError, ValueError) as exc:
+            failed += 1
+            if errors is not None:
+                errors.append(str(exc).splitlines()[0])
+        if progress is not None:
+            progress(i + 1, len(tensors))
+    for target_dir, pairs in mappings.items():
+        with open(os.path.join(target_dir, "mapping.csv"), "a", encoding="utf-8") as fh:
+            for alias, original in pairs:
+                fh.write(f"{alias},{original}\n")
+    return ConvertResult(outdir, written, failed)

@@ -1,0 +1,127 @@
+"""CANN binary dump files in any tree that CANN writes (FORMATS.md §1, §3, §5.1, §8).
+
+One file per executed op: ``{op_type}.{op_name}.{task}.{stream}.{ts}`` (also the old
+no-stream form, FFTS+ 9-field names, aclnn swapped names and all-digit ``mapping.csv``
+aliases), plus ``Opdebug.Node_OpDebug.*`` overflow status files.  Only the protobuf header
+is read while indexing; payloads are located by offset for later lazy loading.  Ranks,
+graphs (model names) and steps come from the folder path (``core.layouts.paths``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Iterator, Optional
+
+from dumpscope.core.formats.cann_dump import CannHeader, read_header
+from dumpscope.core.formats.cann_names import DumpName, parse_dump_name, read_mapping_csv, sanitize
+from dumpscope.core.layouts.base import DirListing, Item, Layout
+from dumpscope.core.layouts.paths import DumpPlace, place_of
+from dumpscope.core.model import STORAGE_CANN, OverflowEvidence, Problem, TensorRecord
+
+
+def _first_line(exc: BaseException, path: str) -> str:
+    text = (str(exc).strip() or type(exc).__name__).splitlines()[0]
+    for prefix in (path + ": ", os.path.basename(path) + ": "):
+        if text.startswith(prefix):
+            return text[len(prefix):]
+    return text
+
+
+class CannLayout(Layout):
+    name = "cann"
+    title = "CANN binary dump (TF adapter / ACL / torchair / MindSpore async & O2)"
+
+    def scan_dir(self, listing: DirListing) -> Iterable[Item]:
+        aliases: dict[str, str] = {}
+        if "mapping.csv" in listing.files and "mapping.csv" not in listing.claimed:
+            bad: list[str] = []
+            try:
+                aliases = read_mapping_csv(listing.path("mapping.csv"), bad)
+            except (OSError, ValueError) as exc:
+                yield Problem(listing.path("mapping.csv"), _first_line(exc, listing.path("mapping.csv")))
+            for b in bad[:5]:
+                yield Problem(listing.path("mapping.csv"), b)
+        place: Optional[DumpPlace] = None
+        for fname in list(listing.unclaimed()):
+            if fname.endswith((".npy", ".csv", ".txt", ".ir", ".pb", ".pbtxt", ".log", ".py")):
+                if not (fname.startswith("Opdebug.") and fname.endswith(".json")):
+                    continue
+            name = parse_dump_name(fname)
+            real_name = None
+            if name is not None and name.kind == "alias":
+                real_name = aliases.get(fname) or aliases.get(fname.split(".", 1)[0])
+                name = parse_dump_name(real_name) if real_name else None
+                if name is None:
+                    continue
+            if name is None or name.kind not in ("dump", "opdebug"):
+                continue
+            if place is None:
+                place = place_of(listing.parts)
+            listing.claimed.add(fname)
+            path = listing.path(fname)
+            if name.kind == "opdebug":
+                yield from self._opdebug(path, fname, place, listing.dirpath)
+            else:
+                for item in self._dump(path, name, place):
+                    if real_name and isinstance(item, TensorRecord):
+                        item.extra["real_name"] = real_name
+                    yield item
+        if aliases:
+            listing.claimed.add("mapping.csv")
+
+    def _dump(self, path: str, name: DumpName, place: DumpPlace) -> Iterator[Item]:
+        try:
+            header = read_header(path)
+        except Exception as exc:  # any unreadable header is a named problem
+            yield Problem(path, _first_line(exc, path))
+            return
+        yield from records_from_header(header, name, place)
+
+    def _opdebug(self, path: str, fname: str, place: DumpPlace, folder: str) -> Iterator[Item]:
+        from dumpscope.core.formats.opdebug import read_opdebug_file, read_opdebug_json
+
+        try:
+            records = read_opdebug_json(path) if fname.endswith(".json") else read_opdebug_file(path)
+        except Exception as exc:
+            yield Problem(path, _first_line(exc, path))
+            return
+        for rec in records:
+            if rec.status == 0 or rec.task_id is None or rec.stream_id is None:
+                continue
+            yield OverflowEvidence(path=path, rank=place.rank, step=place.step, graph=place.graph,
+                                   task=rec.task_id, stream=rec.stream_id, status=rec.status, kind=rec.kind,
+                                   context=rec.context_id, thread=rec.thread_id, folder=folder)
+
+
+def records_from_header(header: CannHeader, name: DumpName, place: DumpPlace) -> Iterator[Item]:
+    """Tensor records of one decoded dump file (inputs first, then outputs)."""
+    path = header.path
+    op_name = header.op_name or name.op_name
+    file_name = name.op_name
+    extra: dict = {}
+    if name.is_ffts:
+        extra.update({"task_type": name.task_type, "context": name.context, "thread": name.thread,
+                      "device": name.device})
+    if name.swapped:
+        extra["swapped_name"] = True
+    truncated = [t for t in header.inputs + header.outputs if t.truncated]
+    if truncated:
+        labels = ", ".join(f"{t.io}.{t.slot}" for t in truncated[:4])
+        yield Problem(path, f"truncated or still being written: {header.file_size} bytes, header declares "
+                            f"{header.expected_size} (missing data of {labels})")
+    for t in header.inputs + header.outputs:
+        if t.truncated:
+            continue
+        orig_op = t.original_op_name
+        yield TensorRecord(
+            producer="cann", path=path, op_type=name.op_type, op_name=op_name, file_name=file_name,
+            io=t.io, slot=t.slot, dtype=t.dtype, shape=tuple(t.logical_shape), format=t.format,
+            device_shape=tuple(t.shape), rank=place.rank, step=place.step, graph=place.graph,
+            task=name.task, stream=name.stream, timestamp=name.timestamp or header.dump_time or None,
+            storage=STORAGE_CANN, stored_dtype=t.dtype, offset=t.offset, nbytes=t.size,
+            sub_format=t.sub_format, order_hint=float(name.timestamp or header.dump_time or 0),
+            extra=dict(extra, original_op=orig_op) if orig_op else dict(extra),
+        )
+
+
+__all__ = ["CannLayout", "records_from_header", "sanitize"]

@@ -1,0 +1,58 @@
+"""Statistics-only dumps: CANN per-op CSVs, adump CSVs, msprobe and MindSpore ``statistic.csv``.
+
+Each CSV row becomes a tensor record with no payload (``storage = "none"``) carrying the
+statistics, so a stats-only tree is explorable like any other (FORMATS.md §4).  When the
+same tensor also has a payload file, the index keeps one record with both.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+from dumpscope.core.formats.cann_names import parse_dump_name
+from dumpscope.core.formats.stats_csv import StatsCsv, read_stats_csv
+from dumpscope.core.layouts.base import DirListing, Item, Layout
+from dumpscope.core.layouts.paths import DumpPlace, place_of
+from dumpscope.core.model import STORAGE_NONE, Problem, TensorRecord
+
+
+class StatsCsvLayout(Layout):
+    name = "stats_csv"
+    title = "statistics CSV (CANN dump_data=stats, MindSpore/msprobe statistic.csv)"
+
+    def scan_dir(self, listing: DirListing) -> Iterable[Item]:
+        place = None
+        for fname in list(listing.unclaimed()):
+            if not fname.endswith(".csv") or fname in ("mapping.csv",) or fname.startswith("ms_"):
+                continue
+            per_op = parse_dump_name(fname)
+            if fname.lower() != "statistic.csv" and (per_op is None or per_op.kind != "stats"):
+                continue
+            path = listing.path(fname)
+            if place is None:
+                place = place_of(listing.parts)
+            listing.claimed.add(fname)
+            try:
+                parsed = read_stats_csv(path)
+            except Exception as exc:
+                text = (str(exc).strip() or type(exc).__name__).splitlines()[0]
+                yield Problem(path, text[len(path) + 2:] if text.startswith(path + ": ") else text)
+                continue
+            for w in parsed.warnings[:3]:
+                yield Problem(path, w[len(path) + 2:] if w.startswith(path + ": ") else w)
+            yield from _records(parsed, place)
+
+
+def _records(parsed: StatsCsv, place: DumpPlace) -> Iterator[Item]:
+    for row in parsed.rows:
+        if not row.op_name:
+            continue
+        op_name = row.op_name
+        yield TensorRecord(
+            producer="stats_csv", path=parsed.path, op_type=row.op_type or "", op_name=op_name,
+            file_name=op_name.replace("/", "_"), io=row.io, slot=row.slot, dtype=row.dtype or "unknown",
+            shape=tuple(row.shape), format=row.format or "ND", device_shape=tuple(row.shape), rank=place.rank,
+            step=place.step, graph=place.graph, task=row.task, stream=row.stream, timestamp=row.timestamp,
+            storage=STORAGE_NONE, nbytes=row.size or 0, order_hint=float(row.timestamp or 0),
+            stats={k: v for k, v in row.stats.items() if v is not None},
+        )

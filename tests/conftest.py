@@ -1,0 +1,43 @@
+"""Shared fixtures: the index cache goes to a temp dir, and the real MindSpore dump is unpacked once."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+REAL_TAR = SHARED / "real_dumps" / "mindspore-2.10-cpu-lenet.tar.gz"
+SAMPLES = REPO / "sample_dumps"
+
+
+@pytest.fixture(autouse=True)
+def _cache_in_tmp(tmp_path_factory, monkeypatch):
+    """Never write index files into the user's ~/.cache while testing."""
+    monkeypatch.setenv("DUMPSCOPE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "dumpscope-cache"))
+
+
+@pytest.fixture(scope="session")
+def real_lenet_tree(tmp_path_factory) -> Path:
+    """The real MindSpore 2.10 LeNet dump, unpacked read-only into a temp dir (skips without shared/)."""
+    if not REAL_TAR.exists():
+        pytest.skip("../shared/real_dumps is not available in this checkout")
+    dest = tmp_path_factory.mktemp("real_lenet")
+    with tarfile.open(REAL_TAR) as tar:
+        tar.extractall(dest, filter="data")
+    return dest / "out"
+
+
+@pytest.fixture()
+def real_lenet_copy(real_lenet_tree, tmp_path) -> Path:
+    """A writable copy of the real dump, for tests that reshape it."""
+    dest = tmp_path / "out"
+    shutil.copytree(real_lenet_tree, dest)
+    for root, dirs, files in os.walk(dest):
+        for name in dirs + files:
+            os.chmod(os.path.join(root, name), 0o755 if name in dirs else 0o644)
+    return dest

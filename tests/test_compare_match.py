@@ -1,0 +1,125 @@
+"""compare_match: op pairing rules and first-divergence search."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dumpscope.core.compare_match import (
+    OpRef,
+    first_divergence,
+    match_ops,
+    normalize_name,
+    op_token,
+)
+
+
+def ops(*specs: tuple[str, str]) -> list[OpRef]:
+    return [OpRef(name=n, type=t, exec_index=i, key=("k", i)) for i, (n, t) in enumerate(specs)]
+
+
+def rules(res) -> dict[tuple[str, str], str]:
+    return {(g.name, t.name): r for g, t, r in res.pairs}
+
+
+def test_exact_names_first():
+    g = ops(("net/conv1/Conv2D", "Conv2D"), ("net/relu", "ReLU"))
+    t = ops(("net/relu", "ReLU"), ("net/conv1/Conv2D", "Conv2D"))
+    res = match_ops(g, t)
+    assert rules(res) == {("net/conv1/Conv2D", "net/conv1/Conv2D"): "name", ("net/relu", "net/relu"): "name"}
+    assert [p[1].exec_index for p in res.pairs] == [0, 1]  # target execution order
+    assert res.unmatched_golden == [] and res.unmatched_target == []
+
+
+def test_normalized_names_and_primfunc():
+    g = ops(("Default/net-Net/Conv2D-op1", "Conv2D"), ("Default/PrimFunc_Add-op3", "Add"))
+    t = ops(("Default_net-Net_Conv2D-op1", "Conv2D"), ("Default_Add-op3", "Add"))
+    assert normalize_name("a/b.c\\d e") == "a_b_c_d_e"
+    assert set(rules(match_ops(g, t)).values()) == {"name_normalized"}
+
+
+def test_op_token_only_when_unique():
+    assert op_token("Default/network-WithLossCell/Conv2D-op12") == "Conv2D-op12"
+    assert op_token("resnet/conv1") is None
+    g = ops(("Default/a/Conv2D-op12", "Conv2D"), ("Default/b/MatMul-op3", "MatMul"), ("Default/c/MatMul-op3", "MatMul"))
+    t = ops(("Conv2D-op12", "Conv2D"), ("MatMul-op3", "MatMul"))
+    res = match_ops(g, t)
+    r = rules(res)
+    assert r[("Default/a/Conv2D-op12", "Conv2D-op12")] == "name_normalized"
+    # the MatMul-op3 token is not unique in golden: not paired by token, and the type counts
+    # (2 vs 1) are inconsistent, so not by order either
+    assert [o.name for o in res.unmatched_golden] == ["Default/b/MatMul-op3", "Default/c/MatMul-op3"]
+    assert [o.name for o in res.unmatched_target] == ["MatMul-op3"]
+
+
+def test_order_type_for_renamed_ops():
+    g = ops(("x/MatMul_a", "MatMul"), ("x/Add_a", "Add"), ("x/MatMul_b", "MatMul"), ("gone", "Cast"))
+    t = ops(("y/mm0", "MatMul"), ("y/add", "Add"), ("y/mm1", "MatMul"), ("new1", "Cast"), ("new2", "Cast"))
+    res = match_ops(g, t)
+    assert rules(res) == {
+        ("x/MatMul_a", "y/mm0"): "order_type",
+        ("x/Add_a", "y/add"): "order_type",
+        ("x/MatMul_b", "y/mm1"): "order_type",
+    }
+    assert [o.name for o in res.unmatched_golden] == ["gone"]
+    assert [o.name for o in res.unmatched_target] == ["new1", "new2"]
+
+
+def test_repeated_names_pair_in_order():
+    g = [OpRef("loop/Add", "Add", 5, "g5"), OpRef("loop/Add", "Add", 1, "g1")]
+    t = [OpRef("loop/Add", "Add", 2, "t2"), OpRef("loop/Add", "Add", 9, "t9")]
+    res = match_ops(g, t)
+    assert [(a.key, b.key, r) for a, b, r in res.pairs] == [("g1", "t2", "name"), ("g5", "t9", "name")]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abcdef"), st.sampled_from(["Add", "Mul"])), max_size=12))
+def test_matching_self_pairs_everything_by_name(specs):
+    g = ops(*specs)
+    res = match_ops(g, ops(*specs))
+    assert len(res.pairs) == len(specs) and not res.unmatched_golden and not res.unmatched_target
+    assert all(a.name == b.name and r == "name" for a, b, r in res.pairs)
+    # every op is used at most once
+    assert len({id(a) for a, _, _ in res.pairs}) == len(specs)
+
+
+# ---- first divergence -----------------------------------------------------------------
+
+
+def row(name, io, verdict, slot=0, step=0):
+    return {"name": name, "io": io, "slot": slot, "verdict": verdict, "step": step, "rank": 0}
+
+
+def test_first_divergence_skips_inherited_errors():
+    rows = [
+        row("A", "input", "pass"), row("A", "output", "pass"),
+        row("B", "input", "error"), row("B", "output", "error"),  # inherited
+        row("C", "input", "pass"), row("C", "output", "warning"),
+        row("D", "input", "pass"), row("D", "output", "error", slot=1),  # born here
+        row("E", "output", "error"),
+    ]
+    assert first_divergence(rows) is rows[7]
+
+
+def test_first_divergence_ops_without_inputs_and_none():
+    rows = [row("A", "output", "pass"), row("B", "output", "error")]
+    assert first_divergence(rows) is rows[1]
+    assert first_divergence([row("A", "output", "pass"), row("A", "input", "error")]) is None
+    assert first_divergence([]) is None
+
+
+def test_first_divergence_fallback_when_all_inherited():
+    rows = [row("B", "input", "error"), row("B", "output", "error"), row("C", "input", "error"), row("C", "output", "error")]
+    assert first_divergence(rows) is rows[1]
+
+
+def test_first_divergence_uses_producers_for_output_only_dumps():
+    rows = [row("A", "output", "error"), row("B", "output", "error")]
+    # A has an erroneous producer X that is not dumped → nothing known; B is fed by A
+    assert first_divergence(rows, {"B": ["A:0"]}) is rows[0]
+    rows2 = [row("X", "output", "error"), row("A", "output", "error")]
+    assert first_divergence(rows2, {"A": ["X:0"], "X": ["X:0"]}) is rows2[0]
+    # step keeps ops apart: an error of A at step 1 does not taint B at step 0
+    rows3 = [row("A", "output", "error", step=1), row("B", "output", "error", step=0)]
+    assert first_divergence(rows3, {"B": ["A"]}) is rows3[0]
+    assert first_divergence(rows3[1:], {"B": ["A"]}) is rows3[1]

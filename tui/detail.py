@@ -1,0 +1,201 @@
+"""The op detail pane: what the index and the joined graph know about one op.
+
+Producer and consumer names are an ``OptionList`` of links so they can be reached with the
+keyboard: Enter on a link posts ``OpDetail.LinkChosen`` and the screen jumps there.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+from rich.markup import escape
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from dumpscope.core.query import DumpQuery, OpRow, TensorRow
+
+MAX_ATTRS = 40
+MAX_SOURCE = 12
+
+
+def short_path(path: str, keep: int = 2) -> str:
+    """The last ``keep`` components of a path, prefixed with ``…/`` when shortened."""
+    parts = path.replace("\\", "/").split("/")
+    return path if len(parts) <= keep + 1 else "…/" + "/".join(parts[-keep:])
+
+
+def rel_to_root(path: str, root: str) -> str:
+    """Paths inside the dump tree are shown relative to it (short, and stable in snapshots)."""
+    try:
+        rel = os.path.relpath(path, root)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def shape_text(shape: tuple[int, ...]) -> str:
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def tensor_line(t: TensorRow) -> Text:
+    text = Text()
+    text.append(f"{'in' if t.io == 'input' else 'out'}.{t.slot}".ljust(6), "bold")
+    text.append(f"{t.dtype} {shape_text(t.shape)} {t.format}")
+    if t.device_shape and tuple(t.device_shape) != tuple(t.shape):
+        text.append(f"  device {shape_text(t.device_shape)}", "dim")
+    if t.storage == "none":
+        text.append("  stats only", "dim italic")
+    return text
+
+
+class OpDetail(VerticalScroll, can_focus=False):
+    """Detail of one op; call ``show(q, op)``."""
+
+    DEFAULT_CSS = """
+    OpDetail { padding: 0 1; }
+    OpDetail > #detail-head { width: 1fr; }
+    OpDetail > #detail-links { height: auto; max-height: 10; border: none; padding: 0; margin: 0; }
+    OpDetail > .detail-title { text-style: bold; color: $text-muted; margin-top: 1; }
+    """
+
+    class LinkChosen(Message):
+        """Enter on a producer/consumer link: ``name`` is the graph-side node name."""
+
+        def __init__(self, detail: "OpDetail", name: str, kind: str) -> None:
+            super().__init__()
+            self.detail = detail
+            self.name = name
+            self.kind = kind
+
+    def __init__(self, placeholder: str = "no op selected", **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._placeholder = placeholder
+        self.op: Optional[OpRow] = None
+        self.q: Optional[DumpQuery] = None
+        self.doc: dict[str, Any] = {}
+        self._links: list[tuple[str, str]] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._placeholder, id="detail-head")
+        yield Static("Links  (enter: go to op, esc: back)", classes="detail-title", id="detail-links-title")
+        yield OptionList(id="detail-links")
+        yield Static("", id="detail-rest")
+
+    def on_mount(self) -> None:
+        self.query_one("#detail-links-title").display = False
+        self.query_one("#detail-links").display = False
+
+    def show_message(self, text: str) -> None:
+        self.op = None
+        self.query_one("#detail-head", Static).update(text)
+        self.query_one("#detail-links-title").display = False
+        self.query_one("#detail-links").display = False
+        self.query_one("#detail-rest", Static).update("")
+
+    def show(self, q: DumpQuery, op: OpRow, tensors: Optional[list[TensorRow]] = None) -> None:
+        self.q, self.op = q, op
+        tensors = q.tensors(op.id) if tensors is None else tensors
+        details = q.graph_details(op)
+        self.query_one("#detail-head", Static).update(self._head(q, op, tensors))
+        self._links = ([("in", n) for n in details["inputs_from"]] + [("ctl", n) for n in details["control_from"]]
+                       + [("out", n) for n in details["consumers"]])
+        links = self.query_one("#detail-links", OptionList)
+        links.clear_options()
+        glyph = {"in": "← in  ", "ctl": "⇠ ctl ", "out": "→ to  "}
+        links.add_options([Option(Text.assemble((glyph[k], "bold"), n)) for k, n in self._links])
+        has = bool(self._links)
+        self.query_one("#detail-links-title").display = has
+        links.display = has
+        self.query_one("#detail-rest", Static).update(self._rest(q, op, tensors, details))
+        self.scroll_home(animate=False)
+
+    def _head(self, q: DumpQuery, op: OpRow, tensors: list[TensorRow]) -> Text:
+        text = Text()
+        text.append(op.type or "?", "bold")
+        text.append(f"  {op.short}\n")
+        if op.bad:
+            bits = [f"{k} {v}" for k, v in (("nan", op.nan), ("+inf", op.posinf), ("-inf", op.neginf)) if v]
+            if op.status:
+                bits.insert(0, f"status {op.status:#x}")
+            text.append("! " + ", ".join(bits) + (f" ({op.evidence})" if op.evidence else "") + "\n", "bold red")
+        if op.graph_only:
+            text.append("· graph-only node: no dump data\n", "dim")
+        text.append("name  ", "dim")
+        text.append(op.name + "\n")
+        if op.scope:
+            text.append("scope ", "dim")
+            text.append(op.scope + "\n")
+        exec_txt = "-" if op.exec_index is None else str(op.exec_index)
+        text.append(f"rank {op.rank}  step {op.step}  graph {op.graph}  exec #{exec_txt}\n")
+        text.append(f"layout {op.producer}  join {op.join_rule or 'none'}")
+        if op.task is not None:
+            text.append(f"  task {op.task} stream {op.stream}", "dim")
+        text.append("\n")
+        if tensors:
+            text.append("Tensors\n", "bold dim")
+            for t in tensors:
+                text.append_text(tensor_line(t))
+                text.append("\n")
+        text.rstrip()
+        return text
+
+    def _rest(self, q: DumpQuery, op: OpRow, tensors: list[TensorRow], details: dict[str, Any]) -> Text:
+        text = Text()
+        attrs = details.get("attrs") or {}
+        if attrs:
+            text.append("\nAttributes\n", "bold dim")
+            for k, v in list(attrs.items())[:MAX_ATTRS]:
+                text.append(f"  {k}", "cyan")
+                text.append(f" = {v}\n")
+            if len(attrs) > MAX_ATTRS:
+                text.append(f"  … {len(attrs) - MAX_ATTRS} more\n", "dim")
+        source = details.get("source") or []
+        stack = next((t.extra.get("stack") for t in tensors if t.extra.get("stack")), None)
+        if source:
+            text.append("\nSource (innermost last)\n", "bold dim")
+            for s in source[-MAX_SOURCE:]:
+                text.append(f"  {short_path(str(s.get('file', '')))}:{s.get('line', '')}", "green")
+                text.append(f"  {s.get('code', '')}\n")
+        elif stack:
+            text.append("\nStack\n", "bold dim")
+            lines = stack if isinstance(stack, list) else str(stack).splitlines()
+            for line in lines[-MAX_SOURCE:]:
+                text.append(f"  {line}\n")
+        graph = details.get("graph")
+        if graph:
+            text.append("\nGraph ", "bold dim")
+            text.append(f"{graph.get('name', '')}  {rel_to_root(str(graph.get('file', '')), q.root)}\n")
+        if tensors:
+            text.append("\nFiles\n", "bold dim")
+            seen: set[str] = set()
+            for t in tensors:
+                if t.path in seen:
+                    continue
+                seen.add(t.path)
+                text.append(f"  {rel_to_root(t.path, q.root)}\n", "dim")
+        text.rstrip()
+        return text
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if 0 <= event.option_index < len(self._links):
+            kind, name = self._links[event.option_index]
+            self.post_message(self.LinkChosen(self, name, kind))
+
+    def focus_links(self) -> bool:
+        links = self.query_one("#detail-links", OptionList)
+        if links.display and links.option_count:
+            links.focus()
+            if links.highlighted is None:
+                links.highlighted = 0
+            return True
+        return False
+
+
+def escape_markup(text: str) -> str:
+    return escape(text)

@@ -1,0 +1,89 @@
+"""The flat execution-order op list: a virtual list fed page by page from SQL.
+
+Rows are fetched with ``q.ops(rank, step, grep, limit, offset)`` in pages of ``PAGE`` and a
+few pages are kept, so scrolling a 100k-op list touches only what is on screen.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Iterable, Optional
+
+from dumpscope.core.query import DumpQuery, OpRow
+from dumpscope.tui.badges import BadgeState
+from dumpscope.tui.linelist import LineList, Part
+
+PAGE = 256
+KEEP_PAGES = 8
+
+
+class OpList(LineList):
+    """Ops of one rank/step in execution order, optionally filtered (``grep``, through SQL)."""
+
+    empty_text = "no ops"
+
+    def __init__(self, badges: BadgeState, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.badges = badges
+        self.q: Optional[DumpQuery] = None
+        self.rank = 0
+        self.step = 0
+        self.grep: Optional[str] = None
+        self._count = 0
+        self._pages: OrderedDict[int, list[OpRow]] = OrderedDict()
+        self._width_index = 5
+
+    def load(self, q: DumpQuery, rank: int, step: int, grep: Optional[str] = None,
+             select: Optional[OpRow] = None) -> None:
+        self.q, self.rank, self.step, self.grep = q, rank, step, grep or None
+        self._pages.clear()
+        self._count = q.count_ops(rank, step, self.grep)
+        self._width_index = max(3, len(str(self._count)))
+        cursor = 0
+        if select is not None and select.rank == rank and select.step == step:
+            cursor = q.op_position(select, self.grep)
+        self.reset(cursor)
+
+    def row_count(self) -> int:
+        return self._count
+
+    def op_at(self, index: int) -> Optional[OpRow]:
+        if self.q is None or not 0 <= index < self._count:
+            return None
+        page_no = index // PAGE
+        page = self._pages.get(page_no)
+        if page is None:
+            page = self.q.ops(self.rank, self.step, self.grep, limit=PAGE, offset=page_no * PAGE)
+            self._pages[page_no] = page
+            while len(self._pages) > KEEP_PAGES:
+                self._pages.popitem(last=False)
+        else:
+            self._pages.move_to_end(page_no)
+        offset = index - page_no * PAGE
+        return page[offset] if offset < len(page) else None
+
+    @property
+    def current(self) -> Optional[OpRow]:
+        return self.op_at(self.cursor)
+
+    def select_op(self, op: OpRow) -> bool:
+        """Move the cursor to ``op``; False when it is not in this list (other step, filtered out)."""
+        if self.q is None or op.rank != self.rank or op.step != self.step:
+            return False
+        pos = self.q.op_position(op, self.grep)
+        found = self.op_at(pos)
+        if found is None or found.id != op.id:
+            return False
+        self.cursor = pos
+        return True
+
+    def row_parts(self, index: int) -> Iterable[Part]:
+        op = self.op_at(index)
+        if op is None:
+            return [("…", "linelist--muted")]
+        idx = "" if op.exec_index is None else str(op.exec_index)
+        name_class = "linelist--dim" if op.graph_only else None
+        parts: list[Part] = [(idx.rjust(self._width_index) + " ", "linelist--muted")]
+        parts += self.badges.parts(op)
+        parts += [(" ", None), (op.short, name_class), ("  " + op.type, "linelist--muted")]
+        return parts

@@ -1,0 +1,240 @@
+"""The scope tree: rank › graph › scope path › op, populated only when a node expands.
+
+Scope counts come from one ``scope_counts`` query; ops of a scope are fetched with
+``ops_in_scope`` when that scope is opened, at most ``OPS_PER_NODE`` at a time (a "more"
+node loads the next batch).  Chains of single-child scopes are folded into one node so
+deep MindSpore scopes fit an 80-column pane.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+
+from dumpscope.core.query import DumpQuery, OpRow
+from dumpscope.tui.badges import BadgeState
+
+OPS_PER_NODE = 500
+
+_PART_STYLE = {"linelist--bad": "bold red", "linelist--ok": "green", "linelist--warn": "yellow",
+               "linelist--mark": "bold magenta", "linelist--dim": "dim"}
+
+
+@dataclass
+class Scope:
+    """One folded scope node of the trie built from ``scope_counts``."""
+
+    graph: str
+    path: str  # full scope path ("" = graph level)
+    label: str
+    own: int = 0  # ops directly in this scope
+    total: int = 0
+    children: dict[str, "Scope"] = field(default_factory=dict)
+
+
+@dataclass
+class More:
+    graph: str
+    scope: str
+    offset: int
+
+
+NodeData = Union[Scope, OpRow, More, None]
+
+
+def build_scopes(counts: dict[tuple[str, str], int]) -> list[Scope]:
+    """Graph roots of the scope trie, with single-child chains folded (``a/b/c`` one node)."""
+    graphs: dict[str, Scope] = {}
+    for (graph, scope), n in counts.items():
+        node = graphs.setdefault(graph, Scope(graph, "", f"graph {graph}" if graph else "graph"))
+        node.total += n
+        path = ""
+        for part in [p for p in scope.split("/") if p] if scope else []:
+            path = f"{path}/{part}" if path else part
+            node = node.children.setdefault(part, Scope(graph, path, part))
+            node.total += n
+        node.own += n
+    for root in graphs.values():
+        _fold(root)
+    return [graphs[g] for g in sorted(graphs, key=_graph_key)]
+
+
+def _graph_key(g: str) -> tuple[int, str]:
+    return (0, f"{int(g):012d}") if g.isdigit() else (1, g)
+
+
+def _fold(node: Scope) -> None:
+    for key, child in list(node.children.items()):
+        while child.own == 0 and len(child.children) == 1:
+            (only,) = child.children.values()
+            only.label = f"{child.label}/{only.label}"
+            child = only
+        node.children[key] = child
+        _fold(child)
+
+
+class OpTree(Tree[NodeData]):
+    """Lazy scope tree of one rank/step."""
+
+    BINDINGS = [
+        Binding("enter", "select_cursor", "Open", show=False, id="tree.select"),
+        Binding("space", "toggle_node", "Expand", show=False, id="tree.toggle"),
+        Binding("right,l", "expand_here", "Expand", show=False, id="tree.expand"),
+        Binding("left,h", "collapse_here", "Collapse", show=False, id="tree.collapse"),
+        Binding("k", "cursor_up", show=False, id="tree.up"),
+        Binding("j", "cursor_down", show=False, id="tree.down"),
+    ]
+
+    def __init__(self, badges: BadgeState, **kwargs) -> None:
+        super().__init__("ops", **kwargs)
+        self.badges = badges
+        self.auto_expand = True
+        self.guide_depth = 2
+        self.q: Optional[DumpQuery] = None
+        self.rank = 0
+        self.step = 0
+        self._populated: set[int] = set()
+
+    # -- building ---------------------------------------------------------------------
+
+    def load(self, q: DumpQuery, rank: int, step: int) -> None:
+        self.q, self.rank, self.step = q, rank, step
+        self._populated.clear()
+        self.clear()
+        roots = build_scopes(q.scope_counts(rank, step))
+        total = sum(r.total for r in roots)
+        self.root.set_label(Text.assemble((f"rank {rank}", "bold"), f"  step {step}  ", (f"({total:,})", "dim")))
+        self.root.data = None
+        for scope in roots:
+            self._add_scope(self.root, scope)
+        self.root.expand()
+        if len(roots) == 1:
+            first = self.root.children[0]
+            self._populate(first)
+            first.expand()
+
+    def _add_scope(self, parent: TreeNode[NodeData], scope: Scope) -> TreeNode[NodeData]:
+        label = Text.assemble(scope.label, (f" ({scope.total:,})", "dim"))
+        return parent.add(label, data=scope, allow_expand=True)
+
+    def _op_label(self, op: OpRow) -> Text:
+        text = Text()
+        for glyph, cls in self.badges.parts(op):
+            text.append(glyph, _PART_STYLE.get(cls or "", ""))
+        text.append(" ")
+        text.append(op.short, "dim" if op.graph_only else "")
+        if op.type and op.type not in op.short:
+            text.append(f" {op.type}", "dim")
+        return text
+
+    def _populate(self, node: TreeNode[NodeData]) -> None:
+        if node.id in self._populated or self.q is None:
+            return
+        data = node.data
+        if not isinstance(data, Scope):
+            return
+        self._populated.add(node.id)
+        for child in data.children.values():
+            self._add_scope(node, child)
+        if data.own:
+            self._add_ops(node, data.graph, data.path, 0)
+
+    def _add_ops(self, node: TreeNode[NodeData], graph: str, scope: str, offset: int) -> None:
+        assert self.q is not None
+        ops = self.q.ops_in_scope(self.rank, self.step, graph, scope)
+        batch = ops[offset:offset + OPS_PER_NODE]
+        for op in batch:
+            node.add_leaf(self._op_label(op), data=op)
+        rest = len(ops) - offset - len(batch)
+        if rest > 0:
+            node.add_leaf(Text(f"… {rest:,} more (enter)", "dim italic"),
+                          data=More(graph, scope, offset + len(batch)))
+
+    def on_tree_node_expanded(self, event: Tree.NodeExpanded) -> None:
+        self._populate(event.node)
+
+    def on_tree_node_selected(self, event: Tree.NodeSelected) -> None:
+        node = event.node
+        if isinstance(node.data, More):
+            more, parent = node.data, node.parent
+            node.remove()
+            if parent is not None:
+                self._add_ops(parent, more.graph, more.scope, more.offset)
+            event.stop()
+
+    def action_expand_here(self) -> None:
+        node = self.cursor_node
+        if node is not None and node.allow_expand:
+            self._populate(node)
+            node.expand()
+
+    def action_collapse_here(self) -> None:
+        node = self.cursor_node
+        if node is None:
+            return
+        if node.is_expanded and node.allow_expand:
+            node.collapse()
+        elif node.parent is not None and node.parent is not self.root:
+            self.move_cursor(node.parent)
+
+    # -- queries ------------------------------------------------------------------------
+
+    @property
+    def current(self) -> Optional[OpRow]:
+        node = self.cursor_node
+        return node.data if node is not None and isinstance(node.data, OpRow) else None
+
+    def refresh_labels(self) -> None:
+        """Redraw op labels after badges changed (only populated nodes exist)."""
+
+        def walk(node: TreeNode[NodeData]) -> None:
+            for child in node.children:
+                if isinstance(child.data, OpRow):
+                    child.set_label(self._op_label(child.data))
+                walk(child)
+
+        walk(self.root)
+
+    def select_op(self, op: OpRow) -> bool:
+        """Open the scopes down to ``op`` and put the cursor on it."""
+        if self.q is None or op.rank != self.rank or op.step != self.step:
+            return False
+        node: TreeNode[NodeData] = self.root
+        graph_node = next((c for c in node.children if isinstance(c.data, Scope) and c.data.graph == op.graph), None)
+        if graph_node is None:
+            return False
+        node = graph_node
+        while True:
+            self._populate(node)
+            node.expand()
+            data = node.data
+            assert isinstance(data, Scope)
+            if data.path == op.scope:
+                break
+            nxt = None
+            for c in node.children:
+                if isinstance(c.data, Scope) and (op.scope == c.data.path or op.scope.startswith(c.data.path + "/")):
+                    nxt = c
+                    break
+            if nxt is None:
+                return False
+            node = nxt
+        while True:
+            for c in node.children:
+                if isinstance(c.data, OpRow) and c.data.id == op.id:
+                    self._tree_lines  # rebuild lines now so the new node has a line number
+                    self.move_cursor(c)
+                    self.scroll_to_node(c, animate=False)
+                    return True
+            more = next((c for c in node.children if isinstance(c.data, More)), None)
+            if more is None:
+                return False
+            m = more.data
+            assert isinstance(m, More)
+            more.remove()
+            self._add_ops(node, m.graph, m.scope, m.offset)
