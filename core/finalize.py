@@ -335,9 +335,14 @@ def finalize(index: "DumpIndex") -> None:
             names = orders.get((rank, graph)) or []
             csv_pos = {n: i for i, n in enumerate(names)}
             csv_spos = {sanitize_name(n): i for i, n in enumerate(names)}
+            csv_names = {sanitize_name(n): n for n in names}
             for acc in _order(graphs_here[graph], csv_pos, csv_spos):
                 op_id += 1
                 name = acc.joined or acc.name
+                if acc.joined is None and "/" not in name and sanitize_name(acc.file_name) in csv_names:
+                    # no graph file, but the execution-order CSV spells the full name with scope
+                    name = csv_names[sanitize_name(acc.file_name)]
+                    acc.join_rule = "exec_order"
                 scope = acc.scope if acc.scope is not None else _scope_of(name)
                 snapshot = acc.watch_of is not None
                 # a watch snapshot shares the position of the op that ran just before it

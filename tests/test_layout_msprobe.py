@@ -25,7 +25,8 @@ from dumpscope.core.layouts.msprobe import (
 from dumpscope.core.model import ExecOrder, Problem, TensorRecord
 from dumpscope.core.synth.api_dump_writer import simulate_small_net, write_msprobe_tree
 
-REAL = "/work/shared/real_samples"
+REAL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.pardir,
+                    "shared", "real_samples")
 
 
 def scan(root: str, layout=None):

@@ -3,8 +3,8 @@
 Layout: ``uint64 LE H`` | ``H`` bytes protobuf ``toolkit.dumpdata.DumpData`` | raw tensor bytes in the
 order inputs, outputs, buffers, spaces (NOT proto field order).  ``read_header`` is on the
 indexing hot path: one ``open``, one bounded read of the first 64 KiB (a second read only when the
-header is larger), one parse by the lean wire decoder ``dump_wire`` (the generated
-``dump_data_pb2`` runtime is the fallback and the authority).  Tensor payloads are read lazily by ``load_raw`` /
+header is larger), one protobuf parse, and each protobuf attribute touched once (upb attribute
+access, not parsing, dominates the cost; a pure-Python wire decoder measured slower).  Tensor payloads are read lazily by ``load_raw`` /
 ``load_tensor`` (pread for small tensors, read-only memmap for large ones).
 
 Never writes into the dump tree.  Bad input raises ``DumpFormatError`` whose message is one line
@@ -23,7 +23,6 @@ import numpy as np
 from dumpscope.core import dtypes
 from dumpscope.core.device_format import FORMAT_NAMES, DeviceFormatError, to_logical
 from dumpscope.core.formats import dump_data_pb2
-from dumpscope.core.formats.dump_wire import WireError, decode_dump_data
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -155,13 +154,7 @@ _DT_NAMES = {code: info.numpy for code, info in dtypes.PROTO_DTYPES.items()}
 
 
 def _decode(path: str, buf: bytes, h: int) -> tuple:
-    """Header fields via the lean wire decoder, or the protobuf runtime when it declines."""
-    try:
-        fields = decode_dump_data(buf, 8, 8 + h)
-        if not fields[7]:
-            return fields + ({},)
-    except (WireError, UnicodeDecodeError):
-        pass
+    """Header fields as plain tuples (decoded with the generated protobuf module)."""
     msg = _DumpData()
     try:
         msg.ParseFromString(memoryview(buf)[8:8 + h])
@@ -175,7 +168,7 @@ def _decode(path: str, buf: bytes, h: int) -> tuple:
 
     return (msg.version, msg.dump_time, msg.op_name, [tensor(t, False) for t in msg.input],
             [tensor(t, True) for t in msg.output], [b.size for b in msg.buffer], [s.size for s in msg.space],
-            bool(msg.attr), {a.name: a.value for a in msg.attr})
+            {a.name: a.value for a in msg.attr} if msg.attr else {})
 
 
 def _tensor(io: str, slot: int, t: tuple, offset: int, size_file: int) -> CannTensor:
@@ -188,7 +181,7 @@ def _tensor(io: str, slot: int, t: tuple, offset: int, size_file: int) -> CannTe
 
 
 def _build(path: str, size: int, h: int, fields: tuple) -> CannHeader:
-    version, dump_time, op_name, ins, outs, bufs, spcs, _, attrs = fields
+    version, dump_time, op_name, ins, outs, bufs, spcs, attrs = fields
     off = 8 + h
     inputs: list[CannTensor] = []
     for i, t in enumerate(ins):

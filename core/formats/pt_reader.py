@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import pickletools
+import warnings
 import zipfile
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -173,92 +174,99 @@ def interpret_pickle(data: bytes, name: str = "<pickle>") -> Any:
         raise PtFormatError(f"{name}: malformed pickle (no MARK)")
 
     try:
-        for count, (op, arg, _pos) in enumerate(pickletools.genops(data)):
-            if count > MAX_OPS:
-                raise PtFormatError(f"{name}: pickle too long")
-            code = op.name
-            if code in ("PROTO", "FRAME"):
-                continue
-            if code == "STOP":
-                if len(stack) != 1:
-                    raise PtFormatError(f"{name}: malformed pickle (stack at STOP)")
-                return stack[0]
-            if code in ("BININT", "BININT1", "BININT2", "LONG1", "LONG4", "LONG", "BINFLOAT", "FLOAT",
-                        "SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE",
-                        "SHORT_BINSTRING", "BINSTRING", "STRING",
-                        "SHORT_BINBYTES", "BINBYTES", "BINBYTES8"):
-                stack.append(arg)
-            elif code == "INT":  # protocol 0 also spells booleans as I00/I01
-                stack.append(arg)
-            elif code == "NONE":
-                stack.append(None)
-            elif code == "NEWTRUE":
-                stack.append(True)
-            elif code == "NEWFALSE":
-                stack.append(False)
-            elif code == "MARK":
-                stack.append(_MARK)
-            elif code == "EMPTY_TUPLE":
-                stack.append(())
-            elif code in ("TUPLE1", "TUPLE2", "TUPLE3"):
-                n = int(code[-1])
-                if len(stack) < n:
-                    raise PtFormatError(f"{name}: malformed pickle (stack underflow)")
-                items = stack[-n:]
-                del stack[-n:]
-                stack.append(tuple(items))
-            elif code == "TUPLE":
-                stack.append(tuple(pop_mark()))
-            elif code == "EMPTY_LIST":
-                stack.append([])
-            elif code == "LIST":
-                stack.append(pop_mark())
-            elif code == "APPEND":
-                value = stack.pop()
-                _as(stack[-1], list, name).append(value)
-            elif code == "APPENDS":
-                items = pop_mark()
-                _as(stack[-1], list, name).extend(items)
-            elif code == "EMPTY_DICT":
-                stack.append({})
-            elif code == "DICT":
-                items = pop_mark()
-                stack.append(_pairs_to_dict(items, name))
-            elif code == "SETITEM":
-                value = stack.pop()
-                key = stack.pop()
-                _as(stack[-1], dict, name)[_hashable(key, name)] = value
-            elif code == "SETITEMS":
-                items = pop_mark()
-                _as(stack[-1], dict, name).update(_pairs_to_dict(items, name))
-            elif code in ("BINPUT", "LONG_BINPUT", "PUT"):
-                memo[int(arg)] = stack[-1]
-            elif code == "MEMOIZE":
-                memo[len(memo)] = stack[-1]
-            elif code in ("BINGET", "LONG_BINGET", "GET"):
-                if int(arg) not in memo:
-                    raise PtFormatError(f"{name}: malformed pickle (memo miss)")
-                stack.append(memo[int(arg)])
-            elif code == "GLOBAL":
-                module, _, attr = str(arg).partition(" ")
-                stack.append(_global(name, module, attr))
-            elif code == "STACK_GLOBAL":
-                attr, module = stack.pop(), stack.pop()
-                if not (isinstance(module, str) and isinstance(attr, str)):
-                    raise _refuse(name, "STACK_GLOBAL with non-string names")
-                stack.append(_global(name, module, attr))
-            elif code == "BINPERSID":
-                stack.append(_storage_from_pid(name, stack.pop()))
-            elif code == "REDUCE":
-                args = stack.pop()
-                func = stack.pop()
-                stack.append(_reduce(name, func, args))
-            else:
-                raise _refuse(name, f"opcode {code}")
+        with warnings.catch_warnings():  # protocol-0 string escapes warn inside pickletools
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return _run(data, name, stack, memo, pop_mark)
     except PtFormatError:
         raise
     except Exception as exc:  # malformed opcode stream: genops/struct/stack errors
         raise PtFormatError(f"{name}: malformed pickle ({type(exc).__name__})") from None
+
+
+def _run(data: bytes, name: str, stack: list[Any], memo: dict[int, Any], pop_mark: Any) -> Any:
+    """The opcode loop of ``interpret_pickle`` (errors other than PtFormatError escape)."""
+    for count, (op, arg, _pos) in enumerate(pickletools.genops(data)):
+        if count > MAX_OPS:
+            raise PtFormatError(f"{name}: pickle too long")
+        code = op.name
+        if code in ("PROTO", "FRAME"):
+            continue
+        if code == "STOP":
+            if len(stack) != 1:
+                raise PtFormatError(f"{name}: malformed pickle (stack at STOP)")
+            return stack[0]
+        if code in ("BININT", "BININT1", "BININT2", "LONG1", "LONG4", "LONG", "BINFLOAT", "FLOAT",
+                    "SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE",
+                    "SHORT_BINSTRING", "BINSTRING", "STRING",
+                    "SHORT_BINBYTES", "BINBYTES", "BINBYTES8"):
+            stack.append(arg)
+        elif code == "INT":  # protocol 0 also spells booleans as I00/I01
+            stack.append(arg)
+        elif code == "NONE":
+            stack.append(None)
+        elif code == "NEWTRUE":
+            stack.append(True)
+        elif code == "NEWFALSE":
+            stack.append(False)
+        elif code == "MARK":
+            stack.append(_MARK)
+        elif code == "EMPTY_TUPLE":
+            stack.append(())
+        elif code in ("TUPLE1", "TUPLE2", "TUPLE3"):
+            n = int(code[-1])
+            if len(stack) < n:
+                raise PtFormatError(f"{name}: malformed pickle (stack underflow)")
+            items = stack[-n:]
+            del stack[-n:]
+            stack.append(tuple(items))
+        elif code == "TUPLE":
+            stack.append(tuple(pop_mark()))
+        elif code == "EMPTY_LIST":
+            stack.append([])
+        elif code == "LIST":
+            stack.append(pop_mark())
+        elif code == "APPEND":
+            value = stack.pop()
+            _as(stack[-1], list, name).append(value)
+        elif code == "APPENDS":
+            items = pop_mark()
+            _as(stack[-1], list, name).extend(items)
+        elif code == "EMPTY_DICT":
+            stack.append({})
+        elif code == "DICT":
+            items = pop_mark()
+            stack.append(_pairs_to_dict(items, name))
+        elif code == "SETITEM":
+            value = stack.pop()
+            key = stack.pop()
+            _as(stack[-1], dict, name)[_hashable(key, name)] = value
+        elif code == "SETITEMS":
+            items = pop_mark()
+            _as(stack[-1], dict, name).update(_pairs_to_dict(items, name))
+        elif code in ("BINPUT", "LONG_BINPUT", "PUT"):
+            memo[int(arg)] = stack[-1]
+        elif code == "MEMOIZE":
+            memo[len(memo)] = stack[-1]
+        elif code in ("BINGET", "LONG_BINGET", "GET"):
+            if int(arg) not in memo:
+                raise PtFormatError(f"{name}: malformed pickle (memo miss)")
+            stack.append(memo[int(arg)])
+        elif code == "GLOBAL":
+            module, _, attr = str(arg).partition(" ")
+            stack.append(_global(name, module, attr))
+        elif code == "STACK_GLOBAL":
+            attr, module = stack.pop(), stack.pop()
+            if not (isinstance(module, str) and isinstance(attr, str)):
+                raise _refuse(name, "STACK_GLOBAL with non-string names")
+            stack.append(_global(name, module, attr))
+        elif code == "BINPERSID":
+            stack.append(_storage_from_pid(name, stack.pop()))
+        elif code == "REDUCE":
+            args = stack.pop()
+            func = stack.pop()
+            stack.append(_reduce(name, func, args))
+        else:
+            raise _refuse(name, f"opcode {code}")
     raise PtFormatError(f"{name}: malformed pickle (no STOP)")
 
 

@@ -172,7 +172,8 @@ def _host_descs(item: str) -> list[dict[str, Any]]:
         for m in re.finditer(r"Tensor[\[(](\w+)[\])](?:\*(\d+))?", body):
             dtypes.extend([ms_dtype(m.group(1))] * int(m.group(2) or 1))
         shapes_at = body.find("Shape(")
-        shapes = [_ints(g) for g in _paren_groups(body[shapes_at + 5 :])] if shapes_at >= 0 else []
+        outer = _paren_groups(body[shapes_at + 5 :]) if shapes_at >= 0 else []
+        shapes = [_ints(g) for g in _paren_groups(outer[0])] if outer else []
         if dtypes and len(shapes) == len(dtypes):
             return [{"dtype": d, "shape": s} for d, s in zip(dtypes, shapes)]
         return [{"dtype": "", "shape": [], "abstract": kind.lower()}]

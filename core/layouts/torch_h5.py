@@ -95,14 +95,20 @@ def _scan_file(h5py: Any, path: str, rank: int) -> Iterator[Item]:
             )
 
 
-def load_tensor(rec: TensorRecord) -> np.ndarray:
-    """Read ``extra["dataset"]`` of ``rec.path`` (needs h5py)."""
+def load_dataset(path: str, dataset: str) -> np.ndarray:
+    """Read one dataset of an ``.h5`` file (needs h5py)."""
     h5py = _h5py()
-    name = os.path.basename(rec.path)
+    name = os.path.basename(path)
     if h5py is None:
         raise RuntimeError(f"{name}: {NEEDS_H5PY}")
     try:
-        with h5py.File(rec.path, "r") as fh:
-            return np.asarray(fh[rec.extra["dataset"]][()])
-    except (OSError, KeyError, ValueError) as exc:
-        raise ValueError(f"{name}: cannot read {rec.extra.get('dataset')} ({exc})") from None
+        with h5py.File(path, "r") as fh:
+            return np.asarray(fh[dataset][()])
+    except (OSError, KeyError, ValueError, TypeError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ValueError(f"{name}: cannot read {dataset or '(no dataset)'} ({reason})") from None
+
+
+def load_tensor(rec: TensorRecord) -> np.ndarray:
+    """Read ``extra["dataset"]`` of ``rec.path`` (needs h5py)."""
+    return load_dataset(rec.path, rec.extra.get("dataset", ""))

@@ -32,10 +32,6 @@ MS_TYPE = {"float32": "Float32", "float16": "Float16", "bfloat16": "BFloat16", "
            "int64": "Int64", "int32": "Int32", "float64": "Float64", "int8": "Int8", "uint8": "UInt8"}
 
 LIB = "/home/ma-user/miniconda3/envs/MindSpore/lib/python3.11/site-packages/mindspore"
-WRAP = [
-    (f"{LIB}/nn/cell.py:1312~1316, 4~38", "    def __call__(self, *args, **kwargs):"),
-]
-
 NET_PY = '''import numpy as np
 import mindspore as ms
 from mindspore import nn, ops
@@ -229,7 +225,7 @@ def _const_text(t: Tensor) -> str:
 
 def _source_lines(k: Kernel, net_path: str, net_text: str) -> list[str]:
     lines = net_text.split("\n")
-    out = [f"{LIB}/nn/cell.py:1312~1316, 4~38/    def __call__(self, *args, **kwargs):/"]
+    out: list[str] = []
     start = next(i for i, ln in enumerate(lines) if ln.strip().startswith("def construct("))
     end = next(i for i in range(start + 1, len(lines)) if lines[i].strip().startswith("return "))
     out.append(f"{net_path}:{start + 1}~{end + 1}, 4~{len(lines[end])}/{lines[start]}/")

@@ -1,0 +1,122 @@
+"""The index: incremental updates, bad folders, cache placement, read-only guarantee."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import numpy as np
+
+from dumpscope.core import walk
+from dumpscope.core.index import DumpIndex
+from dumpscope.core.query import DumpQuery, open_query
+
+
+def _ms_file(d, op_type, scoped, ts, io, slot, arr):
+    d.mkdir(parents=True, exist_ok=True)
+    name = f"{op_type}.{scoped.replace('/', '_')}.0.0.{ts}.{io}.{slot}.DefaultFormat.float32.npy"
+    np.save(d / name, arr)
+
+
+def make_tree(root, steps=(0,)):
+    for step in steps:
+        d = root / "rank_0" / "Net" / "0" / str(step)
+        x = np.arange(6, dtype=np.float32).reshape(2, 3) + step
+        _ms_file(d, "Add", "Default/Add-op0", 1000000000000000 + 10 * step, "input", 0, x)
+        _ms_file(d, "Add", "Default/Add-op0", 1000000000000001 + 10 * step, "output", 0, x + 1)
+        _ms_file(d, "Exp", "Default/Exp-op0", 1000000000000002 + 10 * step, "output", 0, np.exp(x))
+    order = root / "rank_0" / "execution_order"
+    order.mkdir(parents=True, exist_ok=True)
+    (order / "ms_execution_order_graph_0.csv").write_text(
+        "NodeExecutionOrder-FullNameWithScope\nDefault/Add-op0\nDefault/Exp-op0\n")
+
+
+def digest(root) -> str:
+    h = hashlib.sha256()
+    for dirpath, dirs, files in sorted(os.walk(root)):
+        dirs.sort()
+        for name in sorted(files) + sorted(dirs):
+            st = os.lstat(os.path.join(dirpath, name))
+            h.update(f"{dirpath}/{name}|{st.st_size}|{st.st_mtime_ns}|{st.st_mode}\n".encode())
+    return h.hexdigest()
+
+
+def test_build_and_incremental_update_picks_up_new_step(tmp_path):
+    make_tree(tmp_path, steps=(0,))
+    q = open_query(str(tmp_path))
+    assert q.steps() == [0]
+    assert [op.name for op in q.ops(0, 0)] == ["Default/Add-op0", "Default/Exp-op0"]
+    make_tree(tmp_path, steps=(1,))
+    prog = q.index.update()
+    assert prog.changed_dirs >= 1
+    assert q.steps() == [0, 1]
+    assert q.count_ops(0, 1) == 2
+    # an unchanged tree re-reads no folder
+    assert q.index.update().changed_dirs == 0
+
+
+def test_removed_folder_disappears(tmp_path):
+    make_tree(tmp_path, steps=(0, 1))
+    q = open_query(str(tmp_path))
+    assert q.steps() == [0, 1]
+    for f in (tmp_path / "rank_0/Net/0/1").iterdir():
+        f.unlink()
+    (tmp_path / "rank_0/Net/0/1").rmdir()
+    q.index.update()
+    assert q.steps() == [0]
+
+
+def test_index_never_writes_into_the_tree(tmp_path):
+    make_tree(tmp_path, steps=(0, 1))
+    before = digest(tmp_path)
+    q = open_query(str(tmp_path))
+    for op in q.ops(0, 0):
+        for t in q.tensors(op.id):
+            q.tensor_stats(t)
+    assert digest(tmp_path) == before
+    assert not str(q.index.db_path).startswith(str(tmp_path))
+
+
+def test_symlink_loop_is_a_problem_not_a_hang(tmp_path):
+    make_tree(tmp_path)
+    os.symlink(tmp_path / "rank_0", tmp_path / "rank_0" / "Net" / "loop")
+    q = open_query(str(tmp_path))
+    assert q.count_ops(0, 0) == 2
+    assert any("symlink loop" in p["error"] for p in q.problems())
+
+
+def test_unreadable_folder_is_a_problem(tmp_path, monkeypatch):
+    make_tree(tmp_path)
+    bad = tmp_path / "rank_0" / "Net" / "0" / "9"
+    bad.mkdir()
+    real_scandir = os.scandir
+
+    def scandir(path):
+        if os.fspath(path) == str(bad):
+            raise PermissionError(13, "Permission denied")
+        return real_scandir(path)
+
+    monkeypatch.setattr(walk.os, "scandir", scandir)
+    q = DumpQuery(DumpIndex.open(str(tmp_path), use_cache=False))
+    assert q.count_ops(0, 0) == 2
+    assert [p for p in q.problems() if p["path"] == str(bad) and "permission denied" in p["error"]]
+
+
+def test_corrupt_cache_file_is_rebuilt(tmp_path, monkeypatch):
+    make_tree(tmp_path)
+    cache = tmp_path.parent / (tmp_path.name + "-cache")
+    q = DumpQuery(DumpIndex.open(str(tmp_path), cache_directory=cache))
+    db = q.index.db_path
+    q.index.close()
+    with open(db, "wb") as fh:
+        fh.write(b"this is not sqlite" * 100)
+    q = DumpQuery(DumpIndex.open(str(tmp_path), cache_directory=cache))
+    assert q.count_ops(0, 0) == 2
+
+
+def test_missing_root_raises_one_line(tmp_path):
+    import pytest
+
+    with pytest.raises(FileNotFoundError) as exc:
+        DumpIndex.open(str(tmp_path / "nope"))
+    assert "no such file or directory" in str(exc.value) and "\n" not in str(exc.value)

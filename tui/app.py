@@ -1,0 +1,404 @@
+"""The dumpscope explorer: a Textual app over the dump index.
+
+The app owns the shared state (query objects, rank/step, badges, engine results) and the
+slow work — indexing, refresh, the compare run — each a named exclusive thread worker.
+Screens read that state; they never open files themselves.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any, Optional
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+from textual.message import Message
+from textual.screen import Screen
+from textual.worker import get_current_worker
+
+from dumpscope.core.query import DumpQuery, OpRow
+from dumpscope.tui.badges import BadgeState
+from dumpscope.tui.commands import DumpscopeCommands
+from dumpscope.tui.keys import load_keymap
+
+WATCH_INTERVAL = 5.0
+
+
+class IndexProgress(Message):
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class IndexReady(Message):
+    def __init__(self, q: DumpQuery, refreshed: bool = False) -> None:
+        super().__init__()
+        self.q = q
+        self.refreshed = refreshed
+
+
+class IndexFailed(Message):
+    def __init__(self, error: str) -> None:
+        super().__init__()
+        self.error = error
+
+
+class CompareReady(Message):
+    def __init__(self, result: Optional[dict[str, Any]], error: Optional[str]) -> None:
+        super().__init__()
+        self.result = result
+        self.error = error
+
+
+def progress_text(prog: Any, what: str = "indexing") -> str:
+    if getattr(prog, "phase", "") == "joining":
+        return f"{what}: joining graphs… ({prog.files:,} files)"
+    return f"{what} {prog.files:,} files…"
+
+
+class DumpscopeApp(App[int]):
+    """Explore one dump tree (and optionally compare it with a second one)."""
+
+    TITLE = "dumpscope"
+    CSS_PATH = "app.tcss"
+    COMMANDS = App.COMMANDS | {DumpscopeCommands}
+    ENABLE_COMMAND_PALETTE = True
+    BINDINGS = [
+        Binding("q", "quit", "Quit", id="dumpscope.quit"),
+        Binding("question_mark,f1", "help", "Help", key_display="?", id="dumpscope.help"),
+        Binding("o", "overflow", "Overflow", id="dumpscope.overflow"),
+        Binding("w", "watch_view", "Watch", show=False, id="dumpscope.watch"),
+        Binding("c", "compare", "Compare", id="dumpscope.compare"),
+        Binding("p", "problems", "Problems", show=False, id="dumpscope.problems"),
+        Binding("s", "pick_step", "Step", show=False, id="dumpscope.step"),
+        Binding("r", "pick_rank", "Rank", show=False, id="dumpscope.rank"),
+        Binding("e", "export", "Export", show=False, id="dumpscope.export"),
+        Binding("f5,ctrl+r", "refresh", "Refresh", show=False, id="dumpscope.refresh"),
+    ]
+
+    def __init__(self, path: str, compare_with: Optional[str] = None, use_cache: bool = True,
+                 watch: bool = False, cache_dir: Optional[str] = None, display_name: Optional[str] = None,
+                 keymap_path: Optional[str] = None) -> None:
+        super().__init__()
+        self.path = path
+        self.compare_with = compare_with
+        self.use_cache = use_cache
+        self.watch_tree = watch
+        self.cache_dir = cache_dir
+        self.display_name = display_name or _display_path(path)
+        self.compare_display = display_name and compare_with and os.path.basename(os.path.abspath(compare_with))
+        self.keymap_path = keymap_path
+        self.q: Optional[DumpQuery] = None
+        self.target_q: Optional[DumpQuery] = None
+        self.rank = 0
+        self.step = 0
+        self.badges = BadgeState()
+        self.bookmarks: dict[int, OpRow] = {}
+        self.overflow_results: dict[tuple[int, int], list[dict[str, Any]]] = {}
+        self.watch_results: dict[tuple[int, int], dict[str, Any]] = {}
+        self.compare_result: Optional[dict[str, Any]] = None
+        self.compare_error: Optional[str] = None
+        self.compare_status = ""
+        self.progress = "indexing…"
+        self.index_error: Optional[str] = None
+        self._cancel = threading.Event()
+        self._refreshing = False
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def get_default_screen(self) -> Screen:
+        from dumpscope.tui.main_screen import MainScreen
+
+        return MainScreen()
+
+    def on_mount(self) -> None:
+        keymap, error = load_keymap(Path(self.keymap_path) if self.keymap_path else None)
+        if keymap:
+            self.set_keymap(keymap)
+        if error:
+            self.notify(error, title="keys", severity="warning")
+        self._build_index()
+        if self.watch_tree:
+            self.set_interval(WATCH_INTERVAL, self._auto_refresh)
+
+    def on_unmount(self) -> None:
+        self._cancel.set()
+
+    def _cache_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"use_cache": self.use_cache}
+        if self.cache_dir:
+            kwargs["cache_directory"] = Path(self.cache_dir)
+        return kwargs
+
+    @work(thread=True, exclusive=True, group="index", name="build index")
+    def _build_index(self) -> None:
+        from dumpscope.core.index import DumpIndex, IndexCancelled
+
+        def progress(prog: Any) -> None:
+            self.post_message(IndexProgress(progress_text(prog)))
+
+        try:
+            index = DumpIndex.open(self.path, progress=progress, cancel=self._cancel, **self._cache_kwargs())
+        except IndexCancelled:
+            return
+        except Exception as exc:
+            self.post_message(IndexFailed(str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+            return
+        if not get_current_worker().is_cancelled:
+            self.post_message(IndexReady(DumpQuery(index)))
+
+    @work(thread=True, exclusive=True, group="index", name="refresh index")
+    def _refresh_index(self) -> None:
+        from dumpscope.core.index import IndexCancelled
+
+        q = self.q
+        if q is None:
+            return
+        try:
+            q.index.update(progress=lambda p: self.post_message(IndexProgress(progress_text(p, "re-indexing"))),
+                           cancel=self._cancel)
+        except IndexCancelled:
+            return
+        except Exception as exc:
+            self.post_message(IndexFailed(str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+            return
+        finally:
+            self._refreshing = False
+        self.post_message(IndexReady(q, refreshed=True))
+
+    def on_index_progress(self, message: IndexProgress) -> None:
+        self.progress = message.text
+        self._main().update_status()
+
+    def on_index_failed(self, message: IndexFailed) -> None:
+        self.index_error = message.error
+        self.progress = ""
+        self._main().show_error(message.error)
+
+    def on_index_ready(self, message: IndexReady) -> None:
+        q = message.q
+        self.q = q
+        self.progress = ""
+        if not message.refreshed:
+            self.rank, self.step = q.default_place()
+        else:
+            # results of engines describe the old tree
+            self.overflow_results.clear()
+            self.watch_results.clear()
+        self._main().index_ready(q, refreshed=message.refreshed)
+        if self.compare_with and not message.refreshed:
+            self.compare_status = "comparing…"
+            self._run_compare(q, self.rank, self.step)
+
+    def _auto_refresh(self) -> None:
+        if self.q is not None and not self._refreshing:
+            self._refreshing = True
+            self._refresh_index()
+
+    # -- compare ------------------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="compare", name="compare dumps")
+    def _run_compare(self, q: DumpQuery, rank: int, step: int) -> None:
+        from dumpscope.core.index import DumpIndex, IndexCancelled
+        from dumpscope.tui.engines import EngineMissing, compare_dumps
+
+        try:
+            fn = compare_dumps()
+            if self.target_q is None:
+                target = DumpIndex.open(
+                    self.compare_with or "", cancel=self._cancel,
+                    progress=lambda p: self.post_message(IndexProgress(progress_text(p, "indexing target"))),
+                    **self._cache_kwargs())
+                self.target_q = DumpQuery(target)
+            self.post_message(IndexProgress(""))
+            result = fn(q, self.target_q, rank=rank, step=step)
+        except IndexCancelled:
+            return
+        except EngineMissing as exc:
+            self.post_message(CompareReady(None, str(exc)))
+            return
+        except Exception as exc:
+            self.post_message(CompareReady(None, f"compare failed: {type(exc).__name__}: {exc}".splitlines()[0]))
+            return
+        if not get_current_worker().is_cancelled:
+            self.post_message(CompareReady(result, None))
+
+    def on_compare_ready(self, message: CompareReady) -> None:
+        self.compare_result, self.compare_error = message.result, message.error
+        self.compare_status = ""
+        self.badges.verdicts.clear()
+        for row in (message.result or {}).get("rows", []):
+            self.badges.add_verdict(row.get("golden_op_id"), row.get("verdict"))
+        self._main().badges_changed()
+        from dumpscope.tui.view_compare import CompareScreen
+
+        if isinstance(self.screen, CompareScreen):
+            self.screen.load()
+
+    # -- state changes ------------------------------------------------------------------------
+
+    def set_place(self, rank: Optional[int] = None, step: Optional[int] = None) -> None:
+        """Switch rank and/or step everywhere."""
+        if self.q is None:
+            return
+        if rank is not None and rank != self.rank:
+            self.rank = rank
+            steps = self.q.steps(rank)
+            if steps and self.step not in steps:
+                self.step = steps[0]
+        if step is not None:
+            self.step = step
+        self._main().place_changed()
+        if self.compare_with:
+            self.compare_result = None
+            self.compare_status = "comparing…"
+            self._run_compare(self.q, self.rank, self.step)
+
+    def _main(self):
+        from dumpscope.tui.main_screen import MainScreen
+
+        for screen in self.screen_stack:
+            if isinstance(screen, MainScreen):
+                return screen
+        raise RuntimeError("main screen missing")
+
+    @property
+    def main(self):
+        return self._main()
+
+    def open_op(self, op: OpRow) -> None:
+        """Jump to ``op`` in the explorer (from any view), remembering where we were."""
+        self._back_to_main()
+        if op.rank != self.rank or op.step != self.step:
+            self.rank, self.step = op.rank, op.step
+            self._main().place_changed(select=op)
+        self._main().jump_to(op)
+
+    def _back_to_main(self) -> None:
+        from dumpscope.tui.main_screen import MainScreen
+
+        while len(self.screen_stack) > 1 and not isinstance(self.screen, MainScreen):
+            self.pop_screen()
+
+    def _push_view(self, screen: Screen) -> None:
+        self._back_to_main()
+        self.push_screen(screen)
+
+    def toggle_bookmark(self, op: OpRow) -> bool:
+        if op.id in self.bookmarks:
+            del self.bookmarks[op.id]
+            self.badges.bookmarks.discard(op.id)
+            added = False
+        else:
+            self.bookmarks[op.id] = op
+            self.badges.bookmarks.add(op.id)
+            added = True
+        self._main().badges_changed()
+        return added
+
+    # -- actions --------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> Optional[bool]:
+        if action == "compare":
+            return bool(self.compare_with)
+        return True
+
+    def _ready(self) -> bool:
+        if self.q is None:
+            self.notify("still indexing…", timeout=2)
+            return False
+        return True
+
+    def action_help(self) -> None:
+        from dumpscope.tui.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_overflow(self) -> None:
+        from dumpscope.tui.view_overflow import OverflowScreen
+
+        if self._ready() and not isinstance(self.screen, OverflowScreen):
+            self._push_view(OverflowScreen())
+
+    def action_watch_view(self) -> None:
+        from dumpscope.tui.view_watch import WatchScreen
+
+        if self._ready() and not isinstance(self.screen, WatchScreen):
+            self._push_view(WatchScreen())
+
+    def action_compare(self) -> None:
+        from dumpscope.tui.view_compare import CompareScreen
+
+        if not self.compare_with:
+            self.notify("no compare target: start with --compare TARGET", timeout=3)
+            return
+        if self._ready() and not isinstance(self.screen, CompareScreen):
+            self._push_view(CompareScreen())
+
+    def action_problems(self) -> None:
+        from dumpscope.tui.view_problems import ProblemsScreen
+
+        if self._ready() and not isinstance(self.screen, ProblemsScreen):
+            self._push_view(ProblemsScreen())
+
+    def action_pick_step(self) -> None:
+        from dumpscope.tui.dialogs import PickerScreen
+
+        if not self._ready() or isinstance(self.screen, PickerScreen):
+            return
+        assert self.q is not None
+        steps = self.q.steps(self.rank) or [self.step]
+        self.push_screen(PickerScreen("step", steps, self.step),
+                         lambda v: v is not None and self.set_place(step=v))
+
+    def action_pick_rank(self) -> None:
+        from dumpscope.tui.dialogs import PickerScreen
+
+        if not self._ready() or isinstance(self.screen, PickerScreen):
+            return
+        assert self.q is not None
+        self.push_screen(PickerScreen("rank", self.q.ranks() or [self.rank], self.rank),
+                         lambda v: v is not None and self.set_place(rank=v))
+
+    def action_export(self) -> None:
+        from dumpscope.tui.dialogs import ExportScreen
+
+        if not self._ready() or isinstance(self.screen, ExportScreen):
+            return
+        table = getattr(self.screen, "export_table", None)
+        default = "./dumpscope-report.md"
+        if table is not None:
+            default = f"./dumpscope-{getattr(self.screen, 'export_name', 'table')}.csv"
+        self.push_screen(ExportScreen(default, csv_ok=table is not None))
+
+    def action_refresh(self) -> None:
+        if self._ready() and not self._refreshing:
+            self._refreshing = True
+            self.progress = "re-indexing…"
+            self._main().update_status()
+            self._refresh_index()
+
+    def forbidden_roots(self) -> list[str]:
+        """Reports must never be written inside a dump tree."""
+        roots = [os.path.abspath(self.path)]
+        if self.compare_with:
+            roots.append(os.path.abspath(self.compare_with))
+        return roots
+
+    def action_quit(self) -> None:
+        self._cancel.set()
+        self.exit(0)
+
+
+def _display_path(path: str) -> str:
+    """The dump path as typed, relative to the CWD when inside it (short on the status bar)."""
+    absolute = os.path.abspath(path)
+    try:
+        rel = os.path.relpath(absolute)
+    except ValueError:
+        return absolute
+    return rel if not rel.startswith("..") else absolute.replace(os.path.expanduser("~"), "~", 1)

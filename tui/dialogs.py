@@ -1,0 +1,185 @@
+"""Small modal dialogs: step/rank picker, op search, export path."""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
+
+from dumpscope.core.query import DumpQuery, OpRow
+
+SEARCH_LIMIT = 200
+
+
+class PickerScreen(ModalScreen[Optional[int]]):
+    """Pick one step or rank; Enter chooses, esc cancels."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="dialog.cancel")]
+
+    def __init__(self, what: str, values: list[int], current: int) -> None:
+        super().__init__()
+        self.what, self.values, self.current = what, values, current
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Static(Text(f"Pick a {self.what}", "bold"))
+            yield OptionList(*[Option(f"{self.what} {v}" + ("  (current)" if v == self.current else ""))
+                               for v in self.values], id="picker")
+
+    def on_mount(self) -> None:
+        options = self.query_one(OptionList)
+        options.highlighted = self.values.index(self.current) if self.current in self.values else 0
+        options.focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(self.values[event.option_index])
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class SearchScreen(ModalScreen[Optional[tuple[OpRow, list[OpRow]]]]):
+    """Fuzzy search over full names and types (``q.search``), run in a worker as you type."""
+
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", id="dialog.cancel"),
+        Binding("down", "move(1)", "Next", show=False, id="search.down"),
+        Binding("up", "move(-1)", "Previous", show=False, id="search.up"),
+    ]
+
+    def __init__(self, q: DumpQuery, rank: int, step: int, initial: str = "") -> None:
+        super().__init__()
+        self.q, self.rank, self.step, self.initial = q, rank, step, initial
+        self.hits: list[OpRow] = []
+        self._pending_enter = False
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog", id="search-dialog"):
+            yield Input(self.initial, placeholder="search op names and types (fuzzy)", id="search-input")
+            yield Static("", id="search-count")
+            yield OptionList(id="search-results")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+        if self.initial:
+            self._search(self.initial)
+
+    @on(Input.Changed, "#search-input")
+    def _changed(self, event: Input.Changed) -> None:
+        self._search(event.value)
+
+    @work(thread=True, exclusive=True, group="search", name="op search")
+    def _search(self, text: str) -> None:
+        hits = self.q.search(text.strip(), self.rank, self.step, limit=SEARCH_LIMIT) if text.strip() else []
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._show, text, hits)
+
+    def _show(self, text: str, hits: list[OpRow]) -> None:
+        if text != self.query_one(Input).value:
+            return
+        self.hits = hits
+        results = self.query_one(OptionList)
+        results.clear_options()
+        results.add_options([Option(Text.assemble(h.short, (f"  {h.type}  ", "dim"), (h.scope, "dim")))
+                             for h in hits])
+        more = "+" if len(hits) >= SEARCH_LIMIT else ""
+        self.query_one("#search-count", Static).update(
+            Text(f"{len(hits)}{more} hits (enter: open, n/N later: next/previous hit)", "dim") if text.strip()
+            else "")
+        if hits:
+            results.highlighted = 0
+        if self._pending_enter:
+            self._pending_enter = False
+            self._choose()
+
+    def action_move(self, delta: int) -> None:
+        results = self.query_one(OptionList)
+        if results.option_count:
+            cur = results.highlighted or 0
+            results.highlighted = max(0, min(results.option_count - 1, cur + delta))
+
+    @on(Input.Submitted, "#search-input")
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if self.hits and self._results_current():
+            self._choose()
+        elif event.value.strip():
+            self._pending_enter = True  # results still on their way
+
+    def _results_current(self) -> bool:
+        return bool(self.query_one(OptionList).option_count)
+
+    def _choose(self) -> None:
+        results = self.query_one(OptionList)
+        idx = results.highlighted or 0
+        if 0 <= idx < len(self.hits):
+            self.dismiss((self.hits[idx], self.hits))
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        if 0 <= event.option_index < len(self.hits):
+            self.dismiss((self.hits[event.option_index], self.hits))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+def inside(path: str, root: str) -> bool:
+    path, root = os.path.realpath(path), os.path.realpath(root)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+class ExportScreen(ModalScreen[Optional[str]]):
+    """Ask where to write the report (``.md``) or the current table (``.csv``)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="dialog.cancel")]
+
+    def __init__(self, default: str, csv_ok: bool = False) -> None:
+        super().__init__()
+        self.default = default
+        self.csv_ok = csv_ok
+
+    def compose(self) -> ComposeResult:
+        kinds = ".md: triage report" + ("; .csv: this table" if self.csv_ok else "")
+        with Vertical(classes="dialog"):
+            yield Static(Text.assemble(("Export", "bold"), (f"  ({kinds}; enter: write, esc: cancel)", "dim")))
+            yield Input(self.default, id="export-path")
+            yield Static("", id="export-error")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    @on(Input.Submitted, "#export-path")
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        from dumpscope.tui.report import write_export
+
+        path = os.path.abspath(os.path.expanduser(event.value.strip() or self.default))
+        for root in self.app.forbidden_roots():  # type: ignore[attr-defined]
+            if inside(path, root):
+                self._error("refusing to write inside the dump tree: choose a path outside it")
+                return
+        if path.endswith(".csv") and not self.csv_ok:
+            self._error("CSV export is for table views (overflow, compare, watch, problems)")
+            return
+        try:
+            write_export(self.app, path)
+        except OSError as exc:
+            self._error(f"cannot write {path}: {exc.strerror or exc}")
+            return
+        self.app.notify(f"wrote {event.value.strip() or self.default}", timeout=3)
+        self.dismiss(path)
+
+    def _error(self, text: str) -> None:
+        self.query_one("#export-error", Static).update(Text(f"! {text}", "bold red"))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,304 @@
+"""The explorer screen: op tree / flat list on the left, op detail and tensor panel on the right.
+
+It appears at once with an "indexing…" placeholder; the app calls ``index_ready`` when the
+index is built.  Jumps (links, search, views) go through ``jump_to`` and are remembered in a
+history that ``esc`` walks back.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import ContentSwitcher, Footer, Input, Static, Tree
+
+from dumpscope.core.query import DumpQuery, OpRow
+from dumpscope.tui.detail import OpDetail
+from dumpscope.tui.linelist import LineList
+from dumpscope.tui.oplist import OpList
+from dumpscope.tui.optree import OpTree
+from dumpscope.tui.tensor_panel import TensorPanel
+
+NARROW = 70
+HISTORY = 200
+
+
+class MainScreen(Screen):
+    """Tree/list, detail, tensor panel, status bar."""
+
+    BINDINGS = [
+        Binding("slash", "search", "Search", id="dumpscope.search"),
+        Binding("n", "next_hit(1)", "Next hit", show=False, id="dumpscope.next_hit"),
+        Binding("N", "next_hit(-1)", "Prev hit", show=False, id="dumpscope.prev_hit"),
+        Binding("t", "toggle_view", "Tree/flat", id="dumpscope.toggle_view"),
+        Binding("b", "bookmark", "Bookmark", show=False, id="dumpscope.bookmark"),
+        Binding("left_square_bracket", "slot(-1)", "Prev tensor", show=False, key_display="[",
+                id="dumpscope.prev_slot"),
+        Binding("right_square_bracket", "slot(1)", "Next tensor", show=False, key_display="]",
+                id="dumpscope.next_slot"),
+        Binding("colon", "focus_slice", "Slice", show=False, key_display=":", id="dumpscope.slice"),
+        Binding("escape", "back", "Back", show=False, id="dumpscope.back"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.history: list[OpRow] = []
+        self.hits: list[OpRow] = []
+        self.hit_index = -1
+        self.current: Optional[OpRow] = None
+        self.mode = "tree"
+        self._loaded: dict[str, tuple[int, int, int]] = {}
+        self._generation = 0
+
+    @property
+    def q(self) -> Optional[DumpQuery]:
+        return self.app.q  # type: ignore[attr-defined]
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="body"):
+            with Vertical(id="left"):
+                yield Static("", id="left-title")
+                yield Static(Text("indexing…", "italic"), id="placeholder")
+                with ContentSwitcher(initial="tree", id="left-switch"):
+                    yield OpTree(self.app.badges, id="tree")  # type: ignore[attr-defined]
+                    yield OpList(self.app.badges, id="flat")  # type: ignore[attr-defined]
+            with Vertical(id="right"):
+                yield OpDetail("select an op on the left", id="detail")
+                yield TensorPanel(id="tensor")
+        yield Static("", id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#left-switch").display = False
+        self._title()
+        self.update_status()
+        self.query_one("#tree").focus()
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width < NARROW, "narrow")
+
+    # -- status -------------------------------------------------------------------------------
+
+    def update_status(self) -> None:
+        app = self.app
+        bits: list[tuple[str, str]] = [(app.display_name, "bold")]  # type: ignore[attr-defined]
+        q = self.q
+        if q is not None:
+            layouts = ",".join(sorted({lay["name"] for lay in self._layouts}))
+            bits.append((layouts or "no dump found", "" if layouts else "bold red"))
+            bits.append((f"rank {app.rank} step {app.step}", ""))  # type: ignore[attr-defined]
+            bits.append((f"{self._count:,} ops", ""))
+            if self._problems:
+                bits.append((f"! {self._problems} problems (p)", "bold yellow"))
+            if app.bookmarks:  # type: ignore[attr-defined]
+                bits.append((f"★ {len(app.bookmarks)}", ""))  # type: ignore[attr-defined]
+        err = getattr(app, "index_error", None)
+        if err:
+            bits.append((f"! {err}", "bold red"))
+        for extra in (app.progress, getattr(app, "compare_status", "")):  # type: ignore[attr-defined]
+            if extra:
+                bits.append((extra, "italic"))
+        text = Text(" ")
+        for i, (s, style) in enumerate(bits):
+            if i:
+                text.append(" │ ", "dim")
+            text.append(s, style)
+        self.query_one("#status", Static).update(text)
+        if q is None and not err:
+            self.query_one("#placeholder", Static).update(Text(app.progress or "indexing…", "italic"))
+
+    _layouts: list = []
+    _count = 0
+    _problems = 0
+
+    def show_error(self, error: str) -> None:
+        self.query_one("#placeholder", Static).update(Text(f"! cannot open the dump: {error}", "bold red"))
+        self.update_status()
+
+    def _title(self) -> None:
+        label = "ops · scope tree" if self.mode == "tree" else "ops · execution order"
+        self.query_one("#left-title", Static).update(Text.assemble((label, "bold"), ("  t: toggle", "dim")))
+
+    # -- loading --------------------------------------------------------------------------------
+
+    def index_ready(self, q: DumpQuery, refreshed: bool = False) -> None:
+        self._layouts = q.layouts()
+        self._problems = len(q.problems())
+        self._loaded.clear()
+        keep = self.current
+        self.query_one("#placeholder").display = False
+        self.query_one("#left-switch").display = True
+        self.place_changed(select=keep if refreshed else None)
+
+    def place_changed(self, select: Optional[OpRow] = None) -> None:
+        """Rank or step changed (or a refresh): reload the visible op pane."""
+        q = self.q
+        if q is None:
+            return
+        app = self.app
+        self._count = q.count_ops(app.rank, app.step)  # type: ignore[attr-defined]
+        self._loaded.clear()
+        self.hits, self.hit_index = [], -1
+        self._load_pane(select)
+        self.update_status()
+        if select is None:
+            op = self._pane_current()
+            if op is None:
+                first = q.ops(app.rank, app.step, limit=1)  # type: ignore[attr-defined]
+                op = first[0] if first else None
+            if op is not None:
+                self.show_op(op)
+            else:
+                self.query_one(OpDetail).show_message("no ops at this rank/step")
+                self.query_one(TensorPanel).clear()
+
+    def _load_pane(self, select: Optional[OpRow] = None) -> None:
+        q = self.q
+        if q is None:
+            return
+        app = self.app
+        key = (app.rank, app.step, id(q))  # type: ignore[attr-defined]
+        if self.mode == "tree":
+            tree = self.query_one(OpTree)
+            if self._loaded.get("tree") != key:
+                tree.load(q, *key[:2])
+                self._loaded["tree"] = key
+            if select is not None:
+                tree.select_op(select)
+        else:
+            flat = self.query_one(OpList)
+            if self._loaded.get("flat") != key:
+                flat.load(q, *key[:2], select=select)
+                self._loaded["flat"] = key
+            elif select is not None:
+                flat.select_op(select)
+
+    def _pane_current(self) -> Optional[OpRow]:
+        return (self.query_one(OpTree) if self.mode == "tree" else self.query_one(OpList)).current
+
+    def badges_changed(self) -> None:
+        self.query_one(OpTree).refresh_labels()
+        self.query_one(OpList).refresh()
+        self.update_status()
+
+    # -- showing ops ----------------------------------------------------------------------------
+
+    def show_op(self, op: OpRow) -> None:
+        q = self.q
+        if q is None:
+            return
+        if self.current is not None and self.current.id == op.id:
+            return
+        self.current = op
+        tensors = q.tensors(op.id)
+        self.query_one(OpDetail).show(q, op, tensors)
+        self.query_one(TensorPanel).show(q, tensors)
+
+    def jump_to(self, op: OpRow, remember: bool = True) -> None:
+        """Show ``op`` and put the left cursor on it; the op we leave goes on the history."""
+        if remember and self.current is not None and self.current.id != op.id:
+            self.history.append(self.current)
+            del self.history[:-HISTORY]
+        if self.mode == "tree":
+            found = self.query_one(OpTree).select_op(op)
+        else:
+            found = self.query_one(OpList).select_op(op)
+        if not found:
+            self.notify(f"{op.short} is not in the {self.mode} view", timeout=2)
+        self.show_op(op)
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
+        if isinstance(event.node.data, OpRow):
+            self.show_op(event.node.data)
+
+    def on_tree_node_selected(self, event: Tree.NodeSelected) -> None:
+        if isinstance(event.node.data, OpRow):
+            self.show_op(event.node.data)
+            self.query_one(OpDetail).focus_links()
+
+    def on_line_list_highlighted(self, event: LineList.Highlighted) -> None:
+        if isinstance(event.list, OpList):
+            op = event.list.op_at(event.index)
+            if op is not None:
+                self.show_op(op)
+
+    def on_line_list_selected(self, event: LineList.Selected) -> None:
+        if isinstance(event.list, OpList):
+            self.query_one(OpDetail).focus_links()
+
+    def on_op_detail_link_chosen(self, event: OpDetail.LinkChosen) -> None:
+        q, cur = self.q, self.current
+        if q is None or cur is None:
+            return
+        op = q.find_by_graph_name(event.name, cur.rank, cur.step, cur.graph)
+        if op is None:
+            self.notify(f"{event.name} was not dumped (parameter, constant or graph-only node)", timeout=3)
+            return
+        self.jump_to(op)
+        self.query_one(OpDetail).focus_links()
+
+    # -- actions --------------------------------------------------------------------------------
+
+    def action_back(self) -> None:
+        focused = self.focused
+        if isinstance(focused, Input):
+            self._focus_left()
+            return
+        if self.history:
+            op = self.history.pop()
+            self.jump_to(op, remember=False)
+            return
+        self._focus_left()
+
+    def _focus_left(self) -> None:
+        (self.query_one(OpTree) if self.mode == "tree" else self.query_one(OpList)).focus()
+
+    def action_toggle_view(self) -> None:
+        self.mode = "flat" if self.mode == "tree" else "tree"
+        self.query_one(ContentSwitcher).current = self.mode
+        self._title()
+        cur = self.current
+        self._load_pane(cur)
+        self._focus_left()
+
+    def action_search(self) -> None:
+        from dumpscope.tui.dialogs import SearchScreen
+
+        if self.q is None:
+            self.notify("still indexing…", timeout=2)
+            return
+
+        def done(result: Optional[tuple[OpRow, list[OpRow]]]) -> None:
+            if result is None:
+                return
+            op, hits = result
+            self.hits = hits
+            self.hit_index = next((i for i, h in enumerate(hits) if h.id == op.id), 0)
+            self.jump_to(op)
+
+        app = self.app
+        self.app.push_screen(SearchScreen(self.q, app.rank, app.step), done)  # type: ignore[attr-defined]
+
+    def action_next_hit(self, delta: int) -> None:
+        if not self.hits:
+            self.notify("no search hits: press / to search", timeout=2)
+            return
+        self.hit_index = (self.hit_index + delta) % len(self.hits)
+        self.jump_to(self.hits[self.hit_index])
+        self.notify(f"hit {self.hit_index + 1}/{len(self.hits)}", timeout=1)
+
+    def action_bookmark(self) -> None:
+        if self.current is None:
+            return
+        added = self.app.toggle_bookmark(self.current)  # type: ignore[attr-defined]
+        self.notify(("bookmarked " if added else "removed bookmark ") + self.current.short, timeout=2)
+
+    def action_slot(self, delta: int) -> None:
+        self.query_one(TensorPanel).step_slot(delta)
+
+    def action_focus_slice(self) -> None:
+        self.query_one("#tp-slice", Input).focus()
