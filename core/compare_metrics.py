@@ -160,6 +160,29 @@ def _class_of_name(name: str) -> str:
         return "real" if name.startswith(("bfloat", "float", "int", "uint")) else "other"
 
 
+#: Row length for dot products: below OpenBLAS's threading threshold for ddot (10000).
+_DOT_ROW = 8192
+_HAS_VECDOT = hasattr(np, "vecdot")  # numpy >= 2.0; older numpy uses einsum only
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    """float64 dot product that never starts BLAS threads.
+
+    A plain ``np.dot`` over a block lets OpenBLAS thread ddot (n > 10000); with several
+    worker processes on few cores those threads wait on each other (measured 20-40x slower
+    under load).  So the block is cut into rows of ``_DOT_ROW`` for ``np.vecdot`` (one
+    single-threaded BLAS call per row) and the tail goes to einsum (no BLAS at all).
+    """
+    n = a.size
+    k = n - n % _DOT_ROW if _HAS_VECDOT else 0
+    s = 0.0
+    if k:
+        s = float(np.vecdot(a[:k].reshape(-1, _DOT_ROW), b[:k].reshape(-1, _DOT_ROW)).sum())
+    if k < n:
+        s += float(np.einsum("i,i->", a[k:], b[k:]))
+    return s
+
+
 def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
@@ -231,7 +254,7 @@ def _finite_metrics(
     if n == 0:
         return
     if sums is None:
-        sums = (float(np.dot(g, g)), float(np.dot(t, t)), float(np.dot(g, t)))
+        sums = (_dot(g, g), _dot(t, t), _dot(g, t))
     acc.sgg += sums[0]
     acc.stt += sums[1]
     acc.sgt += sums[2]
@@ -240,7 +263,7 @@ def _finite_metrics(
     w = buf.w[:n]
     b = buf.b[:n]
     np.subtract(t, g, out=d)
-    acc.sdd += float(np.dot(d, d))
+    acc.sdd += _dot(d, d)
     np.abs(d, out=d)
     acc.max_abs = max(acc.max_abs, float(d.max()))
     np.abs(g, out=w)
@@ -316,10 +339,10 @@ def _accumulate_chunk(
         t = buf.t[:n]
         np.copyto(g, gc[s:e], casting="unsafe")
         np.copyto(t, tc[s:e], casting="unsafe")
-        sgg, stt = float(np.dot(g, g)), float(np.dot(t, t))
+        sgg, stt = _dot(g, g), _dot(t, t)
         if math.isfinite(sgg) and math.isfinite(stt):
             # NaN/Inf propagate into sums of squares, so finite sums ⇒ finite block
-            _finite_metrics(g, t, buf, acc, eps, th, (sgg, stt, float(np.dot(g, t))))
+            _finite_metrics(g, t, buf, acc, eps, th, (sgg, stt, _dot(g, t)))
         else:
             _nonfinite_block(g, t, buf, acc, eps, th)
 

@@ -43,6 +43,8 @@ FORMAT_NAMES: dict[int, str] = dict(enumerate(_FORMAT_ROWS))
 FORMAT_NAMES[255] = "MAX"
 FORMAT_CODE_OF: dict[str, int] = {name: code for code, name in FORMAT_NAMES.items()}
 _UPPER = {name.upper(): name for name in FORMAT_CODE_OF}
+#: MindSpore kOpFormat spellings that differ from the GE names.
+_MS_ALIASES = {"FRACZ": "FRACTAL_Z", "FRACNZ": "FRACTAL_NZ", "FRACZN_LSTM": "FRACTAL_ZN_LSTM"}
 
 #: Formats whose stored order is the logical order (no conversion needed).
 PLAIN_FORMATS = frozenset({
@@ -71,7 +73,8 @@ def canonical_format(fmt: str) -> str:
         f = f[7:]
     if f.lower() in ("defaultformat", "default"):
         return "DefaultFormat"
-    return _UPPER.get(f.upper(), f.upper())
+    up = f.upper()
+    return _UPPER.get(up) or _MS_ALIASES.get(up, up)
 
 
 def _conversion_kind(fmt: str) -> str:

@@ -84,32 +84,69 @@ def _merge_stats_only(index: "DumpIndex") -> None:
 
 
 def _group_ops(index: "DumpIndex") -> dict[tuple, OpAcc]:
-    ops: dict[tuple, OpAcc] = {}
-    for (tid, rank, step, graph, op_name, file_name, op_type, ts, producer, order_hint, extra, task, stream,
-         path, stats, io) in index.query(
+    """Group tensor records into op executions.
+
+    Records of one op name at one rank/step/graph form one op, unless the same input or
+    output slot occurs more than once: then the op ran several times in that step (a loop,
+    a subgraph called twice), and each run becomes its own op, in timestamp order.  A CANN
+    file is always one run, so its tensors stay together.
+    """
+    rows_by_key: dict[tuple, list[tuple]] = defaultdict(list)
+    for row in index.query(
             "SELECT id, rank, step, graph, op_name, file_name, op_type, ts, producer, order_hint, extra, task, "
-            "stream, path, stats, io FROM tensors"):
-        key = (rank, step, graph, op_name)
-        acc = ops.get(key)
-        if acc is None:
-            acc = ops[key] = OpAcc(rank, step, graph, op_name, file_name, op_type, producer,
-                                   os.path.dirname(path), task=task, stream=stream)
-            if extra:
-                scope = json.loads(extra).get("scope")
-                if scope:
-                    acc.scope = "/".join(str(s) for s in scope)
-        acc.tensor_ids.append(tid)
-        if ts is not None and (acc.first_ts is None or ts < acc.first_ts):
-            acc.first_ts = ts
-        if order_hint is not None and order_hint < acc.order_hint:
-            acc.order_hint = order_hint
-        if stats and io == "output":  # an op is bad when it *produces* bad values
-            st = json.loads(stats)
-            acc.has_stats = True
-            acc.nan += int(st.get("nan") or 0)
-            acc.posinf += int(st.get("posinf") or 0)
-            acc.neginf += int(st.get("neginf") or 0)
+            "stream, path, stats, io, slot, storage FROM tensors"):
+        rows_by_key[(row[1], row[2], row[3], row[4])].append(row)
+    ops: dict[tuple, OpAcc] = {}
+    for base, rows in rows_by_key.items():
+        if len({(r[15], r[16]) for r in rows}) == len(rows):
+            runs = [rows]
+        else:
+            runs = _split_runs(rows)
+        for occurrence, run in enumerate(runs):
+            key = base + (occurrence,)
+            for (tid, rank, step, graph, op_name, file_name, op_type, ts, producer, order_hint, extra, task,
+                 stream, path, stats, io, _slot, _storage) in run:
+                acc = ops.get(key)
+                if acc is None:
+                    acc = ops[key] = OpAcc(rank, step, graph, op_name, file_name, op_type, producer,
+                                           os.path.dirname(path), task=task, stream=stream)
+                    if extra:
+                        scope = json.loads(extra).get("scope")
+                        if scope:
+                            acc.scope = "/".join(str(s) for s in scope)
+                acc.tensor_ids.append(tid)
+                if ts is not None and (acc.first_ts is None or ts < acc.first_ts):
+                    acc.first_ts = ts
+                if order_hint is not None and order_hint < acc.order_hint:
+                    acc.order_hint = order_hint
+                if stats and io == "output":  # an op is bad when it *produces* bad values
+                    st = json.loads(stats)
+                    acc.has_stats = True
+                    acc.nan += int(st.get("nan") or 0)
+                    acc.posinf += int(st.get("posinf") or 0)
+                    acc.neginf += int(st.get("neginf") or 0)
     return ops
+
+
+def _split_runs(rows: list[tuple]) -> list[list[tuple]]:
+    """Split one op name's records into runs: same-file records together, files by time."""
+    by_file: dict[str, list[tuple]] = defaultdict(list)
+    for r in rows:
+        by_file[r[13] if r[17] == "cann" else f"{r[13]}#{r[0]}"].append(r)
+    units = sorted(by_file.values(), key=lambda u: (min((r[7] or 0) for r in u), u[0][0]))
+    runs: list[list[tuple]] = []
+    seen: list[set[tuple]] = []
+    for unit in units:
+        slots = {(r[15], r[16]) for r in unit}
+        for run, used in zip(runs, seen):
+            if not (slots & used):
+                run.extend(unit)
+                used |= slots
+                break
+        else:
+            runs.append(list(unit))
+            seen.append(set(slots))
+    return runs
 
 
 # -- graphs -------------------------------------------------------------------------------

@@ -28,7 +28,11 @@ from dumpscope.core.model import (
     Problem,
     TensorRecord,
 )
-from dumpscope.core.walk import listing_of, scan_tree
+from dumpscope.core.walk import Scanned, listing_of, scan_tree
+
+#: folders with at least this many files are read by the process pool, in chunks
+PARALLEL_MIN_FILES = 400
+CHUNK_FILES = 1000
 
 SCHEMA_VERSION = 5
 
@@ -84,6 +88,113 @@ class Progress:
 
 class IndexCancelled(Exception):
     """Raised inside a build when the caller's cancel event is set."""
+
+
+def _shape_text(shape) -> str:
+    """A shape as compact JSON text (``[2,3]``), cheaper than ``json.dumps`` per record."""
+    return "[" + ",".join(str(int(d)) for d in shape) + "]"
+
+
+def _scan_chunk(root: str, scanned: Scanned, files: list[str]) -> tuple[list[Item], int]:
+    """Process-pool entry: read one chunk of a big folder with every layout."""
+    listing = DirListing(root=root, dirpath=scanned.dirpath, parts=scanned.parts, files=files,
+                         subdirs=list(scanned.subdirs))
+    items = DumpIndex._scan_listing(all_layouts(), listing)
+    return items, len(listing.claimed)
+
+
+class _Pool:
+    """A lazily started process pool reading big folders in chunks.
+
+    Results of one folder are stored together once all its chunks are back.  Where no
+    process can be started (restricted sandboxes), folders are read inline instead.
+    """
+
+    def __init__(self, workers: Optional[int]) -> None:
+        n = workers if workers is not None else int(os.environ.get("DUMPSCOPE_WORKERS", "0") or 0) or \
+            min(4, os.cpu_count() or 1)
+        self.workers = n
+        self.usable = n > 1
+        self._pool = None
+        self._pending: list[tuple[Scanned, Optional[int], list, list[str]]] = []
+
+    def _executor(self):
+        if self._pool is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+            self._pool = ProcessPoolExecutor(max_workers=self.workers,
+                                             mp_context=multiprocessing.get_context(method))
+        return self._pool
+
+    def submit(self, root: str, scanned: Scanned, old_id: Optional[int]) -> None:
+        files = scanned.files
+        shared = [f for f in files if f in ("mapping.csv",)]
+        chunks = [files[i:i + CHUNK_FILES] for i in range(0, len(files), CHUNK_FILES)]
+        try:
+            ex = self._executor()
+            futures = [ex.submit(_scan_chunk, root, scanned, sorted(set(chunk) | set(shared))) for chunk in chunks]
+        except (OSError, RuntimeError, ImportError):
+            self.usable = False
+            listing = listing_of(root, scanned)
+            items = DumpIndex._scan_listing(all_layouts(), listing)
+            self._pending.append((scanned, old_id, [_Done(items, len(listing.claimed))], []))
+            return
+        self._pending.append((scanned, old_id, futures, []))
+
+    def _collect(self, block: bool) -> list[tuple]:
+        out = []
+        keep = []
+        for scanned, old_id, futures, _ in self._pending:
+            if block or all(f.done() for f in futures):
+                items: list[Item] = []
+                claimed = 0
+                for f in futures:
+                    try:
+                        chunk_items, n = f.result()
+                    except Exception as exc:  # a dead worker: report the folder, keep going
+                        chunk_items, n = [Problem(scanned.dirpath, f"worker failed: {type(exc).__name__}: {exc}")], 0
+                    items.extend(chunk_items)
+                    claimed += n
+                out.append((scanned, old_id, items, [], claimed))
+            else:
+                keep.append((scanned, old_id, futures, []))
+        self._pending = keep
+        return out
+
+    def finished(self) -> list[tuple]:
+        return self._collect(block=False) if self._pending else []
+
+    def drain(self, cancel: Optional[threading.Event] = None) -> Iterable[tuple]:
+        while self._pending:
+            if cancel is not None and cancel.is_set():
+                raise IndexCancelled()
+            head = self._pending[0]
+            for f in head[2]:
+                f.result() if isinstance(f, _Done) else f.exception()
+            yield from self._collect(block=False)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+
+class _Done:
+    """An already-computed result that quacks like a finished future."""
+
+    def __init__(self, items: list, claimed: int) -> None:
+        self._value = (items, claimed)
+
+    def done(self) -> bool:
+        return True
+
+    def result(self):
+        return self._value
+
+    def exception(self):
+        return None
 
 
 def _dumps(value) -> Optional[str]:
@@ -178,8 +289,13 @@ class DumpIndex:
     # -- building ---------------------------------------------------------------------
 
     def update(self, progress: Optional[Callable[[Progress], None]] = None,
-               cancel: Optional[threading.Event] = None) -> Progress:
-        """Walk the tree, re-read changed folders, and finalize if anything changed."""
+               cancel: Optional[threading.Event] = None, workers: Optional[int] = None) -> Progress:
+        """Walk the tree, re-read changed folders, and finalize if anything changed.
+
+        Small folders are read inline (their layouts may claim subfolders before the walker
+        descends); big folders are split into chunks read by a process pool, because header
+        decoding is CPU-bound Python and one core cannot keep up with the disk.
+        """
         prog = Progress()
         layouts = all_layouts()
         with self._lock:
@@ -189,37 +305,51 @@ class DumpIndex:
         skip: set[str] = set()
         changed = False
         last_report = 0.0
-        pending_rows: list[tuple] = []
-        for scanned in scan_tree(self.root, skip=skip):
-            if cancel is not None and cancel.is_set():
-                raise IndexCancelled()
-            path = scanned.dirpath
-            seen.add(path)
-            prog.dirs += 1
-            prog.files += len(scanned.files)
-            nentries = len(scanned.files) + len(scanned.subdirs)
-            old = known.get(path)
-            if (old is not None and old[2] == scanned.mtime_ns and old[3] == nentries
-                    and scanned.problem is None):
-                for sub in json.loads(old[4] or "[]"):
-                    skip.add(os.path.join(path, sub))
-                continue
-            changed = True
-            prog.changed_dirs += 1
-            listing = listing_of(self.root, scanned)
-            items: list[Item] = []
-            if scanned.problem is not None:
-                items.append(scanned.problem)
-            else:
-                items.extend(self._scan_listing(layouts, listing))
-            for sub in listing.skip_subdirs:
-                skip.add(os.path.join(path, sub))
-            prog.records += sum(1 for it in items if isinstance(it, TensorRecord))
-            self._store_dir(path, scanned.mtime_ns, nentries, listing, items, old[0] if old else None)
-            now = time.monotonic()
-            if progress is not None and now - last_report > 0.1:
-                last_report = now
-                progress(prog)
+        pool = _Pool(workers)
+        try:
+            for scanned in scan_tree(self.root, skip=skip):
+                if cancel is not None and cancel.is_set():
+                    raise IndexCancelled()
+                path = scanned.dirpath
+                seen.add(path)
+                prog.dirs += 1
+                prog.files += len(scanned.files)
+                nentries = len(scanned.files) + len(scanned.subdirs)
+                old = known.get(path)
+                if (old is not None and old[2] == scanned.mtime_ns and old[3] == nentries
+                        and scanned.problem is None):
+                    for sub in json.loads(old[4] or "[]"):
+                        skip.add(os.path.join(path, sub))
+                    continue
+                changed = True
+                prog.changed_dirs += 1
+                old_id = old[0] if old else None
+                if scanned.problem is None and len(scanned.files) >= PARALLEL_MIN_FILES and pool.usable:
+                    pool.submit(self.root, scanned, old_id)
+                else:
+                    listing = listing_of(self.root, scanned)
+                    items: list[Item] = []
+                    if scanned.problem is not None:
+                        items.append(scanned.problem)
+                    else:
+                        items.extend(self._scan_listing(layouts, listing))
+                    for sub in listing.skip_subdirs:
+                        skip.add(os.path.join(path, sub))
+                    self._store_result(prog, scanned, old_id, items, sorted(listing.skip_subdirs),
+                                       len(listing.claimed))
+                for done in pool.finished():
+                    self._store_result(prog, *done)
+                now = time.monotonic()
+                if progress is not None and now - last_report > 0.1:
+                    last_report = now
+                    progress(prog)
+            for done in pool.drain(cancel):
+                self._store_result(prog, *done)
+                if progress is not None and time.monotonic() - last_report > 0.1:
+                    last_report = time.monotonic()
+                    progress(prog)
+        finally:
+            pool.close()
         removed = [row for p, row in known.items() if p not in seen]
         if removed:
             changed = True
@@ -245,6 +375,13 @@ class DumpIndex:
             progress(prog)
         return prog
 
+    def _store_result(self, prog: Progress, scanned: Scanned, old_id: Optional[int], items: list[Item],
+                      skips: list[str], nclaimed: int) -> None:
+        prog.records += sum(1 for it in items if isinstance(it, TensorRecord))
+        nentries = len(scanned.files) + len(scanned.subdirs)
+        self._store_dir(scanned.dirpath, scanned.mtime_ns, nentries, len(scanned.files), nclaimed, skips, items,
+                        old_id)
+
     @staticmethod
     def _scan_listing(layouts, listing: DirListing) -> list[Item]:
         items: list[Item] = []
@@ -262,31 +399,28 @@ class DumpIndex:
         for table in ("tensors", "exec_orders", "graph_files", "problems", "overflow"):
             cur.execute(f"DELETE FROM {table} WHERE dir_id=?", (dir_id,))
 
-    def _store_dir(self, path: str, mtime_ns: int, nentries: int, listing: DirListing, items: list[Item],
-                   old_id: Optional[int]) -> None:
-        used = {it.producer for it in items if isinstance(it, TensorRecord)}
+    def _store_dir(self, path: str, mtime_ns: int, nentries: int, nfiles: int, nclaimed: int, skips: list[str],
+                   items: list[Item], old_id: Optional[int]) -> None:
+        used = json.dumps(sorted({it.producer for it in items if isinstance(it, TensorRecord)}))
         with self._lock:
             cur = self.conn.cursor()
             cur.execute("BEGIN")
             if old_id is not None:
                 self._delete_dir(cur, old_id)
                 cur.execute("UPDATE dirs SET mtime_ns=?, nentries=?, skips=?, layouts=?, nfiles=?, nclaimed=? "
-                            "WHERE id=?", (mtime_ns, nentries, json.dumps(sorted(listing.skip_subdirs)),
-                                           json.dumps(sorted(used)), len(listing.files), len(listing.claimed),
-                                           old_id))
+                            "WHERE id=?", (mtime_ns, nentries, json.dumps(skips), used, nfiles, nclaimed, old_id))
                 dir_id = old_id
             else:
                 cur.execute("INSERT INTO dirs(path, mtime_ns, nentries, skips, layouts, nfiles, nclaimed) "
-                            "VALUES(?,?,?,?,?,?,?)",
-                            (path, mtime_ns, nentries, json.dumps(sorted(listing.skip_subdirs)),
-                             json.dumps(sorted(used)), len(listing.files), len(listing.claimed)))
+                            "VALUES(?,?,?,?,?,?,?)", (path, mtime_ns, nentries, json.dumps(skips), used, nfiles,
+                                                      nclaimed))
                 dir_id = cur.lastrowid
             trows = []
             for it in items:
                 if isinstance(it, TensorRecord):
                     trows.append((dir_id, it.producer, it.path, it.op_type, it.op_name, it.file_name, it.io,
-                                  it.slot, it.dtype, json.dumps(list(it.shape)), it.format,
-                                  json.dumps(list(it.device_shape)), it.rank, it.step, it.graph, it.task,
+                                  it.slot, it.dtype, _shape_text(it.shape), it.format,
+                                  _shape_text(it.device_shape), it.rank, it.step, it.graph, it.task,
                                   it.stream, it.timestamp, it.storage, it.stored_dtype or it.dtype, it.offset,
                                   it.nbytes, it.sub_format, it.order_hint, _dumps(it.stats),
                                   _dumps(it.extra) if it.extra else None))

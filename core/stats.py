@@ -203,9 +203,10 @@ def _bin_index_linear(values: np.ndarray, edges: np.ndarray, scratch: np.ndarray
     np.multiply(scratch, nb / (hi - lo), out=scratch)
     idx = scratch.astype(np.intp)
     np.clip(idx, 0, nb - 1, out=idx)
-    dec = values < edges[idx]
+    dec = values < np.take(edges, idx, mode="clip")
     idx[dec] -= 1
-    inc = (values >= edges[idx + 1]) & (idx != nb - 1)
+    inc = values >= np.take(edges, idx + 1, mode="clip")
+    inc &= idx != nb - 1
     idx[inc] += 1
     return idx
 

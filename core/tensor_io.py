@@ -96,12 +96,11 @@ def load_tensor(ref: TensorRef) -> np.ndarray:
 
 
 def _load_raw(ref: TensorRef) -> np.ndarray:
-    from dumpscope.core.dtypes import decode, storage_numpy_dtype
+    from dumpscope.core.dtypes import decode, nbytes_for
 
     stored = ref.stored_dtype or ref.dtype
     count = int(np.prod(ref.shape)) if ref.shape else 1
-    sdt = storage_numpy_dtype(stored)
-    need = count * sdt.itemsize
+    need = nbytes_for(stored, count)  # packed int4/uint1 take less than a byte each
     size = os.path.getsize(ref.path)
     if size - ref.offset < need:
         raise TensorLoadError(f"{ref.path}: truncated: {size - ref.offset} bytes of data, "

@@ -162,6 +162,17 @@ def test_unknown_enums_missing_original_and_oversize(tmp_path):
     assert not h.complete and t2.truncated
 
 
+def test_logical_shape_without_original(tmp_path):
+    a = np.arange(2 * 20 * 2 * 3, dtype=np.float32).reshape(2, 20, 2, 3)
+    path = _write(tmp_path, inputs=[SynthTensor(a, "float32", "NC1HWC0", c0=16, record_original_shape=False)])
+    t = read_header(path).inputs[0]
+    assert t.original_shape == () and t.logical_shape == (2, 32, 2, 3)
+    got = load_tensor(path, t)
+    assert got.shape == t.logical_shape
+    np.testing.assert_array_equal(got[:, :20], a)
+    assert not got[:, 20:].any()
+
+
 def test_field_11_conflict_tolerated(tmp_path):
     msg = pb.DumpData(version="2.0", dump_time=1, op_name="x")
     o = msg.output.add(data_type=1, format=2, size=4, offset=123456789012)

@@ -182,6 +182,7 @@ def test_names_and_logical_shape():
     assert format_name(52) == "FRACTAL_NZ_C0_2" and format_name(99) == "UNKNOWN(99)"
     assert canonical_format("FORMAT_c1hwncoc0") == "C1HWNCoC0"
     assert canonical_format("DefaultFormat") == "DefaultFormat"
+    assert canonical_format("FracZ") == "FRACTAL_Z" and canonical_format("FracNZ") == "FRACTAL_NZ"
     assert logical_shape("NC1HWC0", (2, 2, 3, 3, 16), ()) == (2, 32, 3, 3)
     assert logical_shape("NC1HWC0", (2, 2, 3, 3, 16), (), target="NHWC") == (2, 3, 3, 32)
     assert logical_shape("FRACTAL_NZ", (4, 2, 3, 16, 16), ()) == (4, 48, 32)

@@ -280,7 +280,10 @@ def lenet_ir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     dest = tmp_path_factory.mktemp("lenet")
     with tarfile.open(LENET_TAR) as tar:
         member = next(m for m in tar.getmembers() if m.name.endswith("graphs/ms_output_trace_code_graph_0.ir"))
-        tar.extract(member, dest, filter="data")
+        try:
+            tar.extract(member, dest, filter="data")
+        except TypeError:  # Python without tarfile extraction filters
+            tar.extract(member, dest)
     return next(dest.rglob("ms_output_trace_code_graph_0.ir"))
 
 
@@ -302,10 +305,8 @@ def test_real_lenet_ir(lenet_ir: Path) -> None:
     assert f"{conv_name}:0" in relu.inputs
     consumers = graph.consumers()
     assert "Default/network-WithLossCell/_backbone-LeNet/pool-MaxPool2d/MaxPool-op0" in consumers[relu.name]
-    # dump files name ops with "_" for "/": the join key must match a real dump file name
-    dump_dir = lenet_ir.parent.parent
+    # dump files name ops with "_" for "/" (e.g. "Conv2D.Default_network-WithLossCell__backbone-…-op0.0.0.….npy")
     assert sanitize_name(conv_name) == "Default_network-WithLossCell__backbone-LeNet_conv1-Conv2d_Conv2D-op0"
-    del dump_dir
 
 
 def test_real_kbyk_ir_multi_subgraph() -> None:

@@ -256,3 +256,9 @@ def test_small_net_eps_changes_only_batchnorm_output():
     diff = np.abs(base[1].outputs[0] - changed[1].outputs[0]).max()
     assert diff > 1.0  # past msprobe's "MaxAbsErr > 1" verdict
     assert np.array_equal(simulate_small_net(seed=3)[0].inputs[0], simulate_small_net(seed=3)[0].inputs[0])
+
+
+def test_tree_opened_at_rank_folder_keeps_ids(tmp_path):
+    rank_dir = write_msprobe_tree(str(tmp_path), simulate_small_net(), task="statistics", step=4, rank=6)
+    items, _ = scan(rank_dir)
+    assert {(r.step, r.rank) for r in records(items)} == {(4, 6)}

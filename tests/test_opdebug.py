@@ -180,7 +180,7 @@ def test_fuzz_payload_only_own_error(data: bytes) -> None:
         assert isinstance(r.status, int)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
                     lambda c: st.lists(c, max_size=4) | st.dictionaries(
                         st.sampled_from(["AI Core", "acc_list", "data", "acc_type", "status", "task_id",

@@ -89,7 +89,6 @@ class DumpscopeApp(App[int]):
         self.watch_tree = watch
         self.cache_dir = cache_dir
         self.display_name = display_name or _display_path(path)
-        self.compare_display = display_name and compare_with and os.path.basename(os.path.abspath(compare_with))
         self.keymap_path = keymap_path
         self.q: Optional[DumpQuery] = None
         self.target_q: Optional[DumpQuery] = None
@@ -306,7 +305,7 @@ class DumpscopeApp(App[int]):
             return bool(self.compare_with)
         return True
 
-    def _ready(self) -> bool:
+    def _index_ok(self) -> bool:
         if self.q is None:
             self.notify("still indexing…", timeout=2)
             return False
@@ -321,13 +320,13 @@ class DumpscopeApp(App[int]):
     def action_overflow(self) -> None:
         from dumpscope.tui.view_overflow import OverflowScreen
 
-        if self._ready() and not isinstance(self.screen, OverflowScreen):
+        if self._index_ok() and not isinstance(self.screen, OverflowScreen):
             self._push_view(OverflowScreen())
 
     def action_watch_view(self) -> None:
         from dumpscope.tui.view_watch import WatchScreen
 
-        if self._ready() and not isinstance(self.screen, WatchScreen):
+        if self._index_ok() and not isinstance(self.screen, WatchScreen):
             self._push_view(WatchScreen())
 
     def action_compare(self) -> None:
@@ -336,19 +335,19 @@ class DumpscopeApp(App[int]):
         if not self.compare_with:
             self.notify("no compare target: start with --compare TARGET", timeout=3)
             return
-        if self._ready() and not isinstance(self.screen, CompareScreen):
+        if self._index_ok() and not isinstance(self.screen, CompareScreen):
             self._push_view(CompareScreen())
 
     def action_problems(self) -> None:
         from dumpscope.tui.view_problems import ProblemsScreen
 
-        if self._ready() and not isinstance(self.screen, ProblemsScreen):
+        if self._index_ok() and not isinstance(self.screen, ProblemsScreen):
             self._push_view(ProblemsScreen())
 
     def action_pick_step(self) -> None:
         from dumpscope.tui.dialogs import PickerScreen
 
-        if not self._ready() or isinstance(self.screen, PickerScreen):
+        if not self._index_ok() or isinstance(self.screen, PickerScreen):
             return
         assert self.q is not None
         steps = self.q.steps(self.rank) or [self.step]
@@ -358,7 +357,7 @@ class DumpscopeApp(App[int]):
     def action_pick_rank(self) -> None:
         from dumpscope.tui.dialogs import PickerScreen
 
-        if not self._ready() or isinstance(self.screen, PickerScreen):
+        if not self._index_ok() or isinstance(self.screen, PickerScreen):
             return
         assert self.q is not None
         self.push_screen(PickerScreen("rank", self.q.ranks() or [self.rank], self.rank),
@@ -367,7 +366,7 @@ class DumpscopeApp(App[int]):
     def action_export(self) -> None:
         from dumpscope.tui.dialogs import ExportScreen
 
-        if not self._ready() or isinstance(self.screen, ExportScreen):
+        if not self._index_ok() or isinstance(self.screen, ExportScreen):
             return
         table = getattr(self.screen, "export_table", None)
         default = "./dumpscope-report.md"
@@ -376,7 +375,7 @@ class DumpscopeApp(App[int]):
         self.push_screen(ExportScreen(default, csv_ok=table is not None))
 
     def action_refresh(self) -> None:
-        if self._ready() and not self._refreshing:
+        if self._index_ok() and not self._refreshing:
             self._refreshing = True
             self.progress = "re-indexing…"
             self._main().update_status()

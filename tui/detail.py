@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
-from rich.markup import escape
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -132,10 +131,9 @@ class OpDetail(VerticalScroll, can_focus=False):
             text.append(op.scope + "\n")
         exec_txt = "-" if op.exec_index is None else str(op.exec_index)
         text.append(f"rank {op.rank}  step {op.step}  graph {op.graph}  exec #{exec_txt}\n")
-        text.append(f"layout {op.producer}  join {op.join_rule or 'none'}")
+        text.append(f"layout {op.producer}  join {op.join_rule or 'none'}\n")
         if op.task is not None:
-            text.append(f"  task {op.task} stream {op.stream}", "dim")
-        text.append("\n")
+            text.append(f"task {op.task}  stream {op.stream}\n", "dim")
         if tensors:
             text.append("Tensors\n", "bold dim")
             for t in tensors:
@@ -196,6 +194,3 @@ class OpDetail(VerticalScroll, can_focus=False):
             return True
         return False
 
-
-def escape_markup(text: str) -> str:
-    return escape(text)

@@ -93,7 +93,9 @@ class MainScreen(Screen):
             bits.append((f"rank {app.rank} step {app.step}", ""))  # type: ignore[attr-defined]
             bits.append((f"{self._count:,} ops", ""))
             if self._problems:
-                bits.append((f"! {self._problems} problems (p)", "bold yellow"))
+                bits.append((f"! {self._problems:,} problems (p)", "bold yellow"))
+            else:
+                bits.append(("0 problems", "dim"))
             if app.bookmarks:  # type: ignore[attr-defined]
                 bits.append((f"★ {len(app.bookmarks)}", ""))  # type: ignore[attr-defined]
         err = getattr(app, "index_error", None)

@@ -125,8 +125,10 @@ class OpTree(Tree[NodeData]):
     def _op_label(self, op: OpRow) -> Text:
         text = Text()
         for glyph, cls in self.badges.parts(op):
-            text.append(glyph, _PART_STYLE.get(cls or "", ""))
-        text.append(" ")
+            if glyph != " ":  # compact: the tree pane is narrow
+                text.append(glyph, _PART_STYLE.get(cls or "", ""))
+        if text.plain:
+            text.append(" ")
         text.append(op.short, "dim" if op.graph_only else "")
         if op.type and op.type not in op.short:
             text.append(f" {op.type}", "dim")

@@ -64,11 +64,11 @@ def histogram_of(doc: dict[str, Any]) -> tuple[list[int], list[float], bool]:
 def stats_text(doc: dict[str, Any]) -> Text:
     text = Text()
     bad = any(doc.get(k) for k in ("nan", "posinf", "neginf"))
-    text.append(f"count {fmt_num(doc.get('count'))}  zeros {fmt_num(doc.get('zeros'))}  ")
-    text.append(f"nan {fmt_num(doc.get('nan'))}  +inf {fmt_num(doc.get('posinf'))}  "
+    text.append(f"count {fmt_num(doc.get('count'))}  zeros {fmt_num(doc.get('zeros'))}\n")
+    text.append(("! " if bad else "") + f"nan {fmt_num(doc.get('nan'))}  +inf {fmt_num(doc.get('posinf'))}  "
                 f"-inf {fmt_num(doc.get('neginf'))}", "bold red" if bad else "")
-    text.append(f"\nmin {fmt_num(doc.get('min'))}  max {fmt_num(doc.get('max'))}  "
-                f"mean {fmt_num(doc.get('mean'))}\nstd {fmt_num(doc.get('std'))}  "
+    text.append(f"\nmin {fmt_num(doc.get('min'))}  max {fmt_num(doc.get('max'))}\n"
+                f"mean {fmt_num(doc.get('mean'))}  std {fmt_num(doc.get('std'))}  "
                 f"l2norm {fmt_num(doc.get('l2norm'))}")
     if doc.get("source") == "stats":
         text.append("  (from dumped statistics)", "dim")

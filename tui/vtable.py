@@ -23,6 +23,8 @@ class Column:
     width: int = 0  # 0: share the remaining width
     align: str = "<"
     fmt: Optional[Callable[[dict[str, Any]], Cell]] = None
+    keep_end: bool = False  # op names: the end (the op itself) matters more than the scope
+
 
     def cell(self, row: dict[str, Any]) -> tuple[str, Optional[str]]:
         if self.fmt is not None:
@@ -33,11 +35,11 @@ class Column:
         return value if isinstance(value, tuple) else (value, None)
 
 
-def fit(text: str, width: int, align: str = "<") -> str:
+def fit(text: str, width: int, align: str = "<", keep_end: bool = False) -> str:
     if width <= 0:
         return ""
     if len(text) > width:
-        return (text[: width - 1] + "…") if align == "<" else ("…" + text[-(width - 1):])
+        return ("…" + text[-(width - 1):]) if keep_end else (text[: width - 1] + "…")
     return text.rjust(width) if align == ">" else text.ljust(width)
 
 
@@ -80,7 +82,7 @@ class VTable(LineList):
         parts: list[Part] = []
         for c, w in zip(self.columns, self._widths()):
             text, cls = c.cell(row)
-            parts.append((fit(text, w, c.align), cls))
+            parts.append((fit(text, w, c.align, c.keep_end), cls))
             parts.append((" ", None))
         return parts
 

@@ -2,7 +2,7 @@
 
 Layout: ``uint64 LE H`` | ``H`` bytes protobuf ``toolkit.dumpdata.DumpData`` | raw tensor bytes in the
 order inputs, outputs, buffers, spaces (NOT proto field order).  ``read_header`` is on the
-indexing hot path: one ``open``, one bounded read of the first 64 KiB (a second read only when the
+indexing hot path: one ``open``, one bounded read of the first 8 KiB (a second read only when the
 header is larger), one protobuf parse, and each protobuf attribute touched once (upb attribute
 access, not parsing, dominates the cost; a pure-Python wire decoder measured slower).  Tensor payloads are read lazily by ``load_raw`` /
 ``load_tensor`` (pread for small tensors, read-only memmap for large ones).
@@ -22,11 +22,12 @@ import numpy as np
 
 from dumpscope.core import dtypes
 from dumpscope.core.device_format import FORMAT_NAMES, DeviceFormatError, to_logical
+from dumpscope.core.device_format import logical_shape as device_logical_shape
 from dumpscope.core.formats import dump_data_pb2
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-_FIRST_READ = 64 << 10
+_FIRST_READ = 8 << 10  # headers are usually < 1 KiB; larger ones get one more pread
 _MMAP_FROM = 4 << 20  # payloads at least this big are memory-mapped instead of read
 NANO_MAGIC = b"\x5a\x5a\x5a\x5a"
 _DumpData = dump_data_pb2.DumpData
@@ -62,8 +63,11 @@ class CannTensor:
 
     @property
     def logical_shape(self) -> tuple[int, ...]:
-        """``original_shape`` when recorded, else the device shape."""
-        return self.original_shape if self.original_shape else self.shape
+        """The shape ``load_tensor`` returns: ``original_shape`` when recorded, else derived
+        from the device shape (padded channels kept; plain formats keep the device shape)."""
+        if self.original_shape:
+            return self.original_shape
+        return device_logical_shape(self.format, self.shape, ())
 
 
 @dataclass(slots=True)

@@ -40,6 +40,19 @@ def _relativize_imports(pb2: Path, siblings: set[str]) -> None:
         pb2.write_text(new, encoding="utf-8")
 
 
+def _drop_version_gate(pb2: Path) -> None:
+    """Remove the gencode's runtime version check.
+
+    New protoc stamps its own version and refuses older protobuf runtimes, but the code it
+    emits only uses the descriptor-pool/builder API present since protobuf 4.21.  NPU hosts
+    often pin older protobuf for MindSpore or TensorFlow, so the gate is dropped.
+    """
+    text = pb2.read_text(encoding="utf-8")
+    text = re.sub(r"^from google\.protobuf import runtime_version as _runtime_version\n", "", text, flags=re.M)
+    text = re.sub(r"^_runtime_version\.ValidateProtobufRuntimeVersion\([^)]*\)\n", "", text, flags=re.M | re.S)
+    pb2.write_text(text, encoding="utf-8")
+
+
 def regenerate(core: Path | None = None) -> list[Path]:
     """Run protoc for each proto; return the generated module paths."""
     from grpc_tools import protoc  # dev-only dependency
@@ -55,6 +68,7 @@ def regenerate(core: Path | None = None) -> list[Path]:
         pb2 = folder / (proto.stem + "_pb2.py")
         siblings = {p.stem + "_pb2" for p in folder.glob("*.proto")}
         _relativize_imports(pb2, siblings)
+        _drop_version_gate(pb2)
         generated.append(pb2)
     return generated
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import codecs
 import re
+import warnings
 from typing import Any
 
 Tree = dict[str, list[Any]]
@@ -49,7 +50,9 @@ def unescape(body: str) -> str:
     if "\\" not in body:
         return body
     try:
-        return codecs.escape_decode(body.encode("utf-8"))[0].decode("utf-8", errors="replace")
+        with warnings.catch_warnings():  # "invalid escape sequence" in odd input is not our problem
+            warnings.simplefilter("ignore")
+            return codecs.escape_decode(body.encode("utf-8"))[0].decode("utf-8", errors="replace")
     except (ValueError, UnicodeError):
         return body
 

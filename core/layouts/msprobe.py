@@ -277,7 +277,8 @@ def _load_side_json(listing: DirListing, name: str) -> tuple[Any, Optional[Probl
 
 
 def _scan_dump(listing: DirListing, path: str, meta: dict[str, Any]) -> Iterator[Item]:
-    step, rank, base_extra = step_rank_from_parts(listing.parts)
+    # the full path, so a tree opened at its step{N}/rank{R} folder keeps its ids
+    step, rank, base_extra = step_rank_from_parts(tuple(listing.dirpath.split(os.sep)))
     framework = str(meta.get("framework") or "")
     stack_obj, problem = _load_side_json(listing, "stack.json")
     if problem:

@@ -318,13 +318,14 @@ def _overflow_net(step: int) -> list[CannOp]:
     rng = np.random.default_rng(500)
     w = (rng.standard_normal((8, 8)) * 0.4).astype(np.float16)
     x = np.random.default_rng(600 + step).standard_normal((2, 8)).astype(np.float16)
-    if step >= 1:
+    if step == 1:
         x = (x * np.float16(12)).astype(np.float16)  # large enough for exp() to overflow in float16
+    scale = np.float32(30000.0 if step == 2 else 0.5)  # step 2: the Mul overflows instead
     mm = (x.astype(np.float32) @ w.astype(np.float32)).astype(np.float16)
     with np.errstate(over="ignore"):
         e = np.exp(mm)
-        s = (e.astype(np.float32) * np.float32(0.5)).astype(np.float16)
-        add = (s + np.float16(1000.0) * (np.float16(60.0) if step == 2 else np.float16(1.0))).astype(np.float16)
+        s = (e.astype(np.float32) * scale).astype(np.float16)
+        add = (s + np.float16(1000.0)).astype(np.float16)
     S = SynthTensor
     return [
         CannOp("model/dense/MatMul", "MatMulV2", [(S(x, "float16", "ND"), "x:0"), (S(w, "float16", "ND"), "w:0")],
@@ -337,8 +338,9 @@ def _overflow_net(step: int) -> list[CannOp]:
 
 def write_cann_overflow_tree(root, steps: Sequence[int] = (0, 1, 2)) -> Path:
     """CANN overflow tree: step 0 clean; step 1 has an old-layout (2048-byte) Opdebug whose AI Core
-    section names the Exp's task/stream with status 0x20 (the Exp output holds +Inf); step 2 has a
-    new-layout (0x5A5A5A5A) Opdebug whose AIV entry names the Add.  Returns the model folder."""
+    section names the Exp's task/stream with status 0x20 (the Exp output holds +Inf, Mul and Add
+    inherit it); step 2 has a new-layout (0x5A5A5A5A) Opdebug whose AIV entry names the Mul
+    (multiplying by 30000 overflows float16; Exp is finite there).  Returns the model folder."""
     root = Path(root)
     model_dir = root / OV_TIME / "0" / OV_MODEL / "1"
     for s in steps:
@@ -354,11 +356,11 @@ def write_cann_overflow_tree(root, steps: Sequence[int] = (0, 1, 2)) -> Path:
             write_opdebug_file(str(folder / f"Opdebug.Node_OpDebug.{task + 40}.{stream}.{ts + 3}"), payload,
                                dump_time=ts + 3)
         if s == 2:
-            task, stream, ts = placed["model/shift/Add"]
+            task, stream, ts = placed["model/scale/Mul"]
             payload = encode_opdebug_payload_new([{
                 "acc_type": "AIV", "model_id": 1, "stream_id": stream, "task_id": task, "task_type": 0,
                 "context_id": 65535, "thread_id": 65535, "pc_start": 0x12C0C0A00000, "para_base": 0x12C0C0100000,
-                "core_id": 3, "block_id": 0, "status": 0x100}])
+                "core_id": 3, "block_id": 0, "status": 0x20}])
             write_opdebug_file(str(folder / f"Opdebug.Node_OpDebug.{task + 40}.{stream}.{ts + 3}"), payload,
                                dump_time=ts + 3)
     S = SynthTensor

@@ -1,0 +1,71 @@
+"""Snapshot tests of the main screens at 80x24 (pytest-textual-snapshot).
+
+Regenerate after an intended UI change with ``pytest tests/test_tui_snapshots.py --snapshot-update``
+and review the SVGs.  Apps get a fixed display name and dump paths are shown relative to the dump
+root, so no temp path, timing or date reaches the screen.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from test_tui_support import make_ms_tree, sample_lenet, set_env, settle, wait_ready
+
+pytest.importorskip("pytest_textual_snapshot")
+
+from dumpscope.tui.app import DumpscopeApp  # noqa: E402
+
+SIZE = (80, 24)
+
+
+@pytest.fixture
+def tiny(tmp_path, monkeypatch) -> Path:
+    set_env(monkeypatch, tmp_path)
+    return make_ms_tree(tmp_path / "trees")
+
+
+@pytest.fixture
+def sample(tmp_path, monkeypatch) -> Path:
+    set_env(monkeypatch, tmp_path)
+    path = sample_lenet()
+    if path is None:
+        pytest.skip("sample_dumps/mindspore_lenet_sync not generated (python sample_dumps/generate.py)")
+    return path
+
+
+def test_snapshot_main_screen(sample, snap_compare):
+    async def run_before(pilot) -> None:
+        await wait_ready(pilot)
+
+    assert snap_compare(DumpscopeApp(str(sample), display_name="mindspore_lenet_sync"), terminal_size=SIZE,
+                        run_before=run_before)
+
+
+def test_snapshot_main_screen_flat(sample, snap_compare):
+    async def run_before(pilot) -> None:
+        await wait_ready(pilot)
+        await pilot.press("t", "down", "down")
+        await settle(pilot)
+
+    assert snap_compare(DumpscopeApp(str(sample), display_name="mindspore_lenet_sync"), terminal_size=SIZE,
+                        run_before=run_before)
+
+
+def test_snapshot_help(tiny, snap_compare):
+    async def run_before(pilot) -> None:
+        await wait_ready(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+
+    assert snap_compare(DumpscopeApp(str(tiny), display_name="tiny"), terminal_size=SIZE, run_before=run_before)
+
+
+def test_snapshot_overflow_view(tiny, snap_compare):
+    async def run_before(pilot) -> None:
+        await wait_ready(pilot)
+        await pilot.press("o")
+        await settle(pilot)
+
+    assert snap_compare(DumpscopeApp(str(tiny), display_name="tiny"), terminal_size=SIZE, run_before=run_before)

@@ -1,0 +1,116 @@
+"""Helpers for the explorer tests: tiny MindSpore-style dump trees and app waiting.
+
+Kept in a module of its own (no tests here) so both ``test_tui.py`` and
+``test_tui_snapshots.py`` build exactly the same trees.
+"""
+
+from __future__ import annotations
+
+import os
+import tarfile
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+REAL_LENET = Path("/work/shared/real_dumps/mindspore-2.10-cpu-lenet.tar.gz")
+SAMPLE_LENET = Path(__file__).resolve().parent.parent / "sample_dumps" / "mindspore_lenet_sync"
+
+#: (op_type, full name with scope) in execution order
+TINY_OPS = [
+    ("Conv2D", "Default/network/backbone/conv1/Conv2D-op1"),
+    ("BatchNorm", "Default/network/backbone/bn1/BatchNorm-op2"),
+    ("ReLU", "Default/network/backbone/relu/ReLU-op3"),
+    ("MatMul", "Default/network/backbone/fc/MatMul-op4"),
+    ("Add", "Default/network/backbone/fc/Add-op5"),
+    ("SoftmaxCrossEntropyWithLogits", "Default/network/loss/SoftmaxCrossEntropyWithLogits-op6"),
+]
+INF_OP = "Default/network/backbone/fc/MatMul-op4"
+#: downstream of the origin: also non-finite, must be listed after it
+INF_DOWNSTREAM = "Default/network/backbone/fc/Add-op5"
+
+
+def make_ms_tree(root: Path, steps: tuple[int, ...] = (0, 1), inf_op: Optional[str] = INF_OP,
+                 ops: list[tuple[str, str]] = TINY_OPS) -> Path:
+    """A MindSpore 2.x sync-dump tree (``.npy`` per tensor) with an execution-order CSV.
+
+    Values are deterministic; ``inf_op``'s output (and ``INF_DOWNSTREAM``'s) holds +Inf and a NaN at every step.
+    """
+    rng = np.random.default_rng(1234)
+    dump = root / "dump"
+    order = dump / "rank_0" / "execution_order"
+    order.mkdir(parents=True, exist_ok=True)
+    (order / "ms_execution_order_graph_0.csv").write_text(
+        "NodeExecutionOrder-FullNameWithScope\n" + "".join(f"{name}\n" for _, name in ops))
+    for step in steps:
+        folder = dump / "rank_0" / "Net" / "0" / str(step)
+        folder.mkdir(parents=True, exist_ok=True)
+        ts = 1700000000000000 + step * 1000
+        for i, (op_type, name) in enumerate(ops):
+            op_name = name.replace("/", "_")
+            for io, slot in (("input", 0), ("output", 0)):
+                arr = rng.standard_normal((2, 3, 4)).astype(np.float32)
+                if io == "output" and inf_op and name in (inf_op, INF_DOWNSTREAM):
+                    arr[0, 1, 2] = np.inf
+                    arr[1, 0, 0] = np.nan
+                fname = f"{op_type}.{op_name}.0.0.{ts + i * 10 + (slot if io == 'input' else 5):016d}.{io}.{slot}" \
+                        f".DefaultFormat.float32.npy"
+                np.save(folder / fname, arr)
+    return dump
+
+
+def sample_lenet() -> Optional[Path]:
+    """The lead's generated ``sample_dumps/mindspore_lenet_sync`` (deterministic), or None."""
+    return SAMPLE_LENET if (SAMPLE_LENET / "rank_0").is_dir() else None
+
+
+def lenet_dump(tmp: Path) -> Optional[Path]:
+    """The real MindSpore 2.10 LeNet dump unpacked under ``tmp``, or None when absent."""
+    if not REAL_LENET.is_file():
+        return None
+    target = tmp / "lenet"
+    if not (target / "out").is_dir():
+        target.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(REAL_LENET) as tar:
+            tar.extractall(target, filter="data") if hasattr(tarfile, "data_filter") else tar.extractall(target)
+    return target / "out"
+
+
+async def wait_ready(pilot, timeout: float = 30.0) -> None:
+    """Wait until the index is built, the first op is shown and workers are idle."""
+    app = pilot.app
+    waited = 0.0
+    while app.q is None and app.index_error is None and waited < timeout:
+        await pilot.pause(0.05)
+        waited += 0.05
+    assert app.q is not None, f"index not ready: {app.index_error}"
+    await settle(pilot)
+
+
+async def settle(pilot) -> None:
+    """Let messages, timers and thread workers finish so the screen is stable."""
+    for _ in range(3):
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+    await pilot.pause(0.05)
+
+
+def screen_text(app) -> str:
+    """Plain text of the current screen (what a user would read)."""
+    import io
+
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True,
+                      color_system="truecolor", record=True, legacy_windows=False, safe_box=False)
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens,
+                                                       simplify=True))
+    return console.export_text()
+
+
+def set_env(monkeypatch, tmp: Path) -> None:
+    monkeypatch.setenv("DUMPSCOPE_CACHE_DIR", str(tmp / "cache"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp / "config"))
+    monkeypatch.chdir(tmp)
+    os.makedirs(tmp / "cache", exist_ok=True)

@@ -1,0 +1,85 @@
+"""Help screen: every key of every screen, with its binding id (for ``keys.toml`` remapping).
+
+Built from the ``BINDINGS`` of the classes themselves with the user's keymap applied, so
+the help can never drift from the real keys.
+"""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+
+
+def _sections() -> list[tuple[str, list[Binding]]]:
+    from dumpscope.tui.app import DumpscopeApp
+    from dumpscope.tui.dialogs import SearchScreen
+    from dumpscope.tui.linelist import LineList
+    from dumpscope.tui.main_screen import MainScreen
+    from dumpscope.tui.optree import OpTree
+    from dumpscope.tui.table_view import TableView
+    from dumpscope.tui.view_compare import CompareScreen
+
+    palette = Binding("ctrl+p", "command_palette", "Command palette: jump to op, switch step/rank, views…",
+                      id="app.command_palette")
+    return [
+        ("Everywhere", [b for b in DumpscopeApp.BINDINGS if isinstance(b, Binding)] + [palette]),
+        ("Explorer", list(MainScreen.BINDINGS)),  # type: ignore[arg-type]
+        ("Lists and tables", list(LineList.BINDINGS)),  # type: ignore[arg-type]
+        ("Scope tree", list(OpTree.BINDINGS)),  # type: ignore[arg-type]
+        ("Search dialog", list(SearchScreen.BINDINGS)),  # type: ignore[arg-type]
+        ("Overflow / compare / watch / problems views", list(TableView.BINDINGS)),  # type: ignore[arg-type]
+        ("Compare view", list(CompareScreen.BINDINGS)),  # type: ignore[arg-type]
+    ]
+
+
+class HelpScreen(Screen):
+    BINDINGS = [Binding("escape,q,question_mark,f1", "close", "Close help", id="help.close")]
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("dumpscope — keys", "bold"), id="view-title")
+        with VerticalScroll(id="help-body"):
+            yield Static(self._table(), id="help-keys")
+            yield Static(self._footer_text(), id="help-config")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#help-body").focus()
+
+    def _keys(self, b: Binding) -> str:
+        keymap = getattr(self.app, "_keymap", {}) or {}
+        keys = keymap.get(b.id, b.key) if b.id else b.key
+        if b.key_display and keys == b.key:
+            first = b.key_display
+            rest = [k.strip() for k in keys.split(",")][1:]
+        else:
+            parts = [k.strip() for k in keys.split(",")]
+            first, rest = parts[0], parts[1:]
+            first = self.app.get_key_display(Binding(first, ""))
+        return ", ".join([first] + [self.app.get_key_display(Binding(k, "")) for k in rest])
+
+    def _table(self) -> Table:
+        table = Table(box=None, show_header=False, padding=(0, 1), expand=True)
+        table.add_column("key", style="bold cyan", no_wrap=True, min_width=8)
+        table.add_column("what", ratio=1)
+        table.add_column("id", style="dim", no_wrap=True)
+        for title, bindings in _sections():
+            table.add_row(Text(title, "bold underline"), "", "")
+            for b in bindings:
+                table.add_row(self._keys(b), b.description or b.action, b.id or "")
+        return table
+
+    def _footer_text(self) -> Text:
+        return Text.assemble(
+            ("\nBadges: ", "bold"), "! overflow/NaN/Inf  ✓ ~ ✗ compare verdict  W watched tensor changed  "
+            "★ bookmark  · graph-only node (dim)\n",
+            ("Remap keys: ", "bold"), "$XDG_CONFIG_HOME/dumpscope/keys.toml (default ~/.config; or keys.json), e.g.\n",
+            ('  [keys]\n  "dumpscope.search" = "slash,ctrl+f"\n', "dim"))
+
+    def action_close(self) -> None:
+        self.app.pop_screen()

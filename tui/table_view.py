@@ -1,0 +1,95 @@
+"""Base screen for the table views (overflow, compare, watch, problems).
+
+A title, a one-line note (progress, errors, engine missing), a virtual table and the footer.
+``n``/``N`` walk the rows that are problems, Enter opens a row, ``e`` exports the table as CSV
+(app binding), ``esc`` goes back to the explorer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from dumpscope.tui.linelist import LineList
+from dumpscope.tui.vtable import Column, VTable
+
+
+class TableView(Screen):
+    BINDINGS = [
+        Binding("escape", "close", "Back", id="view.close"),
+        Binding("n", "next_problem(1)", "Next problem", id="view.next_problem"),
+        Binding("N", "next_problem(-1)", "Prev problem", show=False, id="view.prev_problem"),
+    ]
+    title_text = ""
+    export_name = "table"
+    empty_text = "(no rows)"
+
+    def columns(self) -> list[Column]:
+        raise NotImplementedError
+
+    def row_class(self, index: int, row: dict[str, Any]) -> Optional[str]:
+        return None
+
+    def is_problem(self, row: dict[str, Any]) -> bool:
+        return True
+
+    def open_row(self, row: dict[str, Any]) -> None:
+        pass
+
+    def load(self) -> None:
+        """Fill the table (start workers here)."""
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(self.title_text, "bold"), id="view-title")
+        yield Static("", id="view-note")
+        yield VTable(self.columns(), empty_text=self.empty_text, row_class=self.row_class, id="view-table")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.table.focus()
+        self.load()
+
+    @property
+    def table(self) -> VTable:
+        return self.query_one(VTable)
+
+    @property
+    def export_table(self) -> VTable:
+        return self.table
+
+    def note(self, text: str | Text, style: str = "") -> None:
+        self.query_one("#view-note", Static).update(Text(text, style) if isinstance(text, str) else text)
+
+    def action_close(self) -> None:
+        self.app.pop_screen()
+
+    def action_next_problem(self, delta: int) -> None:
+        rows = self.table.rows
+        if not rows:
+            return
+        n = len(rows)
+        i = self.table.cursor
+        for _ in range(n):
+            i = (i + delta) % n
+            if self.is_problem(rows[i]):
+                self.table.move_to(i)
+                return
+        self.notify("no more problem rows", timeout=2)
+
+    def on_line_list_selected(self, event: LineList.Selected) -> None:
+        row = self.table.current
+        if row is not None:
+            self.open_row(row)
+
+    def open_op_id(self, op_id: Optional[int]) -> None:
+        q = self.app.q  # type: ignore[attr-defined]
+        op = q.op_by_id(op_id) if (q is not None and op_id is not None) else None
+        if op is None:
+            self.notify("this row has no op in the index", timeout=2)
+            return
+        self.app.open_op(op)  # type: ignore[attr-defined]

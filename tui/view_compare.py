@@ -1,0 +1,170 @@
+"""Compare view: matched tensors with metrics and verdicts, first divergence highlighted.
+
+The compare itself runs in the app's "compare" worker when the explorer starts with
+``--compare``; this view only shows (and sorts) the rows it produced.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Optional
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from dumpscope.tui.badges import VERDICT_CLASS, VERDICT_GLYPH
+from dumpscope.tui.detail import OpDetail
+from dumpscope.tui.table_view import TableView
+from dumpscope.tui.vtable import Column
+
+_VERDICT_ORDER = {"error": 0, "warning": 1, "pass": 2}
+
+
+def _f(key: str, digits: int = 4):
+    def f(row: dict[str, Any]) -> str:
+        v = row.get(key)
+        if v is None:
+            return "-"
+        if isinstance(v, float) and math.isnan(v):
+            return "nan"
+        return f"{v:.{digits}g}" if isinstance(v, float) else str(v)
+    return f
+
+
+def _num(v: Any, missing: float) -> float:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return missing
+    return float(v)
+
+
+SORTS: dict[str, tuple[str, Callable[[dict[str, Any]], Any]]] = {
+    "0": ("execution order", lambda r: r["_order"]),
+    "1": ("cosine (lowest first)", lambda r: _num(r.get("cosine"), -2.0)),
+    "2": ("max abs err (largest first)", lambda r: -_num(r.get("max_abs_err"), math.inf)),
+    "3": ("max rel err (largest first)", lambda r: -_num(r.get("max_rel_err"), math.inf)),
+    "4": ("verdict (errors first)", lambda r: (_VERDICT_ORDER.get(str(r.get("verdict")), 3), r["_order"])),
+    "5": ("name", lambda r: str(r.get("name"))),
+}
+
+
+def is_first_divergence(row: dict[str, Any], fd: Optional[dict[str, Any]]) -> bool:
+    return bool(fd) and all(row.get(k) == fd.get(k) for k in ("name", "io", "slot", "step") if k in fd)  # type: ignore
+
+
+class CompareScreen(TableView):
+    title_text = "Compare — golden vs target"
+    export_name = "compare"
+    empty_text = "no matched tensors"
+    BINDINGS = [Binding(k, f"sort('{k}')", f"Sort: {label}", show=False, id=f"compare.sort_{k}")
+                for k, (label, _) in SORTS.items()]
+
+    sort_key = "0"
+
+    def columns(self) -> list[Column]:
+        def verdict(r: dict[str, Any]) -> tuple[str, Optional[str]]:
+            v = str(r.get("verdict"))
+            return (("▶" if r.get("_first") else "") + VERDICT_GLYPH.get(v, "?"), VERDICT_CLASS.get(v))
+
+        return [
+            Column("verdict", "", 2, fmt=verdict),
+            Column("name", "op", keep_end=True),
+            Column("io", "tensor", 6, fmt=lambda r: f"{'in' if r.get('io') == 'input' else 'out'}.{r.get('slot')}"),
+            Column("cosine", "cosine", 8, ">", fmt=_f("cosine", 6)),
+            Column("max_abs_err", "max abs", 9, ">", fmt=_f("max_abs_err")),
+            Column("max_rel_err", "max rel", 9, ">", fmt=_f("max_rel_err")),
+            Column("one_thousandth_ratio", "‰1", 6, ">", fmt=_f("one_thousandth_ratio", 3)),
+            Column("five_thousandth_ratio", "‰5", 6, ">", fmt=_f("five_thousandth_ratio", 3)),
+            Column("rule", "rule", 10),
+        ]
+
+    def row_class(self, index: int, row: dict[str, Any]) -> Optional[str]:
+        return "linelist--origin" if row.get("_first") else None
+
+    def is_problem(self, row: dict[str, Any]) -> bool:
+        return row.get("verdict") in ("error", "warning")
+
+    def load(self) -> None:
+        app = self.app
+        result = app.compare_result  # type: ignore[attr-defined]
+        if result is None:
+            err = app.compare_error  # type: ignore[attr-defined]
+            self.note(f"! {err}" if err else "comparing… (the table fills in when done)",
+                      "bold red" if err else "italic")
+            return
+        fd = result.get("first_divergence")
+        rows = [dict(r, _order=i, _first=is_first_divergence(r, fd)) for i, r in enumerate(result.get("rows", []))]
+        self._rows = rows
+        self._apply_sort()
+        counts = {v: sum(1 for r in rows if r.get("verdict") == v) for v in ("pass", "warning", "error")}
+        note = Text()
+        note.append(f"✓ {counts['pass']}  ", "green")
+        note.append(f"~ {counts['warning']}  ", "yellow")
+        note.append(f"✗ {counts['error']}  ", "red")
+        if fd:
+            note.append("first divergence: ", "")
+            note.append(f"{fd.get('name')} {fd.get('io')}.{fd.get('slot')}", "bold red")
+        else:
+            note.append("no divergence", "green")
+        ug, ut = len(result.get("unmatched_golden", [])), len(result.get("unmatched_target", []))
+        if ug or ut:
+            note.append(f"  unmatched {ug}/{ut}", "dim")
+        note.append(f"   sort: {SORTS[self.sort_key][0]} (0-5)", "dim")
+        self.note(note)
+
+    def _apply_sort(self) -> None:
+        rows = sorted(getattr(self, "_rows", []), key=SORTS[self.sort_key][1])
+        first = next((i for i, r in enumerate(rows) if r.get("_first")), 0)
+        self.table.set_rows(rows, cursor=first)
+
+    def action_sort(self, key: str) -> None:
+        self.sort_key = key
+        self.load()
+
+    def open_row(self, row: dict[str, Any]) -> None:
+        self.app.push_screen(CompareDetailScreen(row))
+
+
+class CompareDetailScreen(Screen):
+    """Both sides' op detail side by side."""
+
+    BINDINGS = [Binding("escape", "close", "Back", id="view.close")]
+
+    def __init__(self, row: dict[str, Any]) -> None:
+        super().__init__()
+        self.row = row
+
+    def compose(self) -> ComposeResult:
+        r = self.row
+        head = Text.assemble((VERDICT_GLYPH.get(str(r.get("verdict")), "?") + " ", "bold"),
+                             (f"{r.get('name')} {r.get('io')}.{r.get('slot')}", "bold"),
+                             (f"  cosine {_f('cosine', 6)(r)}  max abs {_f('max_abs_err')(r)}  "
+                              f"rule {r.get('rule')}", "dim"))
+        yield Static(head, id="view-title")
+        with Horizontal(id="side-by-side"):
+            with Vertical():
+                yield Static(Text("golden", "bold green"))
+                yield OpDetail("golden op not in the index", id="golden-detail")
+            with Vertical():
+                yield Static(Text("target", "bold yellow"))
+                yield OpDetail("target op not in the index", id="target-detail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        app = self.app
+        for q, key, wid in ((app.q, "golden_op_id", "#golden-detail"),  # type: ignore[attr-defined]
+                            (app.target_q, "target_op_id", "#target-detail")):  # type: ignore[attr-defined]
+            op_id = self.row.get(key)
+            op = q.op_by_id(op_id) if (q is not None and op_id is not None) else None
+            if op is not None:
+                self.query_one(wid, OpDetail).show(q, op)
+
+    def on_op_detail_link_chosen(self, event: OpDetail.LinkChosen) -> None:
+        event.stop()
+        self.notify("links are followed in the explorer (esc, then enter on the op)", timeout=2)
+
+    def action_close(self) -> None:
+        self.app.pop_screen()

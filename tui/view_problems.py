@@ -1,0 +1,29 @@
+"""Problems view: files and folders the index could not use, with the reason."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+from dumpscope.tui.detail import rel_to_root
+from dumpscope.tui.table_view import TableView
+from dumpscope.tui.vtable import Column
+
+
+class ProblemsScreen(TableView):
+    title_text = "Problems — files the index could not use"
+    export_name = "problems"
+    empty_text = "no problems"
+
+    def columns(self) -> list[Column]:
+        return [Column("rel", "path", 0), Column("error", "error", 0)]
+
+    def load(self) -> None:
+        q = self.app.q  # type: ignore[attr-defined]
+        rows = [dict(p, rel=rel_to_root(p["path"], q.root)) for p in q.problems()]
+        self.table.set_rows(rows)
+        self.note(Text(f"{len(rows)} problems (paths relative to the dump root)", "dim"))
+
+    def open_row(self, row: dict[str, Any]) -> None:
+        self.notify(f"{row['rel']}: {row['error']}", timeout=6)
