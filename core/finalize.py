@@ -393,6 +393,19 @@ def finalize(index: "DumpIndex") -> None:
                 tensor_rows.extend((op_id, tid) for tid in acc.tensor_ids)
                 if not snapshot:
                     exec_index += 1
+            lg = graphs.get((rank, graph))
+            if lg is not None and lg.graph.kind in ("ge_text", "ge_json", "ge_onnx"):
+                # GE nodes that ran no device task (Data, Const, NetOutput, _no_task, control-only
+                # ops) have no dump file: list them as graph-only nodes so the tree shows the
+                # whole graph; they carry no exec index and no tensors.
+                joined = {acc.joined for acc in graphs_here[graph] if acc.joined}
+                for node in lg.graph.nodes.values():
+                    if node.name in joined:
+                        continue
+                    op_id += 1
+                    rows.append((op_id, rank, step, graph, node.name, sanitize_name(node.name), node.type,
+                                 _scope_of(node.name), None, None, "graph", node.name, "graph_only", 1, None, None,
+                                 None, None, None, "", None, None, None, None))
     with index._lock:
         cur = index.conn.cursor()
         cur.execute("BEGIN")

@@ -90,6 +90,13 @@ class IndexCancelled(Exception):
     """Raised inside a build when the caller's cancel event is set."""
 
 
+def _schema_key() -> str:
+    """Index files are reused only by the same schema and the same dumpscope release."""
+    from dumpscope import __version__
+
+    return f"{SCHEMA_VERSION}:{__version__}"
+
+
 def _shape_text(shape) -> str:
     """A shape as compact JSON text (``[2,3]``), cheaper than ``json.dumps`` per record."""
     return "[" + ",".join(str(int(d)) for d in shape) + "]"
@@ -267,12 +274,12 @@ class DumpIndex:
             if cur.execute("SELECT name FROM sqlite_master WHERE type='table' AND name='meta'").fetchone():
                 row = cur.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
                 version = row[0] if row else None
-            if version != str(SCHEMA_VERSION):
+            if version != _schema_key():
                 for (table,) in cur.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall():
                     if not table.startswith("sqlite_"):
                         cur.execute(f'DROP TABLE IF EXISTS "{table}"')
             cur.executescript(_SCHEMA)
-            cur.execute("INSERT OR REPLACE INTO meta VALUES('schema', ?)", (str(SCHEMA_VERSION),))
+            cur.execute("INSERT OR REPLACE INTO meta VALUES('schema', ?)", (_schema_key(),))
             cur.execute("INSERT OR REPLACE INTO meta VALUES('root', ?)", (self.root,))
 
     def close(self) -> None:

@@ -244,6 +244,8 @@ class DumpQuery:
     def resolve_op(self, text: str, rank: Optional[int] = None, step: Optional[int] = None) -> OpRow:
         """Find one op by full name (graph or file spelling), raising with close matches."""
         rank, step = self.default_place(rank, step)
+        if not text.strip():
+            raise OpLookupError("empty op name", [])
         s = sanitize_name(text)
         for sql, params in (
             ("name=?", [text]),
@@ -303,7 +305,8 @@ class DumpQuery:
 
     def ops_in_scope(self, rank: int, step: int, graph: str, scope: str) -> list[OpRow]:
         return [_op(r) for r in self.index.query(
-            f"SELECT {_OP_COLS} FROM ops WHERE rank=? AND step=? AND graph=? AND scope=? ORDER BY exec_index",
+            f"SELECT {_OP_COLS} FROM ops WHERE rank=? AND step=? AND graph=? AND scope=? "
+            "ORDER BY exec_index IS NULL, exec_index, id",
             (rank, step, graph, scope))]
 
     # -- graph neighbourhood ----------------------------------------------------------------

@@ -182,7 +182,7 @@ async def test_help_lists_keys(tiny):
 
         assert type(app.screen).__name__ == "HelpScreen"
         for needle in ("Search", "dumpscope.search", "Overflow", "dumpscope.overflow", "Tree/flat",
-                       "Bookmark", "Export", "Refresh", "Quit", "Next hit", "Back"):
+                       "Bookmark", "Export", "Refresh", "Quit", "Next search hit", "Back"):
             assert needle in text, needle
         await pilot.press("escape")
         await settle(pilot)

@@ -158,7 +158,8 @@ def _clean(value: Any) -> Any:
 def _console():
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=True)
+    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "0") or 0) or 160
+    return Console(highlight=False, soft_wrap=True, width=width)
 
 
 def _write_csv(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:

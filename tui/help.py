@@ -6,6 +6,7 @@ the help can never drift from the real keys.
 
 from __future__ import annotations
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -25,10 +26,8 @@ def _sections() -> list[tuple[str, list[Binding]]]:
     from dumpscope.tui.table_view import TableView
     from dumpscope.tui.view_compare import CompareScreen
 
-    palette = Binding("ctrl+p", "command_palette", "Command palette: jump to op, switch step/rank, views…",
-                      id="app.command_palette")
     return [
-        ("Everywhere", [b for b in DumpscopeApp.BINDINGS if isinstance(b, Binding)] + [palette]),
+        ("Everywhere", [b for b in DumpscopeApp.BINDINGS if isinstance(b, Binding)]),
         ("Explorer", list(MainScreen.BINDINGS)),  # type: ignore[arg-type]
         ("Lists and tables", list(LineList.BINDINGS)),  # type: ignore[arg-type]
         ("Scope tree", list(OpTree.BINDINGS)),  # type: ignore[arg-type]
@@ -63,16 +62,18 @@ class HelpScreen(Screen):
             first = self.app.get_key_display(Binding(first, ""))
         return ", ".join([first] + [self.app.get_key_display(Binding(k, "")) for k in rest])
 
-    def _table(self) -> Table:
-        table = Table(box=None, show_header=False, padding=(0, 1), expand=True)
-        table.add_column("key", style="bold cyan", no_wrap=True, min_width=8)
-        table.add_column("what", ratio=1)
-        table.add_column("id", style="dim", no_wrap=True)
+    def _table(self) -> Group:
+        parts = []
         for title, bindings in _sections():
-            table.add_row(Text(title, "bold underline"), "", "")
+            parts.append(Text(title, "bold underline"))
+            table = Table(box=None, show_header=False, padding=(0, 1), expand=True)
+            table.add_column("key", style="bold cyan", no_wrap=True, width=12)
+            table.add_column("what", ratio=1)
+            table.add_column("id", style="dim", no_wrap=True)
             for b in bindings:
-                table.add_row(self._keys(b), b.description or b.action, b.id or "")
-        return table
+                table.add_row(self._keys(b), b.tooltip or b.description or b.action, b.id or "")
+            parts.append(table)
+        return Group(*parts)
 
     def _footer_text(self) -> Text:
         return Text.assemble(

@@ -31,17 +31,22 @@ class MainScreen(Screen):
     """Tree/list, detail, tensor panel, status bar."""
 
     BINDINGS = [
-        Binding("slash", "search", "Search", id="dumpscope.search"),
-        Binding("n", "next_hit(1)", "Next hit", show=False, id="dumpscope.next_hit"),
-        Binding("N", "next_hit(-1)", "Prev hit", show=False, id="dumpscope.prev_hit"),
-        Binding("t", "toggle_view", "Tree/flat", id="dumpscope.toggle_view"),
-        Binding("b", "bookmark", "Bookmark", show=False, id="dumpscope.bookmark"),
+        Binding("slash", "search", "Search", tooltip="Search op names and types (fuzzy)", id="dumpscope.search"),
+        Binding("n", "next_hit(1)", "Next hit", show=False, tooltip="Next search hit", id="dumpscope.next_hit"),
+        Binding("N", "next_hit(-1)", "Prev hit", show=False, tooltip="Previous search hit",
+                id="dumpscope.prev_hit"),
+        Binding("t", "toggle_view", "Tree/flat", tooltip="Tree/flat: scope tree or execution-order list",
+                id="dumpscope.toggle_view"),
+        Binding("b", "bookmark", "Bookmark", show=False, tooltip="Bookmark the current op (for the report)",
+                id="dumpscope.bookmark"),
         Binding("left_square_bracket", "slot(-1)", "Prev tensor", show=False, key_display="[",
-                id="dumpscope.prev_slot"),
+                tooltip="Previous tensor (input/output slot) in the stats panel", id="dumpscope.prev_slot"),
         Binding("right_square_bracket", "slot(1)", "Next tensor", show=False, key_display="]",
-                id="dumpscope.next_slot"),
-        Binding("colon", "focus_slice", "Slice", show=False, key_display=":", id="dumpscope.slice"),
-        Binding("escape", "back", "Back", show=False, id="dumpscope.back"),
+                tooltip="Next tensor (input/output slot) in the stats panel", id="dumpscope.next_slot"),
+        Binding("colon", "focus_slice", "Slice", show=False, key_display=":",
+                tooltip="Slice: type a numpy index (0, :, 3) for the current tensor", id="dumpscope.slice"),
+        Binding("escape", "back", "Back", show=False, tooltip="Back to the previously visited op",
+                id="dumpscope.back"),
     ]
 
     def __init__(self) -> None:

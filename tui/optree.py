@@ -20,6 +20,8 @@ from dumpscope.core.query import DumpQuery, OpRow
 from dumpscope.tui.badges import BadgeState
 
 OPS_PER_NODE = 500
+#: scopes are opened on load while the tree has fewer nodes than this
+AUTO_OPEN_NODES = 40
 
 _PART_STYLE = {"linelist--bad": "bold red", "linelist--ok": "green", "linelist--warn": "yellow",
                "linelist--mark": "bold magenta", "linelist--dim": "dim"}
@@ -34,6 +36,7 @@ class Scope:
     label: str
     own: int = 0  # ops directly in this scope
     total: int = 0
+    first: int = 1 << 62  # first execution index inside (children are listed in execution order)
     children: dict[str, "Scope"] = field(default_factory=dict)
 
 
@@ -47,25 +50,41 @@ class More:
 NodeData = Union[Scope, OpRow, More, None]
 
 
-def build_scopes(counts: dict[tuple[str, str], int]) -> list[Scope]:
-    """Graph roots of the scope trie, with single-child chains folded (``a/b/c`` one node)."""
+def build_scopes(counts: dict[tuple[str, str], int],
+                 order: Optional[dict[tuple[str, str], int]] = None) -> list[Scope]:
+    """Graph roots of the scope trie, with single-child chains folded (``a/b/c`` one node).
+
+    ``order`` (first execution index per scope) sorts children in execution order; without
+    it they are sorted by name.
+    """
     graphs: dict[str, Scope] = {}
     for (graph, scope), n in counts.items():
+        first = (order or {}).get((graph, scope))
+        first = (1 << 62) if first is None else first
         node = graphs.setdefault(graph, Scope(graph, "", f"graph {graph}" if graph else "graph"))
         node.total += n
+        node.first = min(node.first, first)
         path = ""
         for part in [p for p in scope.split("/") if p] if scope else []:
             path = f"{path}/{part}" if path else part
             node = node.children.setdefault(part, Scope(graph, path, part))
             node.total += n
+            node.first = min(node.first, first)
         node.own += n
     for root in graphs.values():
+        _sort(root)
         _fold(root)
     return [graphs[g] for g in sorted(graphs, key=_graph_key)]
 
 
 def _graph_key(g: str) -> tuple[int, str]:
     return (0, f"{int(g):012d}") if g.isdigit() else (1, g)
+
+
+def _sort(node: Scope) -> None:
+    node.children = dict(sorted(node.children.items(), key=lambda kv: (kv[1].first, kv[0])))
+    for child in node.children.values():
+        _sort(child)
 
 
 def _fold(node: Scope) -> None:
@@ -106,17 +125,32 @@ class OpTree(Tree[NodeData]):
         self.q, self.rank, self.step = q, rank, step
         self._populated.clear()
         self.clear()
-        roots = build_scopes(q.scope_counts(rank, step))
+        order_fn = getattr(q, "scope_order", None)  # proposed core API; optional
+        roots = build_scopes(q.scope_counts(rank, step), order_fn(rank, step) if order_fn else None)
         total = sum(r.total for r in roots)
         self.root.set_label(Text.assemble((f"rank {rank}", "bold"), f"  step {step}  ", (f"({total:,})", "dim")))
         self.root.data = None
         for scope in roots:
             self._add_scope(self.root, scope)
         self.root.expand()
-        if len(roots) == 1:
-            first = self.root.children[0]
-            self._populate(first)
-            first.expand()
+        self._open_small(AUTO_OPEN_NODES)
+
+    def _open_small(self, budget: int) -> None:
+        """Open scopes breadth-first while the tree stays small: tiny dumps show their ops at once."""
+        queue = list(self.root.children)
+        shown = len(queue)
+        while queue:
+            node = queue.pop(0)
+            data = node.data
+            if not isinstance(data, Scope):
+                continue
+            cost = len(data.children) + min(data.own, OPS_PER_NODE)
+            if shown + cost > budget and shown > 1:
+                break
+            self._populate(node)
+            node.expand()
+            shown += cost
+            queue.extend(node.children)
 
     def _add_scope(self, parent: TreeNode[NodeData], scope: Scope) -> TreeNode[NodeData]:
         label = Text.assemble(scope.label, (f" ({scope.total:,})", "dim"))

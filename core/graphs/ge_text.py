@@ -19,12 +19,13 @@ Conventions of the resulting nodes:
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Iterable, Optional
 
 from dumpscope.core.model import Graph, GraphNode
 
 from .common import GraphParseError, Source, ge_dtype, one_line, read_source
-from .pbtext import Tree, parse_text_tree
+from .pbtext import TextTreeReader, Tree, _scalar, parse_text_tree, unescape
 
 _LIST_FIELDS = {
     "VT_LIST_STRING": "s", "VT_LIST_INT": "i", "VT_LIST_FLOAT": "f", "VT_LIST_BOOL": "b",
@@ -224,12 +225,20 @@ def graphs_from_tree(root: Tree, label: str, kind: str, warnings: list[str]) -> 
         graph_trees = [root]
     if not graph_trees:
         raise GraphParseError(f"{label}: no GE graph found (no 'graph' or 'op' entries)")
-    graphs: list[Graph] = []
+    specs = []
     for index, gt in enumerate(graph_trees):
         gname = _as_str(_first(gt, "name", "")) or f"graph_{index}"
+        specs.append((gname, [_node(op, gname) if isinstance(op, dict) else None for op in gt.get("op", [])]))
+    return _assemble(specs, label, kind, warnings)
+
+
+def _assemble(specs: list[tuple[str, list[Optional[GraphNode]]]], label: str, kind: str,
+              warnings: list[str]) -> list[Graph]:
+    """``(graph name, nodes or None per op)`` → Graphs; unnamed / duplicate ops become warnings."""
+    graphs: list[Graph] = []
+    for gname, nodes in specs:
         graph = Graph(name=gname, path=label, kind=kind)
-        for op in gt.get("op", []):
-            node = _node(op, gname) if isinstance(op, dict) else None
+        for node in nodes:
             if node is None:
                 warnings.append(f"{label}: graph {gname}: skipped an op without a name")
                 continue
@@ -250,8 +259,319 @@ def graphs_from_tree(root: Tree, label: str, kind: str, warnings: list[str]) -> 
     return graphs
 
 
-def _text_tree(src: Source, warnings: list[str]) -> tuple[Tree, str]:
-    text, label = read_source(src)
+# ---- fast path for canonically printed text --------------------------------------------------
+#
+# GE (C++ ``TextFormat::Print``) and ``google.protobuf.text_format`` print one field per line,
+# two spaces of indent per nesting level, fields in field-number order.  For such text the
+# structure follows from the indentation alone, so instead of building a generic tree line by
+# line (≈ 2 µs/line × 120 lines/op), the scanner below cuts the text into op blocks with
+# ``str.find`` and reads each op with a handful of anchored regexes that swallow whole
+# ``attr { key … value { … } }`` entries and tensor descs at once; attr values are decoded
+# through a per-file cache (most values repeat: ``i: 6``, ``s: "NCHW"``, ``origin_shape`` …).
+# Anything that is not exactly in that shape is handed to the generic reader: one attr value
+# (``td``/``func``/``t``…), one op, or — when the outline itself is odd, or the generic reader
+# complains anywhere — the whole file, so warnings and errors stay those of the generic path.
+
+
+class _Fallback(Exception):
+    """The text is not canonically printed: parse the whole file with the generic reader."""
+
+
+class _OpFallback(Exception):
+    """This op is not canonically printed: parse its block with the generic reader."""
+
+
+_NAME = r"[A-Za-z_]\w*"
+_QKEY = r'"((?:[^"\\\n]|\\.)*)"'
+_TOP_ITEM = re.compile(rf"(?:({_NAME}): (.*)\n|({_NAME}) \{{\n|[ \t]*\n)")
+_GRAPH_ITEM = re.compile(rf"  (?:({_NAME}): (.*)\n|({_NAME}) \{{\n)")
+_OP_ITEM = re.compile(
+    rf"""    (?:
+      attr\ \{{\n\ {{6}}key:\ {_QKEY}\n\ {{6}}value\ \{{\n((?:\ {{8}}.*\n)*)\ {{6}}\}}\n\ {{4}}\}}\n
+    | (input_desc|output_desc)\ \{{\n((?:\ {{6}}.*\n)*)\ {{4}}\}}\n
+    | ({_NAME}):\ (.*)\n
+    | (?!attr\ |input_desc\ |output_desc\ )({_NAME})\ \{{\n(?:\ {{6}}.*\n)*\ {{4}}\}}\n
+    )""",
+    re.X,
+)
+_DESC_ITEM = re.compile(
+    rf"""\ {{6}}(?:
+      attr\ \{{\n\ {{8}}key:\ {_QKEY}\n\ {{8}}value\ \{{\n((?:\ {{10}}.*\n)*)\ {{8}}\}}\n\ {{6}}\}}\n
+    | shape\ \{{\n((?:\ {{8}}dim:\ -?[0-9]+\n)*)\ {{6}}\}}\n
+    | ({_NAME}):\ (.*)\n
+    | (?!attr\ |shape\ )({_NAME})\ \{{\n(?:\ {{8}}.*\n)*\ {{6}}\}}\n
+    )""",
+    re.X,
+)
+_DIM = re.compile(r"-?[0-9]+")
+_BARE = re.compile(r"[-+\w.]+")
+_DQ_STR = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+_SQ_STR = re.compile(r"'((?:[^'\\\n]|\\.)*)'")
+#: value bodies by indent (op attrs: 8, desc attrs: 10): one scalar line, or a flat ``list { … }``
+_VALUE_SCALAR = {n: re.compile(rf" {{{n}}}({_NAME}): (.*)\n") for n in (8, 10)}
+_VALUE_LIST = {n: re.compile(rf" {{{n}}}list \{{\n((?: {{{n + 2}}}{_NAME}: .*\n)*) {{{n}}}\}}\n") for n in (8, 10)}
+_LIST_ITEM = {n: re.compile(rf" {{{n + 2}}}({_NAME}): (.*)\n") for n in (8, 10)}
+_SIMPLE_VALUE = {"s": _as_str, "i": _as_int, "f": _as_float, "b": _as_bool, "dt": ge_dtype, "bt": _as_str,
+                 "expression": _as_str}
+_OP_SCALARS = frozenset({"name", "type", "input", "id", "stream_id", "subgraph_name", "attr", "input_desc",
+                         "output_desc"})
+_DESC_SCALARS = frozenset({"name", "dtype", "layout", "shape", "attr"})
+_CACHE_MAX = 200_000
+_MISS = object()
+
+
+def _raw(raw: str) -> Any:
+    """One printed scalar (the text after ``key: ``) → value, as the generic reader reads it."""
+    c = raw[:1]
+    if c == '"':
+        body = raw[1:-1]
+        if raw[-1] == '"' and len(raw) > 1 and '"' not in body and "\\" not in body:
+            return body
+        m = _DQ_STR.fullmatch(raw)
+    elif c == "'":
+        m = _SQ_STR.fullmatch(raw)
+    elif _BARE.fullmatch(raw):
+        return _scalar(raw)
+    else:
+        raise _OpFallback
+    if m is None:
+        raise _OpFallback
+    return unescape(m.group(1))
+
+
+class _FastReader:
+    """Reads canonically printed ``ModelDef`` text; see the comment above."""
+
+    def __init__(self, text: str, label: str):
+        self.text = text
+        self.label = label
+        self.cache: dict[str, Any] = {}
+        self.generic_ops = 0
+
+    # -- outline ----------------------------------------------------------------------------
+
+    def _block_end(self, start: int, indent: str) -> int:
+        """End of the block whose body starts at ``start``: index just past its closing line."""
+        text = self.text
+        close = text.find(f"\n{indent}}}\n", start - 1)
+        if close < 0:
+            raise _Fallback
+        # every body line must be indented deeper than the braces, else the outline is not canonical
+        if text.count("\n", start, close + 1) != text.count(f"\n{indent}  ", start - 1, close):
+            raise _Fallback
+        return close + len(indent) + 3
+
+    def graphs(self) -> list[tuple[str, list[Optional[GraphNode]]]]:
+        text = self.text
+        end = len(text)
+        pos = 0
+        graph_bodies: list[tuple[int, int]] = []
+        match = _TOP_ITEM.match
+        while pos < end:
+            m = match(text, pos)
+            if m is None:
+                raise _Fallback
+            pos = m.end()
+            block = m.group(3)
+            if block:
+                body_end = self._block_end(pos, "")
+                if block == "graph":
+                    graph_bodies.append((pos, body_end - 2))
+                pos = body_end
+        if not graph_bodies:
+            raise _Fallback
+        return [self._graph(index, start, stop) for index, (start, stop) in enumerate(graph_bodies)]
+
+    def _graph(self, index: int, start: int, end: int) -> tuple[str, list[Optional[GraphNode]]]:
+        text = self.text
+        gname: Any = None
+        ops: list[tuple[int, int]] = []
+        pos = start
+        match = _GRAPH_ITEM.match
+        while pos < end:
+            m = match(text, pos, end)
+            if m is None:
+                raise _Fallback
+            pos = m.end()
+            block = m.group(3)
+            if block:
+                body_end = self._block_end(pos, "  ")
+                if block == "op":
+                    ops.append((pos, body_end - 4))
+                pos = body_end
+            elif m.group(1) == "name" and gname is None:
+                try:
+                    gname = _raw(m.group(2))
+                except _OpFallback:
+                    raise _Fallback from None
+        name = _as_str(gname if gname is not None else "") or f"graph_{index}"
+        return name, [self._op(s, e, name) for s, e in ops]
+
+    # -- ops --------------------------------------------------------------------------------
+
+    def _op(self, start: int, end: int, graph: str) -> Optional[GraphNode]:
+        try:
+            return self._fast_op(start, end, graph)
+        except _OpFallback:
+            self.generic_ops += 1
+            return _node(self._generic(self.text[start:end]), graph)
+
+    def _generic(self, body: str) -> Tree:
+        reader = TextTreeReader(self.label)
+        tree = reader.feed(body)
+        if reader.bad_lines:
+            raise _Fallback  # let the generic pass over the whole file report it
+        return tree
+
+    def _fast_op(self, start: int, end: int, graph: str) -> Optional[GraphNode]:
+        text = self.text
+        first: dict[str, Any] = {}
+        inputs: list[str] = []
+        control: list[str] = []
+        subgraphs: list[str] = []
+        attrs: dict[str, Any] = {}
+        in_descs: list[dict[str, Any]] = []
+        out_descs: list[dict[str, Any]] = []
+        match = _OP_ITEM.match
+        value = self._value
+        pos = start
+        while pos < end:
+            m = match(text, pos, end)
+            if m is None:
+                raise _OpFallback
+            pos = m.end()
+            akey, aval, dkind, _dbody, fkey, fval, bkey = m.groups()
+            if aval is not None:
+                attrs[unescape(akey) if "\\" in akey else akey] = value(aval, 8)
+            elif dkind is not None:
+                (in_descs if dkind == "input_desc" else out_descs).append(self._desc(m.start(3), m.end(3)))
+            elif fkey is not None:
+                if fkey == "input":
+                    src = _as_str(_raw(fval))
+                    if src.endswith(":-1"):
+                        control.append(src[:-3])
+                    else:
+                        inputs.append(src)
+                elif fkey in _OP_SCALARS:
+                    if fkey == "subgraph_name":
+                        subgraphs.append(_as_str(_raw(fval)))
+                    elif fkey in ("attr", "input_desc", "output_desc"):
+                        raise _OpFallback
+                    elif fkey not in first:
+                        first[fkey] = _raw(fval)
+            elif bkey in _OP_SCALARS:
+                raise _OpFallback
+        name = _as_str(first.get("name", ""))
+        if not name:
+            return None
+        if "stream_id" in first:
+            attrs.setdefault("stream_id", _as_int(first["stream_id"]))
+        if "id" in first:
+            attrs.setdefault("op_id", _as_int(first["id"]))
+        if subgraphs:
+            attrs.setdefault("subgraph_names", subgraphs)
+        return GraphNode(
+            name=name,
+            type=_as_str(first.get("type", "")),
+            inputs=inputs,
+            control=control,
+            attrs=attrs,
+            input_descs=in_descs,
+            output_descs=out_descs,
+            graph=graph,
+            no_task=_as_bool(attrs.get("_no_task", False)),
+            node_id=str(_as_int(first["id"])) if "id" in first else "",
+        )
+
+    def _desc(self, start: int, end: int) -> dict[str, Any]:
+        """A ``TensorDescriptor`` body → the same dict as :func:`_desc` builds from a tree."""
+        text = self.text
+        first: dict[str, Any] = {}
+        dims: Optional[list[int]] = None
+        attrs: dict[str, Any] = {}
+        match = _DESC_ITEM.match
+        value = self._value
+        pos = start
+        while pos < end:
+            m = match(text, pos, end)
+            if m is None:
+                raise _OpFallback
+            pos = m.end()
+            akey, aval, shape, fkey, fval, bkey = m.groups()
+            if aval is not None:
+                attrs[unescape(akey) if "\\" in akey else akey] = value(aval, 10)
+            elif shape is not None:
+                if dims is None:
+                    dims = [int(d) for d in _DIM.findall(shape)]
+            elif fkey is not None:
+                if fkey in _DESC_SCALARS:
+                    if fkey in ("attr", "shape"):
+                        raise _OpFallback
+                    if fkey not in first:
+                        first[fkey] = _raw(fval)
+            elif bkey in _DESC_SCALARS:
+                raise _OpFallback
+        if dims is None:
+            dims = []
+        desc: dict[str, Any] = {"dtype": ge_dtype(first.get("dtype", 0)), "format": _as_str(first.get("layout", ""))}
+        origin_shape = attrs.get("origin_shape")
+        if isinstance(origin_shape, list):
+            desc["shape"] = [_as_int(x) for x in origin_shape]
+            desc["origin_shape"] = list(desc["shape"])
+        else:
+            desc["shape"] = dims
+        desc["device_shape"] = dims
+        if "origin_format" in attrs:
+            desc["origin_format"] = attrs["origin_format"]
+        name = first.get("name")
+        if name:
+            desc["name"] = _as_str(name)
+        for key, val in attrs.items():
+            if key.startswith("_datadump_"):
+                desc[key] = val
+        return desc
+
+    # -- attr values ------------------------------------------------------------------------
+
+    def _value(self, body: str, indent: int) -> Any:
+        """An ``AttrDef`` body (lines indented by ``indent``) → plain Python, cached per body text."""
+        cached = self.cache.get(body, _MISS)
+        if cached is not _MISS:
+            return list(cached) if type(cached) is tuple else cached
+        m = _VALUE_SCALAR[indent].fullmatch(body)
+        if m is not None and m.group(1) in _SIMPLE_VALUE:
+            result = _SIMPLE_VALUE[m.group(1)](_raw(m.group(2)))
+            if len(self.cache) < _CACHE_MAX:
+                self.cache[body] = result
+            return result
+        m = _VALUE_LIST[indent].fullmatch(body)
+        if m is not None:
+            lst: Tree = {}
+            for key, raw in _LIST_ITEM[indent].findall(m.group(1)):
+                lst.setdefault(key, []).append(_raw(raw))
+            result = _list_value(lst)
+            if len(self.cache) < _CACHE_MAX:
+                self.cache[body] = tuple(result)
+            return result
+        return _attr_value(self._generic(body))  # td / func / t / g / list_list_int … (not cached: nested)
+
+
+def _fast_graphs(text: str, label: str) -> Optional[list[tuple[str, list[Optional[GraphNode]]]]]:
+    """Graph specs read by the fast path, or None when the text needs the generic reader."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+        if "\r" in text:
+            return None
+    if not text.endswith("\n"):
+        text += "\n"
+    try:
+        return _FastReader(text, label).graphs()
+    except (_Fallback, _OpFallback, RecursionError):
+        return None
+
+
+def _text_tree(src: "Source | tuple[str, str]", warnings: list[str]) -> tuple[Tree, str]:
+    text, label = src if isinstance(src, tuple) else read_source(src)
     if "\x00" in text[:4096]:
         raise GraphParseError(f"{label}: binary data, not a protobuf text graph")
     root, reader = parse_text_tree(text, label)
@@ -273,7 +593,13 @@ def parse_ge_text(src: Source, *, warnings: Optional[list[str]] = None) -> list[
     Raises GraphParseError when the text is not protobuf text or holds no op.
     """
     warns: list[str] = warnings if warnings is not None else []
-    root, label = _text_tree(src, warns)
+    text, label = read_source(src)
+    if "\x00" in text[:4096]:
+        raise GraphParseError(f"{label}: binary data, not a protobuf text graph")
+    specs = _fast_graphs(text, label)
+    if specs is not None:
+        return _assemble(specs, label, "ge_text", warns)
+    root, label = _text_tree((text, label), warns)
     return graphs_from_tree(root, label, "ge_text", warns)
 
 

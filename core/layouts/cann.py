@@ -33,7 +33,7 @@ class CannLayout(Layout):
 
     def scan_dir(self, listing: DirListing) -> Iterable[Item]:
         aliases: dict[str, str] = {}
-        if "mapping.csv" in listing.files and "mapping.csv" not in listing.claimed:
+        if "mapping.csv" in listing.files:
             bad: list[str] = []
             try:
                 aliases = read_mapping_csv(listing.path("mapping.csv"), bad)

@@ -149,14 +149,15 @@ class MindSporeLayout(Layout):
             except OSError as exc:
                 yield Problem(listing.path("mapping.csv"), f"cannot read mapping.csv: {exc.strerror or exc}")
         place = None
-        for fname in listing.unclaimed():
+        used_alias = False
+        for fname in list(listing.unclaimed()):
             if fname.endswith(".npy"):
                 real = fname
-                stem = fname[:-4]
-                if stem.split(".", 1)[0].isdigit() and stem.split(".", 1)[0] in aliases:
-                    real = aliases[stem.split(".", 1)[0]] + fname[len(stem.split(".", 1)[0]):]
-                elif stem.isdigit() and stem in aliases:
-                    real = aliases[stem]
+                head = fname.split(".", 1)[0]
+                if head.isdigit() and fname in aliases:
+                    real, used_alias = aliases[fname], True
+                elif head.isdigit() and head in aliases:
+                    real, used_alias = aliases[head] + fname[len(head):], True
                 parsed = parse_npy_name(real)
                 if parsed is None:
                     continue
@@ -170,7 +171,7 @@ class MindSporeLayout(Layout):
                     continue
                 listing.claimed.add(fname)
                 yield self._bin_record(listing, fname, old)
-        if "mapping.csv" in listing.files and aliases:
+        if used_alias:
             listing.claimed.add("mapping.csv")
 
     # -- pieces -------------------------------------------------------------------------

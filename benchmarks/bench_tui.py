@@ -1,0 +1,137 @@
+"""Explorer responsiveness on a big dump (run by hand, not in CI).
+
+Builds (or reuses) a synthetic MindSpore-style ``.npy`` tree of N ops (default 100k, one tiny
+output tensor each, 1,000 scopes), warms the index, then measures in a headless ``run_test``:
+
+* time to first paint of the layout, and to the first screen with ops (warm index);
+* key-to-paint latency p50/p95 of ``down`` and ``pagedown`` in the flat execution-order list
+  (press → message processed → screen refreshed), plus ``end`` (jump to the last op).
+
+    python benchmarks/bench_tui.py [--ops 100000] [--dir /tmp/dumpscope-bench] [--keys 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def npy_bytes(arr: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, arr)
+    return buf.getvalue()
+
+
+def build_tree(root: Path, n_ops: int, n_scopes: int = 1000) -> Path:
+    """``root/dump/rank_0/Net/0/0/*.npy`` + execution order; reused when complete."""
+    dump = root / "dump"
+    marker = root / f".complete-{n_ops}"
+    if marker.exists():
+        return dump
+    folder = dump / "rank_0" / "Net" / "0" / "0"
+    folder.mkdir(parents=True, exist_ok=True)
+    order = dump / "rank_0" / "execution_order"
+    order.mkdir(parents=True, exist_ok=True)
+    payload = npy_bytes(np.arange(4, dtype=np.float32))
+    types = ("Conv2D", "BatchNorm", "ReLU", "MatMul", "Add", "Cast", "Mul", "Reshape")
+    names = []
+    t0 = time.perf_counter()
+    for i in range(n_ops):
+        op_type = types[i % len(types)]
+        scope = f"Default/net/block{(i * n_scopes // n_ops) // 10}/layer{(i * n_scopes // n_ops) % 10}"
+        name = f"{scope}/{op_type}-op{i}"
+        names.append(name)
+        fname = f"{op_type}.{name.replace('/', '_')}.0.0.{1700000000000000 + i:016d}.output.0.DefaultFormat.float32.npy"
+        with open(folder / fname, "wb") as fh:
+            fh.write(payload)
+    (order / "ms_execution_order_graph_0.csv").write_text(
+        "NodeExecutionOrder-FullNameWithScope\n" + "\n".join(names) + "\n")
+    marker.write_text("ok")
+    print(f"built {n_ops:,} ops in {time.perf_counter() - t0:.1f}s under {dump}")
+    return dump
+
+
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+
+async def measure(dump: Path, keys: int) -> dict[str, object]:
+    from dumpscope.tui.app import DumpscopeApp
+
+    results: dict[str, object] = {}
+    t0 = time.perf_counter()
+    app = DumpscopeApp(str(dump), display_name="bench")
+    async with app.run_test(size=(120, 40)) as pilot:
+        results["first_paint_layout_s"] = time.perf_counter() - t0
+        while app.q is None:
+            await pilot.pause(0.01)
+        await pilot.pause()
+        results["first_screen_with_ops_s"] = time.perf_counter() - t0
+        results["ops_in_view"] = app.main._count
+        await pilot.press("t")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+
+        async def lat(key: str, n: int) -> list[float]:
+            out = []
+            for _ in range(n):
+                t = time.perf_counter()
+                await pilot.press(key)
+                await pilot.pause()  # the refresh scheduled by the key has been processed
+                out.append((time.perf_counter() - t) * 1000)
+            return out
+
+        for key, n in (("down", keys), ("pagedown", max(10, keys // 5))):
+            ms = await lat(key, n)
+            results[f"{key}_ms_p50"] = statistics.median(ms)
+            results[f"{key}_ms_p95"] = pct(ms, 95)
+        t = time.perf_counter()
+        await pilot.press("end")
+        await pilot.pause()
+        results["end_ms"] = (time.perf_counter() - t) * 1000
+        results["cursor_at_end"] = app.main.current.exec_index if app.main.current else None
+        await app.workers.wait_for_complete()
+    return results
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ops", type=int, default=100_000)
+    ap.add_argument("--dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "dumpscope-bench"))
+    ap.add_argument("--keys", type=int, default=300)
+    args = ap.parse_args()
+    root = Path(args.dir) / f"ms{args.ops}"
+    os.environ.setdefault("DUMPSCOPE_CACHE_DIR", str(Path(args.dir) / "cache"))
+    import textual
+
+    print(f"machine: {platform.platform()}  python {platform.python_version()}  cpus {os.cpu_count()}  "
+          f"textual {textual.__version__}")
+    dump = build_tree(root, args.ops)
+    from dumpscope.core.query import open_query
+
+    t = time.perf_counter()
+    q = open_query(str(dump))
+    print(f"index open (cold or warm): {time.perf_counter() - t:.2f}s, {q.count_ops():,} ops")
+    q.index.close()
+    t = time.perf_counter()
+    q = open_query(str(dump))
+    print(f"index open (warm): {time.perf_counter() - t:.2f}s")
+    q.index.close()
+    res = asyncio.run(measure(dump, args.keys))
+    for k, v in res.items():
+        print(f"{k:28s} {v:.3f}" if isinstance(v, float) else f"{k:28s} {v}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
