@@ -202,23 +202,39 @@ def _load_graphs(index: "DumpIndex", wanted: set[tuple[int, str]]) -> tuple[dict
     ge_files = [f for f in files if f[1] in ("ge_text", "ge_onnx", "ge_json")]
     ge_files.sort(key=lambda f: (0 if f[0].endswith("_Build.txt") else 1 if "Build" in f[0] else 2, f[0]))
     missing = {k for k in wanted if k not in found and k[1]}
-    for path, kind, _rank, _graph in ge_files:
-        if not missing:
-            break
-        try:
-            graphs = load_graph_file(path, kind)
-        except Exception as exc:
-            problems.append((path, _first_line(exc, path)))
-            continue
-        names = {sanitize_name(g.name): g for g in graphs}
-        for key in list(missing):
-            g = names.get(key[1]) or names.get(sanitize_name(key[1]))
-            if g is not None:
-                # subgraphs of the same model file join through the root graph's name
-                sub = [x for x in graphs if x is not g and x.name in g.subgraphs]
-                merged = _merge([g, *sub], path, kind) if sub else g
-                found[key] = _prepare(f"{path}#{g.name}", merged)
-                missing.discard(key)
+    parsed: dict[str, Optional[list[Graph]]] = {}
+
+    def graphs_of(path: str, kind: str) -> Optional[list[Graph]]:
+        if path not in parsed:
+            try:
+                parsed[path] = load_graph_file(path, kind)
+            except Exception as exc:
+                problems.append((path, _first_line(exc, path)))
+                parsed[path] = None
+        return parsed[path]
+
+    # a rank's own graph files first (torchair writes one per worldsize…_global_rankN), then any
+    for same_rank_only in (True, False):
+        for path, kind, frank, _graph in ge_files:
+            if not missing:
+                break
+            keys = [k for k in missing if not same_rank_only or frank is None or frank == k[0]]
+            if same_rank_only and frank is not None:
+                keys = [k for k in keys if frank == k[0]]
+            if not keys:
+                continue
+            graphs = graphs_of(path, kind)
+            if not graphs:
+                continue
+            names = {sanitize_name(g.name): g for g in graphs}
+            for key in keys:
+                g = names.get(key[1]) or names.get(sanitize_name(key[1]))
+                if g is not None:
+                    # subgraphs of the same model file join through the root graph's name
+                    sub = [x for x in graphs if x is not g and x.name in g.subgraphs]
+                    merged = _merge([g, *sub], path, kind) if sub else g
+                    found[key] = _prepare(f"{path}#{g.name}", merged)
+                    missing.discard(key)
     return found, problems
 
 

@@ -35,13 +35,17 @@ class CannLayout(Layout):
         aliases: dict[str, str] = {}
         if "mapping.csv" in listing.files:
             bad: list[str] = []
+            mpath = listing.path("mapping.csv")
             try:
-                aliases = read_mapping_csv(listing.path("mapping.csv"), bad)
+                aliases = read_mapping_csv(mpath, bad)
             except (OSError, ValueError) as exc:
-                yield Problem(listing.path("mapping.csv"), _first_line(exc, listing.path("mapping.csv")))
-            for b in bad[:5]:
-                yield Problem(listing.path("mapping.csv"), b)
+                yield Problem(mpath, _first_line(exc, mpath))
+            if bad:  # one problem per file, however many lines are bad
+                first = bad[0][len(mpath) + 1:] if bad[0].startswith(mpath + ":") else bad[0]
+                more = f" (and {len(bad) - 1} more bad lines)" if len(bad) > 1 else ""
+                yield Problem(mpath, f"line {first}{more}")
         place: Optional[DumpPlace] = None
+        unmapped: list[str] = []
         for fname in list(listing.unclaimed()):
             if fname.endswith((".npy", ".csv", ".txt", ".ir", ".pb", ".pbtxt", ".log", ".py")):
                 if not (fname.startswith("Opdebug.") and fname.endswith(".json")):
@@ -52,6 +56,8 @@ class CannLayout(Layout):
                 real_name = aliases.get(fname) or aliases.get(fname.split(".", 1)[0])
                 name = parse_dump_name(real_name) if real_name else None
                 if name is None:
+                    if not real_name and "." not in fname:
+                        unmapped.append(fname)
                     continue
             if name is None or name.kind not in ("dump", "opdebug"):
                 continue
@@ -68,6 +74,12 @@ class CannLayout(Layout):
                     yield item
         if aliases:
             listing.claimed.add("mapping.csv")
+        # an all-digit alias beside dump files (or a mapping.csv) is a dump whose real name is lost
+        if unmapped and (aliases or "mapping.csv" in listing.files or place is not None):
+            why = "no entry in mapping.csv" if "mapping.csv" in listing.files else "no mapping.csv in its folder"
+            for fname in unmapped:
+                listing.claimed.add(fname)
+                yield Problem(listing.path(fname), f"all-digit alias with {why}: its dump file name is unknown")
 
     def _dump(self, path: str, name: DumpName, place: DumpPlace) -> Iterator[Item]:
         try:

@@ -260,5 +260,7 @@ def _one_line(exc: BaseException, path: str) -> str:
     """The first line of an error, without the path (``Problem`` names the file itself)."""
     text = str(exc).strip()
     text = text.splitlines()[0] if text else type(exc).__name__
-    prefix = path + ": "
-    return text[len(prefix):] if text.startswith(prefix) else text
+    for prefix in (path + ": ", os.path.basename(path) + ": "):
+        if text.startswith(prefix):
+            return text[len(prefix):]
+    return text

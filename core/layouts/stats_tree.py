@@ -38,8 +38,11 @@ class StatsCsvLayout(Layout):
                 text = (str(exc).strip() or type(exc).__name__).splitlines()[0]
                 yield Problem(path, text[len(path) + 2:] if text.startswith(path + ": ") else text)
                 continue
-            for w in parsed.warnings[:3]:
-                yield Problem(path, w[len(path) + 2:] if w.startswith(path + ": ") else w)
+            if parsed.warnings:  # one problem per file, however many rows are bad
+                w = parsed.warnings[0].splitlines()[0] if parsed.warnings[0] else "bad row"
+                w = w[len(path) + 1:].lstrip(" ") if w.startswith(path + ":") else w
+                more = f" (and {len(parsed.warnings) - 1} more bad rows)" if len(parsed.warnings) > 1 else ""
+                yield Problem(path, f"line {w}{more}" if w[:1].isdigit() else w + more)
             yield from _records(parsed, place)
 
 

@@ -1,0 +1,260 @@
+"""Shared helpers of the benchmarks: work dir, synthetic big trees, machine info, JSON results.
+
+Trees are generated under the benchmark work dir (``--workdir``, default ``/tmp/dumpscope-bench``)
+and reused between runs: a ``.complete`` marker is written last, so an interrupted generation is
+redone.  Never point the work dir into the repository.
+
+CANN tree (``cann_tree(workdir, n)``)::
+
+    {workdir}/cann{n}/dump/20240101120000/0/ge_default_20240101120000_1/1/{step}/
+        {type}.{scope_with_underscores}.{task}.{stream}.{16-digit ts}
+
+≤ 5,000 files per step folder; each file is a real DumpData image (u64 header length, protobuf
+header, payloads) of 2-8 KB.  One image is encoded per distinct (type, shape) with
+``core/synth/cann_writer.encode_dump``; each copy gets its own ``dump_time`` and ``op_name``
+appended as protobuf fields (last field wins), so headers are valid and distinct.
+
+MindSpore tree (``ms_tree(workdir, n_ops)``): ``{workdir}/ms{n}/dump/rank_0/Net/0/0/`` with one input
+and one output ``.npy`` per op, named
+``{type}.{name}.0.0.{ts}.{input|output}.{slot}.DefaultFormat.float32.npy`` (a few KB each), plus
+the execution-order CSV.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+DEFAULT_WORKDIR = os.path.join(os.environ.get("TMPDIR", "/tmp"), "dumpscope-bench")
+REPO = Path(__file__).resolve().parent.parent
+FILES_PER_FOLDER = 5000
+
+_TYPES = ("Conv2D", "BNInferD", "Relu", "MatMulV2", "Add", "Mul", "Cast", "SoftmaxV2", "LayerNorm", "Gelu",
+          "TransData", "BatchMatMul")
+# (logical NCHW shape) -> fp16 NC1HWC0 payloads of 1-4 KB per tensor
+_SHAPES = ((1, 16, 8, 8), (1, 32, 4, 8), (2, 16, 8, 8), (1, 64, 4, 4), (1, 16, 16, 8))
+
+
+def check_workdir(workdir: str) -> Path:
+    p = Path(workdir).resolve()
+    if p == REPO or REPO in p.parents:
+        raise SystemExit(f"refusing to write benchmark trees into the repository: {p}")
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def _varint(v: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        out.append(b | 0x80 if v else b)
+        if not v:
+            return bytes(out)
+
+
+def _sanitize(name: str) -> str:
+    for ch in "/.\\ ":
+        name = name.replace(ch, "_")
+    return name
+
+
+def _cann_templates(seed: int = 0) -> list[tuple[str, bytes, bytes]]:
+    from dumpscope.core.synth.cann_writer import SynthTensor, encode_dump
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for i, op_type in enumerate(_TYPES):
+        shape = _SHAPES[i % len(_SHAPES)]
+        a = rng.standard_normal(shape).astype(np.float16)
+        img = encode_dump("", [SynthTensor(a, "float16", "NC1HWC0")], [SynthTensor(a, "float16", "NC1HWC0")], 0)
+        h = int.from_bytes(img[:8], "little")
+        out.append((op_type, img[8:8 + h], img[8 + h:]))
+    return out
+
+
+def write_cann_tree(dump: Path, n_files: int, per_folder: int = FILES_PER_FOLDER, log: bool = True) -> Path:
+    """``n_files`` CANN dump files under ``dump`` (see module doc).  Returns ``dump``."""
+    templates = _cann_templates()
+    model = dump / "20240101120000" / "0" / "ge_default_20240101120000_1" / "1"
+    ts = 1704110400000000
+    t0 = time.perf_counter()
+    folder = model
+    for i in range(n_files):
+        step, k = divmod(i, per_folder)
+        if k == 0:
+            folder = model / str(step)
+            folder.mkdir(parents=True, exist_ok=True)
+            if log and step and step % 20 == 0:
+                print(f"  generated {i:,} files ({time.perf_counter() - t0:.0f}s)", file=sys.stderr, flush=True)
+        op_type, head, payload = templates[k % len(templates)]
+        layer = k // len(templates)
+        name = f"bert/encoder/layer_{layer // 12}/block_{layer % 12}/{op_type.lower()}_{k % 3}/{op_type}"
+        ts += 37 + (k % 11)
+        nb = name.encode()
+        head = head + b"\x10" + _varint(ts) + b"\x32" + _varint(len(nb)) + nb
+        fname = f"{op_type}.{_sanitize(name)}.{k + 1}.{k % 4}.{ts:016d}"
+        with open(folder / fname, "wb") as fh:
+            fh.write(len(head).to_bytes(8, "little") + head + payload)
+    return dump
+
+
+def _npy(arr: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, arr)
+    return buf.getvalue()
+
+
+def write_ms_tree(dump: Path, n_ops: int, per_scope: int = 100) -> Path:
+    """``n_ops`` MindSpore kernels (one input + one output .npy each, 1-4 KB) + execution order."""
+    rank = dump / "rank_0"
+    folder = rank / "Net" / "0" / "0"
+    folder.mkdir(parents=True, exist_ok=True)
+    order = rank / "execution_order"
+    order.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    payloads = [_npy(rng.standard_normal(n).astype(np.float32)) for n in (256, 512, 1024)]
+    types = ("MatMul", "Add", "ReLU", "Mul", "Cast", "Softmax", "LayerNorm", "Conv2D")
+    names = []
+    ts = 1718262902000000
+    for k in range(n_ops):
+        t = types[k % len(types)]
+        name = f"Default/network-Net/layers-CellList/{k // per_scope}-Block/{t.lower()}-{t}/{t}-op{k}"
+        names.append(name)
+        fk = name.replace("/", "_")
+        for io_kind in ("input", "output"):
+            ts += 41
+            with open(folder / f"{t}.{fk}.0.0.{ts:016d}.{io_kind}.0.DefaultFormat.float32.npy", "wb") as fh:
+                fh.write(payloads[k % len(payloads)])
+    (order / "ms_execution_order_graph_0.csv").write_text(
+        "NodeExecutionOrder-FullNameWithScope\n" + "".join(n + "\n" for n in names))
+    return dump
+
+
+def cann_tree(workdir: str, n_files: int) -> Path:
+    """The (reused) CANN tree of ``n_files`` files under the work dir."""
+    root = check_workdir(workdir) / f"cann{n_files}"
+    dump = root / "dump"
+    marker = root / ".complete"
+    if not marker.exists():
+        if dump.exists():
+            import shutil
+            shutil.rmtree(dump)
+        t0 = time.perf_counter()
+        write_cann_tree(dump, n_files)
+        marker.write_text(json.dumps({"files": n_files, "seconds": time.perf_counter() - t0}))
+        print(f"generated CANN tree of {n_files:,} files in {time.perf_counter() - t0:.1f}s: {dump}",
+              file=sys.stderr)
+    return dump
+
+
+def ms_tree(workdir: str, n_ops: int) -> Path:
+    root = check_workdir(workdir) / f"msnpy{n_ops}"
+    dump = root / "dump"
+    marker = root / ".complete"
+    if not marker.exists():
+        if dump.exists():
+            import shutil
+            shutil.rmtree(dump)
+        t0 = time.perf_counter()
+        write_ms_tree(dump, n_ops)
+        marker.write_text(json.dumps({"ops": n_ops, "seconds": time.perf_counter() - t0}))
+        print(f"generated MindSpore tree of {n_ops:,} ops in {time.perf_counter() - t0:.1f}s: {dump}",
+              file=sys.stderr)
+    return dump
+
+
+# ------------------------------------------------------------------------------------------ results
+
+
+def emit(metric: str, value: Any, unit: str = "", baseline: Any = None, ratio: Optional[float] = None,
+         target: str = "", met: Optional[bool] = None, note: str = "") -> dict:
+    """Print one result as a JSON line (prefixed ``RESULT ``) and return it."""
+    rec = {"metric": metric, "value": value, "unit": unit, "baseline": baseline, "ratio": ratio,
+           "target": target, "met": met, "note": note}
+    print("RESULT " + json.dumps(rec), flush=True)
+    return rec
+
+
+def parse_results(text: str) -> list[dict]:
+    out = []
+    for line in text.splitlines():
+        if line.startswith("RESULT "):
+            try:
+                out.append(json.loads(line[7:]))
+            except ValueError:
+                pass
+    return out
+
+
+def fresh_cache_env(cache: Path) -> dict:
+    env = dict(os.environ)
+    env["DUMPSCOPE_CACHE_DIR"] = str(cache)
+    return env
+
+
+def drop_index(dump: Path, cache: Path) -> None:
+    from dumpscope.core.cache import index_path
+
+    p = index_path(str(dump), cache)
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        try:
+            os.unlink(str(p) + suffix)
+        except OSError:
+            pass
+
+
+def time_subprocess(code: str, env: Optional[dict] = None, reps: int = 3) -> float:
+    """Best wall time of ``python -c code`` over ``reps`` runs."""
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True, env=env, stdout=subprocess.DEVNULL)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+# ------------------------------------------------------------------------------------------ machine
+
+
+def machine_info() -> dict:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    ram = None
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    ram = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    try:
+        aff = len(os.sched_getaffinity(0))
+    except AttributeError:
+        aff = os.cpu_count()
+    return {"cpu": cpu, "cores": os.cpu_count(), "usable_cores": aff,
+            "ram_gb": round(ram / 2**30, 1) if ram else None, "load_avg": [round(x, 2) for x in os.getloadavg()],
+            "python": platform.python_version(), "numpy": np.__version__, "platform": platform.platform()}
+
+
+def print_machine() -> dict:
+    info = machine_info()
+    print("machine: " + json.dumps(info), flush=True)
+    return info
