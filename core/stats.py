@@ -340,18 +340,23 @@ class _LinearMap:
         self.dtype = np.dtype(dtype)
         self.pre = None
         span = hi - lo
-        if not math.isfinite(span):  # float64 values spanning more than the float64 range
+        if not span * 4 < float(np.finfo(self.dtype).max):  # x - lo could overflow: scale first
             self.pre = self.dtype.type(0.25)
             lo, span = lo * 0.25, hi * 0.25 - lo * 0.25
         self.lo = self.dtype.type(lo)
         with np.errstate(over="ignore"):
             self.scale = self.dtype.type(nb / span)
-        self.top = self.dtype.type(nb - 1)
+        self.top = nb - 1
         self.ok = bool(np.isfinite(self.scale)) and self.scale > 0
-        self.lo_v, self.hi_v = lo, hi
 
     def index(self, x: np.ndarray, fbuf: np.ndarray, out: np.ndarray) -> np.ndarray:
         """Bins of the finite values ``x`` (data dtype) into ``out`` (uint8/int32), via ``fbuf``."""
+        y = self._scaled(x, fbuf)
+        np.copyto(out, y, casting="unsafe")  # truncation; 0 <= y < nb + 1 (checked in edges())
+        np.minimum(out, out.dtype.type(self.top), out=out)  # integer clip: cheaper than float
+        return out
+
+    def _scaled(self, x: np.ndarray, fbuf: np.ndarray) -> np.ndarray:
         y = fbuf[: x.size]
         with np.errstate(over="ignore", under="ignore"):
             if self.pre is not None:
@@ -360,9 +365,7 @@ class _LinearMap:
             else:
                 np.subtract(x, self.lo, out=y)
             np.multiply(y, self.scale, out=y)
-        np.minimum(y, self.top, out=y)
-        np.copyto(out, y, casting="unsafe")  # truncation; y is in [0, nb - 1]
-        return out
+        return y
 
     def edges(self, lo: float, hi: float) -> Optional[np.ndarray]:
         """Exact bin limits ``[lo, t_1 … t_{nb-1}, hi]`` (None when the map is unusable)."""
@@ -370,8 +373,8 @@ class _LinearMap:
         ends = np.array([lo, hi], dtype=self.dtype)
         probe = np.empty(max(nb - 1, 2), dtype=self.dtype)
         out = np.empty(probe.size, dtype=np.int32)
-        e_idx = self.index(ends, probe, out[:2]).copy()
-        if e_idx[0] != 0 or e_idx[1] != nb - 1:
+        y_ends = self._scaled(ends, probe).copy()
+        if not (y_ends[0] == 0 and nb - 1 <= y_ends[1] < nb + 1):
             return None
         if nb == 1:
             return ends.astype(np.float64)
@@ -526,19 +529,19 @@ class _FloatAcc:
         zeros = int(np.count_nonzero(x == 0))
         self.zeros += zeros
         nonzero = m - zeros
-        # exponent field sum → mean floor(log2|x|) of the non-zero values
-        g = self._f64buf(m)
-        pos, stride = _HIGH16[x.itemsize]
-        h = x.view(np.uint16)[pos::stride]
-        u = self._ubuf.view(np.uint16)[:m]
-        np.bitwise_and(h, np.uint16(0x7FFF), out=u)
+        # exponent field sum → mean floor(log2|x|) of the non-zero values: the masked field is a
+        # multiple of 2**23 (2**52) below 2**31 (2**63), so the float64 sum is exact
         if x.itemsize == 4:
-            np.right_shift(u, np.uint16(7), out=u)
+            u = self._ubuf.view(np.uint32)[:m]
+            np.bitwise_and(x.view(np.uint32), np.uint32(0x7F800000), out=u)
+            field_sum = float(np.add.reduce(u, dtype=np.float64)) * 2.0**-23
             bias = 127.0
         else:
-            np.right_shift(u, np.uint16(4), out=u)
+            u = self._ubuf[:m]
+            np.bitwise_and(x.view(np.uint64), np.uint64(0x7FF0000000000000), out=u)
+            field_sum = float(np.add.reduce(u, dtype=np.float64)) * 2.0**-52
             bias = 1023.0
-        self.exp_sum += float(np.add.reduce(u, dtype=np.uint64)) - bias * nonzero
+        self.exp_sum += field_sum - bias * nonzero
         self.nonzero += nonzero
         # shifted moments around c (float64 throughout; exact when c is the block mean)
         c = self.mean if self.nfin else float(x[0])

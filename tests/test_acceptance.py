@@ -179,3 +179,20 @@ def test_api_dump_ops_in_call_order_with_stack(capsys):
     assert names.index("Functional.batch_norm.0.forward") > names.index("Functional.conv2d.0.forward")
     op = cli_json(capsys, "show", str(SAMPLES / "msprobe"), "Functional.batch_norm.0.forward")["op"]
     assert op.get("stack") or op["source"]
+
+
+def test_stats_of_a_pt_tensor_equal_stored_values(capsys):
+    import io
+    import zipfile
+
+    q = open_query(str(SAMPLES / "msprobe"))
+    op = q.resolve_op("Functional.conv2d.0.forward")
+    (t,) = [t for t in q.tensors(op.id) if t.io == "output"]
+    assert t.storage == "pt"
+    # the stored values, read straight from the zip's storage bytes (little-endian float32, contiguous)
+    with zipfile.ZipFile(t.path) as zf:
+        raw = zf.read([n for n in zf.namelist() if n.endswith("/data/0")][0])
+    ref = np.frombuffer(raw, "<f4").astype(np.float64)
+    doc = cli_json(capsys, "stats", str(SAMPLES / "msprobe"), "Functional.conv2d.0.forward")
+    assert doc["count"] == ref.size and doc["max"] == ref.max() and doc["min"] == ref.min()
+    assert doc["mean"] == pytest.approx(ref.mean(), rel=1e-9)

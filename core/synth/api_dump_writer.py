@@ -179,10 +179,10 @@ def write_pt(path: str, array: np.ndarray, *, dtype: Optional[str] = None,
         _STORAGE_OF[logical], "0", int(base.size), offset, a.shape, stride)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zf:
-        zf.writestr(f"{archive}/data.pkl", pkl)
-        zf.writestr(f"{archive}/byteorder", "little")
-        zf.writestr(f"{archive}/data/0", raw)
-        zf.writestr(f"{archive}/version", "3\n")
+        for name, payload in ((f"{archive}/data.pkl", pkl), (f"{archive}/byteorder", "little"),
+                              (f"{archive}/data/0", raw), (f"{archive}/version", "3\n")):
+            # a fixed timestamp keeps generated samples byte-identical between runs
+            zf.writestr(zipfile.ZipInfo(name, date_time=(2024, 1, 1, 0, 0, 0)), payload)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "wb") as fh:
         fh.write(buf.getvalue())

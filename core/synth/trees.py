@@ -485,7 +485,9 @@ def _fix_dump_json(rank_dir: str, fake_root: str) -> None:
 def write_msprobe_tree(root, eps: float = 1e-5) -> str:
     from dumpscope.core.synth.api_dump_writer import simulate_small_net, write_msprobe_tree as _w
 
-    rank_dir = _w(str(root), simulate_small_net(eps=eps), framework="pytorch", task="tensor", step=0, rank=0)
+    # the conv output is stored as a torch .pt (read by the restricted reader), the rest as npy
+    rank_dir = _w(str(root), simulate_small_net(eps=eps), framework="pytorch", task="tensor", step=0, rank=0,
+                  pt_names=("Functional.conv2d.0.forward.output.0",))
     _fix_dump_json(rank_dir, f"/home/user/dump/{Path(root).name}")
     return rank_dir
 
