@@ -8,6 +8,7 @@ bounded read (≤ 64 KiB) and never looks at the payload.  Loading goes through
 from __future__ import annotations
 
 import ast
+import re
 import os
 import struct
 from dataclasses import dataclass
@@ -50,6 +51,11 @@ def read_npy_header(path: str) -> NpyHeader:
     return parse_npy_header(head, size, name)
 
 
+#: the header dict exactly as ``numpy.lib.format`` writes it (simple dtypes only)
+_STANDARD_HEADER = re.compile(
+    r"\{'descr': '([<>|=]?[a-zA-Z]\d*)', 'fortran_order': (True|False), 'shape': \(((?:\d+, ?)*\d*)\), \}\s*$")
+
+
 def parse_npy_header(head: bytes, file_size: int, name: str = "<npy>") -> NpyHeader:
     """Parse the first bytes of a ``.npy`` file (pure function, used by the fuzz tests)."""
     if len(head) < 10 or not head.startswith(MAGIC):
@@ -73,7 +79,13 @@ def parse_npy_header(head: bytes, file_size: int, name: str = "<npy>") -> NpyHea
     encoding = "utf-8" if major == 3 else "latin1"
     try:
         text = head[start:end].decode(encoding)
-        meta = ast.literal_eval(text.strip())
+        m = _STANDARD_HEADER.match(text)
+        if m is not None:
+            # numpy's own writer always produces this exact dict text: skip the parser
+            shape = tuple(int(d) for d in m.group(3).split(",") if d.strip())
+            meta = {"descr": m.group(1), "fortran_order": m.group(2) == "True", "shape": shape}
+        else:
+            meta = ast.literal_eval(text.strip())
     except (UnicodeDecodeError, ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         raise NpyFormatError(f"{name}: unreadable .npy header dict") from None
     return _header_from_dict(meta, end, file_size, name)
