@@ -389,6 +389,14 @@ def finalize(index: "DumpIndex") -> None:
             csv_pos = {n: i for i, n in enumerate(names)}
             csv_spos = {sanitize_name(n): i for i, n in enumerate(names)}
             csv_names = {sanitize_name(n): n for n in names}
+            # doc-style npy names carry only the last scope segment (``Conv2D-op12``)
+            shorts: dict[str, list[str]] = defaultdict(list)
+            for n in names:
+                shorts[sanitize_name(n.rsplit("/", 1)[-1])].append(n)
+            for short, full in shorts.items():
+                if len(full) == 1 and short not in csv_spos:
+                    csv_spos[short] = csv_pos[full[0]]
+                    csv_names[short] = full[0]
             for acc in _order(graphs_here[graph], csv_pos, csv_spos):
                 op_id += 1
                 name = acc.joined or acc.name

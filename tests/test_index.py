@@ -120,3 +120,17 @@ def test_missing_root_raises_one_line(tmp_path):
     with pytest.raises(FileNotFoundError) as exc:
         DumpIndex.open(str(tmp_path / "nope"))
     assert "no such file or directory" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_short_doc_style_names_take_full_names_from_the_exec_order_csv(tmp_path):
+    d = tmp_path / "rank_0" / "Net" / "0" / "0"
+    x = np.ones((2, 2), np.float32)
+    # r1.3–2.5 doc style: only the last scope segment in the file name, timestamps out of CSV order
+    _ms_file(d, "Exp", "Exp-op3", 1000000000000001, "output", 0, x)
+    _ms_file(d, "Conv2D", "Conv2D-op12", 1000000000000002, "output", 0, x)
+    order = tmp_path / "rank_0" / "execution_order"
+    order.mkdir(parents=True)
+    (order / "ms_execution_order_graph_0.csv").write_text(
+        "NodeExecutionOrder-FullNameWithScope\nDefault/net/conv1/Conv2D-op12\nDefault/net/Exp-op3\n")
+    q = open_query(str(tmp_path))
+    assert [o.name for o in q.ops(0, 0)] == ["Default/net/conv1/Conv2D-op12", "Default/net/Exp-op3"]
