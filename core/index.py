@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from dumpscope.core.cache import index_path
 from dumpscope.core.layouts import all_layouts
@@ -114,7 +114,8 @@ class _Pool:
     """A lazily started process pool reading big folders in chunks.
 
     Results of one folder are stored together once all its chunks are back.  Where no
-    process can be started (restricted sandboxes), folders are read inline instead.
+    process can be started (restricted sandboxes, odd stdio under a TUI) or a worker dies,
+    the chunk is read inline instead: the pool only ever makes indexing faster.
     """
 
     def __init__(self, workers: Optional[int]) -> None:
@@ -123,7 +124,8 @@ class _Pool:
         self.workers = n
         self.usable = n > 1
         self._pool = None
-        self._pending: list[tuple[Scanned, Optional[int], list, list[str]]] = []
+        self._root = ""
+        self._pending: list[tuple[Scanned, Optional[int], list[tuple[Any, list[str]]]]] = []
 
     def _executor(self):
         if self._pool is None:
@@ -135,38 +137,52 @@ class _Pool:
                                              mp_context=multiprocessing.get_context(method))
         return self._pool
 
+    def _inline(self, scanned: Scanned, files: list[str]) -> "_Done":
+        return _Done(*_scan_chunk(self._root, scanned, files))
+
     def submit(self, root: str, scanned: Scanned, old_id: Optional[int]) -> None:
+        self._root = root
         files = scanned.files
         shared = [f for f in files if f in ("mapping.csv",)]
-        chunks = [files[i:i + CHUNK_FILES] for i in range(0, len(files), CHUNK_FILES)]
-        try:
-            ex = self._executor()
-            futures = [ex.submit(_scan_chunk, root, scanned, sorted(set(chunk) | set(shared))) for chunk in chunks]
-        except (OSError, RuntimeError, ImportError):
-            self.usable = False
-            listing = listing_of(root, scanned)
-            items = DumpIndex._scan_listing(all_layouts(), listing)
-            self._pending.append((scanned, old_id, [_Done(items, len(listing.claimed))], []))
-            return
-        self._pending.append((scanned, old_id, futures, []))
+        chunks = [sorted(set(files[i:i + CHUNK_FILES]) | set(shared)) for i in range(0, len(files), CHUNK_FILES)]
+        jobs: list[tuple[Any, list[str]]] = []
+        for chunk in chunks:
+            fut: Any = None
+            if self.usable:
+                try:
+                    fut = self._executor().submit(_scan_chunk, root, scanned, chunk)
+                except Exception:  # no process can be started here: read inline from now on
+                    self._give_up()
+            jobs.append((fut if fut is not None else self._inline(scanned, chunk), chunk))
+        self._pending.append((scanned, old_id, jobs))
+
+    def _give_up(self) -> None:
+        self.usable = False
+        if self._pool is not None:
+            try:
+                self._pool.shutdown(wait=False, cancel_futures=True)
+            except Exception:
+                pass
+            self._pool = None
 
     def _collect(self, block: bool) -> list[tuple]:
         out = []
         keep = []
-        for scanned, old_id, futures, _ in self._pending:
-            if block or all(f.done() for f in futures):
-                items: list[Item] = []
-                claimed = 0
-                for f in futures:
-                    try:
-                        chunk_items, n = f.result()
-                    except Exception as exc:  # a dead worker: report the folder, keep going
-                        chunk_items, n = [Problem(scanned.dirpath, f"worker failed: {type(exc).__name__}: {exc}")], 0
-                    items.extend(chunk_items)
-                    claimed += n
-                out.append((scanned, old_id, items, [], claimed))
-            else:
-                keep.append((scanned, old_id, futures, []))
+        for scanned, old_id, jobs in self._pending:
+            if not (block or all(f.done() for f, _ in jobs)):
+                keep.append((scanned, old_id, jobs))
+                continue
+            items: list[Item] = []
+            claimed = 0
+            for f, chunk in jobs:
+                try:
+                    chunk_items, n = f.result()
+                except Exception:  # the worker died or never started: read the chunk here
+                    self._give_up()
+                    chunk_items, n = self._inline(scanned, chunk).result()
+                items.extend(chunk_items)
+                claimed += n
+            out.append((scanned, old_id, items, [], claimed))
         self._pending = keep
         return out
 
@@ -177,15 +193,13 @@ class _Pool:
         while self._pending:
             if cancel is not None and cancel.is_set():
                 raise IndexCancelled()
-            head = self._pending[0]
-            for f in head[2]:
-                f.result() if isinstance(f, _Done) else f.exception()
+            head = self._pending[:1]
+            for f, _chunk in head[0][2]:
+                f.exception()
             yield from self._collect(block=False)
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+        self._give_up()
 
 
 class _Done:
