@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -122,7 +123,9 @@ class _Pool:
         n = workers if workers is not None else int(os.environ.get("DUMPSCOPE_WORKERS", "0") or 0) or \
             min(4, os.cpu_count() or 1)
         self.workers = n
-        self.usable = n > 1
+        # Forking a process that runs a Textual app (threads, a terminal driver) is not safe;
+        # the explorer indexes in its own worker thread instead.
+        self.usable = n > 1 and "textual.app" not in sys.modules
         self._pool = None
         self._root = ""
         self._pending: list[tuple[Scanned, Optional[int], list[tuple[Any, list[str]]]]] = []
@@ -132,7 +135,9 @@ class _Pool:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
-            method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+            # fork: workers start in milliseconds and inherit the imported layouts; they only read
+            # files and return plain records, so the walker threads of the parent do not matter
+            method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
             self._pool = ProcessPoolExecutor(max_workers=self.workers,
                                              mp_context=multiprocessing.get_context(method))
         return self._pool
