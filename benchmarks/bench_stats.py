@@ -2,8 +2,10 @@
 
     python benchmarks/bench_stats.py [--mb 1024] [--dir /tmp]
 
-Writes a float16 and a bfloat16 (uint16 bits) array of ``--mb`` MB each to temporary files, maps
-them with np.memmap, warms the page cache, then times the baselines and ``compute_stats``.
+Writes a float32, float64, float16 and bfloat16 (uint16 bits) array of ``--mb`` MB each to temporary
+files (``--kinds`` picks a subset), maps them with np.memmap, warms the page cache, then times the
+baselines and ``compute_stats`` (best of ``--reps`` runs: the numbers are noisy on a shared box).
+The first baseline, one ``np.add.reduce(x, dtype=float64)`` pass, is the reference for the ratio.
 Reports GB/s, the ratio to the baseline, the numpy heap peak during compute_stats (tracemalloc;
 memmapped pages are not heap) and the process peak RSS (which does include mapped file pages).
 """
@@ -24,8 +26,19 @@ import numpy as np
 from dumpscope.core.stats import compute_stats
 
 
+_WIDTH = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
+
+
 def _fill(path: str, n: int, kind: str) -> None:
     rng = np.random.default_rng(0)
+    if kind in ("float32", "float64"):
+        mm = np.memmap(path, dtype=kind, mode="w+", shape=(n,))
+        for i in range(0, n, 1 << 22):
+            mm[i : i + (1 << 22)] = rng.standard_normal(min(1 << 22, n - i)) * 3
+        mm[n // 2] = np.nan
+        mm.flush()
+        del mm
+        return
     mm = np.memmap(path, dtype=np.uint16, mode="w+", shape=(n,))
     step = 1 << 22
     for i in range(0, n, step):
@@ -39,7 +52,7 @@ def _fill(path: str, n: int, kind: str) -> None:
     del mm
 
 
-def _best(fn: Callable[[], Any], reps: int = 3) -> float:
+def _best(fn: Callable[[], Any], reps: int) -> float:
     best = float("inf")
     for _ in range(reps):
         t0 = time.perf_counter()
@@ -60,16 +73,24 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=int, default=1024, help="size of each test array in MB")
     ap.add_argument("--dir", default=None, help="where to put the temporary files")
+    ap.add_argument("--kinds", default="float32,float64,float16,bfloat16", help="comma-separated dtypes")
+    ap.add_argument("--reps", type=int, default=5, help="runs per timing (best is reported)")
     args = ap.parse_args()
-    n = args.mb * (1 << 20) // 2
-    gb = n * 2 / 1e9
+    summary = []
     print(f"machine: {platform.machine()} {platform.processor() or ''} cpus={os.cpu_count()} "
           f"python={platform.python_version()} numpy={np.__version__}")
     with tempfile.TemporaryDirectory(dir=args.dir) as d:
-        for kind in ("float16", "bfloat16"):
+        for kind in args.kinds.split(","):
+            n = args.mb * (1 << 20) // _WIDTH[kind]
+            gb = n * _WIDTH[kind] / 1e9
             path = os.path.join(d, f"{kind}.bin")
             _fill(path, n, kind)
-            if kind == "float16":
+            if kind in ("float32", "float64"):
+                x = np.memmap(path, dtype=kind, mode="r", shape=(n,))
+                baselines = {"np.add.reduce(x, dtype=float64)": lambda: np.add.reduce(x, dtype=np.float64),
+                             "x.min() + x.max()": lambda: (x.min(), x.max())}
+                run = lambda: compute_stats(x)  # noqa: E731
+            elif kind == "float16":
                 x = np.memmap(path, dtype=np.float16, mode="r", shape=(n,))
                 baselines = {"np.add.reduce(x, dtype=float64)": lambda: np.add.reduce(x, dtype=np.float64),
                              "x.sum()": lambda: x.sum()}
@@ -83,19 +104,24 @@ def main() -> None:
             print(f"\n{kind}: {n:,} elements, {gb:.2f} GB (memmap, warm page cache)")
             times = {}
             for name, fn in baselines.items():
-                times[name] = _best(fn)
+                times[name] = _best(fn, args.reps)
                 print(f"  {name:40s} {times[name]:7.3f} s  {gb / times[name]:6.2f} GB/s")
-            tracemalloc.start()
-            t = _best(run, reps=2)
+            tracemalloc.start()  # one traced run for the heap peak, then untraced timings
+            run()
             heap_peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
+            t = _best(run, args.reps)
             st = run()
             first = next(iter(times.values()))
             print(f"  {'compute_stats':40s} {t:7.3f} s  {gb / t:6.2f} GB/s  ratio vs first baseline "
                   f"{t / first:.2f}x, vs best {t / min(times.values()):.2f}x")
             print(f"  numpy heap peak during compute_stats: {heap_peak / 2**20:.1f} MB; "
                   f"nan={st.nan} mean={st.mean:.6f} std={st.std:.6f} log_hist={st.hist_log}")
+            summary.append((kind, first, t))
             del x
+    print("\nsummary (best of %d): dtype, one np.add.reduce pass, compute_stats, ratio" % args.reps)
+    for kind, first, t in summary:
+        print(f"  {kind:9s} {first:7.3f} s  {t:7.3f} s  {t / first:5.2f}x")
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(f"\npeak RSS (incl. mapped file pages): {rss / 1024:.0f} MB")
 

@@ -5,25 +5,32 @@ over the *finite* elements (``None`` when there is none); ``count``/``zeros``/``
 ``neginf`` count all elements.  Complex tensors are reduced to their magnitude ``|z|`` first (so a
 complex NaN/Inf counts as NaN/+Inf of the magnitude); bool and integers are used as numbers.
 
-Two engines, chosen by the element width, both single-pass over the data:
+Two engines, chosen by the element width:
 
 * **Bucket engine** (every type of at most 16 bits: float16, bfloat16, float8, int8/16, uint8/16,
   bool): one ``np.bincount`` of the raw bit patterns per block gives the exact multiset of values;
   every statistic and the histogram are then computed from the 256/65536-entry value table in
   float64.  Exact, cheap, and needs no second pass.
-* **Generic engine** (32/64-bit ints and floats, complex magnitudes): per block, finite values are
-  converted to float64 once; block sums, sums of squares and centred second moments are merged with
-  Chan's parallel update (no catastrophic cancellation when ``|mean| >> std``).  The histogram needs
-  the finite range first, so it is a second pass over the data (re-iterating the chunks).
+* **Float engine** (32/64-bit floats; ints and complex magnitudes are converted to float64 per
+  block): per 128K-element sub-block, ``min``/``max`` of the raw data (a non-finite min or max is
+  the only trigger for the masked slow path — clean blocks are never masked or copied), zero count,
+  exponent-field sum, and float64 shifted sums Σ(x-c), Σ(x-c)² around the running mean, merged with
+  Chan's update (a block whose mean is far from the shift is re-centred on its own mean, so no
+  catastrophic cancellation when ``|mean| >> std``); ``l2norm² = M2 + n·mean²``.  The histogram
+  needs the finite range first, so it is a second pass over the data (re-iterating the chunks).
 
 Histogram: ``bins`` equal-width bins over ``[min, max]`` of the finite values.  When the values
 span more than :data:`LOG_SPAN` (4 orders of magnitude) — measured as ``max|x|`` over the *typical*
-magnitude ``t = 2**(mean floor(log2|x|) + 0.5)`` of the non-zero values, so that a few tiny values
+magnitude ``t = 2**(mean floor(log2|x|) + 0.5)`` of the non-zero values (32/64-bit data: read from
+the exponent field, so a subnormal counts with the field's minimum, -127/-1023), so that a few tiny values
 near zero (every large normal sample has some) do not trigger it — symmetric log bins: a geometric
 grid ``g_0 = t²/max|x| … g_k = max|x|`` mirrored around zero, ``[-g_k … -g_0, g_0 … g_k]``; the
 centre bin ``[-g_0, g_0)`` holds the zeros and the magnitudes below ``g_0``.  One-sided data gets a
 one-sided grid (with a first bin ``[0, g_0)`` when needed).  Bins are half-open ``[e_i, e_{i+1})``
-except the last, which includes its right edge; counts are exact for the edges reported.
+except the last, which includes its right edge; counts are exact for the edges reported.  For
+32/64-bit data the equal-width bins are computed in the data's own float type by a monotone map and
+the reported inner edges are that map's exact bin limits, i.e. ``linspace(min, max, bins + 1)`` up to
+a few ulps (see :class:`_LinearMap`).
 """
 
 from __future__ import annotations
@@ -196,22 +203,6 @@ def _bin_index_exact(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return idx
 
 
-def _bin_index_linear(values: np.ndarray, edges: np.ndarray, scratch: np.ndarray) -> np.ndarray:
-    """Fast equal-width binning with numpy.histogram's off-by-one-ulp correction."""
-    nb = len(edges) - 1
-    lo, hi = edges[0], edges[-1]
-    np.subtract(values, lo, out=scratch)
-    np.multiply(scratch, nb / (hi - lo), out=scratch)
-    idx = scratch.astype(np.intp)
-    np.clip(idx, 0, nb - 1, out=idx)
-    dec = values < np.take(edges, idx, mode="clip")
-    idx[dec] -= 1
-    inc = values >= np.take(edges, idx + 1, mode="clip")
-    inc &= idx != nb - 1
-    idx[inc] += 1
-    return idx
-
-
 # --------------------------------------------------------------------------------------------
 # accumulators
 
@@ -329,13 +320,15 @@ def _from_keys(keys: np.ndarray, dtype: np.dtype) -> np.ndarray:
 class _LinearMap:
     """A monotone non-decreasing map of values to ``nb`` bins, computed in the data's float type.
 
-    ``bin(x) = trunc(min((x - lo) * scale, nb - 1))`` rounds at every step, but every step is
+    ``bin(x) = trunc((x - lo) * scale)`` (scale a hair below ``nb / (hi - lo)`` so that
+    ``bin(hi) = nb - 1`` without clipping) rounds at every step, but every step is
     monotone, so each bin is exactly an interval of floats; :meth:`edges` finds the interval limits
     (by bisection over the ordered float bit patterns, running the very same ufuncs), so the counts
     are exact for the edges reported — which lie within rounding of ``linspace(lo, hi, nb + 1)``.
     """
 
     def __init__(self, lo: float, hi: float, nb: int, dtype: np.dtype) -> None:
+        hi_in = hi
         self.nb = nb
         self.dtype = np.dtype(dtype)
         self.pre = None
@@ -346,14 +339,21 @@ class _LinearMap:
         self.lo = self.dtype.type(lo)
         with np.errstate(over="ignore"):
             self.scale = self.dtype.type(nb / span)
-        self.top = nb - 1
         self.ok = bool(np.isfinite(self.scale)) and self.scale > 0
+        # shrink the scale until (hi - lo) * scale < nb: then no value needs clipping (monotone map)
+        y_hi = np.empty(1, dtype=self.dtype)
+        hi_arr = np.array([hi_in], dtype=self.dtype)
+        for _ in range(64):
+            if not self.ok or self._scaled(hi_arr, y_hi)[0] < nb:
+                break
+            self.scale = np.nextafter(self.scale, self.dtype.type(0))  # y(hi) is ~nb: few ulps
+            self.ok = bool(self.scale > 0)
+        self.ok = self.ok and bool(nb - 1 <= self._scaled(hi_arr, y_hi)[0] < nb)
 
     def index(self, x: np.ndarray, fbuf: np.ndarray, out: np.ndarray) -> np.ndarray:
         """Bins of the finite values ``x`` (data dtype) into ``out`` (uint8/int32), via ``fbuf``."""
         y = self._scaled(x, fbuf)
-        np.copyto(out, y, casting="unsafe")  # truncation; 0 <= y < nb + 1 (checked in edges())
-        np.minimum(out, out.dtype.type(self.top), out=out)  # integer clip: cheaper than float
+        np.copyto(out, y, casting="unsafe")  # truncation; 0 <= y < nb by construction
         return out
 
     def _scaled(self, x: np.ndarray, fbuf: np.ndarray) -> np.ndarray:
@@ -374,7 +374,7 @@ class _LinearMap:
         probe = np.empty(max(nb - 1, 2), dtype=self.dtype)
         out = np.empty(probe.size, dtype=np.int32)
         y_ends = self._scaled(ends, probe).copy()
-        if not (y_ends[0] == 0 and nb - 1 <= y_ends[1] < nb + 1):
+        if not (y_ends[0] == 0 and nb - 1 <= y_ends[1] < nb):
             return None
         if nb == 1:
             return ends.astype(np.float64)
@@ -468,6 +468,7 @@ class _FloatAcc:
         self.mixed = False
         self._f64 = np.empty(0, dtype=np.float64)
         self._ubuf = np.empty(0, dtype=np.uint64)
+        self._mask = np.empty(0, dtype=np.bool_)
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -490,6 +491,7 @@ class _FloatAcc:
         if self._f64.size < m:
             self._f64 = np.empty(max(m, _FSUB), dtype=np.float64)
             self._ubuf = np.empty(max(m, _FSUB), dtype=np.uint64)
+            self._mask = np.empty(max(m, _FSUB), dtype=np.bool_)
         return self._f64[:m]
 
     # -- pass 1 ------------------------------------------------------------------------------
@@ -526,20 +528,23 @@ class _FloatAcc:
             hi = float(np.maximum.reduce(x))
         self.lo = min(self.lo, lo)
         self.hi = max(self.hi, hi)
-        zeros = int(np.count_nonzero(x == 0))
+        g = self._f64buf(m)  # also sizes self._ubuf and self._mask
+        zeros = int(np.count_nonzero(np.equal(x, 0, out=self._mask[:m])))
         self.zeros += zeros
         nonzero = m - zeros
-        # exponent field sum → mean floor(log2|x|) of the non-zero values: the masked field is a
-        # multiple of 2**23 (2**52) below 2**31 (2**63), so the float64 sum is exact
+        # exponent field sum → mean floor(log2|x|) of the non-zero values (integer einsum is the
+        # fast integer sum; sub-blocks are small enough for int32: 255 * _FSUB < 2**31)
         if x.itemsize == 4:
             u = self._ubuf.view(np.uint32)[:m]
             np.bitwise_and(x.view(np.uint32), np.uint32(0x7F800000), out=u)
-            field_sum = float(np.add.reduce(u, dtype=np.float64)) * 2.0**-23
+            np.right_shift(u, np.uint32(23), out=u)
+            field_sum = float(np.einsum("i->", u.view(np.int32)))
             bias = 127.0
         else:
             u = self._ubuf[:m]
             np.bitwise_and(x.view(np.uint64), np.uint64(0x7FF0000000000000), out=u)
-            field_sum = float(np.add.reduce(u, dtype=np.float64)) * 2.0**-52
+            np.right_shift(u, np.uint64(52), out=u)
+            field_sum = float(np.einsum("i->", u.view(np.int64)))
             bias = 1023.0
         self.exp_sum += field_sum - bias * nonzero
         self.nonzero += nonzero

@@ -127,6 +127,19 @@ def stats_source(ref: TensorRef) -> tuple[Callable[[], Iterable[np.ndarray]], tu
         streamed = _stream_plain(ref, t.offset, t.size, t.dtype)
         if streamed is not None:
             return streamed
+    elif ref.storage == STORAGE_NPY:
+        streamed = _stream_npy(ref)
+        if streamed is not None:
+            return streamed
+    elif ref.storage == STORAGE_RAW:
+        stored = ref.stored_dtype or ref.dtype
+        try:
+            size = os.path.getsize(ref.path)
+        except OSError as exc:
+            raise _err(ref, exc) from None
+        streamed = _stream_plain(ref, ref.offset, max(0, size - ref.offset), stored)
+        if streamed is not None:
+            return streamed
     arr = load_tensor(ref)
     logical = arr.dtype.name
     return (lambda: _chunks(arr), tuple(arr.shape), logical)
@@ -151,8 +164,54 @@ def _stream_plain(ref: TensorRef, offset: int, size: int, dtype: str):
         raise TensorLoadError(f"{ref.path}: truncated: payload of {ref.io} {ref.slot} ends past the end of file")
     if count == 0:
         return (lambda: iter([np.zeros(0, sdt)]), tuple(ref.shape), dtype)
-    mm = np.memmap(ref.path, dtype=sdt, mode="r", offset=offset, shape=(count,))
-    return (lambda: _chunks(mm), tuple(ref.shape), dtype)
+    return (lambda: _read_chunks(ref.path, offset, count, sdt), tuple(ref.shape), dtype)
+
+
+def _stream_npy(ref: TensorRef):
+    """Chunks of a C-order ``.npy`` of plain numbers read straight off the file, else None."""
+    from dumpscope.core.formats.npy_header import read_npy_header
+
+    try:
+        head = read_npy_header(ref.path)
+        if head.fortran_order or head.truncated:
+            return None  # the loader reports truncation / handles Fortran order
+        with open(ref.path, "rb") as fh:
+            version = np.lib.format.read_magic(fh)
+            if version == (1, 0):
+                shape, _fortran, sdt = np.lib.format.read_array_header_1_0(fh)
+            elif version == (2, 0):
+                shape, _fortran, sdt = np.lib.format.read_array_header_2_0(fh)
+            else:
+                return None
+    except Exception as exc:
+        raise _err(ref, exc) from None
+    if sdt.hasobject or sdt.kind not in "biufc" or sdt.names is not None or sdt.subdtype is not None:
+        return None
+    count = int(np.prod(shape)) if shape else 1
+    if count == 0:
+        return (lambda: iter([np.zeros(0, sdt)]), tuple(shape), sdt.name)
+    return (lambda: _read_chunks(ref.path, head.data_offset, count, sdt), tuple(shape), sdt.name)
+
+
+def _read_chunks(path: str, offset: int, count: int, sdt: np.dtype, chunk: int = 1 << 22) -> Iterable[np.ndarray]:
+    """``count`` elements of ``sdt`` from ``offset``, read in chunks (no memory map, so the
+    resident memory stays one chunk however large the tensor: mapped pages would count)."""
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise TensorLoadError(f"{path}: cannot open: {exc.strerror or exc}") from None
+    with fh:
+        fh.seek(offset)
+        left = count
+        while left > 0:
+            n = min(chunk, left)
+            want = n * sdt.itemsize
+            buf = fh.read(want)
+            if len(buf) != want:
+                raise TensorLoadError(f"{path}: truncated: file ended {count - left + len(buf) // sdt.itemsize} "
+                                      f"elements into a tensor of {count}")
+            yield np.frombuffer(buf, dtype=sdt)
+            left -= n
 
 
 def _chunks(arr: np.ndarray, chunk: int = 1 << 22) -> Iterable[np.ndarray]:

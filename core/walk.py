@@ -30,15 +30,36 @@ class Scanned:
     mtime_ns: int
     problem: Problem | None = None
     identity: tuple[int, int] | None = None
+    #: entries whose names are not valid UTF-8 (display-safe spelling), left out of files/subdirs
+    bad_names: list[str] | None = None
+
+
+def _undecodable(name: str) -> bool:
+    """True for a name holding bytes that are not UTF-8 (``os.fsdecode`` surrogate escapes):
+    such a name cannot be stored, printed or put in JSON, so it is reported, not indexed."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def display_name(name: str) -> str:
+    """A printable spelling of a file name with undecodable bytes (``\\xff`` escapes)."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _scan(dirpath: str, parts: tuple[str, ...]) -> Scanned:
     files: list[str] = []
     subdirs: list[str] = []
+    bad: list[str] = []
     try:
         st = os.stat(dirpath)
         with os.scandir(dirpath) as it:
             for entry in it:
+                if _undecodable(entry.name):
+                    bad.append(display_name(entry.name))
+                    continue
                 try:
                     if entry.is_dir():
                         if entry.name not in SKIP_DIRS:
@@ -55,7 +76,8 @@ def _scan(dirpath: str, parts: tuple[str, ...]) -> Scanned:
         return Scanned(dirpath, parts, [], [], 0, Problem(dirpath, f"folder cannot be read: {exc.strerror or exc}"))
     files.sort()
     subdirs.sort()
-    return Scanned(dirpath, parts, files, subdirs, st.st_mtime_ns, None, (st.st_dev, st.st_ino))
+    return Scanned(dirpath, parts, files, subdirs, st.st_mtime_ns, None, (st.st_dev, st.st_ino),
+                   sorted(bad) if bad else None)
 
 
 def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None) -> Iterator[Scanned]:
@@ -89,4 +111,5 @@ def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None) -> Iter
 
 def listing_of(root: str, scanned: Scanned) -> DirListing:
     return DirListing(root=os.path.abspath(root), dirpath=scanned.dirpath, parts=scanned.parts,
-                      files=list(scanned.files), subdirs=list(scanned.subdirs))
+                      files=list(scanned.files), subdirs=list(scanned.subdirs),
+                      bad_names=list(scanned.bad_names or ()))

@@ -92,7 +92,9 @@ async def settle(pilot) -> None:
     for _ in range(3):
         await pilot.pause()
         await pilot.app.workers.wait_for_complete()
-    await pilot.pause(0.05)
+    await pilot.pause(0.1)  # the detail pane follows the cursor after a short rest
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
 
 
 def screen_text(app) -> str:

@@ -38,6 +38,10 @@ class IndexReady(Message):
         super().__init__()
         self.q = q
         self.refreshed = refreshed
+        # summary facts are computed here, in the worker: some are full-table queries
+        self.place = q.default_place()
+        self.layouts = q.layouts()
+        self.problems = len(q.problems())
 
 
 class IndexFailed(Message):
@@ -130,7 +134,7 @@ class DumpscopeApp(App[int]):
             self.notify(error, title="keys", severity="warning")
         self._build_index()
         if self.watch_tree:
-            self.set_interval(WATCH_INTERVAL, self._auto_refresh)
+            self.set_interval(WATCH_INTERVAL, self._watch_tick)
 
     def on_unmount(self) -> None:
         self._cancel.set()
@@ -159,15 +163,19 @@ class DumpscopeApp(App[int]):
             self.post_message(IndexReady(DumpQuery(index)))
 
     @work(thread=True, exclusive=True, group="index", name="refresh index")
-    def _refresh_index(self) -> None:
+    def _refresh_index(self, quiet: bool = False) -> None:
+        """Incremental re-walk; ``quiet`` (the --watch timer) reloads views only when something changed."""
         from dumpscope.core.index import IndexCancelled
 
         q = self.q
         if q is None:
             return
         try:
-            q.index.update(progress=lambda p: self.post_message(IndexProgress(progress_text(p, "re-indexing"))),
-                           cancel=self._cancel)
+            before = q.count_ops()
+            prog = q.index.update(
+                progress=None if quiet else (lambda p: self.post_message(IndexProgress(progress_text(p, "re-indexing")))),
+                cancel=self._cancel)
+            changed = prog.changed_dirs > 0 or q.count_ops() != before
         except IndexCancelled:
             return
         except Exception as exc:
@@ -175,7 +183,10 @@ class DumpscopeApp(App[int]):
             return
         finally:
             self._refreshing = False
-        self.post_message(IndexReady(q, refreshed=True))
+        if changed or not quiet:
+            self.post_message(IndexReady(q, refreshed=True))
+        else:
+            self.post_message(IndexProgress(""))
 
     def on_index_progress(self, message: IndexProgress) -> None:
         self.progress = message.text
@@ -187,24 +198,27 @@ class DumpscopeApp(App[int]):
         self._main().show_error(message.error)
 
     def on_index_ready(self, message: IndexReady) -> None:
+        if not self._main().is_mounted:  # a warm cache can beat the first screen's mount
+            self.call_after_refresh(self.on_index_ready, message)
+            return
         q = message.q
         self.q = q
         self.progress = ""
         if not message.refreshed:
-            self.rank, self.step = q.default_place()
+            self.rank, self.step = message.place
         else:
             # results of engines describe the old tree
             self.overflow_results.clear()
             self.watch_results.clear()
-        self._main().index_ready(q, refreshed=message.refreshed)
+        self._main().index_ready(q, message.layouts, message.problems, refreshed=message.refreshed)
         if self.compare_with and not message.refreshed:
             self.compare_status = "comparing…"
             self._run_compare(q, self.rank, self.step)
 
-    def _auto_refresh(self) -> None:
+    def _watch_tick(self) -> None:
         if self.q is not None and not self._refreshing:
             self._refreshing = True
-            self._refresh_index()
+            self._refresh_index(quiet=True)
 
     # -- compare ------------------------------------------------------------------------------
 

@@ -60,6 +60,7 @@ class OpDetail(VerticalScroll, can_focus=False):
     OpDetail > #detail-head { width: 1fr; }
     OpDetail > #detail-links { height: auto; max-height: 10; border: none; padding: 0; margin: 0; }
     OpDetail > .detail-title { text-style: bold; color: $text-muted; margin-top: 1; }
+    OpDetail > #detail-links-title, OpDetail > #detail-links { display: none; }
     """
 
     class LinkChosen(Message):
@@ -84,10 +85,6 @@ class OpDetail(VerticalScroll, can_focus=False):
         yield Static("Links  (enter: go to op, esc: back)", classes="detail-title", id="detail-links-title")
         yield OptionList(id="detail-links")
         yield Static("", id="detail-rest")
-
-    def on_mount(self) -> None:
-        self.query_one("#detail-links-title").display = False
-        self.query_one("#detail-links").display = False
 
     def show_message(self, text: str) -> None:
         self.op = None

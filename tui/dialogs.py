@@ -183,3 +183,30 @@ class ExportScreen(ModalScreen[Optional[str]]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class FilterScreen(ModalScreen[Optional[str]]):
+    """Text filter for the flat list (SQL substring match on name, type and file name)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="dialog.cancel")]
+
+    def __init__(self, current: str = "") -> None:
+        super().__init__()
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Static(Text.assemble(("Filter the op list", "bold"),
+                                       ("  (name/type substring; empty: no filter; esc: cancel)", "dim")))
+            yield Input(self.current, placeholder="e.g. MatMul or fc1", id="filter-input")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    @on(Input.Submitted, "#filter-input")
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value.strip())
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -12,7 +12,7 @@ from typing import Iterable, Optional
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
@@ -104,8 +104,15 @@ class LineList(ScrollView, can_focus=True):
     # -- cursor ---------------------------------------------------------------------------
 
     def watch_cursor(self, old: int, new: int) -> None:
+        top = round(self.scroll_y)
         self._follow()
-        self.refresh()
+        if round(self.scroll_y) == top:  # no scroll: repaint just the two rows that changed
+            for index in {old, new}:
+                y = index - top + self.header_lines
+                if 0 <= y < self.size.height:
+                    self.refresh(Region(0, y, self.size.width, 1))
+        else:
+            self.refresh()
         if self.row_count():
             self.post_message(self.Highlighted(self, new))
 
@@ -156,7 +163,15 @@ class LineList(ScrollView, can_focus=True):
     # -- drawing --------------------------------------------------------------------------
 
     def _style(self, component: Optional[str]) -> Style:
-        return self.get_component_rich_style(component) if component else Style()
+        if not component:
+            return Style()
+        cache = getattr(self, "_style_cache", None)
+        if cache is None:
+            return self.get_component_rich_style(component)
+        style = cache.get(component)
+        if style is None:
+            style = cache[component] = self.get_component_rich_style(component)
+        return style
 
     def _strip(self, parts: Iterable[Part], width: int, base: Style) -> Strip:
         segments = []
@@ -166,9 +181,15 @@ class LineList(ScrollView, can_focus=True):
                 segments.append(Segment(text, style))
         return Strip(segments).crop_extend(0, width, base)
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # computed once per paint, not once per line (rich_style walks the DOM)
+        self._base_style = self.rich_style
+        self._style_cache: dict[str, Style] = {}
+        return super().render_lines(crop)
+
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
-        base = self.rich_style
+        base = getattr(self, "_base_style", None) or self.rich_style
         if y < self.header_lines:
             return self._strip(self.header_parts(), width, base + self._style("linelist--header"))
         index = round(self.scroll_y) + y - self.header_lines

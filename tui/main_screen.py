@@ -14,6 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import ContentSwitcher, Footer, Input, Static, Tree
 
 from dumpscope.core.query import DumpQuery, OpRow
@@ -24,6 +25,8 @@ from dumpscope.tui.optree import OpTree
 from dumpscope.tui.tensor_panel import TensorPanel
 
 NARROW = 70
+#: seconds the cursor must rest before the detail pane follows it
+SHOW_DELAY = 0.04
 HISTORY = 200
 
 
@@ -35,6 +38,8 @@ class MainScreen(Screen):
         Binding("n", "next_hit(1)", "Next hit", show=False, tooltip="Next search hit", id="dumpscope.next_hit"),
         Binding("N", "next_hit(-1)", "Prev hit", show=False, tooltip="Previous search hit",
                 id="dumpscope.prev_hit"),
+        Binding("f", "filter", "Filter", show=False, tooltip="Filter the flat list by name/type (through SQL)",
+                id="dumpscope.filter"),
         Binding("t", "toggle_view", "Tree/flat", tooltip="Tree/flat: scope tree or execution-order list",
                 id="dumpscope.toggle_view"),
         Binding("b", "bookmark", "Bookmark", show=False, tooltip="Bookmark the current op (for the report)",
@@ -56,8 +61,10 @@ class MainScreen(Screen):
         self.hit_index = -1
         self.current: Optional[OpRow] = None
         self.mode = "tree"
-        self._loaded: dict[str, tuple[int, int, int]] = {}
+        self.grep = ""
+        self._loaded: dict[str, tuple] = {}
         self._generation = 0
+        self._show_timer: Optional[Timer] = None
 
     @property
     def q(self) -> Optional[DumpQuery]:
@@ -78,7 +85,6 @@ class MainScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#left-switch").display = False
         self._title()
         self.update_status()
         self.query_one("#tree").focus()
@@ -127,18 +133,23 @@ class MainScreen(Screen):
         self.update_status()
 
     def _title(self) -> None:
-        label = "ops · scope tree" if self.mode == "tree" else "ops · execution order"
-        self.query_one("#left-title", Static).update(Text.assemble((label, "bold"), ("  t: toggle", "dim")))
+        if self.mode == "flat" and self.grep:
+            title = Text.assemble(("filter: ", "bold"), (self.grep, "bold yellow"),
+                                  (f" ({self.query_one(OpList).row_count():,})  f: change", "dim"))
+        elif self.mode == "flat":
+            title = Text.assemble(("ops · execution order", "bold"), ("  t: tree", "dim"))
+        else:
+            title = Text.assemble(("ops · scope tree", "bold"), ("  t: flat", "dim"))
+        self.query_one("#left-title", Static).update(title)
 
     # -- loading --------------------------------------------------------------------------------
 
-    def index_ready(self, q: DumpQuery, refreshed: bool = False) -> None:
-        self._layouts = q.layouts()
-        self._problems = len(q.problems())
+    def index_ready(self, q: DumpQuery, layouts: list, problems: int, refreshed: bool = False) -> None:
+        self._layouts = layouts
+        self._problems = problems
         self._loaded.clear()
         keep = self.current
-        self.query_one("#placeholder").display = False
-        self.query_one("#left-switch").display = True
+        self.add_class("ready")  # CSS swaps the placeholder for the op pane
         self.place_changed(select=keep if refreshed else None)
 
     def place_changed(self, select: Optional[OpRow] = None) -> None:
@@ -178,8 +189,9 @@ class MainScreen(Screen):
                 tree.select_op(select)
         else:
             flat = self.query_one(OpList)
+            key = key + (self.grep,)  # type: ignore[assignment]
             if self._loaded.get("flat") != key:
-                flat.load(q, *key[:2], select=select)
+                flat.load(q, *key[:2], grep=self.grep, select=select)
                 self._loaded["flat"] = key
             elif select is not None:
                 flat.select_op(select)
@@ -195,6 +207,9 @@ class MainScreen(Screen):
     # -- showing ops ----------------------------------------------------------------------------
 
     def show_op(self, op: OpRow) -> None:
+        if self._show_timer is not None:
+            self._show_timer.stop()
+            self._show_timer = None
         q = self.q
         if q is None:
             return
@@ -220,7 +235,7 @@ class MainScreen(Screen):
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
         if isinstance(event.node.data, OpRow):
-            self.show_op(event.node.data)
+            self._show_soon(event.node.data)
 
     def on_tree_node_selected(self, event: Tree.NodeSelected) -> None:
         if isinstance(event.node.data, OpRow):
@@ -231,7 +246,13 @@ class MainScreen(Screen):
         if isinstance(event.list, OpList):
             op = event.list.op_at(event.index)
             if op is not None:
-                self.show_op(op)
+                self._show_soon(op)
+
+    def _show_soon(self, op: OpRow) -> None:
+        """Show ``op`` once the cursor rests: holding a key repaints only the list, not the detail."""
+        if self._show_timer is not None:
+            self._show_timer.stop()
+        self._show_timer = self.set_timer(SHOW_DELAY, lambda: self.show_op(op))
 
     def on_line_list_selected(self, event: LineList.Selected) -> None:
         if isinstance(event.list, OpList):
@@ -267,10 +288,31 @@ class MainScreen(Screen):
     def action_toggle_view(self) -> None:
         self.mode = "flat" if self.mode == "tree" else "tree"
         self.query_one(ContentSwitcher).current = self.mode
-        self._title()
         cur = self.current
         self._load_pane(cur)
+        self._title()
         self._focus_left()
+
+    def action_filter(self) -> None:
+        from dumpscope.tui.dialogs import FilterScreen
+
+        if self.q is None:
+            return
+
+        def done(text: Optional[str]) -> None:
+            if text is None:
+                return
+            self.grep = text
+            if self.mode != "flat":
+                self.action_toggle_view()
+            else:
+                self._load_pane(self.current)
+            self._title()
+            flat = self.query_one(OpList)
+            if flat.current is not None:
+                self.show_op(flat.current)
+
+        self.app.push_screen(FilterScreen(self.grep), done)
 
     def action_search(self) -> None:
         from dumpscope.tui.dialogs import SearchScreen

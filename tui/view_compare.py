@@ -132,6 +132,7 @@ class CompareDetailScreen(Screen):
     """Both sides' op detail side by side."""
 
     BINDINGS = [Binding("escape", "close", "Back", id="view.close")]
+    AUTO_FOCUS = "#golden-detail"
 
     def __init__(self, row: dict[str, Any]) -> None:
         super().__init__()
@@ -159,8 +160,10 @@ class CompareDetailScreen(Screen):
                             (app.target_q, "target_op_id", "#target-detail")):  # type: ignore[attr-defined]
             op_id = self.row.get(key)
             op = q.op_by_id(op_id) if (q is not None and op_id is not None) else None
+            detail = self.query_one(wid, OpDetail)
+            detail.can_focus = True  # tab switches sides, arrows scroll
             if op is not None:
-                self.query_one(wid, OpDetail).show(q, op)
+                detail.show(q, op)
 
     def on_op_detail_link_chosen(self, event: OpDetail.LinkChosen) -> None:
         event.stop()

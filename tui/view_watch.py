@@ -43,7 +43,7 @@ class WatchScreen(TableView):
         def label(r: dict[str, Any]) -> tuple[str, Optional[str]]:
             if r["kind"] == "watched":
                 return (f"W {r.get('name')}", "linelist--warn")
-            return (f"   after {r.get('after')}", None)
+            return (f"  ↳ {r.get('after')}", None)
 
         def changed(r: dict[str, Any]) -> tuple[str, Optional[str]]:
             if r["kind"] == "watched":
@@ -53,8 +53,8 @@ class WatchScreen(TableView):
             return ("≠ changed" if r.get("changed") else "= same", "linelist--bad" if r.get("changed") else None)
 
         return [
-            Column("label", "tensor / snapshot", 0, fmt=label, keep_end=True),
-            Column("changed", "change", 24, fmt=changed),
+            Column("label", "watched tensor / ↳ snapshot after op", 0, fmt=label, keep_end=True),
+            Column("changed", "change", 22, fmt=changed, keep_end=True),
             Column("changed_elements", "elements", 9, ">",
                    fmt=lambda r: "" if r["kind"] == "watched" else _num(r.get("changed_elements"))),
             Column("max_abs_diff", "max|diff|", 10, ">",

@@ -18,6 +18,7 @@ _LAYOUTS = (
     ("dumpscope.core.layouts.cann", "CannLayout"),
     ("dumpscope.core.layouts.graphfiles", "GraphFilesLayout"),
     ("dumpscope.core.layouts.torch_h5", "TorchH5Layout"),
+    ("dumpscope.core.layouts.names", "BadNamesLayout"),
 )
 
 

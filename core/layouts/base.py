@@ -39,6 +39,9 @@ class DirListing:
     subdirs: list[str]
     claimed: set[str] = field(default_factory=set)
     skip_subdirs: set[str] = field(default_factory=set)
+    #: entries left out of ``files``/``subdirs`` because their names are not valid UTF-8
+    #: (printable spelling); the ``file_names`` layout reports them as problems
+    bad_names: list[str] = field(default_factory=list)
 
     def path(self, name: str) -> str:
         return os.path.join(self.dirpath, name)

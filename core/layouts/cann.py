@@ -56,7 +56,11 @@ class CannLayout(Layout):
                 real_name = aliases.get(fname) or aliases.get(fname.split(".", 1)[0])
                 name = parse_dump_name(real_name) if real_name else None
                 if name is None:
-                    if not real_name and "." not in fname:
+                    if real_name and "." not in fname:
+                        listing.claimed.add(fname)
+                        yield Problem(listing.path(fname), f"mapping.csv names it {real_name[:120]!r}, "
+                                                           "which is not a dump file name")
+                    elif not real_name and "." not in fname:
                         unmapped.append(fname)
                     continue
             if name is None or name.kind not in ("dump", "opdebug"):

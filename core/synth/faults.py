@@ -125,13 +125,13 @@ def seed_faults(root: PathLike) -> dict[str, str]:
     mapping = root / CANN_STEP / "mapping.csv"
     text = mapping.read_text() if mapping.exists() else ""
     mapping.write_text("garbage without comma\n" + text + ",,,\n\x00\x01binary\n;;;;\n")
-    out[(CANN_STEP / "mapping.csv").as_posix()] = "alias,original"
+    out[(CANN_STEP / "mapping.csv").as_posix()] = "expected 'alias,original_name'"
 
     # malformed statistics CSVs (per-op CANN stats names)
     put(CANN_STEP / (cname("csv_missing_columns") + ".csv"), b"Foo,Bar,Baz\n1,2,3\n", "not a stats CSV header")
     row_bad = "input,zero,abc,DT_FLOAT,ND,2x3,x,y,z,many,?,?,?"
     put(CANN_STEP / (cname("csv_wrong_types") + ".csv"), (CANN_HEADER + "\n" + row_bad + "\n" + row_bad + "\n")
-        .encode(), "bad")
+        .encode(), "bad slot")
     put(CANN_STEP / (cname("csv_garbage") + ".csv"), rng.integers(0, 256, 700, dtype=np.uint8).tobytes(),
         "stats CSV")
     put(CANN_STEP / (cname("csv_empty") + ".csv"), b"", "empty")
@@ -139,8 +139,7 @@ def seed_faults(root: PathLike) -> dict[str, str]:
     # a broken GE graph whose graph name matches the model folder (tried before the good one)
     put(Path("cann") / "ge_proto_00000001_graph_1_Build.txt",
         (f'graph {{\n  name: "{TF_MODEL}"\n  op {{\n    name: "x"\n    type: \x00\x01 broken {{{{{{\n').encode(),
-        "")
-    out[(Path("cann") / "ge_proto_00000001_graph_1_Build.txt").as_posix()] = "ge_proto"  # set below
+        "not a protobuf text graph")
 
     # awkward but valid names: these are ops, not problems
     odd = [
@@ -198,8 +197,22 @@ def seed_faults(root: PathLike) -> dict[str, str]:
     put(MS_STEP / mname("truncated"), _npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (100, 100)}",
                                                  b"\0" * 1000), "truncated")
     # a broken .ir for graph 0 that sorts before the good one
-    put(MS_GRAPHS / "kernel_graph_0.ir", b"\x00\xff garbage %1 = (((( \n" * 3 + bytes(range(256)), "")
-    out[(MS_GRAPHS / "kernel_graph_0.ir").as_posix()] = "kernel_graph_0.ir"  # refined by the parser's words
+    put(MS_GRAPHS / "kernel_graph_0.ir", b"\x00\xff garbage %1 = (((( \n" * 3 + bytes(range(256)), "not a MindSpore")
+    put(MS_GRAPHS / "hwopt_graph_0.ir", b"# IR entry\n%1 = ((((\n}}}}\nsubgraph @@@\n", "no MindSpore IR nodes")
+
+    # names that are not valid UTF-8 (a file, and a folder holding a valid dump)
+    try:
+        bad_file = os.path.join(os.fsencode(root / CANN_STEP), b"Relu.net_\xff\xfe_latin1.940.2.%d" % (ts + 1))
+        with open(bad_file, "wb") as fh:
+            fh.write(good)
+        out[(CANN_STEP / "Relu.net_\\xff\\xfe_latin1.940.2.{}".format(ts + 1)).as_posix()] = "not valid UTF-8"
+        bad_dir = os.path.join(os.fsencode(root / "ms" / "rank_0" / "Net" / "0"), b"7\xe9")
+        os.mkdir(bad_dir)
+        with open(os.path.join(bad_dir, os.fsencode(_npy_name("in_bad_dir", mts + 1))), "wb") as fh:
+            fh.write(_npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2,)}", b"\0" * 8))
+        out[(Path("ms") / "rank_0" / "Net" / "0" / "7\\xe9").as_posix()] = "not valid UTF-8"
+    except (OSError, UnicodeError):  # a filesystem that insists on UTF-8 names
+        pass
     return out
 
 

@@ -1,0 +1,138 @@
+"""Peak RSS of building the index of an N-file CANN tree, in a fresh subprocess (run by hand).
+
+    python benchmarks/bench_memory.py [--files 100000 | --full] [--workdir /tmp/dumpscope-bench]
+
+The child process imports dumpscope, opens the index of the tree on an empty cache dir (cold
+build: walk, header decode in the process pool, SQLite inserts, finalize) and then runs one
+``count_ops`` query; it reports ``resource.getrusage`` ``ru_maxrss`` of itself and of its largest
+child (a pool worker).  The baseline is the RSS of the same child after ``import
+dumpscope.core.query`` only.  ``--full`` uses 1,000,000 files (target: RSS <= 500 MB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import common  # noqa: E402
+
+_CHILD = r"""
+import json, resource, sys, time
+import dumpscope.core.query as q
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+if sys.argv[1] == "import-only":
+    print(json.dumps({"base_kb": base})); sys.exit(0)
+from dumpscope.core.index import DumpIndex
+t0 = time.perf_counter()
+from pathlib import Path
+idx = DumpIndex.open(sys.argv[1], cache_directory=Path(sys.argv[2]))
+query = q.DumpQuery(idx)
+n_ops = query.count_ops()
+dt = time.perf_counter() - t0
+print(json.dumps({"base_kb": base, "self_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                  "child_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
+                  "ops": n_ops, "seconds": dt}))
+"""
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(d))
+    out, stack = [], [pid]
+    while stack:
+        p = stack.pop()
+        out.append(p)
+        stack.extend(children.get(p, ()))
+    return out
+
+
+def _status_kb(pid: int, key: str) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith(key):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def run_sampled(cmd: list[str]) -> tuple[str, int, int]:
+    """Run ``cmd``; return (stdout, peak summed RSS of the process tree in KB, peak single worker KB)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak_sum = peak_other = 0
+    import threading
+
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak_sum, peak_other
+        while not done.is_set():
+            pids = _descendants(proc.pid)
+            rss = {p: _status_kb(p, "VmRSS:") for p in pids}
+            peak_sum = max(peak_sum, sum(rss.values()))
+            for p in pids:
+                if p != proc.pid:
+                    peak_other = max(peak_other, _status_kb(p, "VmHWM:"))
+            done.wait(0.2)
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    out, err = proc.communicate()
+    done.set()
+    th.join()
+    if proc.returncode:
+        raise SystemExit(f"child failed:\n{err}")
+    return out, peak_sum, peak_other
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--files", type=int, default=100_000)
+    ap.add_argument("--full", action="store_true", help="1,000,000 files")
+    ap.add_argument("--workdir", default=common.DEFAULT_WORKDIR)
+    args = ap.parse_args()
+    n = 1_000_000 if args.full else args.files
+    common.print_machine()
+    dump = common.cann_tree(args.workdir, n)
+    cache = tempfile.mkdtemp(prefix="memcache-", dir=common.check_workdir(args.workdir))
+    try:
+        base = json.loads(subprocess.run([sys.executable, "-c", _CHILD, "import-only"], check=True,
+                                         capture_output=True, text=True).stdout)
+        t0 = time.perf_counter()
+        out, tree_kb, worker_kb = run_sampled([sys.executable, "-c", _CHILD, str(dump), cache])
+        wall = time.perf_counter() - t0
+        r = json.loads(out)
+        self_mb = r["self_kb"] / 1024
+        child_mb = r["child_kb"] / 1024
+        base_mb = base["base_kb"] / 1024
+        target = "<= 500 MB at 1M files" if n >= 1_000_000 else "<= 500 MB at 1M files (this is a smaller tree)"
+        common.emit(f"peak RSS, cold index of {n:,}-file tree (main process)", round(self_mb), "MB",
+                    baseline=f"{base_mb:.0f} MB (after import only)", ratio=round(self_mb / base_mb, 1),
+                    target=target, met=self_mb <= 500 if n >= 1_000_000 else None,
+                    note=f"largest pool worker {max(child_mb, worker_kb / 1024):.0f} MB, whole process tree "
+                         f"{tree_kb / 1024:.0f} MB (sampled every 0.2 s); {r['ops']:,} ops; build {r['seconds']:.1f} s "
+                         f"(wall incl. start {wall:.1f} s)")
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
