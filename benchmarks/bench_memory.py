@@ -4,8 +4,9 @@
 
 The child process imports dumpscope, opens the index of the tree on an empty cache dir (cold
 build: walk, header decode in the process pool, SQLite inserts, finalize) and then runs one
-``count_ops`` query; it reports ``resource.getrusage`` ``ru_maxrss`` of itself and of its largest
-child (a pool worker).  The baseline is the RSS of the same child after ``import
+``count_ops`` query; it reports ``resource.getrusage`` ``ru_maxrss`` of itself.  The parent also
+samples ``/proc`` every 0.2 s for the largest pool worker (``VmHWM``) and the summed RSS of the
+whole process tree (pool workers are forkserver grandchildren, invisible to RUSAGE_CHILDREN).  The baseline is the RSS of the same child after ``import
 dumpscope.core.query`` only.  ``--full`` uses 1,000,000 files (target: RSS <= 500 MB).
 """
 

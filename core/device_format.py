@@ -317,6 +317,8 @@ def to_logical(data: np.ndarray, fmt: str, device_shape: Sequence[int], original
     """
     dev = tuple(int(d) for d in device_shape)
     orig = tuple(int(d) for d in original_shape)
+    if any(d < 0 for d in dev + orig):  # e.g. -1 of a dynamic shape recorded unresolved
+        raise DeviceFormatError(f"negative dimension in device shape {list(dev)} / original shape {list(orig)}")
     need = prod(dev)
     flat = np.asarray(data).reshape(-1)
     if flat.size < need:
@@ -335,6 +337,12 @@ def to_logical(data: np.ndarray, fmt: str, device_shape: Sequence[int], original
         raise DeviceFormatError(f"{canon_fmt}: original shape {list(orig)} has {prod(orig)} elements, "
                                 f"device shape {list(dev)} has {need}")
     x = flat.reshape(dev)
+    if need == 0:  # an empty tensor: nothing to unpack (and a zero block size would divide by zero)
+        if not orig:
+            return x
+        if prod(orig) == 0:
+            return np.zeros(orig, dtype=flat.dtype)
+        raise DeviceFormatError(f"{canon_fmt}: device shape {list(dev)} is empty, original shape {list(orig)} is not")
     if kind == "FRACTAL_NZ":
         return _fractal_nz(x, orig)
     rank = 5 if kind in ("NDC1HWC0", "FRACTAL_Z_3D") else 4

@@ -181,6 +181,7 @@ def _load_graphs(index: "DumpIndex", wanted: set[tuple[int, str]]) -> tuple[dict
     problems: list[tuple[str, str]] = []
     files = index.query("SELECT path, kind, rank, graph FROM graph_files ORDER BY path")
     found: dict[tuple[int, str], LoadedGraph] = {}
+    partial: set[tuple[int, str]] = set()  # keys whose graph was read with skipped lines
     # MindSpore: graphs/ms_output_trace_code_graph_{id}.ir beside rank_{r}
     for path, kind, rank, graph in files:
         if kind != "ms_ir":
@@ -188,30 +189,44 @@ def _load_graphs(index: "DumpIndex", wanted: set[tuple[int, str]]) -> tuple[dict
         targets = [k for k in wanted if (rank is None or k[0] == rank) and (not graph or k[1] == graph)]
         if not targets:
             continue
+        warnings: list[str] = []
         try:
-            graphs = load_graph_file(path, kind)
+            graphs = load_graph_file(path, kind, warnings=warnings)
         except Exception as exc:  # a broken graph file is a named problem, the dump still opens
             problems.append((path, _first_line(exc, path)))
             continue
+        _partial_problem(problems, path, warnings)
         if not graphs:
             continue
         merged = graphs[0] if len(graphs) == 1 else _merge(graphs, path, kind)
-        for t in targets:
-            found.setdefault(t, _prepare(f"{path}#{merged.name}", merged))
+        for t in targets:  # a complete graph wins over one read partially
+            if t not in found or (t in partial and not warnings):
+                found[t] = _prepare(f"{path}#{merged.name}", merged)
+                if warnings:
+                    partial.add(t)
+                else:
+                    partial.discard(t)
     # GE graph text: graph name == {model_name} folder after sanitising; prefer _Build
     ge_files = [f for f in files if f[1] in ("ge_text", "ge_onnx", "ge_json")]
     ge_files.sort(key=lambda f: (0 if f[0].endswith("_Build.txt") else 1 if "Build" in f[0] else 2, f[0]))
-    missing = {k for k in wanted if k not in found and k[1]}
+    missing = {k for k in wanted if (k not in found or k in partial) and k[1]}
     parsed: dict[str, Optional[list[Graph]]] = {}
+    fallback: dict[tuple[int, str], LoadedGraph] = {}  # partially read graphs, used if nothing better
 
     def graphs_of(path: str, kind: str) -> Optional[list[Graph]]:
         if path not in parsed:
+            warnings: list[str] = []
             try:
-                parsed[path] = load_graph_file(path, kind)
+                parsed[path] = load_graph_file(path, kind, warnings=warnings)
             except Exception as exc:
                 problems.append((path, _first_line(exc, path)))
                 parsed[path] = None
+            if warnings:
+                _partial_problem(problems, path, warnings)
+                partial_files.add(path)
         return parsed[path]
+
+    partial_files: set[str] = set()
 
     # a rank's own graph files first (torchair writes one per worldsize…_global_rankN), then any
     for same_rank_only in (True, False):
@@ -233,9 +248,26 @@ def _load_graphs(index: "DumpIndex", wanted: set[tuple[int, str]]) -> tuple[dict
                     # subgraphs of the same model file join through the root graph's name
                     sub = [x for x in graphs if x is not g and x.name in g.subgraphs]
                     merged = _merge([g, *sub], path, kind) if sub else g
+                    if path in partial_files:
+                        fallback.setdefault(key, _prepare(f"{path}#{g.name}", merged))
+                        continue
                     found[key] = _prepare(f"{path}#{g.name}", merged)
                     missing.discard(key)
+    for key in missing:
+        if key in fallback and key not in found:
+            found[key] = fallback[key]
     return found, problems
+
+
+def _partial_problem(problems: list[tuple[str, str]], path: str, warnings: list[str]) -> None:
+    """One problem line for a graph file read with skipped parts."""
+    if not warnings:
+        return
+    first = warnings[0].splitlines()[0] if warnings[0] else "unreadable part"
+    if first.startswith(path):
+        first = first[len(path):].lstrip(":")
+    more = f" (and {len(warnings) - 1} more)" if len(warnings) > 1 else ""
+    problems.append((path, f"graph read partially: line {first}{more}"))
 
 
 def _merge(graphs: list[Graph], path: str, kind: str) -> Graph:

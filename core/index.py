@@ -327,6 +327,7 @@ class DumpIndex:
         with self._lock:
             known = {row[1]: row for row in self.conn.execute(
                 "SELECT id, path, mtime_ns, nentries, skips FROM dirs")}
+        retry = self._changed_problem_dirs()
         seen: set[str] = set()
         skip: set[str] = set()
         changed = False
@@ -343,7 +344,7 @@ class DumpIndex:
                 nentries = len(scanned.files) + len(scanned.subdirs)
                 old = known.get(path)
                 if (old is not None and old[2] == scanned.mtime_ns and old[3] == nentries
-                        and scanned.problem is None):
+                        and scanned.problem is None and old[0] not in retry):
                     for sub in json.loads(old[4] or "[]"):
                         skip.add(os.path.join(path, sub))
                     continue
@@ -386,6 +387,8 @@ class DumpIndex:
                     self._delete_dir(cur, row[0])
                     cur.execute("DELETE FROM dirs WHERE id=?", (row[0],))
                 cur.execute("COMMIT")
+        if changed:
+            self._remember_problem_files()
         if changed or not self.query("SELECT 1 FROM meta WHERE key='finalized'"):
             prog.phase = "joining"
             if progress is not None:
@@ -400,6 +403,34 @@ class DumpIndex:
         if progress is not None:
             progress(prog)
         return prog
+
+    def _remember_problem_files(self) -> None:
+        """Note size and mtime of every file that could not be read (see ``_changed_problem_dirs``)."""
+        sig: dict[str, list] = {}
+        for dir_id, path in self.query(
+                "SELECT p.dir_id, p.path FROM problems p JOIN dirs d ON d.id = p.dir_id WHERE p.path != d.path"):
+            try:
+                st = os.stat(path)
+                sig[path] = [dir_id, st.st_size, st.st_mtime_ns]
+            except OSError:
+                sig[path] = [dir_id, -1, -1]
+        with self._lock:
+            self.conn.execute("INSERT OR REPLACE INTO meta VALUES('problem_files', ?)", (json.dumps(sig),))
+
+    def _changed_problem_dirs(self) -> set[int]:
+        """Folders holding an unreadable file that changed since: a file still being written grows
+        without touching its folder's mtime or entry count, so its folder must be read again."""
+        rows = self.query("SELECT value FROM meta WHERE key='problem_files'")
+        out: set[int] = set()
+        for path, (dir_id, size, mtime) in (json.loads(rows[0][0]) if rows else {}).items():
+            try:
+                st = os.stat(path)
+                now = (st.st_size, st.st_mtime_ns)
+            except OSError:
+                now = (-1, -1)
+            if now != (size, mtime):
+                out.add(dir_id)
+        return out
 
     def _store_result(self, prog: Progress, scanned: Scanned, old_id: Optional[int], items: list[Item],
                       skips: list[str], nclaimed: int) -> None:

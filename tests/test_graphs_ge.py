@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from dumpscope.core.graphs import (
     parse_ge_onnx,
     parse_ge_text,
 )
+from dumpscope.core.graphs import ge_text
 from dumpscope.core.graphs.pbtext import parse_text_tree
 from dumpscope.core.synth.ge_graph_writer import build_model, ge_graph_text, write_ge_graph
 
@@ -187,6 +190,95 @@ def test_fuzz_random_ge_text(text: str) -> None:
             parser(text)
         except GraphParseError:
             pass
+
+
+# ---- fast path (canonical text) vs the generic tree reader ---------------------------------------
+
+
+def _rich_text() -> str:
+    """Canonical text (as GE / text_format print it) with every attr shape and a few oddities."""
+    model = build_model("g_\u00e9", OPS, SUB)
+    lv = ge_ir_pb2.AttrDef.ListValue
+    op = model.graph[0].op[2]
+    op.attr["func_attr"].func.name = "f"
+    op.attr["func_attr"].func.attr["x"].i = 1
+    td = op.attr["td_attr"].td
+    td.dtype = ge_ir_pb2.DT_FLOAT16
+    td.shape.dim.extend([2, 3])
+    td.layout = "ND"
+    op.attr["dt_attr"].dt = ge_ir_pb2.DT_FLOAT16
+    op.attr["flist"].list.f.extend([0.5, 1.5])
+    op.attr["flist"].list.val_type = lv.VT_LIST_FLOAT
+    op.attr["blist"].list.b.extend([True, False])
+    op.attr["blist"].list.val_type = lv.VT_LIST_BOOL
+    op.attr["empty"].list.val_type = lv.VT_LIST_INT
+    op.attr["esc"].s = 'a"b\\c \u00e9'.encode()
+    op.attr["neg"].i = -7
+    op.attr["tiny"].f = 1e-30
+    op.attr["nothing"].SetInParent()
+    out = op.output_desc[0]
+    out.size, out.device_type, out.real_dim_cnt = 64, "NPU", 4
+    out.attr["_datadump_origin_output_index"].i = 2
+    out.attr["tdlist"].list.td.add().dtype = ge_ir_pb2.DT_INT8
+    op.input_desc[0].name = "x"
+    model.graph[0].op[1].attr['k"q'].i = 1  # an escaped key: this op goes to the generic reader
+    model.graph[0].op[0].name = "data/\u00e9"  # printed as octal escapes
+    model.graph[0].attr["graph_level"].s = b"x"
+    model.attr["model_level"].i = 3
+    return text_format.MessageToString(model)
+
+
+def _plain(parse, text: str) -> str:
+    """Everything a parse yields (graphs, nodes, warnings) as one comparable string (nan-safe)."""
+    warnings: list[str] = []
+    try:
+        graphs = parse(text, warnings)
+    except GraphParseError:
+        return "GraphParseError"
+    return repr(([(g.name, g.kind, g.subgraphs, [asdict(n) for n in g.nodes.values()]) for g in graphs], warnings))
+
+
+def _generic_parse(text: str, warnings: list[str]) -> list:
+    root, label = ge_text._text_tree((text, "<text>"), warnings)
+    return ge_text.graphs_from_tree(root, label, "ge_text", warnings)
+
+
+def _public_parse(text: str, warnings: list[str]) -> list:
+    return parse_ge_text(text, warnings=warnings)
+
+
+def test_fast_path_matches_generic_reader() -> None:
+    text = _rich_text()
+    reader = ge_text._FastReader(text, "<text>")
+    reader.graphs()  # the fast path takes this text (one op handed to the generic reader)
+    assert reader.generic_ops == 1
+    assert _plain(_public_parse, text) == _plain(_generic_parse, text)
+    conv = parse_ge_text(text)[0].nodes["conv1/Conv2D"]
+    assert conv.attrs["esc"] == 'a"b\\c \u00e9' and conv.attrs["neg"] == -7 and conv.attrs["empty"] == []
+    assert conv.attrs["func_attr"] == {"name": "f", "attr": {"x": 1}}
+    assert conv.attrs["td_attr"]["device_shape"] == [2, 3] and conv.attrs["nothing"] is None
+    assert conv.input_descs[0]["name"] == "x" and conv.output_descs[0]["_datadump_origin_output_index"] == 2
+    assert "data/\u00e9" in parse_ge_text(text)[0].nodes
+    assert gc.isenabled()
+
+
+def test_fast_path_crlf_and_missing_final_newline() -> None:
+    text = _text()
+    assert _plain(_public_parse, text.replace("\n", "\r\n")) == _plain(_generic_parse, text)
+    assert _plain(_public_parse, text.rstrip("\n")) == _plain(_generic_parse, text)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_fuzz_fast_path_agrees_with_generic_reader(data: st.DataObject) -> None:
+    """Whatever the damage, the fast path either reads the text exactly as the generic reader does
+    or hands it over to it: same graphs, nodes, warnings and errors."""
+    base = _rich_text()
+    start = data.draw(st.integers(0, len(base)))
+    end = data.draw(st.integers(start, min(len(base), start + 120)))
+    junk = data.draw(st.text(alphabet=st.sampled_from(list('{}<>[]:,;"\'\\# \nabc_019-.')), max_size=40))
+    text = base[:start] + junk + base[end:]
+    assert _plain(_public_parse, text) == _plain(_generic_parse, text)
 
 
 # ---- JSON / ONNX / dispatch -------------------------------------------------------------------

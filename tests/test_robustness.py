@@ -436,15 +436,6 @@ def test_file_growing_while_it_is_indexed_gives_one_consistent_answer(tmp_path, 
     assert q.tensor_stats(q.tensors(ops[0].id)[1])["count"] == 6
 
 
-NEEDS_INDEX_RETRY = pytest.mark.xfail(
-    strict=True, reason="needs the core/index.py diff of the robustness report (re-read folders whose "
-                        "unreadable files changed); remove this marker when it lands")
-NEEDS_GRAPH_FALLBACK = pytest.mark.xfail(
-    strict=True, reason="needs the core/finalize.py diff of the robustness report (partial graphs are "
-                        "problems and lose to complete ones); remove this marker when it lands")
-
-
-@NEEDS_INDEX_RETRY
 @pytest.mark.parametrize("cut", [0, 5, 30, "payload"])
 def test_a_half_written_file_becomes_an_op_once_complete(tmp_path, cut):
     """A file listed while still being written is a problem; completed, ``update()`` makes it an op.
@@ -506,7 +497,6 @@ def test_a_new_bad_file_between_updates_is_a_problem_and_good_ops_stay(tmp_path)
 # -- a half-readable graph must not hide the good one ----------------------------------------------
 
 
-@NEEDS_GRAPH_FALLBACK
 def test_partial_ge_graph_is_a_problem_and_the_good_graph_still_joins(tmp_path, capsys):
     """A truncated GE graph text that names the model parses partially (the parser is tolerant);
     it must be reported, and a complete graph of the same model must win."""

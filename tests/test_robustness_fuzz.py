@@ -244,8 +244,6 @@ def test_small_csv_readers_never_raise(tmp_path_factory, data):
 _FORMATS = sorted(set(FORMAT_NAMES.values())) + ["UNKNOWN(77)", "", "nc1hwc0", "FRACTAL_Z_GARBAGE"]
 
 
-@pytest.mark.xfail(strict=True, reason="needs the core/device_format.py diff of the robustness report (empty and "
-                                       "negative shapes raise ZeroDivisionError/ValueError); remove when it lands")
 @settings(max_examples=200, deadline=None, phases=(Phase.explicit, Phase.reuse, Phase.generate))
 @example(fmt="FRACTAL_NZ", dev=[0, 0, 0, 0], orig=[0], extra=0, sub_format=0, target=None)
 @example(fmt="NC1HWC0", dev=[1, -1, 2, 2, 16], orig=[1, 3, 2, 2], extra=0, sub_format=0, target=None)

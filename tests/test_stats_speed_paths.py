@@ -195,3 +195,61 @@ def test_empty_single_and_constant(dtype: str) -> None:
     zeros = np.zeros(SUB + 1, dtype=dtype)
     st = compute_stats(zeros)
     assert st.zeros == zeros.size and st.l2norm == 0 and st.hist_counts == [zeros.size]
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as hst  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    arr=hnp.arrays(
+        dtype=hst.sampled_from([np.float32, np.float64]),
+        shape=hst.integers(1, 600),
+        elements=hst.one_of(
+            hst.floats(-2.0**100, 2.0**100, width=32),
+            hst.sampled_from([0.0, -0.0, np.nan, np.inf, -np.inf, 1e-40, -1e-45, 1.0, 1.0000001]),
+        ),
+    ),
+    chunk=hst.integers(1, 700),
+    bins=hst.sampled_from([1, 3, 32, 255, 256, 257]),
+)
+def test_fuzz_full_width_values(arr: np.ndarray, chunk: int, bins: int) -> None:
+    st = compute_stats(arr, chunk_elems=chunk, first_bad_n=4, bins=bins)
+    ref = truth(arr)
+    for k in ("count", "nan", "posinf", "neginf", "zeros"):
+        assert getattr(st, k) == ref[k], k
+    assert st.first_bad == bad_ref(arr, 4)
+    fin = ref["fin"]
+    if not fin.size:
+        assert st.min is None and st.hist_counts == []
+        return
+    assert st.min == ref["min"] and st.max == ref["max"]
+    scale = max(abs(ref["min"]), abs(ref["max"]))
+    assert st.mean == pytest.approx(ref["mean"], rel=1e-9, abs=1e-12 * scale)
+    assert st.std == pytest.approx(ref["std"], rel=1e-9, abs=1e-12 * scale)
+    assert st.l2norm == pytest.approx(ref["l2norm"], rel=1e-9)
+    edges = np.asarray(st.hist_edges)
+    assert np.all(np.diff(edges) >= 0) and edges[0] <= ref["min"] and edges[-1] >= ref["max"]
+    if len(edges) > 2 or edges[0] != edges[-1]:
+        idx = np.clip(np.searchsorted(edges, fin, side="right") - 1, 0, len(edges) - 2)
+        assert st.hist_counts == np.bincount(idx, minlength=len(edges) - 1).tolist()
+    else:
+        assert st.hist_counts == [fin.size]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("lo_hi", [(-3.7, 11.3), (0.1, 0.1000003), (1e6, 1e6 + 513), (-1e-30, 7e-31)])
+def test_values_on_and_next_to_the_edges(dtype: str, lo_hi: tuple) -> None:
+    t = np.dtype(dtype).type
+    lo, hi = t(lo_hi[0]), t(lo_hi[1])
+    ideal = np.linspace(float(lo), float(hi), 33).astype(dtype)
+    near = np.concatenate((ideal, np.nextafter(ideal, t(np.inf)), np.nextafter(ideal, t(-np.inf))))
+    x = np.clip(near, lo, hi).astype(dtype)
+    st = compute_stats(np.tile(x, 3), chunk_elems=17)
+    check(st, np.tile(x, 3))
+    # the reported edges themselves, and their neighbours, land in the right bins too
+    e = np.asarray(st.hist_edges).astype(dtype)
+    y = np.clip(np.concatenate((e, np.nextafter(e, t(np.inf)), np.nextafter(e, t(-np.inf)))), lo, hi)
+    check(compute_stats(y.astype(dtype)), y.astype(dtype))

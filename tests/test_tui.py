@@ -29,13 +29,18 @@ def tiny(tmp_path, monkeypatch) -> Path:
     return make_ms_tree(tmp_path / "trees")
 
 
-@pytest.fixture
-def lenet(tmp_path, monkeypatch) -> Path:
-    set_env(monkeypatch, tmp_path)
-    path = lenet_dump(tmp_path)
+@pytest.fixture(scope="module")
+def lenet_tree(tmp_path_factory) -> Path:
+    path = lenet_dump(tmp_path_factory.mktemp("lenet"))
     if path is None:
         pytest.skip("real LeNet dump not available (/work/shared is absent in a user's clone)")
     return path
+
+
+@pytest.fixture
+def lenet(lenet_tree, tmp_path, monkeypatch) -> Path:
+    set_env(monkeypatch, tmp_path)
+    return lenet_tree
 
 
 def app_for(path: Path, **kwargs) -> DumpscopeApp:

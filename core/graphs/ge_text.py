@@ -330,7 +330,7 @@ _OP_TOKEN = re.compile(
     + rf"(?:{_S6}shape \{{\n([^}}]*){_S6}\}}\n)?"
     + rf"(?:{_S6}layout: ({_Q})\n)?"
     + rf"((?:{_S6}attr \{{\n[^}}]*\}}\n(?: {{8,10}}\}}\n)*{_S6}\}}\n)*)"
-    + rf"((?:{_S6}{_NAME}: [^\n]*\n)*)"
+    + rf'((?:{_S6}{_NAME}: (?:"[^"\\\n]*"|[-+\w.]+)\n)*)'  # unused fields: plain values only
     + rf"{_S4}\}}\n"
     + r"|([^\n]*\n)"
 )
@@ -340,7 +340,7 @@ _BARE = re.compile(r"[-+\w.]+")
 _DQ_STR = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 _SQ_STR = re.compile(r"'((?:[^'\\\n]|\\.)*)'")
 _VALUE_SCALAR = {n: re.compile(rf" {{{n}}}({_NAME}): ([^\n]*)\n") for n in (8, 10)}
-_VALUE_LIST = {n: re.compile(rf" {{{n}}}list \{{\n([^}}]*) {{{n}}}\}}\n") for n in (8, 10)}
+_VALUE_LIST = {n: re.compile(rf" {{{n}}}list \{{\n((?:[^}}]*\n)?) {{{n}}}\}}\n") for n in (8, 10)}
 _LIST_ITEM = {n: re.compile(rf"(?<![^\n]) {{{n + 2}}}({_NAME}): ([^\n]*)\n") for n in (8, 10)}
 _SIMPLE_VALUE = {"s": _as_str, "i": _as_int, "f": _as_float, "b": _as_bool, "dt": ge_dtype, "bt": _as_str,
                  "expression": _as_str}
@@ -410,7 +410,12 @@ class _FastReader:
                 raise _Fallback
             pos = m.end()
             block = m.group(3)
-            if block:
+            if m.group(1):
+                try:
+                    _raw(m.group(2))  # model name/version …: unused, but must be readable
+                except _OpFallback:
+                    raise _Fallback from None
+            elif block:
                 body_end = self._block_end(pos, "")
                 if block == "graph":
                     graph_bodies.append((pos, body_end - 2))
@@ -442,11 +447,13 @@ class _FastReader:
                 body_end = block_end(pos, "  ")
                 self._generic(text[pos:body_end - 4])
                 pos = body_end
-            elif m.group(1) == "name" and gname is None:
+            else:
                 try:
-                    gname = _raw(m.group(2))
+                    value = _raw(m.group(2))  # input/output/…: unused, but must be readable
                 except _OpFallback:
                     raise _Fallback from None
+                if m.group(1) == "name" and gname is None:
+                    gname = value
         name = _as_str(gname if gname is not None else "") or f"graph_{index}"
         return name, [self._op(s, e, name) for s, e in ops]
 
@@ -506,6 +513,8 @@ class _FastReader:
                         raise _OpFallback
                     elif fkey not in first:
                         first[fkey] = fstr if fq else _raw(fval)
+                elif not fq:
+                    _raw(fval)  # unused, but must be readable
             elif dkind:
                 if rest and _DESC_LATE.search(rest):
                     raise _OpFallback  # fields out of the printed order
