@@ -83,7 +83,7 @@ def _merge_stats_only(index: "DumpIndex") -> None:
             cur.execute("COMMIT")
 
 
-def _group_ops(index: "DumpIndex") -> dict[tuple, OpAcc]:
+def _group_ops(index: "DumpIndex", rank: int, step: int) -> dict[tuple, OpAcc]:
     """Group tensor records into op executions.
 
     Records of one op name at one rank/step/graph form one op, unless the same input or
@@ -94,7 +94,7 @@ def _group_ops(index: "DumpIndex") -> dict[tuple, OpAcc]:
     rows_by_key: dict[tuple, list[tuple]] = defaultdict(list)
     for row in index.query(
             "SELECT id, rank, step, graph, op_name, file_name, op_type, ts, producer, order_hint, extra, task, "
-            "stream, path, stats, io, slot, storage FROM tensors"):
+            "stream, path, stats, io, slot, storage FROM tensors WHERE rank=? AND step=?", (rank, step)):
         rows_by_key[(row[1], row[2], row[3], row[4])].append(row)
     ops: dict[tuple, OpAcc] = {}
     for base, rows in rows_by_key.items():
@@ -384,84 +384,16 @@ def _mark_watch_snapshots(ops: dict[tuple, OpAcc]) -> None:
 
 
 def finalize(index: "DumpIndex") -> None:
+    """Rebuild the op table, one rank/step at a time so memory follows the largest step."""
     _merge_stats_only(index)
-    ops = _group_ops(index)
-    wanted = {(acc.rank, acc.graph) for acc in ops.values()}
+    places = index.query("SELECT DISTINCT rank, step FROM tensors ORDER BY rank, step")
+    wanted = {(r, g) for r, g in index.query("SELECT DISTINCT rank, graph FROM tensors")}
     graphs, problems = _load_graphs(index, wanted)
-    by_graph: dict[tuple[int, str], list[OpAcc]] = defaultdict(list)
-    for acc in ops.values():
-        by_graph[(acc.rank, acc.graph)].append(acc)
-    for key, group in by_graph.items():
-        lg = graphs.get(key)
-        if lg is None:
-            continue
-        by_step: dict[int, list[OpAcc]] = defaultdict(list)
-        for acc in group:
-            by_step[acc.step].append(acc)
-        for step_ops in by_step.values():
-            _join(step_ops, lg)
-    _mark_watch_snapshots(ops)
-    # execution orders (MindSpore CSVs), per (rank, graph)
     orders: dict[tuple[int, str], list[str]] = {}
     for rank, graph, names in index.query("SELECT rank, graph, names FROM exec_orders"):
         orders[(rank, graph)] = json.loads(names)
-    rows = []
-    tensor_rows = []
-    by_rank_step: dict[tuple[int, int], list[OpAcc]] = defaultdict(list)
-    for acc in ops.values():
-        by_rank_step[(acc.rank, acc.step)].append(acc)
+    csv_maps = {key: _csv_maps(names) for key, names in orders.items()}
     op_id = 0
-    for (rank, step), group in sorted(by_rank_step.items()):
-        graphs_here: dict[str, list[OpAcc]] = defaultdict(list)
-        for acc in group:
-            graphs_here[acc.graph].append(acc)
-        exec_index = 0
-        for graph in sorted(graphs_here):
-            names = orders.get((rank, graph)) or []
-            csv_pos = {n: i for i, n in enumerate(names)}
-            csv_spos = {sanitize_name(n): i for i, n in enumerate(names)}
-            csv_names = {sanitize_name(n): n for n in names}
-            # doc-style npy names carry only the last scope segment (``Conv2D-op12``)
-            shorts: dict[str, list[str]] = defaultdict(list)
-            for n in names:
-                shorts[sanitize_name(n.rsplit("/", 1)[-1])].append(n)
-            for short, full in shorts.items():
-                if len(full) == 1 and short not in csv_spos:
-                    csv_spos[short] = csv_pos[full[0]]
-                    csv_names[short] = full[0]
-            for acc in _order(graphs_here[graph], csv_pos, csv_spos):
-                op_id += 1
-                name = acc.joined or acc.name
-                if acc.joined is None and "/" not in name and sanitize_name(acc.file_name) in csv_names:
-                    # no graph file, but the execution-order CSV spells the full name with scope
-                    name = csv_names[sanitize_name(acc.file_name)]
-                    acc.join_rule = "exec_order"
-                scope = acc.scope if acc.scope is not None else _scope_of(name)
-                snapshot = acc.watch_of is not None
-                # a watch snapshot shares the position of the op that ran just before it
-                rows.append((op_id, rank, step, graph, name, acc.file_name, acc.type, scope,
-                             max(exec_index - 1, 0) if snapshot else exec_index,
-                             acc.first_ts, acc.producer, acc.joined, acc.join_rule, 2 if snapshot else 0,
-                             acc.nan if acc.has_stats else None, acc.posinf if acc.has_stats else None,
-                             acc.neginf if acc.has_stats else None, None, "stats" if acc.has_stats else None,
-                             acc.folder, acc.task, acc.stream,
-                             acc.watch_of, acc.watch_after))
-                tensor_rows.extend((op_id, tid) for tid in acc.tensor_ids)
-                if not snapshot:
-                    exec_index += 1
-            lg = graphs.get((rank, graph))
-            if lg is not None and lg.graph.kind in ("ge_text", "ge_json", "ge_onnx"):
-                # GE nodes that ran no device task (Data, Const, NetOutput, _no_task, control-only
-                # ops) have no dump file: list them as graph-only nodes so the tree shows the
-                # whole graph; they carry no exec index and no tensors.
-                joined = {acc.joined for acc in graphs_here[graph] if acc.joined}
-                for node in lg.graph.nodes.values():
-                    if node.name in joined:
-                        continue
-                    op_id += 1
-                    rows.append((op_id, rank, step, graph, node.name, sanitize_name(node.name), node.type,
-                                 _scope_of(node.name), None, None, "graph", node.name, "graph_only", 1, None, None,
-                                 None, None, None, "", None, None, None, None))
     with index._lock:
         cur = index.conn.cursor()
         cur.execute("BEGIN")
@@ -469,15 +401,27 @@ def finalize(index: "DumpIndex") -> None:
         cur.execute("DELETE FROM graph_nodes")
         cur.execute("DELETE FROM graphs")
         cur.execute("DELETE FROM problems WHERE dir_id=-1")
-        cur.executemany("INSERT INTO ops(id, rank, step, graph, name, file_name, type, scope, exec_index, first_ts, "
-                        "producer, joined, join_rule, graph_only, nan, posinf, neginf, status, evidence, folder, "
-                        "task, stream, watch_of, watch_after) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                        rows)
-        cur.executemany("UPDATE tensors SET op_id=? WHERE id=?", tensor_rows)
+        for rank, step in places:
+            ops = _group_ops(index, rank, step)
+            graphs_here: dict[str, list[OpAcc]] = defaultdict(list)
+            for acc in ops.values():
+                graphs_here[acc.graph].append(acc)
+            for graph, group in graphs_here.items():
+                lg = graphs.get((rank, graph))
+                if lg is not None:
+                    _join(group, lg)
+            _mark_watch_snapshots(ops)
+            rows, tensor_rows, op_id = _op_rows(rank, step, graphs_here, graphs, csv_maps, op_id)
+            cur.executemany("INSERT INTO ops(id, rank, step, graph, name, file_name, type, scope, exec_index, "
+                            "first_ts, producer, joined, join_rule, graph_only, nan, posinf, neginf, status, "
+                            "evidence, folder, task, stream, watch_of, watch_after) "
+                            "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+            cur.executemany("UPDATE tensors SET op_id=? WHERE id=?", tensor_rows)
         seen_gkeys: set[str] = set()
         for (rank, graph), lg in graphs.items():
             cur.execute("INSERT OR REPLACE INTO graphs VALUES(?,?,?,?,?,?)",
                         (f"{rank}:{graph}", rank, graph, lg.graph.name, lg.graph.path, lg.graph.kind))
+            cur.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)", (f"gkey:{rank}:{graph}", lg.gkey))
             if lg.gkey in seen_gkeys:
                 continue
             seen_gkeys.add(lg.gkey)
@@ -485,11 +429,67 @@ def finalize(index: "DumpIndex") -> None:
             cur.executemany("INSERT INTO graph_nodes VALUES(?,?,?,?,?)", [
                 (lg.gkey, n.name, sanitize_name(n.name), n.type, _node_data(n, consumers.get(n.name, [])))
                 for n in lg.graph.nodes.values()])
-            cur.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)", (f"gkey:{rank}:{graph}", lg.gkey))
-        for (rank, graph), lg in graphs.items():
-            cur.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)", (f"gkey:{rank}:{graph}", lg.gkey))
         cur.executemany("INSERT INTO problems VALUES(-1,?,?)", problems)
         cur.execute("COMMIT")
     from dumpscope.core.overflow_join import attach_overflow
 
     attach_overflow(index)
+
+
+def _csv_maps(names: list[str]) -> tuple[dict[str, int], dict[str, int], dict[str, str]]:
+    """Positions by full name and by file-side spelling, and full names by file-side spelling."""
+    csv_pos = {n: i for i, n in enumerate(names)}
+    csv_spos = {sanitize_name(n): i for i, n in enumerate(names)}
+    csv_names = {sanitize_name(n): n for n in names}
+    # doc-style npy names carry only the last scope segment (``Conv2D-op12``)
+    shorts: dict[str, list[str]] = defaultdict(list)
+    for n in names:
+        shorts[sanitize_name(n.rsplit("/", 1)[-1])].append(n)
+    for short, full in shorts.items():
+        if len(full) == 1 and short not in csv_spos:
+            csv_spos[short] = csv_pos[full[0]]
+            csv_names[short] = full[0]
+    return csv_pos, csv_spos, csv_names
+
+
+def _op_rows(rank: int, step: int, graphs_here: dict[str, list[OpAcc]], graphs: dict, csv_maps: dict,
+             op_id: int) -> tuple[list[tuple], list[tuple[int, int]], int]:
+    """The ops-table rows of one rank/step in execution order, plus tensor → op links."""
+    rows: list[tuple] = []
+    tensor_rows: list[tuple[int, int]] = []
+    exec_index = 0
+    for graph in sorted(graphs_here):
+        csv_pos, csv_spos, csv_names = csv_maps.get((rank, graph)) or ({}, {}, {})
+        for acc in _order(graphs_here[graph], csv_pos, csv_spos):
+            op_id += 1
+            name = acc.joined or acc.name
+            if acc.joined is None and "/" not in name and sanitize_name(acc.file_name) in csv_names:
+                # no graph file, but the execution-order CSV spells the full name with scope
+                name = csv_names[sanitize_name(acc.file_name)]
+                acc.join_rule = "exec_order"
+            scope = acc.scope if acc.scope is not None else _scope_of(name)
+            snapshot = acc.watch_of is not None
+            # a watch snapshot shares the position of the op that ran just before it
+            rows.append((op_id, rank, step, graph, name, acc.file_name, acc.type, scope,
+                         max(exec_index - 1, 0) if snapshot else exec_index,
+                         acc.first_ts, acc.producer, acc.joined, acc.join_rule, 2 if snapshot else 0,
+                         acc.nan if acc.has_stats else None, acc.posinf if acc.has_stats else None,
+                         acc.neginf if acc.has_stats else None, None, "stats" if acc.has_stats else None,
+                         acc.folder, acc.task, acc.stream, acc.watch_of, acc.watch_after))
+            tensor_rows.extend((op_id, tid) for tid in acc.tensor_ids)
+            if not snapshot:
+                exec_index += 1
+        lg = graphs.get((rank, graph))
+        if lg is not None and lg.graph.kind in ("ge_text", "ge_json", "ge_onnx"):
+            # GE nodes that ran no device task (Data, Const, NetOutput, _no_task, control-only
+            # ops) have no dump file: list them as graph-only nodes so the tree shows the
+            # whole graph; they carry no exec index and no tensors.
+            joined = {acc.joined for acc in graphs_here[graph] if acc.joined}
+            for node in lg.graph.nodes.values():
+                if node.name in joined:
+                    continue
+                op_id += 1
+                rows.append((op_id, rank, step, graph, node.name, sanitize_name(node.name), node.type,
+                             _scope_of(node.name), None, None, "graph", node.name, "graph_only", 1, None, None,
+                             None, None, None, "", None, None, None, None))
+    return rows, tensor_rows, op_id

@@ -35,7 +35,7 @@ from dumpscope.core.walk import Scanned, listing_of, scan_tree
 PARALLEL_MIN_FILES = 400
 CHUNK_FILES = 1000
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
@@ -48,6 +48,7 @@ CREATE TABLE IF NOT EXISTS tensors(id INTEGER PRIMARY KEY, dir_id INTEGER, produ
     sub_format INTEGER, order_hint REAL, stats TEXT, extra TEXT, op_id INTEGER);
 CREATE INDEX IF NOT EXISTS tensors_dir ON tensors(dir_id);
 CREATE INDEX IF NOT EXISTS tensors_op ON tensors(op_id);
+CREATE INDEX IF NOT EXISTS tensors_place ON tensors(rank, step);
 CREATE TABLE IF NOT EXISTS exec_orders(dir_id INTEGER, rank INTEGER, graph TEXT, source TEXT, names TEXT);
 CREATE TABLE IF NOT EXISTS graph_files(dir_id INTEGER, path TEXT, kind TEXT, rank INTEGER, graph TEXT);
 CREATE TABLE IF NOT EXISTS problems(dir_id INTEGER, path TEXT, error TEXT);
@@ -323,7 +324,7 @@ class DumpIndex:
         decoding is CPU-bound Python and one core cannot keep up with the disk.
         """
         prog = Progress()
-        layouts = all_layouts()
+        layouts: Optional[list] = None  # imported on the first changed folder: a warm reopen needs none
         with self._lock:
             known = {row[1]: row for row in self.conn.execute(
                 "SELECT id, path, mtime_ns, nentries, skips FROM dirs")}
@@ -359,6 +360,8 @@ class DumpIndex:
                     if scanned.problem is not None:
                         items.append(scanned.problem)
                     else:
+                        if layouts is None:
+                            layouts = all_layouts()
                         items.extend(self._scan_listing(layouts, listing))
                     for sub in listing.skip_subdirs:
                         skip.add(os.path.join(path, sub))

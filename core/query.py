@@ -11,11 +11,13 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Optional
 
-from dumpscope.core.graphs.common import sanitize_name
 from dumpscope.core.index import DumpIndex
-from dumpscope.core.tensor_io import TensorRef, compute_tensor_stats, signature
+from dumpscope.core.names import sanitize_name
+
+if TYPE_CHECKING:  # numpy is only imported when tensor data is actually read
+    from dumpscope.core.tensor_io import TensorRef
 
 _OP_COLS = ("id, rank, step, graph, name, file_name, type, scope, exec_index, producer, joined, join_rule, "
             "graph_only, nan, posinf, neginf, status, evidence, folder, task, stream, first_ts, watch_of, watch_after")
@@ -81,7 +83,9 @@ class TensorRow:
     extra: dict[str, Any] = field(default_factory=dict)
     ts: Optional[int] = None
 
-    def ref(self) -> TensorRef:
+    def ref(self) -> "TensorRef":
+        from dumpscope.core.tensor_io import TensorRef
+
         return TensorRef(path=self.path, storage=self.storage, io=self.io, slot=self.slot, dtype=self.dtype,
                          stored_dtype=self.stored_dtype, shape=self.shape, format=self.format,
                          device_shape=self.device_shape, offset=self.offset, nbytes=self.nbytes,
@@ -393,6 +397,8 @@ class DumpQuery:
             cur.execute("COMMIT")
 
     def cached_stats(self, t: TensorRow) -> Optional[dict[str, Any]]:
+        from dumpscope.core.tensor_io import signature
+
         sig = signature(t.ref())
         if sig is None:
             return None
@@ -412,6 +418,8 @@ class DumpQuery:
             doc = st.to_json()
             doc["source"] = "stats"
             return doc
+        from dumpscope.core.tensor_io import compute_tensor_stats, signature
+
         if use_cache:
             cached = self.cached_stats(t)
             if cached is not None:
