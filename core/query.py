@@ -157,12 +157,22 @@ class DumpQuery:
             "SELECT path, error FROM problems ORDER BY path")]
 
     def layouts(self) -> list[dict[str, Any]]:
+        """Producers found, with their file counts (computed once per index build)."""
+        cached = self.index.query("SELECT value FROM meta WHERE key='layouts'")
+        if cached:
+            return json.loads(cached[0][0])
         rows = self.index.query(
-            "SELECT producer, path, COUNT(DISTINCT path) FROM tensors GROUP BY producer ORDER BY producer")
-        out = []
-        for producer, path, files in rows:
-            out.append({"name": producer, "root": self._layout_root(producer), "files": files})
+            "SELECT producer, COUNT(DISTINCT path) FROM tensors GROUP BY producer ORDER BY producer")
+        out = [{"name": producer, "root": self._layout_root(producer), "files": files} for producer, files in rows]
+        with self.index._lock:
+            self.index.conn.execute("INSERT OR REPLACE INTO meta VALUES('layouts', ?)", (json.dumps(out),))
         return out
+
+    def scope_order(self, rank: int, step: int) -> dict[tuple[str, str], int]:
+        """First execution index per (graph, scope), so views can list scopes in execution order."""
+        return {(g, s): e for g, s, e in self.index.query(
+            "SELECT graph, scope, MIN(exec_index) FROM ops WHERE rank=? AND step=? GROUP BY graph, scope",
+            (rank, step))}
 
     def _layout_root(self, producer: str) -> str:
         rows = self.index.query("SELECT path FROM tensors WHERE producer=? LIMIT 200", (producer,))
