@@ -160,10 +160,11 @@ class Graph:
 
     def consumers(self) -> dict[str, list[str]]:
         """Map each producer's full name to the names of the nodes that read its outputs."""
-        out: dict[str, list[str]] = {}
-        for node in self.nodes.values():
+        seen: dict[str, dict[str, None]] = {}  # insertion-ordered sets
+        nodes = self.nodes
+        for node in nodes.values():
             for src in node.inputs:
                 producer = src.rsplit(":", 1)[0] if ":" in src else src
-                if producer in self.nodes and node.name not in out.setdefault(producer, []):
-                    out[producer].append(node.name)
-        return out
+                if producer in nodes:
+                    seen.setdefault(producer, {})[node.name] = None
+        return {producer: list(names) for producer, names in seen.items()}
