@@ -302,6 +302,10 @@ class DumpIndex:
             cur.execute("INSERT OR REPLACE INTO meta VALUES('schema', ?)", (_schema_key(),))
             cur.execute("INSERT OR REPLACE INTO meta VALUES('root', ?)", (self.root,))
 
+    def has_snapshot(self) -> bool:
+        """True when a finished index from an earlier open is stored (it may be stale)."""
+        return bool(self.query("SELECT 1 FROM meta WHERE key='finalized'"))
+
     def close(self) -> None:
         with self._lock:
             self.conn.close()

@@ -153,7 +153,21 @@ class DumpscopeApp(App[int]):
             self.post_message(IndexProgress(progress_text(prog)))
 
         try:
-            index = DumpIndex.open(self.path, progress=progress, cancel=self._cancel, **self._cache_kwargs())
+            index = DumpIndex.open(self.path, progress=progress, cancel=self._cancel, update=False,
+                                   **self._cache_kwargs())
+            if index.has_snapshot() and index.db_path != ":memory:":
+                # Warm start: show the stored index at once, then check the tree for changes on a
+                # second connection; WAL readers keep seeing the old snapshot, so the views never
+                # wait for the update's transactions.
+                self.post_message(IndexReady(DumpQuery(index)))
+                fresh = DumpIndex(self.path, index.db_path)
+                prog = fresh.update(progress=None, cancel=self._cancel)
+                if prog.changed_dirs and not get_current_worker().is_cancelled:
+                    self.post_message(IndexReady(DumpQuery(fresh), refreshed=True))
+                else:
+                    fresh.close()
+                return
+            index.update(progress=progress, cancel=self._cancel)
         except IndexCancelled:
             return
         except Exception as exc:
