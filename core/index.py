@@ -35,12 +35,12 @@ from dumpscope.core.walk import Scanned, listing_of, scan_tree
 PARALLEL_MIN_FILES = 400
 CHUNK_FILES = 1000
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS dirs(id INTEGER PRIMARY KEY, path TEXT UNIQUE, mtime_ns INTEGER,
-    nentries INTEGER, skips TEXT, layouts TEXT, nfiles INTEGER, nclaimed INTEGER);
+    nentries INTEGER, skips TEXT, layouts TEXT, nfiles INTEGER, nclaimed INTEGER, subdirs TEXT);
 CREATE TABLE IF NOT EXISTS tensors(id INTEGER PRIMARY KEY, dir_id INTEGER, producer TEXT, path TEXT,
     op_type TEXT, op_name TEXT, file_name TEXT, io TEXT, slot INTEGER, dtype TEXT, shape TEXT,
     format TEXT, device_shape TEXT, rank INTEGER, step INTEGER, graph TEXT, task INTEGER,
@@ -331,7 +331,7 @@ class DumpIndex:
         layouts: Optional[list] = None  # imported on the first changed folder: a warm reopen needs none
         with self._lock:
             known = {row[1]: row for row in self.conn.execute(
-                "SELECT id, path, mtime_ns, nentries, skips FROM dirs")}
+                "SELECT id, path, mtime_ns, nentries, skips, subdirs FROM dirs")}
         retry = self._changed_problem_dirs()
         seen: set[str] = set()
         skip: set[str] = set()
@@ -339,7 +339,10 @@ class DumpIndex:
         last_report = 0.0
         pool = _Pool(workers)
         try:
-            for scanned in scan_tree(self.root, skip=skip):
+            retry_ids = set(retry)
+            listing_known = {p: (row[2], json.loads(row[5])) for p, row in known.items()
+                             if row[5] is not None and row[0] not in retry_ids}
+            for scanned in scan_tree(self.root, skip=skip, known=listing_known):
                 if cancel is not None and cancel.is_set():
                     raise IndexCancelled()
                 path = scanned.dirpath
@@ -348,8 +351,9 @@ class DumpIndex:
                 prog.files += len(scanned.files)
                 nentries = len(scanned.files) + len(scanned.subdirs)
                 old = known.get(path)
-                if (old is not None and old[2] == scanned.mtime_ns and old[3] == nentries
-                        and scanned.problem is None and old[0] not in retry):
+                if old is not None and (scanned.unchanged or (
+                        old[2] == scanned.mtime_ns and old[3] == nentries
+                        and scanned.problem is None and old[0] not in retry)):
                     for sub in json.loads(old[4] or "[]"):
                         skip.add(os.path.join(path, sub))
                     continue
@@ -443,8 +447,10 @@ class DumpIndex:
                       skips: list[str], nclaimed: int) -> None:
         prog.records += sum(1 for it in items if isinstance(it, TensorRecord))
         nentries = len(scanned.files) + len(scanned.subdirs)
+        # a folder listed with a problem keeps no subfolder list, so it is listed again next time
+        subdirs = None if scanned.problem is not None else json.dumps(scanned.subdirs)
         self._store_dir(scanned.dirpath, scanned.mtime_ns, nentries, len(scanned.files), nclaimed, skips, items,
-                        old_id)
+                        old_id, subdirs)
 
     @staticmethod
     def _scan_listing(layouts, listing: DirListing) -> list[Item]:
@@ -464,20 +470,21 @@ class DumpIndex:
             cur.execute(f"DELETE FROM {table} WHERE dir_id=?", (dir_id,))
 
     def _store_dir(self, path: str, mtime_ns: int, nentries: int, nfiles: int, nclaimed: int, skips: list[str],
-                   items: list[Item], old_id: Optional[int]) -> None:
+                   items: list[Item], old_id: Optional[int], subdirs: Optional[str] = None) -> None:
         used = json.dumps(sorted({it.producer for it in items if isinstance(it, TensorRecord)}))
         with self._lock:
             cur = self.conn.cursor()
             cur.execute("BEGIN")
             if old_id is not None:
                 self._delete_dir(cur, old_id)
-                cur.execute("UPDATE dirs SET mtime_ns=?, nentries=?, skips=?, layouts=?, nfiles=?, nclaimed=? "
-                            "WHERE id=?", (mtime_ns, nentries, json.dumps(skips), used, nfiles, nclaimed, old_id))
+                cur.execute("UPDATE dirs SET mtime_ns=?, nentries=?, skips=?, layouts=?, nfiles=?, nclaimed=?, "
+                            "subdirs=? WHERE id=?", (mtime_ns, nentries, json.dumps(skips), used, nfiles, nclaimed,
+                                                     subdirs, old_id))
                 dir_id = old_id
             else:
-                cur.execute("INSERT INTO dirs(path, mtime_ns, nentries, skips, layouts, nfiles, nclaimed) "
-                            "VALUES(?,?,?,?,?,?,?)", (path, mtime_ns, nentries, json.dumps(skips), used, nfiles,
-                                                      nclaimed))
+                cur.execute("INSERT INTO dirs(path, mtime_ns, nentries, skips, layouts, nfiles, nclaimed, subdirs) "
+                            "VALUES(?,?,?,?,?,?,?,?)", (path, mtime_ns, nentries, json.dumps(skips), used, nfiles,
+                                                        nclaimed, subdirs))
                 dir_id = cur.lastrowid
             trows = []
             for it in items:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, Optional
 
 from dumpscope.core.layouts.base import DirListing
 from dumpscope.core.model import Problem
@@ -32,6 +32,8 @@ class Scanned:
     identity: tuple[int, int] | None = None
     #: entries whose names are not valid UTF-8 (display-safe spelling), left out of files/subdirs
     bad_names: list[str] | None = None
+    #: the folder's mtime matches the index: it was not listed, ``subdirs`` come from the index
+    unchanged: bool = False
 
 
 def _undecodable(name: str) -> bool:
@@ -49,12 +51,19 @@ def display_name(name: str) -> str:
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def _scan(dirpath: str, parts: tuple[str, ...]) -> Scanned:
+def _scan(dirpath: str, parts: tuple[str, ...],
+          known: Optional[dict[str, tuple[int, list[str]]]] = None) -> Scanned:
     files: list[str] = []
     subdirs: list[str] = []
     bad: list[str] = []
     try:
         st = os.stat(dirpath)
+        prior = known.get(dirpath) if known else None
+        if prior is not None and prior[0] == st.st_mtime_ns:
+            # Creating, deleting or renaming an entry always bumps the folder's mtime, so an
+            # unchanged mtime means an unchanged listing: one stat instead of a listing.
+            return Scanned(dirpath, parts, [], list(prior[1]), st.st_mtime_ns, None, (st.st_dev, st.st_ino),
+                           None, True)
         with os.scandir(dirpath) as it:
             for entry in it:
                 if _undecodable(entry.name):
@@ -80,8 +89,12 @@ def _scan(dirpath: str, parts: tuple[str, ...]) -> Scanned:
                    sorted(bad) if bad else None)
 
 
-def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None) -> Iterator[Scanned]:
+def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None,
+              known: Optional[dict[str, tuple[int, list[str]]]] = None) -> Iterator[Scanned]:
     """Yield every directory under ``root`` (root first), each exactly once.
+
+    ``known`` maps folders of a previous walk to ``(mtime_ns, subfolders)``; a folder whose
+    mtime still matches is not listed again (``Scanned.unchanged``).
 
     The order is not depth-first: results come back as the listings finish, but a folder's
     children are only listed after the consumer has handled the folder itself, so a layout
@@ -91,7 +104,7 @@ def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None) -> Iter
     root = os.path.abspath(root)
     seen: set[tuple[int, int]] = set()
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dumpscope-walk") as pool:
-        pending: set[Future[Scanned]] = {pool.submit(_scan, root, ())}
+        pending: set[Future[Scanned]] = {pool.submit(_scan, root, (), known)}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:
@@ -106,7 +119,7 @@ def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None) -> Iter
                 for sub in res.subdirs:
                     if os.path.join(res.dirpath, sub) in skip:
                         continue
-                    pending.add(pool.submit(_scan, os.path.join(res.dirpath, sub), res.parts + (sub,)))
+                    pending.add(pool.submit(_scan, os.path.join(res.dirpath, sub), res.parts + (sub,), known))
 
 
 def listing_of(root: str, scanned: Scanned) -> DirListing:

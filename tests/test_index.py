@@ -134,3 +134,24 @@ def test_short_doc_style_names_take_full_names_from_the_exec_order_csv(tmp_path)
         "NodeExecutionOrder-FullNameWithScope\nDefault/net/conv1/Conv2D-op12\nDefault/net/Exp-op3\n")
     q = open_query(str(tmp_path))
     assert [o.name for o in q.ops(0, 0)] == ["Default/net/conv1/Conv2D-op12", "Default/net/Exp-op3"]
+
+
+def test_warm_update_lists_no_unchanged_folder_and_sees_new_files(tmp_path, monkeypatch):
+    make_tree(tmp_path, steps=(0,))
+    q = open_query(str(tmp_path))
+    listed: list[str] = []
+    real_scandir = os.scandir
+
+    def scandir(path):
+        listed.append(os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(walk.os, "scandir", scandir)
+    assert q.index.update().changed_dirs == 0
+    assert listed == []  # one stat per folder, no listing
+    step_dir = tmp_path / "rank_0" / "Net" / "0" / "0"
+    _ms_file(step_dir, "Relu", "Default/Relu-op0", 1000000000000009, "output", 0, np.ones(3, np.float32))
+    os.utime(step_dir, ns=(os.stat(step_dir).st_atime_ns, os.stat(step_dir).st_mtime_ns + 1_000_000))
+    assert q.index.update().changed_dirs == 1
+    assert listed == [str(step_dir)]
+    assert "Default_Relu-op0" in {op.file_name for op in q.ops(0, 0)}
