@@ -8,12 +8,17 @@ become problems instead of exceptions.
 from __future__ import annotations
 
 import os
+import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from dumpscope.core.layouts.base import DirListing
 from dumpscope.core.model import Problem
+
+#: A folder modified this recently is always listed: coarse mtime clocks (NFS, some FUSE
+#: mounts) may not tick between two writes into it.
+RECENT_NS = 5_000_000_000
 
 #: Folders that never hold dump data and can be huge.
 SKIP_DIRS = frozenset({".git", "__pycache__", ".svn", ".hg", "node_modules"})
@@ -59,7 +64,7 @@ def _scan(dirpath: str, parts: tuple[str, ...],
     try:
         st = os.stat(dirpath)
         prior = known.get(dirpath) if known else None
-        if prior is not None and prior[0] == st.st_mtime_ns:
+        if prior is not None and prior[0] == st.st_mtime_ns and time.time_ns() - st.st_mtime_ns > RECENT_NS:
             # Creating, deleting or renaming an entry always bumps the folder's mtime, so an
             # unchanged mtime means an unchanged listing: one stat instead of a listing.
             return Scanned(dirpath, parts, [], list(prior[1]), st.st_mtime_ns, None, (st.st_dev, st.st_ino),
