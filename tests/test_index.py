@@ -158,3 +158,14 @@ def test_warm_update_lists_no_unchanged_folder_and_sees_new_files(tmp_path, monk
     assert q.index.update().changed_dirs == 1
     assert listed == [str(step_dir)]
     assert "Default_Relu-op0" in {op.file_name for op in q.ops(0, 0)}
+
+
+def test_paged_ops_equal_the_full_list(tmp_path):
+    make_tree(tmp_path, steps=(0,))
+    d = tmp_path / "rank_0" / "Net" / "0" / "0"
+    for i in range(40):
+        _ms_file(d, "Relu", f"Default/Relu-op{i}", 1000000000000100 + i, "output", 0, np.ones(2, np.float32))
+    q = open_query(str(tmp_path))
+    full = [op.id for op in q.ops(0, 0)]
+    paged = [op.id for off in range(0, len(full), 7) for op in q.ops(0, 0, limit=7, offset=off)]
+    assert paged == full and len(full) == 42
