@@ -264,8 +264,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     con.print(f"rank {doc['rank']}  step {doc['step']}  graph {doc['graph']}  exec {doc['exec_index']}  "
               f"file name {doc['file_name']}", markup=False)
     for t in doc["tensors"]:
-        dev = f"  device {t['format']} {t['device_shape']}" if t["device_shape"] != t["shape"] or \
-            t["format"] not in ("ND", "DefaultFormat") else ""
+        plain = t["format"] in ("ND", "DefaultFormat", "")
+        dev = f"  device {t['format']} {t['device_shape']}" if t["device_shape"] and (
+            t["device_shape"] != t["shape"] or not plain) else ""
         con.print(f"  {t['io']:6} {t['slot']}: {t['dtype']} {t['shape']}{dev}  {t['file']}", markup=False)
     for key in ("inputs_from", "control_from", "consumers"):
         if doc[key]:

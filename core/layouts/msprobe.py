@@ -17,8 +17,8 @@ Conventions (shared with the Troubleshooter layout):
   parameters; nested lists flattened depth first); ``extra["arg"]`` keeps the original
   position ("0", "1.0", "attn_mask", "weight");
 * ``parameters`` and kwargs are inputs; ``parameters_grad`` entries are backward outputs;
-* ``rank`` folder without id → 0; ``proc{pid}`` → rank = pid (distinct processes must
-  not collide) and ``extra["proc"] = pid``; a ``graph``/``pynative`` ancestor (MindSpore
+* ``rank`` folder without id → 0; ``proc{pid}`` (a non-distributed run) → rank 0 with
+  ``extra["proc"] = pid``; a ``graph``/``pynative`` ancestor (MindSpore
   ≥ 2.7 jit) is kept in ``extra["run_mode"]``;
 * files in ``dump_tensor_data`` not referenced by ``dump.json`` are ignored.
 """
@@ -179,8 +179,9 @@ def step_rank_from_parts(parts: tuple[str, ...]) -> tuple[int, int, dict[str, An
         if not found_rank and (m := _RANK_RE.match(part)):
             rank, found_rank = int(m.group(1) or 0), True
         elif not found_rank and (m := _PROC_RE.match(part)):
-            rank, found_rank = int(m.group(1)), True
-            extra["proc"] = rank
+            # msprobe writes proc{pid} when the run is not distributed: that is rank 0
+            rank, found_rank = 0, True
+            extra["proc"] = int(m.group(1))
         elif not found_step and (m := _STEP_RE.match(part)):
             step, found_step = int(m.group(1)), True
         elif part in ("graph", "pynative") and "run_mode" not in extra:

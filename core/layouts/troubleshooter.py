@@ -5,6 +5,7 @@
     {output_path}/rank{R}/{fw}_api_dump/*.npy            {Type}_{api}_{count}_{dir}_{io}[.i[.j]].npy
     {output_path}/rank{R}/{fw}_api_dump_info.pkl|.csv    TEXT: one JSON array per line
     {output_path}/rank{R}/{fw}_api_dump_stack.json       {"{Type}_{api}_{count}_forward_stack_info": [lines]}
+                                                         (1.0.18 real output: {"torch.nn.Conv2d(0) forward": [lines]})
 
 with ``fw`` in mindspore / torch / mindtorch.  The info file is read as text and never
 unpickled; it drives the record list and the call order.  Choices made here:
@@ -191,10 +192,23 @@ def _read_stack(path: str) -> tuple[dict[str, list[str]], Optional[Problem]]:
     out: dict[str, list[str]] = {}
     if isinstance(obj, dict):
         for key, lines in obj.items():
+            if not isinstance(lines, list):
+                continue
             name = key[: -len("_stack_info")] if key.endswith("_stack_info") else key
-            if isinstance(lines, list):
-                out[name] = [str(x) for x in lines]
+            out[name] = [str(x) for x in lines]
+            m = _STACK_KEY_1018.match(key)
+            if m:
+                # 1.0.18 writes "torch.nn.Conv2d(0) forward": index it by (api, count, direction)
+                out[_stack_key(m.group(1).rsplit(".", 1)[-1], int(m.group(2)), m.group(3))] = out[name]
     return out, None
+
+
+#: stack.json keys of Troubleshooter 1.0.18 (seen in real output): ``{qualified api}({count}) {direction}``
+_STACK_KEY_1018 = re.compile(r"^([\w.]+)\((\d+)\) (forward|backward)$")
+
+
+def _stack_key(api: str, count: int, direction: str) -> str:
+    return f"\x00{api.lower()}\x00{count}\x00{direction}"
 
 
 def _read_info(path: str) -> tuple[list[InfoRow], list[Problem]]:
@@ -287,8 +301,9 @@ def _records(rows: list[InfoRow], fw: str, rank: int, npy_path: str, present: se
                                  "api_type": parsed.api_type, "arg": parsed.index}
         if parsed.direction == "forward" and scope:
             extra["scope"] = list(scope)
-        if op in stacks:
-            extra["stack"] = stacks[op]
+        stack = stacks.get(op) or stacks.get(_stack_key(parsed.api_name, parsed.count, parsed.direction))
+        if stack:
+            extra["stack"] = stack
         count = 1
         for d in row.shape:
             count *= d
