@@ -1,0 +1,93 @@
+"""Real MindSpore 2.10 dumps of a BatchNorm net (tests/data/real_mindspore_210_bn.tar.gz, see its README)."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from dumpscope.tui.cli import main
+from test_tui_support import screen_text, set_env, settle, wait_ready
+
+DATA = Path(__file__).parent / "data" / "real_mindspore_210_bn.tar.gz"
+BN = "Default/bn-BatchNorm2d/BatchNorm-op0"
+
+
+@pytest.fixture(scope="module")
+def dumps(tmp_path_factory) -> Path:
+    dest = tmp_path_factory.mktemp("real_ms_bn")
+    with tarfile.open(DATA) as tar:
+        tar.extractall(dest, filter="data")
+    return dest
+
+
+def cli_json(capsys, *args):
+    code = main([*args, "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_changed_eps_names_the_batchnorm_output_as_first_divergence(capsys, dumps):
+    doc = cli_json(capsys, "compare", str(dumps / "golden"), str(dumps / "target"))
+    fd = doc["first_divergence"]
+    assert (fd["name"], fd["io"], fd["slot"]) == (BN, "output", 0)
+    rows = {(r["name"], r["io"], r["slot"]): r for r in doc["rows"]}
+    conv = rows[("Default/conv1-Conv2d/Conv2D-op0", "output", 0)]
+    assert conv["verdict"] == "pass" and conv["cosine"] > 0.9999
+    bn = rows[(BN, "output", 0)]
+    assert bn["verdict"] == "error" and bn["rule"].startswith("max_abs_err")
+
+
+def test_dump_compared_with_itself_is_all_pass(capsys, dumps):
+    doc = cli_json(capsys, "compare", str(dumps / "golden"), str(dumps / "golden"))
+    assert {r["verdict"] for r in doc["rows"]} == {"pass"} and doc["first_divergence"] is None
+
+
+def test_show_batchnorm_lists_its_conv_producer_and_consumer(capsys, dumps):
+    op = cli_json(capsys, "show", str(dumps / "golden"), BN)["op"]
+    assert "Default/conv1-Conv2d/Conv2D-op0:0" in op["inputs_from"]
+    assert "Default/relu-ReLU/ReLU-op0" in op["consumers"]
+    assert any(s["file"].endswith("net.py") for s in op["source"])
+
+
+def test_overflowed_exp_comes_first(capsys, dumps):
+    rows = cli_json(capsys, "overflow", str(dumps / "overflow"))["ops"]
+    assert rows[0]["name"] == "Default/Exp-op0" and rows[0]["evidence"] == "tensor" and rows[0]["posinf"] > 0
+
+
+async def test_explorer_flow_at_100x30(dumps, tmp_path, monkeypatch):
+    """Issue 8 acceptance: search BatchNorm-op0 → its source file; ? lists keys; o shows Exp-op0 first; q quits."""
+    from dumpscope.tui.app import DumpscopeApp
+
+    set_env(monkeypatch, tmp_path)
+    app = DumpscopeApp(str(dumps / "overflow"))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_ready(pilot)
+        assert "BatchNorm-op0" in screen_text(app)  # the op tree is visible
+        await pilot.press("slash", *"BatchNorm-op0")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.main.current.name == BN
+        assert "net.py" in str(app.screen.query_one("#detail-rest").render())
+        await pilot.press("question_mark")
+        await settle(pilot)
+        text = screen_text(app)
+        assert "Search" in text and "Overflow" in text
+        await pilot.press("escape")
+        await settle(pilot)
+        await pilot.press("o")
+        await settle(pilot)
+        for _ in range(50):  # the scan runs in a worker
+            if getattr(app.screen, "table", None) is not None and app.screen.table.rows:
+                break
+            await pilot.pause(0.1)
+        assert app.screen.table.rows[0]["name"] == "Default/Exp-op0"
+        await pilot.press("escape")
+        await settle(pilot)
+        await pilot.press("q")
+        await settle(pilot)
+    assert app.return_code in (0, None)
