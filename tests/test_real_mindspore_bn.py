@@ -91,3 +91,13 @@ async def test_explorer_flow_at_100x30(dumps, tmp_path, monkeypatch):
         await pilot.press("q")
         await settle(pilot)
     assert app.return_code in (0, None)
+
+
+def test_dump_mode_1_with_one_kernel_and_outputs_only(capsys, dumps):
+    doc = cli_json(capsys, "summary", str(dumps / "one"))
+    assert doc["steps"] == [0, 1] and doc["ops"] == 2 and doc["problems"] == []
+    ops = cli_json(capsys, "ops", str(dumps / "one"))["ops"]
+    assert [o["name"] for o in ops] == [BN]
+    ops = cli_json(capsys, "ops", str(dumps / "outs"))["ops"]
+    assert ops and all(t["io"] == "output" for o in ops for t in o["tensors"])
+    assert [o["name"] for o in ops][:3] == ["Default/conv1-Conv2d/Conv2D-op0", BN, "Default/relu-ReLU/ReLU-op0"]
