@@ -101,3 +101,29 @@ def test_dump_mode_1_with_one_kernel_and_outputs_only(capsys, dumps):
     ops = cli_json(capsys, "ops", str(dumps / "outs"))["ops"]
     assert ops and all(t["io"] == "output" for o in ops for t in o["tensors"])
     assert [o["name"] for o in ops][:3] == ["Default/conv1-Conv2d/Conv2D-op0", BN, "Default/relu-ReLU/ReLU-op0"]
+
+
+def test_mindspore_async_tree_joins_the_real_ir(dumps, tmp_path):
+    """An Ascend async dump puts CANN binary files into the same rank_{r}/{net}/{graph}/{iter} tree."""
+    import shutil
+
+    import numpy as np
+
+    from dumpscope.core.query import open_query
+    from dumpscope.core.synth.cann_writer import SynthTensor, write_dump
+
+    tree = tmp_path / "async"
+    for sub in ("graphs", "execution_order"):
+        shutil.copytree(dumps / "golden" / "rank_0" / sub, tree / "rank_0" / sub)
+    d = tree / "rank_0" / "Net" / "0" / "3"
+    x = np.ones((2, 4, 6, 6), np.float32)
+    write_dump(d, "BNInfer", BN, 3, 2, 1700000000000020, inputs=[SynthTensor(x, "float16", "NC1HWC0")],
+               outputs=[SynthTensor(x, "float16", "NC1HWC0")])
+    write_dump(d, "Conv2D", "Default/conv1-Conv2d/Conv2D-op0", 2, 2, 1700000000000010,
+               inputs=[SynthTensor(np.ones((2, 1, 8, 8), np.float32), "float16", "NC1HWC0")],
+               outputs=[SynthTensor(x, "float16", "NC1HWC0")])
+    q = open_query(str(tree))
+    ops = q.ops()
+    assert [o.name for o in ops] == ["Default/conv1-Conv2d/Conv2D-op0", BN]
+    assert all(o.rank == 0 and o.step == 3 and o.graph == "0" and o.join_rule == "name" for o in ops)
+    assert q.graph_details(ops[1])["inputs_from"][0] == "Default/conv1-Conv2d/Conv2D-op0:0"
