@@ -470,7 +470,19 @@ async def test_compare_view(tmp_path, monkeypatch):
         await settle(pilot)
         assert type(app.screen).__name__ == "CompareDetailScreen"
         assert "ReLU-op3" in screen_text(app)
-        await pilot.press("escape", "escape")
+        await pilot.press("escape")
+        await settle(pilot)
+        # export the diverging ops as a re-dump config (outside both dump trees)
+        out = tmp_path / "redump.json"
+        await pilot.press("e")
+        await settle(pilot)
+        app.screen.query_one("#export-path").value = str(out)
+        await pilot.press("enter")
+        await settle(pilot)
+        cfg = json.loads(out.read_text())
+        assert any("ReLU-op3" in k for k in cfg["mindspore"]["common_dump_settings"]["kernels"])
+        assert "ReLU-op3" in cfg["cann"]["dump_layer"]
+        await pilot.press("escape")
         await settle(pilot)
         assert isinstance(app.screen, MainScreen)
 

@@ -409,7 +409,8 @@ class DumpscopeApp(App[int]):
         default = "./dumpscope-report.md"
         if table is not None:
             default = f"./dumpscope-{getattr(self.screen, 'export_name', 'table')}.csv"
-        self.push_screen(ExportScreen(default, csv_ok=table is not None))
+        redump = getattr(self.screen, "export_name", "") == "compare" and bool(self.compare_result)
+        self.push_screen(ExportScreen(default, csv_ok=table is not None, redump_ok=redump))
 
     def action_refresh(self) -> None:
         if self._index_ok() and not self._refreshing:

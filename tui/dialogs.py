@@ -142,13 +142,15 @@ class ExportScreen(ModalScreen[Optional[str]]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="dialog.cancel")]
 
-    def __init__(self, default: str, csv_ok: bool = False) -> None:
+    def __init__(self, default: str, csv_ok: bool = False, redump_ok: bool = False) -> None:
         super().__init__()
         self.default = default
         self.csv_ok = csv_ok
+        self.redump_ok = redump_ok
 
     def compose(self) -> ComposeResult:
-        kinds = ".md: triage report" + ("; .csv: this table" if self.csv_ok else "")
+        kinds = ".md: triage report" + ("; .csv: this table" if self.csv_ok else "") + (
+            "; .json: re-dump config of the diverging ops" if self.redump_ok else "")
         with Vertical(classes="dialog"):
             yield Static(Text.assemble(("Export", "bold"), (f"  ({kinds}; enter: write, esc: cancel)", "dim")))
             yield Input(self.default, id="export-path")
@@ -169,6 +171,9 @@ class ExportScreen(ModalScreen[Optional[str]]):
                 return
         if path.endswith(".csv") and not self.csv_ok:
             self._error("CSV export is for table views (overflow, compare, watch, problems)")
+            return
+        if path.endswith(".json") and not self.redump_ok:
+            self._error("a .json re-dump config is exported from the compare view")
             return
         try:
             write_export(self.app, path)

@@ -101,6 +101,14 @@ def build_report(q: DumpQuery, bookmarks: Iterable[OpRow], overflow: dict[tuple[
 
 def write_export(app: Any, path: str) -> None:
     """Write the report, or (``.csv``) the table of the view under the export dialog."""
+    if path.endswith(".json"):
+        # the diverging ops as MindSpore ``kernels`` / CANN ``dump_layer`` / msprobe ``list``
+        from dumpscope.core.compare import export_redump_config
+
+        if not app.compare_result:
+            raise OSError(f"{path}: no compare result to export")
+        export_redump_config(app.compare_result, path)
+        return
     if path.endswith(".csv"):
         screen = app.screen_stack[-2] if len(app.screen_stack) >= 2 else app.screen
         table = getattr(screen, "export_table", None)
