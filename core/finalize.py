@@ -14,6 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
+from dumpscope.core.errors import reason
 from dumpscope.core.graphs.common import sanitize_name
 from dumpscope.core.model import Graph, GraphNode
 
@@ -193,7 +194,7 @@ def _load_graphs(index: "DumpIndex", wanted: set[tuple[int, str]]) -> tuple[dict
         try:
             graphs = load_graph_file(path, kind, warnings=warnings)
         except Exception as exc:  # a broken graph file is a named problem, the dump still opens
-            problems.append((path, _first_line(exc, path)))
+            problems.append((path, reason(exc, path)))
             continue
         _partial_problem(problems, path, warnings)
         if not graphs:
@@ -219,7 +220,7 @@ def _load_graphs(index: "DumpIndex", wanted: set[tuple[int, str]]) -> tuple[dict
             try:
                 parsed[path] = load_graph_file(path, kind, warnings=warnings)
             except Exception as exc:
-                problems.append((path, _first_line(exc, path)))
+                problems.append((path, reason(exc, path)))
                 parsed[path] = None
             if warnings:
                 _partial_problem(problems, path, warnings)
@@ -277,11 +278,6 @@ def _merge(graphs: list[Graph], path: str, kind: str) -> Graph:
             out.nodes.setdefault(name, node)
         out.subgraphs.extend(g.subgraphs)
     return out
-
-
-def _first_line(exc: BaseException, path: str) -> str:
-    text = (str(exc).strip() or type(exc).__name__).splitlines()[0]
-    return text[len(path) + 2:] if text.startswith(path + ": ") else text
 
 
 def _join(ops: list[OpAcc], lg: LoadedGraph) -> None:

@@ -41,3 +41,14 @@ def real_lenet_copy(real_lenet_tree, tmp_path) -> Path:
         for name in dirs + files:
             os.chmod(os.path.join(root, name), 0o755 if name in dirs else 0o644)
     return dest
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def unpack_data(tmp_path_factory, name: str) -> Path:
+    """Unpack ``tests/data/{name}.tar.gz`` (real dumps written by the tools) into a temp dir."""
+    dest = tmp_path_factory.mktemp(name)
+    with tarfile.open(DATA / f"{name}.tar.gz") as tar:
+        tar.extractall(dest, filter="data")
+    return dest

@@ -4,24 +4,20 @@ from __future__ import annotations
 
 import io
 import json
-import tarfile
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from conftest import unpack_data
 from dumpscope.tui.cli import main
 
-DATA = Path(__file__).parent / "data" / "real_api_dumps.tar.gz"
 
 
 @pytest.fixture(scope="module")
 def dumps(tmp_path_factory) -> Path:
-    dest = tmp_path_factory.mktemp("real_api")
-    with tarfile.open(DATA) as tar:
-        tar.extractall(dest, filter="data")
-    return dest
+    return unpack_data(tmp_path_factory, "real_api_dumps")
 
 
 def cli_json(capsys, *args):

@@ -3,24 +3,20 @@
 from __future__ import annotations
 
 import json
-import tarfile
 from pathlib import Path
 
 import pytest
 
+from conftest import unpack_data
 from dumpscope.tui.cli import main
 from test_tui_support import screen_text, set_env, settle, wait_ready
 
-DATA = Path(__file__).parent / "data" / "real_mindspore_210_bn.tar.gz"
 BN = "Default/bn-BatchNorm2d/BatchNorm-op0"
 
 
 @pytest.fixture(scope="module")
 def dumps(tmp_path_factory) -> Path:
-    dest = tmp_path_factory.mktemp("real_ms_bn")
-    with tarfile.open(DATA) as tar:
-        tar.extractall(dest, filter="data")
-    return dest
+    return unpack_data(tmp_path_factory, "real_mindspore_210_bn")
 
 
 def cli_json(capsys, *args):

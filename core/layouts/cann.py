@@ -12,19 +12,12 @@ from __future__ import annotations
 import os
 from typing import Iterable, Iterator, Optional
 
+from dumpscope.core.errors import reason
 from dumpscope.core.formats.cann_dump import CannHeader, read_header
 from dumpscope.core.formats.cann_names import DumpName, parse_dump_name, read_mapping_csv, sanitize
 from dumpscope.core.layouts.base import DirListing, Item, Layout
 from dumpscope.core.layouts.paths import DumpPlace, place_of
 from dumpscope.core.model import STORAGE_CANN, OverflowEvidence, Problem, TensorRecord
-
-
-def _first_line(exc: BaseException, path: str) -> str:
-    text = (str(exc).strip() or type(exc).__name__).splitlines()[0]
-    for prefix in (path + ": ", os.path.basename(path) + ": "):
-        if text.startswith(prefix):
-            return text[len(prefix):]
-    return text
 
 
 class CannLayout(Layout):
@@ -39,7 +32,7 @@ class CannLayout(Layout):
             try:
                 aliases = read_mapping_csv(mpath, bad)
             except (OSError, ValueError) as exc:
-                yield Problem(mpath, _first_line(exc, mpath))
+                yield Problem(mpath, reason(exc, mpath))
             if bad:  # one problem per file, however many lines are bad
                 first = bad[0][len(mpath) + 1:] if bad[0].startswith(mpath + ":") else bad[0]
                 more = f" (and {len(bad) - 1} more bad lines)" if len(bad) > 1 else ""
@@ -89,7 +82,7 @@ class CannLayout(Layout):
         try:
             header = read_header(path)
         except Exception as exc:  # any unreadable header is a named problem
-            yield Problem(path, _first_line(exc, path))
+            yield Problem(path, reason(exc, path))
             return
         yield from records_from_header(header, name, place)
 
@@ -99,7 +92,7 @@ class CannLayout(Layout):
         try:
             records = read_opdebug_json(path) if fname.endswith(".json") else read_opdebug_file(path)
         except Exception as exc:
-            yield Problem(path, _first_line(exc, path))
+            yield Problem(path, reason(exc, path))
             return
         for rec in records:
             if rec.status == 0 or rec.task_id is None or rec.stream_id is None:

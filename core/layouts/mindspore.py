@@ -17,6 +17,7 @@ import re
 from typing import Iterable, Iterator, Optional
 
 from dumpscope.core.dtypes import normalize_dtype
+from dumpscope.core.errors import reason
 from dumpscope.core.formats.npy_header import read_npy_header
 from dumpscope.core.layouts.base import DirListing, Item, Layout, as_int, rank_from_parts
 from dumpscope.core.layouts.paths import place_of
@@ -181,7 +182,7 @@ class MindSporeLayout(Layout):
         try:
             hdr = read_npy_header(path)
         except Exception as exc:  # every reader error becomes a named problem
-            return Problem(path, _one_line(exc, path))
+            return Problem(path, reason(exc, path))
         stored = hdr.dtype
         logical = normalize_dtype(p.dtype) if p.dtype else stored
         rec = TensorRecord(
@@ -220,7 +221,7 @@ class MindSporeLayout(Layout):
             size = os.stat(path).st_size
             dtype = normalize_dtype(dtype_tok)
         except (OSError, ValueError) as exc:
-            return Problem(path, _one_line(exc, path))
+            return Problem(path, reason(exc, path))
         place = place_of(listing.parts)
         return TensorRecord(
             producer="mindspore_bin", path=path, op_type=op_type, op_name=op_name,
@@ -254,13 +255,3 @@ class MindSporeLayout(Layout):
             elif fname.endswith(".ir"):
                 listing.claimed.add(fname)
                 yield GraphFile(path=listing.path(fname), kind="ms_ir", rank=rank, graph="")
-
-
-def _one_line(exc: BaseException, path: str) -> str:
-    """The first line of an error, without the path (``Problem`` names the file itself)."""
-    text = str(exc).strip()
-    text = text.splitlines()[0] if text else type(exc).__name__
-    for prefix in (path + ": ", os.path.basename(path) + ": "):
-        if text.startswith(prefix):
-            return text[len(prefix):]
-    return text

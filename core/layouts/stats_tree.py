@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
+from dumpscope.core.errors import reason
 from dumpscope.core.formats.cann_names import parse_dump_name
 from dumpscope.core.formats.stats_csv import StatsCsv, read_stats_csv
 from dumpscope.core.layouts.base import DirListing, Item, Layout
@@ -35,8 +36,7 @@ class StatsCsvLayout(Layout):
             try:
                 parsed = read_stats_csv(path)
             except Exception as exc:
-                text = (str(exc).strip() or type(exc).__name__).splitlines()[0]
-                yield Problem(path, text[len(path) + 2:] if text.startswith(path + ": ") else text)
+                yield Problem(path, reason(exc, path))
                 continue
             if parsed.warnings:  # one problem per file, however many rows are bad
                 w = parsed.warnings[0].splitlines()[0] if parsed.warnings[0] else "bad row"
