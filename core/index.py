@@ -31,6 +31,8 @@ from dumpscope.core.model import (
 )
 from dumpscope.core.walk import Scanned, listing_of, scan_tree
 
+#: a build still running after this long shows what it has found so far (``update(partial=…)``)
+PARTIAL_AFTER_S = 2.0
 #: folders with at least this many files are read by the process pool, in chunks
 PARALLEL_MIN_FILES = 400
 CHUNK_FILES = 1000
@@ -237,7 +239,9 @@ class DumpIndex:
         self.root = os.path.abspath(root)
         self.db_path = db_path
         self._lock = threading.RLock()
-        self.conn = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None)
+        # a short busy timeout: readers beside a building writer never wait long (WAL readers
+        # do not wait at all; only best-effort cache writes can hit the lock)
+        self.conn = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None, timeout=1.0)
         self.conn.execute("PRAGMA journal_mode=WAL" if db_path != ":memory:" else "PRAGMA journal_mode=MEMORY")
         self.conn.execute("PRAGMA synchronous=OFF")
         self.conn.execute("PRAGMA temp_store=MEMORY")
@@ -320,14 +324,21 @@ class DumpIndex:
     # -- building ---------------------------------------------------------------------
 
     def update(self, progress: Optional[Callable[[Progress], None]] = None,
-               cancel: Optional[threading.Event] = None, workers: Optional[int] = None) -> Progress:
+               cancel: Optional[threading.Event] = None, workers: Optional[int] = None,
+               partial: Optional[Callable[[Progress], None]] = None) -> Progress:
         """Walk the tree, re-read changed folders, and finalize if anything changed.
 
         Small folders are read inline (their layouts may claim subfolders before the walker
         descends); big folders are split into chunks read by a process pool, because header
         decoding is CPU-bound Python and one core cannot keep up with the disk.
+
+        ``partial``: on a long build, the ops found so far are finalized now and then (after
+        ~2 s, then each time the records have doubled, so the extra work stays below one
+        final pass) and ``partial(progress)`` is called, letting a view show them while the
+        walk goes on.  Readers should use their own connection: WAL keeps their snapshot.
         """
         prog = Progress()
+        next_partial = (time.monotonic() + PARTIAL_AFTER_S, 1)
         layouts: Optional[list] = None  # imported on the first changed folder: a warm reopen needs none
         with self._lock:
             known = {row[1]: row for row in self.conn.execute(
@@ -378,6 +389,9 @@ class DumpIndex:
                 for done in pool.finished():
                     self._store_result(prog, *done)
                 now = time.monotonic()
+                if partial is not None and now >= next_partial[0] and prog.records >= next_partial[1]:
+                    self._partial_finalize(prog, partial)
+                    next_partial = (time.monotonic() + PARTIAL_AFTER_S, prog.records * 2)
                 if progress is not None and now - last_report > 0.1:
                     last_report = now
                     progress(prog)
@@ -442,6 +456,15 @@ class DumpIndex:
             if now != (size, mtime):
                 out.add(dir_id)
         return out
+
+    def _partial_finalize(self, prog: Progress, partial: Callable[[Progress], None]) -> None:
+        from dumpscope.core.finalize import finalize
+
+        phase = prog.phase
+        prog.phase = "joining (partial)"
+        finalize(self)
+        prog.phase = phase
+        partial(prog)
 
     def _store_result(self, prog: Progress, scanned: Scanned, old_id: Optional[int], items: list[Item],
                       skips: list[str], nclaimed: int) -> None:

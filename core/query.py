@@ -10,6 +10,7 @@ import difflib
 import json
 import os
 import re
+import sqlite3
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
@@ -164,9 +165,21 @@ class DumpQuery:
         rows = self.index.query(
             "SELECT producer, COUNT(DISTINCT path) FROM tensors GROUP BY producer ORDER BY producer")
         out = [{"name": producer, "root": self._layout_root(producer), "files": files} for producer, files in rows]
-        with self.index._lock:
-            self.index.conn.execute("INSERT OR REPLACE INTO meta VALUES('layouts', ?)", (json.dumps(out),))
+        self._remember("INSERT OR REPLACE INTO meta VALUES('layouts', ?)", [(json.dumps(out),)])
         return out
+
+    def _remember(self, sql: str, rows: list[tuple]) -> None:
+        """Best-effort cache write: while another connection is building the index the file is
+        locked for writing, and a view must not wait for it (the answer is still returned)."""
+        with self.index._lock:
+            cur = self.index.conn.cursor()
+            try:
+                cur.execute("BEGIN IMMEDIATE")
+                cur.executemany(sql, rows)
+                cur.execute("COMMIT")
+            except sqlite3.OperationalError:
+                if self.index.conn.in_transaction:
+                    cur.execute("ROLLBACK")
 
     def scope_order(self, rank: int, step: int) -> dict[tuple[str, str], int]:
         """First execution index per (graph, scope), so views can list scopes in execution order."""
@@ -404,13 +417,9 @@ class DumpQuery:
         """Remember scanned non-finite output counts on the ops (badges, overflow view)."""
         if not counts:
             return
-        with self.index._lock:
-            cur = self.index.conn.cursor()
-            cur.execute("BEGIN")
-            cur.executemany("UPDATE ops SET nan=?, posinf=?, neginf=?, evidence=COALESCE(evidence, 'tensor') "
-                            "WHERE id=? AND (evidence IS NULL OR evidence='tensor')",
-                            [(n, p, m, op_id) for op_id, (n, p, m) in counts.items()])
-            cur.execute("COMMIT")
+        self._remember("UPDATE ops SET nan=?, posinf=?, neginf=?, evidence=COALESCE(evidence, 'tensor') "
+                       "WHERE id=? AND (evidence IS NULL OR evidence='tensor')",
+                       [(n, p, m, op_id) for op_id, (n, p, m) in counts.items()])
 
     def cached_stats(self, t: TensorRow) -> Optional[dict[str, Any]]:
         from dumpscope.core.tensor_io import signature
@@ -445,9 +454,8 @@ class DumpQuery:
         doc["source"] = "tensor"
         sig = signature(t.ref())
         if sig is not None:
-            with self.index._lock:
-                self.index.conn.execute("INSERT OR REPLACE INTO stats_cache VALUES(?, ?)",
-                                        (sig, json.dumps(doc, default=_json_default)))
+            self._remember("INSERT OR REPLACE INTO stats_cache VALUES(?, ?)",
+                           [(sig, json.dumps(doc, default=_json_default))])
         return doc
 
 

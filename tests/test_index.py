@@ -169,3 +169,23 @@ def test_paged_ops_equal_the_full_list(tmp_path):
     full = [op.id for op in q.ops(0, 0)]
     paged = [op.id for off in range(0, len(full), 7) for op in q.ops(0, 0, limit=7, offset=off)]
     assert paged == full and len(full) == 42
+
+
+def test_long_builds_show_partial_results_to_a_reader(tmp_path, monkeypatch):
+    import dumpscope.core.index as index_mod
+
+    make_tree(tmp_path / "tree", steps=(0, 1, 2, 3))
+    monkeypatch.setattr(index_mod, "PARTIAL_AFTER_S", 0.0)
+    cache = tmp_path / "cache"
+    idx = DumpIndex.open(str(tmp_path / "tree"), cache_directory=cache, update=False)
+    seen: list[int] = []
+
+    def partial(prog):
+        reader = DumpQuery(DumpIndex(str(tmp_path / "tree"), idx.db_path))
+        seen.append(reader.count_ops())
+        reader.index.close()
+
+    idx.update(partial=partial)
+    assert seen and seen[0] >= 1
+    assert all(a <= b for a, b in zip(seen, seen[1:]))  # partial views only grow
+    assert DumpQuery(idx).count_ops() == 8

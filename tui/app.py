@@ -167,7 +167,25 @@ class DumpscopeApp(App[int]):
                 else:
                     fresh.close()
                 return
-            index.update(progress=progress, cancel=self._cancel)
+            shown: list[DumpQuery] = []
+
+            def partial(prog: Any) -> None:
+                # a long cold build: show the ops found so far, through a reader connection
+                if index.db_path == ":memory:" or get_current_worker().is_cancelled:
+                    return
+                if not shown:
+                    shown.append(DumpQuery(DumpIndex(self.path, index.db_path)))
+                    self.post_message(IndexReady(shown[0]))
+                else:
+                    self.post_message(IndexReady(shown[0], refreshed=True))
+                self.post_message(IndexProgress(progress_text(prog)))
+
+            index.update(progress=progress, cancel=self._cancel, partial=partial)
+            if shown:
+                if not get_current_worker().is_cancelled:
+                    self.post_message(IndexReady(shown[0], refreshed=True))
+                index.close()
+                return
         except IndexCancelled:
             return
         except Exception as exc:
