@@ -181,6 +181,13 @@ class DumpQuery:
                 if self.index.conn.in_transaction:
                     cur.execute("ROLLBACK")
 
+    def bad_scope_counts(self, rank: int, step: int) -> dict[tuple[str, str], int]:
+        """Ops with overflow status or non-finite outputs, per (graph, scope): badges on scope nodes."""
+        return {(g, s): n for g, s, n in self.index.query(
+            "SELECT graph, scope, COUNT(*) FROM ops WHERE rank=? AND step=? AND graph_only=0 AND "
+            "(COALESCE(status, 0) != 0 OR COALESCE(nan, 0) + COALESCE(posinf, 0) + COALESCE(neginf, 0) > 0) "
+            "GROUP BY graph, scope", (rank, step))}
+
     def scope_order(self, rank: int, step: int) -> dict[tuple[str, str], int]:
         """First execution index per (graph, scope), so views can list scopes in execution order."""
         return {(g, s): e for g, s, e in self.index.query(

@@ -625,3 +625,21 @@ def test_core_does_not_import_textual():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == ""
+
+
+async def test_scopes_holding_bad_ops_carry_a_badge(tmp_path, monkeypatch):
+    """A scope with an op whose stats show NaN/Inf says so with a glyph and a count."""
+    from dumpscope.core.query import open_query
+
+    set_env(monkeypatch, tmp_path)
+    tree = make_ms_tree(tmp_path / "trees", steps=(0,))
+    q = open_query(str(tree))
+    bad = [op for op in q.ops(0, 0) if op.name == INF_OP][0]
+    q.record_nonfinite({bad.id: (0, 3, 0)})  # as an overflow scan would
+    app = app_for(tree)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_ready(pilot)
+        text = screen_text(app)
+        scope_label = bad.scope.rsplit("/", 1)[-1]
+        lines = [ln for ln in text.splitlines() if scope_label in ln and "bad" in ln]
+        assert lines and "!" in lines[0] and "1 bad" in lines[0]

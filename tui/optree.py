@@ -37,6 +37,7 @@ class Scope:
     own: int = 0  # ops directly in this scope
     total: int = 0
     first: int = 1 << 62  # first execution index inside (children are listed in execution order)
+    bad: int = 0  # ops inside with overflow status or non-finite outputs
     children: dict[str, "Scope"] = field(default_factory=dict)
 
 
@@ -51,7 +52,8 @@ NodeData = Union[Scope, OpRow, More, None]
 
 
 def build_scopes(counts: dict[tuple[str, str], int],
-                 order: Optional[dict[tuple[str, str], int]] = None) -> list[Scope]:
+                 order: Optional[dict[tuple[str, str], int]] = None,
+                 bad: Optional[dict[tuple[str, str], int]] = None) -> list[Scope]:
     """Graph roots of the scope trie, with single-child chains folded (``a/b/c`` one node).
 
     ``order`` (first execution index per scope) sorts children in execution order; without
@@ -61,14 +63,17 @@ def build_scopes(counts: dict[tuple[str, str], int],
     for (graph, scope), n in counts.items():
         first = (order or {}).get((graph, scope))
         first = (1 << 62) if first is None else first
+        nbad = (bad or {}).get((graph, scope), 0)
         node = graphs.setdefault(graph, Scope(graph, "", f"graph {graph}" if graph else "graph"))
         node.total += n
+        node.bad += nbad
         node.first = min(node.first, first)
         path = ""
         for part in [p for p in scope.split("/") if p] if scope else []:
             path = f"{path}/{part}" if path else part
             node = node.children.setdefault(part, Scope(graph, path, part))
             node.total += n
+            node.bad += nbad
             node.first = min(node.first, first)
         node.own += n
     for root in graphs.values():
@@ -126,7 +131,8 @@ class OpTree(Tree[NodeData]):
         self._populated.clear()
         self.clear()
         order_fn = getattr(q, "scope_order", None)  # proposed core API; optional
-        roots = build_scopes(q.scope_counts(rank, step), order_fn(rank, step) if order_fn else None)
+        roots = build_scopes(q.scope_counts(rank, step), order_fn(rank, step) if order_fn else None,
+                             q.bad_scope_counts(rank, step))
         total = sum(r.total for r in roots)
         self.root.set_label(Text.assemble((f"rank {rank}", "bold"), f"  step {step}  ", (f"({total:,})", "dim")))
         self.root.data = None
@@ -153,7 +159,9 @@ class OpTree(Tree[NodeData]):
             queue.extend(node.children)
 
     def _add_scope(self, parent: TreeNode[NodeData], scope: Scope) -> TreeNode[NodeData]:
-        label = Text.assemble(scope.label, (f" ({scope.total:,})", "dim"))
+        # a scope holding bad ops says so with a glyph and a count, not by colour alone
+        label = Text.assemble(("! ", _PART_STYLE["linelist--bad"]) if scope.bad else "", scope.label,
+                              (f" ({scope.total:,})", "dim"), (f" {scope.bad} bad", "red") if scope.bad else "")
         return parent.add(label, data=scope, allow_expand=True)
 
     def _op_label(self, op: OpRow) -> Text:
