@@ -9,6 +9,7 @@ inside the dump tree (dumpscope never writes into user data).
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Optional
@@ -76,7 +77,9 @@ def convert_tree(q: "DumpQuery", outdir: str, op: Optional[str] = None, rank: Op
         if len(long_name.encode("utf-8")) > NAME_MAX:
             name = f"{_safe_component(base)}.{t.io}.{t.slot}.npy"
             if len(name.encode("utf-8")) > NAME_MAX:
-                name = f"{abs(hash(long_name)) % 10**16:016d}.{t.io}.{t.slot}.npy"
+                # a stable all-digit alias (str hash() changes between runs)
+                digits = int(hashlib.sha1(long_name.encode("utf-8", "surrogateescape")).hexdigest()[:15], 16)
+                name = f"{digits % 10**16:016d}.{t.io}.{t.slot}.npy"
             mappings.setdefault(target_dir, []).append((name, long_name))
         dest = os.path.join(target_dir, name)
         if not _inside(dest, outdir):
@@ -85,9 +88,7 @@ def convert_tree(q: "DumpQuery", outdir: str, op: Optional[str] = None, rank: Op
                 errors.append(f"{t.path}: refusing to write outside OUTDIR ({dest})")
             continue
         try:
-            arr = load_tensor(t.ref())
-            if arr.dtype == np.int8 and t.dtype in ("int4", "int2"):
-                pass
+            arr = load_tensor(t.ref())  # packed int4 arrives as int8, bf16/fp8 as exact float32
             os.makedirs(target_dir, exist_ok=True)
             np.save(dest, np.ascontiguousarray(arr), allow_pickle=False)
             written += 1
