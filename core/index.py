@@ -333,8 +333,8 @@ class DumpIndex:
         decoding is CPU-bound Python and one core cannot keep up with the disk.
 
         ``partial``: on a long build, the ops found so far are finalized now and then (after
-        ~2 s, then each time the records have doubled, so the extra work stays below one
-        final pass) and ``partial(progress)`` is called, letting a view show them while the
+        ~2 s, then each time the records have grown fourfold, so the extra work stays
+        below a third of the final pass) and ``partial(progress)`` is called, letting a view show them while the
         walk goes on.  Readers should use their own connection: WAL keeps their snapshot.
         """
         prog = Progress()
@@ -391,7 +391,7 @@ class DumpIndex:
                 now = time.monotonic()
                 if partial is not None and now >= next_partial[0] and prog.records >= next_partial[1]:
                     self._partial_finalize(prog, partial)
-                    next_partial = (time.monotonic() + PARTIAL_AFTER_S, prog.records * 2)
+                    next_partial = (time.monotonic() + PARTIAL_AFTER_S, prog.records * 4)
                 if progress is not None and now - last_report > 0.1:
                     last_report = now
                     progress(prog)
