@@ -643,3 +643,38 @@ async def test_scopes_holding_bad_ops_carry_a_badge(tmp_path, monkeypatch):
         scope_label = bad.scope.rsplit("/", 1)[-1]
         lines = [ln for ln in text.splitlines() if scope_label in ln and "bad" in ln]
         assert lines and "!" in lines[0] and "1 bad" in lines[0]
+
+
+async def test_reload_keeps_the_scopes_the_user_opened(tmp_path, monkeypatch):
+    """Refresh (and partial results during a cold build) rebuild the tree without closing what was open."""
+    from dumpscope.tui.optree import Scope
+
+    set_env(monkeypatch, tmp_path)
+    ops = [("Add", f"Default/block{b}/layer{i}/Add-op{b * 10 + i}") for b in range(30) for i in range(3)]
+    tree_dir = make_ms_tree(tmp_path / "trees", steps=(0,), inf_op=None, ops=ops)
+    app = app_for(tree_dir)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_ready(pilot)
+        tree = app.screen.query_one(OpTree)
+
+        def scope_nodes(node):
+            for child in node.children:
+                if isinstance(child.data, Scope):
+                    yield child
+                    yield from scope_nodes(child)
+
+        closed = [n for n in scope_nodes(tree.root) if not n.is_expanded and n.data.path.endswith("block29")]
+        assert closed, "expected the last block to start collapsed (too big to auto-open)"
+        closed[0].expand()
+        await settle(pilot)
+        assert ("0", closed[0].data.path) in tree.expanded_scopes()
+        await pilot.press("f5")
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if not app._refreshing:
+                break
+        await settle(pilot)
+        tree.load(app.q, app.rank, app.step)  # a reload of the same place, as a refresh does
+        await settle(pilot)
+        assert ("0", closed[0].data.path) in tree.expanded_scopes()
+        assert any(n.is_expanded and n.data.path.endswith("block29") for n in scope_nodes(tree.root))

@@ -126,7 +126,22 @@ class OpTree(Tree[NodeData]):
 
     # -- building ---------------------------------------------------------------------
 
+    def expanded_scopes(self) -> set[tuple[str, str]]:
+        """(graph, scope path) of every open scope node, to reopen them after a reload."""
+        out: set[tuple[str, str]] = set()
+
+        def walk(node: TreeNode[NodeData]) -> None:
+            for child in node.children:
+                if isinstance(child.data, Scope) and child.is_expanded:
+                    out.add((child.data.graph, child.data.path))
+                    walk(child)
+
+        walk(self.root)
+        return out
+
     def load(self, q: DumpQuery, rank: int, step: int) -> None:
+        """(Re)build the tree; a reload of the same rank/step keeps the scopes the user opened."""
+        reopen = self.expanded_scopes() if (self.q is not None and (rank, step) == (self.rank, self.step)) else set()
         self.q, self.rank, self.step = q, rank, step
         self._populated.clear()
         self.clear()
@@ -140,6 +155,16 @@ class OpTree(Tree[NodeData]):
             self._add_scope(self.root, scope)
         self.root.expand()
         self._open_small(AUTO_OPEN_NODES)
+        if reopen:
+            self._reopen(self.root, reopen)
+
+    def _reopen(self, node: TreeNode[NodeData], wanted: set[tuple[str, str]]) -> None:
+        for child in list(node.children):
+            data = child.data
+            if isinstance(data, Scope) and (data.graph, data.path) in wanted:
+                self._populate(child)
+                child.expand()
+                self._reopen(child, wanted)
 
     def _open_small(self, budget: int) -> None:
         """Open scopes breadth-first while the tree stays small: tiny dumps show their ops at once."""
