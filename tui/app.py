@@ -8,6 +8,7 @@ Screens read that state; they never open files themselves.
 from __future__ import annotations
 
 import os
+import time
 import threading
 from pathlib import Path
 from typing import Any, Optional
@@ -42,6 +43,12 @@ class IndexReady(Message):
         self.place = q.default_place()
         self.layouts = q.layouts()
         self.problems = len(q.problems())
+
+
+class CompareProgress(Message):
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
 
 
 class IndexFailed(Message):
@@ -268,7 +275,15 @@ class DumpscopeApp(App[int]):
                     **self._cache_kwargs())
                 self.target_q = DumpQuery(target)
             self.post_message(IndexProgress(""))
-            result = fn(q, self.target_q, rank=rank, step=step)
+            last = [0.0]
+
+            def progress(done: int, total: int) -> None:
+                now = time.monotonic()
+                if now - last[0] > 0.25:
+                    last[0] = now
+                    self.post_message(CompareProgress(f"comparing… {done:,}/{total:,} tensors"))
+
+            result = fn(q, self.target_q, rank=rank, step=step, progress=progress)
         except IndexCancelled:
             return
         except EngineMissing as exc:
@@ -279,6 +294,11 @@ class DumpscopeApp(App[int]):
             return
         if not get_current_worker().is_cancelled:
             self.post_message(CompareReady(result, None))
+
+    def on_compare_progress(self, message: CompareProgress) -> None:
+        if self.compare_result is None:
+            self.compare_status = message.text
+            self._main().update_status()
 
     def on_compare_ready(self, message: CompareReady) -> None:
         self.compare_result, self.compare_error = message.result, message.error

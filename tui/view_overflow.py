@@ -6,6 +6,8 @@ the app per rank/step (instant on reopening) and feed the ``!`` badges of the ex
 
 from __future__ import annotations
 
+import time
+
 from typing import Any, Optional
 
 from rich.text import Text
@@ -60,8 +62,19 @@ class OverflowScreen(TableView):
     def _scan(self, q, rank: int, step: int) -> None:
         from dumpscope.tui.engines import EngineMissing, find_overflow
 
+        last = [0.0]
+
+        def progress(done: int, total: int) -> None:
+            # at most a few redraws a second: the scan runs over every op's outputs
+            now = time.monotonic()
+            if now - last[0] > 0.25 and not get_current_worker().is_cancelled:
+                last[0] = now
+                self.app.call_from_thread(
+                    self.note, f"scanning rank {rank} step {step} for overflow / NaN / Inf… {done:,}/{total:,} ops",
+                    "italic")
+
         try:
-            rows = find_overflow()(q, rank=rank, step=step)
+            rows = find_overflow()(q, rank=rank, step=step, progress=progress)
             error = None
         except EngineMissing as exc:
             rows, error = None, str(exc)
