@@ -20,6 +20,9 @@ from dumpscope.core.model import Problem
 #: mounts) may not tick between two writes into it.
 RECENT_NS = 5_000_000_000
 
+#: a folder listing with no progress for this long is reported and skipped
+STALL_S = 60.0
+
 #: Folders that never hold dump data and can be huge.
 SKIP_DIRS = frozenset({".git", "__pycache__", ".svn", ".hg", "node_modules"})
 
@@ -95,7 +98,8 @@ def _scan(dirpath: str, parts: tuple[str, ...],
 
 
 def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None,
-              known: Optional[dict[str, tuple[int, list[str]]]] = None) -> Iterator[Scanned]:
+              known: Optional[dict[str, tuple[int, list[str]]]] = None,
+              stall_s: Optional[float] = None) -> Iterator[Scanned]:
     """Yield every directory under ``root`` (root first), each exactly once.
 
     ``known`` maps folders of a previous walk to ``(mtime_ns, subfolders)``; a folder whose
@@ -104,14 +108,37 @@ def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None,
     The order is not depth-first: results come back as the listings finish, but a folder's
     children are only listed after the consumer has handled the folder itself, so a layout
     that consumed a subfolder on its own can add that subfolder's path to ``skip`` in time.
+
+    A listing that makes no progress for ``stall_s`` seconds (a hung network mount) is given
+    up: the folder becomes a problem and the walk goes on without waiting for its thread.
     """
     skip = skip if skip is not None else set()
+    stall = STALL_S if stall_s is None else stall_s
     root = os.path.abspath(root)
     seen: set[tuple[int, int]] = set()
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dumpscope-walk") as pool:
-        pending: set[Future[Scanned]] = {pool.submit(_scan, root, (), known)}
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dumpscope-walk")
+    try:
+        started: dict[Future[Scanned], tuple[str, float]] = {}
+
+        def submit(path: str, parts: tuple[str, ...]) -> Future[Scanned]:
+            fut = pool.submit(_scan, path, parts, known)
+            started[fut] = (path, time.monotonic())
+            return fut
+
+        pending: set[Future[Scanned]] = {submit(root, ())}
         while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            done, pending = wait(pending, timeout=min(stall, 1.0), return_when=FIRST_COMPLETED)
+            if not done:
+                now = time.monotonic()
+                stuck = {f for f in pending if f.running() and now - started[f][1] > stall}
+                if stuck and len(stuck) == len([f for f in pending if f.running()]):
+                    for fut in stuck:
+                        path = started[fut][0]
+                        yield Scanned(path, tuple(os.path.relpath(path, root).split(os.sep)) if path != root else (),
+                                      [], [], 0, Problem(path, f"listing stalled for over {stall:.0f} s "
+                                                               "(network filesystem?): skipped"))
+                    pending -= stuck
+                continue
             for fut in done:
                 res = fut.result()
                 if res.identity is not None:
@@ -124,7 +151,10 @@ def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None,
                 for sub in res.subdirs:
                     if os.path.join(res.dirpath, sub) in skip:
                         continue
-                    pending.add(pool.submit(_scan, os.path.join(res.dirpath, sub), res.parts + (sub,), known))
+                    pending.add(submit(os.path.join(res.dirpath, sub), res.parts + (sub,)))
+    finally:
+        # never join a thread stuck in a hung syscall: it ends on its own or with the process
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def listing_of(root: str, scanned: Scanned) -> DirListing:

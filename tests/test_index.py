@@ -189,3 +189,26 @@ def test_long_builds_show_partial_results_to_a_reader(tmp_path, monkeypatch):
     assert seen and seen[0] >= 1
     assert all(a <= b for a, b in zip(seen, seen[1:]))  # partial views only grow
     assert DumpQuery(idx).count_ops() == 8
+
+
+def test_a_stalled_folder_listing_is_a_problem_not_a_hang(tmp_path, monkeypatch):
+    import threading
+
+    make_tree(tmp_path, steps=(0, 1))
+    stuck = str(tmp_path / "rank_0" / "Net" / "0" / "1")
+    release = threading.Event()
+    real_scan = walk._scan
+
+    def scan(path, parts, known=None):
+        if path == stuck:
+            release.wait(20)  # a hung network mount
+        return real_scan(path, parts, known)
+
+    monkeypatch.setattr(walk, "_scan", scan)
+    monkeypatch.setattr(walk, "STALL_S", 0.5)
+    try:
+        q = DumpQuery(DumpIndex.open(str(tmp_path), use_cache=False))
+        assert q.steps() == [0]
+        assert [p for p in q.problems() if p["path"] == stuck and "stalled" in p["error"]]
+    finally:
+        release.set()
