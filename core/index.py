@@ -106,10 +106,14 @@ def _shape_text(shape) -> str:
     return "[" + ",".join(str(int(d)) for d in shape) + "]"
 
 
-def _scan_chunk(root: str, scanned: Scanned, files: list[str]) -> tuple[list[Item], int]:
-    """Process-pool entry: read one chunk of a big folder with every layout."""
+def _scan_chunk(root: str, scanned: Scanned, files: list[str], first: bool = True) -> tuple[list[Item], int]:
+    """Process-pool entry: read one chunk of a big folder with every layout.
+
+    Folder-wide findings (names that are not UTF-8) are reported by the first chunk only.
+    """
     listing = DirListing(root=root, dirpath=scanned.dirpath, parts=scanned.parts, files=files,
-                         subdirs=list(scanned.subdirs))
+                         subdirs=list(scanned.subdirs),
+                         bad_names=list(scanned.bad_names or ()) if first else [])
     items = DumpIndex._scan_listing(all_layouts(), listing)
     return items, len(listing.claimed)
 
@@ -145,8 +149,8 @@ class _Pool:
                                              mp_context=multiprocessing.get_context(method))
         return self._pool
 
-    def _inline(self, scanned: Scanned, files: list[str]) -> "_Done":
-        return _Done(*_scan_chunk(self._root, scanned, files))
+    def _inline(self, scanned: Scanned, files: list[str], first: bool = True) -> "_Done":
+        return _Done(*_scan_chunk(self._root, scanned, files, first))
 
     def submit(self, root: str, scanned: Scanned, old_id: Optional[int]) -> None:
         self._root = root
@@ -154,14 +158,14 @@ class _Pool:
         shared = [f for f in files if f in ("mapping.csv",)]
         chunks = [sorted(set(files[i:i + CHUNK_FILES]) | set(shared)) for i in range(0, len(files), CHUNK_FILES)]
         jobs: list[tuple[Any, list[str]]] = []
-        for chunk in chunks:
+        for n, chunk in enumerate(chunks):
             fut: Any = None
             if self.usable:
                 try:
-                    fut = self._executor().submit(_scan_chunk, root, scanned, chunk)
+                    fut = self._executor().submit(_scan_chunk, root, scanned, chunk, n == 0)
                 except Exception:  # no process can be started here: read inline from now on
                     self._give_up()
-            jobs.append((fut if fut is not None else self._inline(scanned, chunk), chunk))
+            jobs.append((fut if fut is not None else self._inline(scanned, chunk, n == 0), chunk))
         self._pending.append((scanned, old_id, jobs))
 
     def _give_up(self) -> None:
@@ -190,7 +194,7 @@ class _Pool:
                     chunk_items, n = self._inline(scanned, chunk).result()
                 items.extend(chunk_items)
                 claimed += n
-            out.append((scanned, old_id, items, [], claimed))
+            out.append((scanned, old_id, _dedupe_problems(items), [], claimed))
         self._pending = keep
         return out
 
@@ -208,6 +212,20 @@ class _Pool:
 
     def close(self) -> None:
         self._give_up()
+
+
+def _dedupe_problems(items: list[Item]) -> list[Item]:
+    """Chunks share folder-wide files (``mapping.csv``): report each problem once."""
+    seen: set[tuple[str, str]] = set()
+    out: list[Item] = []
+    for it in items:
+        if isinstance(it, Problem):
+            key = (it.path, it.error)
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(it)
+    return out
 
 
 class _Done:

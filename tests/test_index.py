@@ -212,3 +212,24 @@ def test_a_stalled_folder_listing_is_a_problem_not_a_hang(tmp_path, monkeypatch)
         assert [p for p in q.problems() if p["path"] == stuck and "stalled" in p["error"]]
     finally:
         release.set()
+
+
+def test_big_folders_read_by_the_pool_report_bad_names_once(tmp_path):
+    import dumpscope.core.index as index_mod
+
+    d = tmp_path / "rank_0" / "Net" / "0" / "0"
+    arr = np.ones(2, np.float32)
+    for i in range(index_mod.PARALLEL_MIN_FILES + 5):
+        _ms_file(d, "Relu", f"Default/Relu-op{i}", 1000000000000000 + i, "output", 0, arr)
+    bad = os.path.join(os.fsencode(str(d)), b"Relu.\xff\xfe.0.0.1000000000000000.output.0.DefaultFormat.float32.npy")
+    with open(bad, "wb") as fh:
+        fh.write(b"x")
+    (d / "mapping.csv").write_text("123,not a dump name\ngarbage line\n")
+    idx = DumpIndex.open(str(tmp_path), use_cache=False, update=False)
+    idx.update(workers=2)
+    q = DumpQuery(idx)
+    assert q.count_ops(0, 0) == index_mod.PARALLEL_MIN_FILES + 5
+    problems = q.problems()
+    assert len([p for p in problems if "UTF-8" in p["error"]]) == 1
+    mapping = [p for p in problems if p["path"].endswith("mapping.csv")]
+    assert len(mapping) == len({(p["path"], p["error"]) for p in mapping})
