@@ -142,6 +142,8 @@ class _Pool:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
+            all_layouts()  # import every layout before forking: children must not import under a lock
+
             # fork: workers start in milliseconds and inherit the imported layouts; they only read
             # files and return plain records, so the walker threads of the parent do not matter
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
