@@ -259,9 +259,9 @@ class DumpIndex:
         self.root = os.path.abspath(root)
         self.db_path = db_path
         self._lock = threading.RLock()
-        # a short busy timeout: readers beside a building writer never wait long (WAL readers
-        # do not wait at all; only best-effort cache writes can hit the lock)
-        self.conn = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None, timeout=1.0)
+        # WAL readers never wait for a writer; writers (another dumpscope updating the same tree,
+        # best-effort cache writes from worker threads) wait up to the busy timeout
+        self.conn = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None, timeout=30.0)
         self.conn.execute("PRAGMA journal_mode=WAL" if db_path != ":memory:" else "PRAGMA journal_mode=MEMORY")
         self.conn.execute("PRAGMA synchronous=OFF")
         self.conn.execute("PRAGMA temp_store=MEMORY")
