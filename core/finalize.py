@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
 from dumpscope.core.errors import reason
-from dumpscope.core.graphs.common import sanitize_name
+from dumpscope.core.names import sanitize_name
 from dumpscope.core.model import Graph, GraphNode
 
 if TYPE_CHECKING:

@@ -18,19 +18,16 @@ the same value is still a stray write.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 
+from dumpscope.core.names import sanitize_name
+
 WATCH_SEP = "_To_"
-_SANITISE = re.compile(r"[/.\\ ]")
-
-
-def sanitise(name: str) -> str:
-    """Dump-file spelling of an op name (``/ . \\ space`` → ``_``)."""
-    return _SANITISE.sub("_", name)
+#: dump-file spelling of an op name (``/ . \\ space`` → ``_``)
+sanitise = sanitize_name
 
 
 def split_watch_name(file_op_name: str, known_names: Iterable[str]) -> Optional[tuple[str, str]]:

@@ -28,9 +28,10 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from dumpscope.core.names import sanitize_name
+
 _TYPE_RE = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 _SHAPE_RE = re.compile(r"^\d+(?:x\d+)*$")
-_SANITIZE = str.maketrans({"/": "_", ".": "_", "\\": "_", " ": "_"})
 _IO = ("input", "output")
 
 
@@ -62,9 +63,8 @@ class DumpName:
         return self.task_type is not None
 
 
-def sanitize(name: str) -> str:
-    """The dump writers' file-name transform: ``/ . \\ space`` -> ``_`` (lossy)."""
-    return name.translate(_SANITIZE)
+#: the dump writers' file-name transform: ``/ . \\ space`` -> ``_`` (lossy)
+sanitize = sanitize_name
 
 
 def _looks_like_type(s: str) -> bool:

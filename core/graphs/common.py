@@ -6,22 +6,18 @@ Kept apart from ``__init__`` so the parser modules can import it without a cycle
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Union
 
-Source = Union[str, bytes, "os.PathLike[str]"]
+from dumpscope.core.names import sanitize_name  # noqa: F401  (re-exported for the parsers)
 
-_SANITIZE = re.compile(r"[/.\\ ]")
+Source = Union[str, bytes, "os.PathLike[str]"]
 
 
 class GraphParseError(ValueError):
     """A graph file holds nothing usable; the message is one line naming the file."""
 
 
-def sanitize_name(name: str) -> str:
-    """Spell an op or graph name the way CANN / MindSpore name dump files (``/ . \\ space`` → ``_``)."""
-    return _SANITIZE.sub("_", name)
 
 
 def one_line(text: object, limit: int = 200) -> str:
