@@ -52,38 +52,23 @@ def check_workdir(workdir: str) -> Path:
     return p
 
 
-def _varint(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        out.append(b | 0x80 if v else b)
-        if not v:
-            return bytes(out)
-
-
-def _sanitize(name: str) -> str:
-    for ch in "/.\\ ":
-        name = name.replace(ch, "_")
-    return name
-
-
-def _cann_templates(seed: int = 0) -> list[tuple[str, bytes, bytes]]:
-    from dumpscope.core.synth.cann_writer import SynthTensor, encode_dump
+def _cann_templates(seed: int = 0) -> list[tuple[str, tuple[bytes, bytes]]]:
+    from dumpscope.core.synth.cann_writer import SynthTensor, header_template
 
     rng = np.random.default_rng(seed)
     out = []
     for i, op_type in enumerate(_TYPES):
         shape = _SHAPES[i % len(_SHAPES)]
         a = rng.standard_normal(shape).astype(np.float16)
-        img = encode_dump("", [SynthTensor(a, "float16", "NC1HWC0")], [SynthTensor(a, "float16", "NC1HWC0")], 0)
-        h = int.from_bytes(img[:8], "little")
-        out.append((op_type, img[8:8 + h], img[8 + h:]))
+        out.append((op_type, header_template([SynthTensor(a, "float16", "NC1HWC0")],
+                                             [SynthTensor(a, "float16", "NC1HWC0")])))
     return out
 
 
 def write_cann_tree(dump: Path, n_files: int, per_folder: int = FILES_PER_FOLDER, log: bool = True) -> Path:
     """``n_files`` CANN dump files under ``dump`` (see module doc).  Returns ``dump``."""
+    from dumpscope.core.synth.cann_writer import file_name_of, stamp_dump
+
     templates = _cann_templates()
     model = dump / "20240101120000" / "0" / "ge_default_20240101120000_1" / "1"
     ts = 1704110400000000
@@ -96,15 +81,13 @@ def write_cann_tree(dump: Path, n_files: int, per_folder: int = FILES_PER_FOLDER
             folder.mkdir(parents=True, exist_ok=True)
             if log and step and step % 20 == 0:
                 print(f"  generated {i:,} files ({time.perf_counter() - t0:.0f}s)", file=sys.stderr, flush=True)
-        op_type, head, payload = templates[k % len(templates)]
+        op_type, template = templates[k % len(templates)]
         layer = k // len(templates)
         name = f"bert/encoder/layer_{layer // 12}/block_{layer % 12}/{op_type.lower()}_{k % 3}/{op_type}"
         ts += 37 + (k % 11)
-        nb = name.encode()
-        head = head + b"\x10" + _varint(ts) + b"\x32" + _varint(len(nb)) + nb
-        fname = f"{op_type}.{_sanitize(name)}.{k + 1}.{k % 4}.{ts:016d}"
+        fname = f"{op_type}.{file_name_of(name)}.{k + 1}.{k % 4}.{ts:016d}"
         with open(folder / fname, "wb") as fh:
-            fh.write(len(head).to_bytes(8, "little") + head + payload)
+            fh.write(stamp_dump(template, name, ts))
     return dump
 
 
@@ -140,9 +123,8 @@ def write_ms_tree(dump: Path, n_ops: int, per_scope: int = 100) -> Path:
     return dump
 
 
-def cann_tree(workdir: str, n_files: int) -> Path:
-    """The (reused) CANN tree of ``n_files`` files under the work dir."""
-    root = check_workdir(workdir) / f"cann{n_files}"
+def _cached_tree(root: Path, what: str, write, n: int) -> Path:
+    """``root/dump`` written by ``write(dump, n)`` once and reused; ``.complete`` marks a finished run."""
     dump = root / "dump"
     marker = root / ".complete"
     if not marker.exists():
@@ -150,27 +132,20 @@ def cann_tree(workdir: str, n_files: int) -> Path:
             import shutil
             shutil.rmtree(dump)
         t0 = time.perf_counter()
-        write_cann_tree(dump, n_files)
-        marker.write_text(json.dumps({"files": n_files, "seconds": time.perf_counter() - t0}))
-        print(f"generated CANN tree of {n_files:,} files in {time.perf_counter() - t0:.1f}s: {dump}",
-              file=sys.stderr)
+        write(dump, n)
+        marker.write_text(json.dumps({"n": n, "seconds": time.perf_counter() - t0}))
+        print(f"generated {what} of {n:,} in {time.perf_counter() - t0:.1f}s: {dump}", file=sys.stderr)
     return dump
+
+
+def cann_tree(workdir: str, n_files: int) -> Path:
+    """The (reused) CANN tree of ``n_files`` files under the work dir."""
+    return _cached_tree(check_workdir(workdir) / f"cann{n_files}", "CANN tree, files", write_cann_tree, n_files)
 
 
 def ms_tree(workdir: str, n_ops: int) -> Path:
-    root = check_workdir(workdir) / f"msnpy{n_ops}"
-    dump = root / "dump"
-    marker = root / ".complete"
-    if not marker.exists():
-        if dump.exists():
-            import shutil
-            shutil.rmtree(dump)
-        t0 = time.perf_counter()
-        write_ms_tree(dump, n_ops)
-        marker.write_text(json.dumps({"ops": n_ops, "seconds": time.perf_counter() - t0}))
-        print(f"generated MindSpore tree of {n_ops:,} ops in {time.perf_counter() - t0:.1f}s: {dump}",
-              file=sys.stderr)
-    return dump
+    """The (reused) MindSpore npy tree of ``n_ops`` kernels under the work dir."""
+    return _cached_tree(check_workdir(workdir) / f"msnpy{n_ops}", "MindSpore tree, ops", write_ms_tree, n_ops)
 
 
 # ------------------------------------------------------------------------------------------ results

@@ -486,24 +486,11 @@ class _FastReader:
         attrs: dict[str, Any] = {}
         in_descs: list[dict[str, Any]] = []
         out_descs: list[dict[str, Any]] = []
-        cached = self.values.get
         descs = self.descs
         for (tag, akey, sq, sval, ival, bval, aval, fkey, fq, fstr, fval, dkind, dname, dtype, dims, layout, dattrs,
              rest, _other) in _OP_TOKEN.findall(self.text, start, end):
             if tag:
-                if sq:
-                    value = sval
-                elif ival:
-                    value = int(ival)
-                elif bval:
-                    value = bval == "true"
-                else:
-                    value = cached(aval, _MISS)
-                    if value is _MISS:
-                        value = self._value(aval, 8)
-                    elif type(value) is tuple:
-                        value = list(value)
-                attrs[unescape(akey) if "\\" in akey else akey] = value
+                attrs[unescape(akey) if "\\" in akey else akey] = self._attr_value(sq, sval, ival, bval, aval, 8)
             elif fkey:
                 if fkey == "input":
                     src = fstr if fq else _as_str(_raw(fval))
@@ -561,21 +548,8 @@ class _FastReader:
             found = _DESC_ATTR.findall(attrs_text)
             if len(found) != attrs_text.count("\n      attr {\n") + 1:
                 raise _OpFallback
-            cached = self.values.get
             for key, sq, sval, ival, bval, body in found:
-                if sq:
-                    value = sval
-                elif ival:
-                    value = int(ival)
-                elif bval:
-                    value = bval == "true"
-                else:
-                    value = cached(body, _MISS)
-                    if value is _MISS:
-                        value = self._value(body, 10)
-                    elif type(value) is tuple:
-                        value = list(value)
-                attrs[unescape(key) if "\\" in key else key] = value
+                attrs[unescape(key) if "\\" in key else key] = self._attr_value(sq, sval, ival, bval, body, 10)
         dims: list[int] = []
         if dims_text:
             parts = dims_text.split()
@@ -609,6 +583,20 @@ class _FastReader:
         return desc
 
     # -- attr values ------------------------------------------------------------------------
+
+    def _attr_value(self, sq: str, sval: str, ival: str, bval: str, body: str, indent: int) -> Any:
+        """An attr value from the fast token regex: a quoted string, an int or a bool read straight from
+        the match, else the ``AttrDef`` body decoded (cached values are shared, so lists are copied)."""
+        if sq:
+            return sval
+        if ival:
+            return int(ival)
+        if bval:
+            return bval == "true"
+        value = self.values.get(body, _MISS)
+        if value is _MISS:
+            return self._value(body, indent)
+        return list(value) if type(value) is tuple else value
 
     def _value(self, body: str, indent: int) -> Any:
         """An ``AttrDef`` body (lines indented by ``indent``) → plain Python; simple ones are cached."""

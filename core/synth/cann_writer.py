@@ -203,7 +203,36 @@ def encode_dump(op_name: str, inputs: Sequence[SynthTensor], outputs: Sequence[S
     return len(header).to_bytes(8, "little") + header + b"".join(payloads)
 
 
-def _sanitize(name: str) -> str:
+def varint(v: int) -> bytes:
+    """A protobuf base-128 varint (for hand-assembled headers)."""
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if not v:
+            out.append(b)
+            return bytes(out)
+        out.append(b | 0x80)
+
+
+def header_template(inputs: Sequence[SynthTensor], outputs: Sequence[SynthTensor]) -> tuple[bytes, bytes]:
+    """(header without op_name/dump_time, payload) of one encoded dump, for stamping many files fast."""
+    img = encode_dump("", inputs, outputs, 0)
+    h = int.from_bytes(img[:8], "little")
+    return img[8:8 + h], img[8 + h:]
+
+
+def stamp_dump(template: tuple[bytes, bytes], op_name: str, dump_time: int) -> bytes:
+    """A whole dump file from a ``header_template``: ``dump_time`` (field 2) and ``op_name`` (field 6)
+    appended as protobuf fields, so every file has a valid, distinct header."""
+    head, payload = template
+    nb = op_name.encode()
+    head = head + b"\x10" + varint(dump_time) + b"\x32" + varint(len(nb)) + nb
+    return len(head).to_bytes(8, "little") + head + payload
+
+
+def file_name_of(name: str) -> str:
+    """An op name spelled as the dump writer spells it in file names (written apart from the readers)."""
     for ch in "/.\\ ":
         name = name.replace(ch, "_")
     return name
@@ -222,7 +251,7 @@ def write_dump(directory: Union[str, os.PathLike], op_type: str, op_name: str, t
     d.mkdir(parents=True, exist_ok=True)
     if file_name is None:
         mid = f"{task}.{stream}" if stream is not None else f"{task}"
-        file_name = f"{_sanitize(op_type)}.{_sanitize(op_name)}.{mid}.{ts}{suffix}"
+        file_name = f"{file_name_of(op_type)}.{file_name_of(op_name)}.{mid}.{ts}{suffix}"
     path = d / file_name
     path.write_bytes(encode_dump(op_name, inputs, outputs, ts, buffers, spaces))
     return path

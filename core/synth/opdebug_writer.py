@@ -9,6 +9,8 @@ from __future__ import annotations
 import struct
 from typing import Any, Mapping, Optional, Sequence, Union
 
+from dumpscope.core.synth.cann_writer import varint
+
 OPDEBUG_SIZE = 2048
 MAGIC = 0x5A5A5A5A
 _ACC_CODES = {"AIC": 0, "AIV": 1, "AICPU": 2, "SDMA": 3}
@@ -77,24 +79,12 @@ def encode_opdebug_payload_new(entries: Sequence[Mapping[str, Any]], version: in
 # container: a minimal DumpData header with one DT_UINT8/ND output holding the payload
 
 
-def _varint(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def _field_varint(num: int, v: int) -> bytes:
-    return _varint(num << 3) + _varint(v)
+    return varint(num << 3) + varint(v)
 
 
 def _field_bytes(num: int, data: bytes) -> bytes:
-    return _varint((num << 3) | 2) + _varint(len(data)) + data
+    return varint((num << 3) | 2) + varint(len(data)) + data
 
 
 def encode_opdebug_file(payload: bytes, dump_time: int = 1700000000000000, op_name: str = "Node_OpDebug",

@@ -25,7 +25,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from dumpscope.core.synth import ms_writer
-from dumpscope.core.synth.cann_writer import SynthTensor, encode_dump, write_dump
+from dumpscope.core.synth.cann_writer import SynthTensor, file_name_of, header_template, stamp_dump, write_dump
 from dumpscope.core.synth.ge_graph_writer import write_ge_graph
 from dumpscope.core.synth.network import bf16_round, conv2d_same, simulate_ms_net
 from dumpscope.core.synth.opdebug_writer import (
@@ -68,12 +68,6 @@ def write_mindspore_stats_tree(root, steps: Sequence[int] = (0, 1), overflow_ste
 
 
 # ------------------------------------------------------------------------------------- CANN helpers
-
-
-def _sanitize(name: str) -> str:
-    for ch in "/.\\ ":
-        name = name.replace(ch, "_")
-    return name
 
 
 def _alias(file_name: str) -> str:
@@ -149,7 +143,7 @@ def _write_cann_step(folder: Path, ops: list[CannOp], first_task: int, ts0: int,
         if op.no_task:
             continue
         ts += 731
-        file_name = f"{_sanitize(op.type)}.{_sanitize(op.name)}.{task}.{op.stream}.{ts}{op.ffts}"
+        file_name = f"{file_name_of(op.type)}.{file_name_of(op.name)}.{task}.{op.stream}.{ts}{op.ffts}"
         alias = None
         if long_names and len(file_name) > 255:
             alias = _alias(file_name)
@@ -501,16 +495,6 @@ def write_troubleshooter_tree(root, eps: float = 1e-5) -> str:
 # ------------------------------------------------------------------------------------- benchmarks
 
 
-def _varint(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        out.append(b | 0x80 if v else b)
-        if not v:
-            return bytes(out)
-
-
 _BIG_TYPES = ("Conv2D", "BNInferD", "Relu", "MatMulV2", "Add", "Mul", "Cast", "SoftmaxV2", "LayerNorm", "Gelu")
 
 
@@ -524,9 +508,7 @@ def write_big_cann_tree(root, n_files: int, ops_per_step: int = 5000, seed: int 
     templates: dict[str, tuple[bytes, bytes]] = {}
     for t in _BIG_TYPES:
         a = rng.standard_normal((1, 16, 2, 2)).astype(np.float16)
-        img = encode_dump("", [SynthTensor(a, "float16", "NC1HWC0")], [SynthTensor(a, "float16", "NC1HWC0")], 0)
-        h = int.from_bytes(img[:8], "little")
-        templates[t] = (img[8:8 + h], img[8 + h:])
+        templates[t] = header_template([SynthTensor(a, "float16", "NC1HWC0")], [SynthTensor(a, "float16", "NC1HWC0")])
     ts = 1704067200000000
     for i in range(n_files):
         step, k = divmod(i, ops_per_step)
@@ -537,12 +519,9 @@ def write_big_cann_tree(root, n_files: int, ops_per_step: int = 5000, seed: int 
         layer = k // len(_BIG_TYPES)
         name = f"model/encoder/layer_{layer}/{op_type.lower()}_{k % 3}/{op_type}"
         ts += 37 + (k % 11)
-        head, payload = templates[op_type]
-        nb = name.encode()
-        head = head + b"\x10" + _varint(ts) + b"\x32" + _varint(len(nb)) + nb
-        fname = f"{op_type}.{_sanitize(name)}.{k + 1}.{k % 4}.{ts}"
+        fname = f"{op_type}.{file_name_of(name)}.{k + 1}.{k % 4}.{ts}"
         with open(folder / fname, "wb") as fh:
-            fh.write(len(head).to_bytes(8, "little") + head + payload)
+            fh.write(stamp_dump(templates[op_type], name, ts))
     return model_dir
 
 
