@@ -165,8 +165,15 @@ def _desc(td: Any) -> dict[str, Any]:
         return {"dtype": "", "shape": []}
     shape_tree = _first(td, "shape", {})
     dims = [_as_int(d) for d in shape_tree.get("dim", [])] if isinstance(shape_tree, dict) else []
-    attrs = _attrs(td)
-    desc: dict[str, Any] = {"dtype": ge_dtype(_first(td, "dtype", 0)), "format": _as_str(_first(td, "layout", ""))}
+    name = _first(td, "name")
+    return _desc_dict(ge_dtype(_first(td, "dtype", 0)), _as_str(_first(td, "layout", "")), dims, _attrs(td),
+                      _as_str(name) if name else "")
+
+
+def _desc_dict(dtype: str, fmt: str, dims: list[int], attrs: dict[str, Any], name: str) -> dict[str, Any]:
+    """The desc keys both readers produce: logical ``shape`` from ``origin_shape`` when present,
+    the dumped dims as ``device_shape``, and the ``_datadump_*`` attrs."""
+    desc: dict[str, Any] = {"dtype": dtype, "format": fmt}
     origin_shape = attrs.get("origin_shape")
     if isinstance(origin_shape, list):
         desc["shape"] = [_as_int(x) for x in origin_shape]
@@ -176,9 +183,8 @@ def _desc(td: Any) -> dict[str, Any]:
     desc["device_shape"] = dims
     if "origin_format" in attrs:
         desc["origin_format"] = attrs["origin_format"]
-    name = _first(td, "name")
     if name:
-        desc["name"] = _as_str(name)
+        desc["name"] = name
     for key, value in attrs.items():
         if key.startswith("_datadump_"):
             desc[key] = value
@@ -563,24 +569,9 @@ class _FastReader:
         dt = self.dtypes.get(dtype) if dtype else ""
         if dt is None:
             dt = self.dtypes[dtype] = ge_dtype(_raw(dtype))
-        desc: dict[str, Any] = {"dtype": dt, "format": _as_str(_raw(layout)) if layout else ""}
-        origin_shape = attrs.get("origin_shape")
-        if isinstance(origin_shape, list):
-            desc["shape"] = [_as_int(x) for x in origin_shape]
-            desc["origin_shape"] = list(desc["shape"])
-        else:
-            desc["shape"] = dims
-        desc["device_shape"] = dims
-        if "origin_format" in attrs:
-            desc["origin_format"] = attrs["origin_format"]
-        if name:
-            name_value = _raw(name)
-            if name_value:
-                desc["name"] = _as_str(name_value)
-        for key, val in attrs.items():
-            if key.startswith("_datadump_"):
-                desc[key] = val
-        return desc
+        name_value = _raw(name) if name else ""
+        return _desc_dict(dt, _as_str(_raw(layout)) if layout else "", dims, attrs,
+                          _as_str(name_value) if name_value else "")
 
     # -- attr values ------------------------------------------------------------------------
 
