@@ -12,7 +12,7 @@ import os
 import re
 import sqlite3
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from dumpscope.core.index import DumpIndex
 from dumpscope.core.names import sanitize_name
@@ -274,12 +274,9 @@ class DumpQuery:
             params + [op.exec_index, op.exec_index, op.id])[0][0]
 
     def tensors(self, op_id: int) -> list[TensorRow]:
-        rows = self.index.query(
-            f"SELECT {_T_COLS} FROM tensors WHERE op_id=? ORDER BY io DESC, slot", (op_id,))
-        # inputs before outputs: 'input' > 'output' alphabetically descending puts output first; fix order
-        out = [_tensor(r) for r in rows]
-        out.sort(key=lambda t: (0 if t.io == "input" else 1, t.slot))
-        return out
+        """An op's tensors, inputs first, each by slot."""
+        return [_tensor(r) for r in self.index.query(
+            f"SELECT {_T_COLS} FROM tensors WHERE op_id=? ORDER BY io != 'input', slot", (op_id,))]
 
     def resolve_op(self, text: str, rank: Optional[int] = None, step: Optional[int] = None) -> OpRow:
         """Find one op by full name (graph or file spelling), raising with close matches."""
@@ -492,8 +489,3 @@ def _fuzzy_score(needle: str, hay: str) -> tuple[int, int]:
 def open_query(path: str, **kwargs: Any) -> DumpQuery:
     """Open (building or updating) the index of ``path`` and wrap it in a query object."""
     return DumpQuery(DumpIndex.open(path, **kwargs))
-
-
-def iter_ops_json(q: DumpQuery, ops: Iterable[OpRow]) -> Iterable[dict[str, Any]]:
-    for op in ops:
-        yield q.op_json(op)

@@ -15,11 +15,6 @@ import numpy as np
 
 from dumpscope.core.model import STORAGE_CANN, STORAGE_H5, STORAGE_NONE, STORAGE_NPY, STORAGE_PT, STORAGE_RAW
 
-#: device formats whose logical tensor is the stored bytes reshaped (no conversion)
-PLAIN_FORMATS = frozenset({
-    "", "ND", "NCHW", "NHWC", "HWCN", "NCDHW", "NDHWC", "DHWCN", "CHWN", "NC", "CN", "NCL",
-    "DefaultFormat", "DEFAULTFORMAT", "DefaultFormat".upper(),
-})
 
 
 class TensorLoadError(Exception):
@@ -117,7 +112,9 @@ def stats_source(ref: TensorRef) -> tuple[Callable[[], Iterable[np.ndarray]], tu
     patterns for bfloat16/float8, which the engine understands); everything else is loaded
     once in its logical layout.
     """
-    if ref.storage == STORAGE_CANN and ref.format in PLAIN_FORMATS:
+    from dumpscope.core.device_format import PLAIN_FORMATS  # formats stored as the logical tensor
+
+    if ref.storage == STORAGE_CANN and (not ref.format or ref.format in PLAIN_FORMATS):
         try:
             t = _cann_tensor(ref)
         except TensorLoadError:
