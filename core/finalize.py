@@ -9,17 +9,18 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 from dumpscope.core.errors import reason
 from dumpscope.core.names import sanitize_name
 from dumpscope.core.model import Graph, GraphNode
+from dumpscope.core.units import dumps_entries, nonfinite_sums
 
-if TYPE_CHECKING:
-    from dumpscope.core.index import DumpIndex
+from dumpscope.core.index import OP_INDEXES, DumpIndex
 
 _OP_SUFFIX = re.compile(r"-op\d+$")
 
@@ -39,7 +40,7 @@ class OpAcc:
     scope: Optional[str] = None
     task: Optional[int] = None
     stream: Optional[int] = None
-    tensor_ids: list[int] = field(default_factory=list)
+    unit_ids: list[int] = field(default_factory=list)  # the first one is the op's id
     joined: Optional[str] = None
     join_rule: Optional[str] = None
     nan: int = 0
@@ -54,98 +55,121 @@ def _scope_of(name: str) -> str:
     return name.rsplit("/", 1)[0] if "/" in name else ""
 
 
-def _merge_stats_only(index: "DumpIndex") -> None:
+def _merge_stats_only(index: DumpIndex) -> None:
     """Where a tensor has both a payload file and a stats-CSV row, keep one record.
 
     The payload record keeps the CSV statistics (so a first look needs no decoding).
+    Stats-only units hold one tensor each; payload units (a CANN file) may hold several.
     """
+    if not index.query("SELECT 1 FROM units WHERE storage='none' LIMIT 1") or \
+            not index.query("SELECT 1 FROM units WHERE storage!='none' LIMIT 1"):
+        return
     rows = index.query(
-        "SELECT id, rank, step, graph, file_name, io, slot, storage, stats FROM tensors "
-        "WHERE (rank, step, graph, file_name, io, slot) IN (SELECT rank, step, graph, file_name, io, slot "
-        "FROM tensors WHERE storage='none') ORDER BY id")
+        "SELECT id, rank, step, graph, file_name, storage, tensors FROM units "
+        "WHERE (rank, step, graph, file_name) IN (SELECT rank, step, graph, file_name "
+        "FROM units WHERE storage='none') ORDER BY id")
     by_key: dict[tuple, list[tuple]] = defaultdict(list)
     for row in rows:
-        by_key[row[1:7]].append(row)
+        by_key[row[1:5]].append(row)
     drop: list[tuple[int]] = []
-    keep_stats: list[tuple[str, int]] = []
+    rewrite: dict[int, list[list]] = {}
     for group in by_key.values():
-        payload = [r for r in group if r[7] != "none"]
-        stats_only = [r for r in group if r[7] == "none"]
-        if payload and stats_only:
-            drop.extend((r[0],) for r in stats_only)
-            if payload[0][8] is None and stats_only[0][8] is not None:
-                keep_stats.append((stats_only[0][8], payload[0][0]))
+        payload = [(r[0], rewrite.get(r[0]) or json.loads(r[6])) for r in group if r[5] != "none"]
+        if not payload:
+            continue
+        where = {(e[0], e[1]): (uid, e) for uid, entries in payload for e in entries}
+        for r in group:
+            if r[5] != "none":
+                continue
+            for e in json.loads(r[6]):
+                hit = where.get((e[0], e[1]))
+                if hit is None:
+                    break
+                uid, target = hit
+                drop.append((r[0],))
+                if target[10] is None and e[10] is not None:
+                    target[10] = e[10]
+                    rewrite[uid] = next(entries for u, entries in payload if u == uid)
+                break
     if drop:
         with index._lock:
             cur = index.conn.cursor()
             cur.execute("BEGIN")
-            cur.executemany("UPDATE tensors SET stats=? WHERE id=?", keep_stats)
-            cur.executemany("DELETE FROM tensors WHERE id=?", drop)
+            cur.executemany("UPDATE units SET tensors=?, nan=?, posinf=?, neginf=? WHERE id=?",
+                            [(dumps_entries(entries), *nonfinite_sums(entries), uid)
+                             for uid, entries in rewrite.items()])
+            cur.executemany("DELETE FROM units WHERE id=?", drop)
             cur.execute("COMMIT")
 
 
-def _group_ops(index: "DumpIndex", rank: int, step: int) -> dict[tuple, OpAcc]:
-    """Group tensor records into op executions.
+_UNIT_COLS = ("id, graph, op_name, file_name, op_type, ts, producer, order_hint, task, stream, path, storage, "
+              "scope, nan, posinf, neginf, slots")
 
-    Records of one op name at one rank/step/graph form one op, unless the same input or
+
+def _group_ops(index: DumpIndex, rank: int, step: int) -> dict[tuple, OpAcc]:
+    """Group units (a CANN file, or one tensor) into op executions.
+
+    Units of one op name at one rank/step/graph form one op, unless the same input or
     output slot occurs more than once: then the op ran several times in that step (a loop,
     a subgraph called twice), and each run becomes its own op, in timestamp order.  A CANN
     file is always one run, so its tensors stay together.
     """
-    rows_by_key: dict[tuple, list[tuple]] = defaultdict(list)
-    for row in index.query(
-            "SELECT id, rank, step, graph, op_name, file_name, op_type, ts, producer, order_hint, extra, task, "
-            "stream, path, stats, io, slot, storage FROM tensors WHERE rank=? AND step=?", (rank, step)):
-        rows_by_key[(row[1], row[2], row[3], row[4])].append(row)
+    units_by_key: dict[tuple, list[tuple]] = defaultdict(list)
+    for row in index.query(f"SELECT {_UNIT_COLS} FROM units WHERE rank=? AND step=? ORDER BY id", (rank, step)):
+        units_by_key[(row[1], row[2])].append(row)
     ops: dict[tuple, OpAcc] = {}
-    for base, rows in rows_by_key.items():
-        if len({(r[15], r[16]) for r in rows}) == len(rows):
-            runs = [rows]
+    for (graph, op_name), units in units_by_key.items():
+        if len(units) == 1:
+            runs = [units]
         else:
-            runs = _split_runs(rows)
+            slots = [s for u in units for s in u[16].split()]
+            runs = [units] if len(set(slots)) == len(slots) else _split_runs(units)
         for occurrence, run in enumerate(runs):
-            key = base + (occurrence,)
-            for (tid, rank, step, graph, op_name, file_name, op_type, ts, producer, order_hint, extra, task,
-                 stream, path, stats, io, _slot, _storage) in run:
-                acc = ops.get(key)
-                if acc is None:
-                    acc = ops[key] = OpAcc(rank, step, graph, op_name, file_name, op_type, producer,
-                                           os.path.dirname(path), task=task, stream=stream)
-                    if extra:
-                        scope = json.loads(extra).get("scope")
-                        if scope:
-                            acc.scope = "/".join(str(s) for s in scope)
-                acc.tensor_ids.append(tid)
-                if ts is not None and (acc.first_ts is None or ts < acc.first_ts):
-                    acc.first_ts = ts
-                if order_hint is not None and order_hint < acc.order_hint:
-                    acc.order_hint = order_hint
-                if stats and io == "output":  # an op is bad when it *produces* bad values
-                    st = json.loads(stats)
+            (uid, _g, _n, file_name, op_type, ts, producer, order_hint, task, stream, path, _storage, scope,
+             nan, posinf, neginf, _slots) = run[0]
+            acc = ops[(rank, step, graph, op_name, occurrence)] = OpAcc(
+                rank, step, graph, op_name, file_name, op_type, producer, _folder(path),
+                first_ts=ts, order_hint=order_hint if order_hint is not None else float("inf"), scope=scope,
+                task=task, stream=stream, unit_ids=[uid])
+            if nan is not None:
+                acc.has_stats = True
+                acc.nan, acc.posinf, acc.neginf = nan, posinf, neginf
+            for u in run[1:]:
+                acc.unit_ids.append(u[0])
+                if u[5] is not None and (acc.first_ts is None or u[5] < acc.first_ts):
+                    acc.first_ts = u[5]
+                if u[7] is not None and u[7] < acc.order_hint:
+                    acc.order_hint = u[7]
+                if acc.scope is None and u[12]:
+                    acc.scope = u[12]
+                if u[13] is not None:
                     acc.has_stats = True
-                    acc.nan += int(st.get("nan") or 0)
-                    acc.posinf += int(st.get("posinf") or 0)
-                    acc.neginf += int(st.get("neginf") or 0)
+                    acc.nan += u[13]
+                    acc.posinf += u[14]
+                    acc.neginf += u[15]
     return ops
 
 
-def _split_runs(rows: list[tuple]) -> list[list[tuple]]:
-    """Split one op name's records into runs: same-file records together, files by time."""
-    by_file: dict[str, list[tuple]] = defaultdict(list)
-    for r in rows:
-        by_file[r[13] if r[17] == "cann" else f"{r[13]}#{r[0]}"].append(r)
-    units = sorted(by_file.values(), key=lambda u: (min((r[7] or 0) for r in u), u[0][0]))
+def _folder(path: str) -> str:
+    head, sep, _ = path.rpartition(os.sep)
+    return head if head else os.path.dirname(path)
+
+
+def _split_runs(units: list[tuple]) -> list[list[tuple]]:
+    """Split one op name's units into runs: units by time, each joining the first run whose
+    slots it does not repeat."""
+    ordered = sorted(units, key=lambda u: (u[5] or 0, u[0]))
     runs: list[list[tuple]] = []
-    seen: list[set[tuple]] = []
-    for unit in units:
-        slots = {(r[15], r[16]) for r in unit}
+    seen: list[set[str]] = []
+    for unit in ordered:
+        slots = set(unit[16].split())
         for run, used in zip(runs, seen):
             if not (slots & used):
-                run.extend(unit)
+                run.append(unit)
                 used |= slots
                 break
         else:
-            runs.append(list(unit))
+            runs.append([unit])
             seen.append(set(slots))
     return runs
 
@@ -175,7 +199,7 @@ def _prepare(gkey: str, graph: Graph) -> LoadedGraph:
     return LoadedGraph(gkey, graph, graph.nodes, by_sname, by_short, by_base)
 
 
-def _load_graphs(index: "DumpIndex", wanted: set[tuple[int, str]]) -> tuple[dict[tuple[int, str], LoadedGraph], list]:
+def _load_graphs(index: DumpIndex, wanted: set[tuple[int, str]]) -> tuple[dict[tuple[int, str], LoadedGraph], list]:
     """Find, for each (rank, graph) of the dump, the graph file describing it."""
     from dumpscope.core.graphs import load_graph_file
 
@@ -379,25 +403,30 @@ def _mark_watch_snapshots(ops: dict[tuple, OpAcc]) -> None:
 # -- main -----------------------------------------------------------------------------------
 
 
-def finalize(index: "DumpIndex") -> None:
+def finalize(index: DumpIndex) -> None:
     """Rebuild the op table, one rank/step at a time so memory follows the largest step."""
     _merge_stats_only(index)
-    places = index.query("SELECT DISTINCT rank, step FROM tensors ORDER BY rank, step")
-    wanted = {(r, g) for r, g in index.query("SELECT DISTINCT rank, graph FROM tensors")}
+    places = index.query("SELECT DISTINCT rank, step FROM units ORDER BY rank, step")
+    wanted = {(r, g) for r, g in index.query("SELECT DISTINCT rank, graph FROM units")}
     graphs, problems = _load_graphs(index, wanted)
     orders: dict[tuple[int, str], list[str]] = {}
     for rank, graph, names in index.query("SELECT rank, graph, names FROM exec_orders"):
         orders[(rank, graph)] = json.loads(names)
     csv_maps = {key: _csv_maps(names) for key, names in orders.items()}
-    op_id = 0
+    seq = _Seq()
     with index._lock:
         cur = index.conn.cursor()
         cur.execute("BEGIN")
+        # every unit is its own op until grouped with others below
+        cur.execute("UPDATE units SET op_id=id WHERE op_id IS NOT id")
         cur.execute("DELETE FROM ops")
+        DumpIndex._drop_indexes(cur, OP_INDEXES)  # rebuilt in one sorted pass after the inserts
         cur.execute("DELETE FROM graph_nodes")
         cur.execute("DELETE FROM graphs")
         cur.execute("DELETE FROM problems WHERE dir_id=-1")
         for rank, step in places:
+            if _plain_place(cur, rank, step, graphs, csv_maps, seq):
+                continue
             ops = _group_ops(index, rank, step)
             graphs_here: dict[str, list[OpAcc]] = defaultdict(list)
             for acc in ops.values():
@@ -407,12 +436,13 @@ def finalize(index: "DumpIndex") -> None:
                 if lg is not None:
                     _join(group, lg)
             _mark_watch_snapshots(ops)
-            rows, tensor_rows, op_id = _op_rows(rank, step, graphs_here, graphs, csv_maps, op_id)
+            rows, unit_rows = _op_rows(rank, step, graphs_here, graphs, csv_maps, seq)
             cur.executemany("INSERT INTO ops(id, rank, step, graph, name, file_name, type, scope, exec_index, "
                             "first_ts, producer, joined, join_rule, graph_only, nan, posinf, neginf, status, "
-                            "evidence, folder, task, stream, watch_of, watch_after) "
-                            "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
-            cur.executemany("UPDATE tensors SET op_id=? WHERE id=?", tensor_rows)
+                            "evidence, folder, task, stream, watch_of, watch_after, seq) "
+                            "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+            cur.executemany("UPDATE units SET op_id=? WHERE id=?", unit_rows)
+        DumpIndex._create_indexes(cur, OP_INDEXES)
         seen_gkeys: set[str] = set()
         for (rank, graph), lg in graphs.items():
             cur.execute("INSERT OR REPLACE INTO graphs VALUES(?,?,?,?,?,?)",
@@ -433,6 +463,48 @@ def finalize(index: "DumpIndex") -> None:
     attach_overflow(index)
 
 
+#: the SQL path below needs window functions (SQLite 3.25, 2018); older builds use the Python path
+SQL_PLAIN_PLACES = sqlite3.sqlite_version_info >= (3, 25, 0)
+
+_PLAIN_INSERT = """
+INSERT INTO ops(id, rank, step, graph, name, file_name, type, scope, exec_index, first_ts, producer, joined,
+    join_rule, graph_only, nan, posinf, neginf, status, evidence, folder, task, stream, watch_of, watch_after, seq)
+SELECT u.id, u.rank, u.step, u.graph, u.op_name, u.file_name, u.op_type,
+    COALESCE(u.scope, substr(u.op_name, 1, length(rtrim(u.op_name, replace(u.op_name, '/', ''))) - 1)),
+    ROW_NUMBER() OVER w - 1, u.ts, u.producer, NULL, NULL, 0, u.nan, u.posinf, u.neginf, NULL,
+    CASE WHEN u.nan IS NOT NULL THEN 'stats' END, d.path, u.task, u.stream, NULL, NULL, ROW_NUMBER() OVER w + ?
+FROM units u JOIN dirs d ON d.id = u.dir_id
+WHERE u.rank = ? AND u.step = ?
+WINDOW w AS (ORDER BY u.graph, u.ts IS NULL, u.ts, u.order_hint IS NULL, u.order_hint, u.op_name, u.id)
+"""
+
+
+def _plain_place(cur: sqlite3.Cursor, rank: int, step: int, graphs: dict, csv_maps: dict, seq: _Seq) -> bool:
+    """Finalize one rank/step in SQL alone when there is nothing to decide in Python.
+
+    That is a place of CANN files only (each file is one op; its folder is its unit's folder)
+    with no graph file and no execution-order CSV to join, no op name dumped twice (no runs to
+    split) and no Dump-Watch snapshot: ops are then the units, in timestamp order, exactly as
+    the Python path below would order them, at C speed (a million-file CANN dump has no graph
+    unless DUMP_GE_GRAPH was set).  Returns False when the Python path is needed.
+    """
+    if not SQL_PLAIN_PLACES:
+        return False
+    where = (rank, step)
+    for (graph,) in cur.execute("SELECT DISTINCT graph FROM units WHERE rank=? AND step=?", where).fetchall():
+        if (rank, graph) in graphs or (rank, graph) in csv_maps:
+            return False
+    if cur.execute("SELECT 1 FROM units WHERE rank=? AND step=? AND (producer != 'cann' OR "
+                   "instr(file_name, '_To_') > 0) LIMIT 1", where).fetchone():
+        return False
+    if cur.execute("SELECT 1 FROM units WHERE rank=? AND step=? GROUP BY graph, op_name HAVING COUNT(*) > 1 "
+                   "LIMIT 1", where).fetchone():
+        return False
+    cur.execute(_PLAIN_INSERT, (seq.seq, rank, step))
+    seq.seq += cur.rowcount
+    return True
+
+
 def _csv_maps(names: list[str]) -> tuple[dict[str, int], dict[str, int], dict[str, str]]:
     """Positions by full name and by file-side spelling, and full names by file-side spelling."""
     csv_pos = {n: i for i, n in enumerate(names)}
@@ -449,16 +521,35 @@ def _csv_maps(names: list[str]) -> tuple[dict[str, int], dict[str, int], dict[st
     return csv_pos, csv_spos, csv_names
 
 
+class _Seq:
+    """Numbers the ops of one finalize in table order (``ops.seq``, the tie-break after exec_index);
+    graph-only nodes, which have no unit, get negative ids."""
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.graph_only = 0
+
+    def next(self) -> int:
+        self.seq += 1
+        return self.seq
+
+    def next_graph_only(self) -> int:
+        self.graph_only -= 1
+        return self.graph_only
+
+
 def _op_rows(rank: int, step: int, graphs_here: dict[str, list[OpAcc]], graphs: dict, csv_maps: dict,
-             op_id: int) -> tuple[list[tuple], list[tuple[int, int]], int]:
-    """The ops-table rows of one rank/step in execution order, plus tensor → op links."""
+             seq: _Seq) -> tuple[list[tuple], list[tuple[int, int]]]:
+    """The ops-table rows of one rank/step in execution order, plus unit → op links.
+
+    An op's id is its first unit's id, so op ids stay the same across updates of the tree."""
     rows: list[tuple] = []
-    tensor_rows: list[tuple[int, int]] = []
+    unit_rows: list[tuple[int, int]] = []
     exec_index = 0
     for graph in sorted(graphs_here):
         csv_pos, csv_spos, csv_names = csv_maps.get((rank, graph)) or ({}, {}, {})
         for acc in _order(graphs_here[graph], csv_pos, csv_spos):
-            op_id += 1
+            op_id = acc.unit_ids[0]
             name = acc.joined or acc.name
             if acc.joined is None and "/" not in name and sanitize_name(acc.file_name) in csv_names:
                 # no graph file, but the execution-order CSV spells the full name with scope
@@ -472,8 +563,8 @@ def _op_rows(rank: int, step: int, graphs_here: dict[str, list[OpAcc]], graphs: 
                          acc.first_ts, acc.producer, acc.joined, acc.join_rule, 2 if snapshot else 0,
                          acc.nan if acc.has_stats else None, acc.posinf if acc.has_stats else None,
                          acc.neginf if acc.has_stats else None, None, "stats" if acc.has_stats else None,
-                         acc.folder, acc.task, acc.stream, acc.watch_of, acc.watch_after))
-            tensor_rows.extend((op_id, tid) for tid in acc.tensor_ids)
+                         acc.folder, acc.task, acc.stream, acc.watch_of, acc.watch_after, seq.next()))
+            unit_rows.extend((op_id, uid) for uid in acc.unit_ids[1:])
             if not snapshot:
                 exec_index += 1
         lg = graphs.get((rank, graph))
@@ -485,8 +576,7 @@ def _op_rows(rank: int, step: int, graphs_here: dict[str, list[OpAcc]], graphs: 
             for node in lg.graph.nodes.values():
                 if node.name in joined:
                     continue
-                op_id += 1
-                rows.append((op_id, rank, step, graph, node.name, sanitize_name(node.name), node.type,
-                             _scope_of(node.name), None, None, "graph", node.name, "graph_only", 1, None, None,
-                             None, None, None, "", None, None, None, None))
-    return rows, tensor_rows, op_id
+                rows.append((seq.next_graph_only(), rank, step, graph, node.name, sanitize_name(node.name),
+                             node.type, _scope_of(node.name), None, None, "graph", node.name, "graph_only", 1, None,
+                             None, None, None, None, "", None, None, None, None, seq.next()))
+    return rows, unit_rows

@@ -9,6 +9,7 @@ the op table: grouping tensors into ops, joining graph nodes and execution order
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sqlite3
@@ -29,6 +30,7 @@ from dumpscope.core.model import (
     Problem,
     TensorRecord,
 )
+from dumpscope.core.units import UNIT_COLUMNS, UnitRecord, pack
 from dumpscope.core.walk import Scanned, listing_of, scan_tree
 
 #: a build still running after this long shows what it has found so far (``update(partial=…)``)
@@ -37,20 +39,17 @@ PARTIAL_AFTER_S = 2.0
 PARALLEL_MIN_FILES = 400
 CHUNK_FILES = 1000
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS dirs(id INTEGER PRIMARY KEY, path TEXT UNIQUE, mtime_ns INTEGER,
-    nentries INTEGER, skips TEXT, layouts TEXT, nfiles INTEGER, nclaimed INTEGER, subdirs TEXT);
-CREATE TABLE IF NOT EXISTS tensors(id INTEGER PRIMARY KEY, dir_id INTEGER, producer TEXT, path TEXT,
-    op_type TEXT, op_name TEXT, file_name TEXT, io TEXT, slot INTEGER, dtype TEXT, shape TEXT,
-    format TEXT, device_shape TEXT, rank INTEGER, step INTEGER, graph TEXT, task INTEGER,
-    stream INTEGER, ts INTEGER, storage TEXT, stored_dtype TEXT, offset INTEGER, nbytes INTEGER,
-    sub_format INTEGER, order_hint REAL, stats TEXT, extra TEXT, op_id INTEGER);
-CREATE INDEX IF NOT EXISTS tensors_dir ON tensors(dir_id);
-CREATE INDEX IF NOT EXISTS tensors_op ON tensors(op_id);
-CREATE INDEX IF NOT EXISTS tensors_place ON tensors(rank, step);
+    nentries INTEGER, skips TEXT, layouts TEXT, nfiles INTEGER, nclaimed INTEGER, subdirs TEXT,
+    first_unit INTEGER, last_unit INTEGER);
+CREATE TABLE IF NOT EXISTS units(id INTEGER PRIMARY KEY, op_id INTEGER, dir_id INTEGER, producer TEXT, path TEXT,
+    op_type TEXT, op_name TEXT, file_name TEXT, rank INTEGER, step INTEGER, graph TEXT, task INTEGER,
+    stream INTEGER, ts INTEGER, storage TEXT, order_hint REAL, ntensors INTEGER, tensors TEXT, slots TEXT,
+    scope TEXT, nan INTEGER, posinf INTEGER, neginf INTEGER);
 CREATE TABLE IF NOT EXISTS exec_orders(dir_id INTEGER, rank INTEGER, graph TEXT, source TEXT, names TEXT);
 CREATE TABLE IF NOT EXISTS graph_files(dir_id INTEGER, path TEXT, kind TEXT, rank INTEGER, graph TEXT);
 CREATE TABLE IF NOT EXISTS problems(dir_id INTEGER, path TEXT, error TEXT);
@@ -60,17 +59,26 @@ CREATE TABLE IF NOT EXISTS ops(id INTEGER PRIMARY KEY, rank INTEGER, step INTEGE
     file_name TEXT, type TEXT, scope TEXT, exec_index INTEGER, first_ts INTEGER, producer TEXT,
     joined TEXT, join_rule TEXT, graph_only INTEGER DEFAULT 0, nan INTEGER, posinf INTEGER,
     neginf INTEGER, status INTEGER, evidence TEXT, folder TEXT, task INTEGER, stream INTEGER,
-    watch_of TEXT, watch_after TEXT);
-CREATE INDEX IF NOT EXISTS ops_order ON ops(rank, step, exec_index);
-CREATE INDEX IF NOT EXISTS ops_name ON ops(name);
-CREATE INDEX IF NOT EXISTS ops_file_name ON ops(file_name);
-CREATE INDEX IF NOT EXISTS ops_scope ON ops(rank, step, graph, scope);
+    watch_of TEXT, watch_after TEXT, seq INTEGER);
 CREATE TABLE IF NOT EXISTS graph_nodes(gkey TEXT, name TEXT, sname TEXT, type TEXT, data TEXT);
 CREATE INDEX IF NOT EXISTS graph_nodes_name ON graph_nodes(gkey, name);
 CREATE INDEX IF NOT EXISTS graph_nodes_sname ON graph_nodes(gkey, sname);
 CREATE TABLE IF NOT EXISTS graphs(gkey TEXT PRIMARY KEY, rank INTEGER, graph TEXT, name TEXT, path TEXT, kind TEXT);
 CREATE TABLE IF NOT EXISTS stats_cache(sig TEXT PRIMARY KEY, data TEXT);
 """
+
+#: secondary indexes, dropped while a table is bulk-loaded and built once afterwards (a sorted
+#: build is several times cheaper than updating each index row by row)
+UNIT_INDEXES = {
+    "units_op": "CREATE INDEX IF NOT EXISTS units_op ON units(op_id)",
+    "units_place": "CREATE INDEX IF NOT EXISTS units_place ON units(rank, step)",
+}
+OP_INDEXES = {
+    "ops_order": "CREATE INDEX IF NOT EXISTS ops_order ON ops(rank, step, exec_index)",
+    "ops_name": "CREATE INDEX IF NOT EXISTS ops_name ON ops(name)",
+    "ops_file_name": "CREATE INDEX IF NOT EXISTS ops_file_name ON ops(file_name)",
+    "ops_scope": "CREATE INDEX IF NOT EXISTS ops_scope ON ops(rank, step, graph, scope)",
+}
 
 
 @dataclass(slots=True)
@@ -101,12 +109,25 @@ def _schema_key() -> str:
     return f"{SCHEMA_VERSION}:{__version__}"
 
 
-def _shape_text(shape) -> str:
-    """A shape as compact JSON text (``[2,3]``), cheaper than ``json.dumps`` per record."""
-    return "[" + ",".join(str(int(d)) for d in shape) + "]"
+def _pack_items(items: Iterable[Item]) -> tuple[list[tuple], list[Item]]:
+    """Units as plain row tuples (cheap to pickle and to store), and every other item.
+
+    A ``UnitRecord`` (a whole CANN file) is one unit; any other tensor record is a unit of its own.
+    """
+    units: list[tuple] = []
+    others: list[Item] = []
+    for it in items:
+        if isinstance(it, UnitRecord):
+            units.append(tuple(it))
+        elif isinstance(it, TensorRecord):
+            units.append(tuple(pack([it])))
+        else:
+            others.append(it)
+    return units, others
 
 
-def _scan_chunk(root: str, scanned: Scanned, files: list[str], first: bool = True) -> tuple[list[Item], int]:
+def _scan_chunk(root: str, scanned: Scanned, files: list[str],
+                first: bool = True) -> tuple[list[tuple], list[Item], int]:
     """Process-pool entry: read one chunk of a big folder with every layout.
 
     Folder-wide findings (names that are not UTF-8) are reported by the first chunk only.
@@ -114,8 +135,8 @@ def _scan_chunk(root: str, scanned: Scanned, files: list[str], first: bool = Tru
     listing = DirListing(root=root, dirpath=scanned.dirpath, parts=scanned.parts, files=files,
                          subdirs=list(scanned.subdirs),
                          bad_names=list(scanned.bad_names or ()) if first else [])
-    items = DumpIndex._scan_listing(all_layouts(), listing)
-    return items, len(listing.claimed)
+    units, others = _pack_items(DumpIndex._scan_listing(all_layouts(), listing))
+    return units, others, len(listing.claimed)
 
 
 class _Pool:
@@ -160,11 +181,13 @@ class _Pool:
         shared = [f for f in files if f in ("mapping.csv",)]
         chunks = [sorted(set(files[i:i + CHUNK_FILES]) | set(shared)) for i in range(0, len(files), CHUNK_FILES)]
         jobs: list[tuple[Any, list[str]]] = []
+        # each chunk carries its own file names: the folder's full list is not sent with every chunk
+        light = dataclasses.replace(scanned, files=[])
         for n, chunk in enumerate(chunks):
             fut: Any = None
             if self.usable:
                 try:
-                    fut = self._executor().submit(_scan_chunk, root, scanned, chunk, n == 0)
+                    fut = self._executor().submit(_scan_chunk, root, light, chunk, n == 0)
                 except Exception:  # no process can be started here: read inline from now on
                     self._give_up()
             jobs.append((fut if fut is not None else self._inline(scanned, chunk, n == 0), chunk))
@@ -186,17 +209,19 @@ class _Pool:
             if not (block or all(f.done() for f, _ in jobs)):
                 keep.append((scanned, old_id, jobs))
                 continue
-            items: list[Item] = []
+            units: list[tuple] = []
+            others: list[Item] = []
             claimed = 0
             for f, chunk in jobs:
                 try:
-                    chunk_items, n = f.result()
+                    chunk_units, chunk_others, n = f.result()
                 except Exception:  # the worker died or never started: read the chunk here
                     self._give_up()
-                    chunk_items, n = self._inline(scanned, chunk).result()
-                items.extend(chunk_items)
+                    chunk_units, chunk_others, n = self._inline(scanned, chunk).result()
+                units.extend(chunk_units)
+                others.extend(chunk_others)
                 claimed += n
-            out.append((scanned, old_id, _dedupe_problems(items), [], claimed))
+            out.append((scanned, old_id, units, _dedupe_problems(others), [], claimed))
         self._pending = keep
         return out
 
@@ -233,8 +258,8 @@ def _dedupe_problems(items: list[Item]) -> list[Item]:
 class _Done:
     """An already-computed result that quacks like a finished future."""
 
-    def __init__(self, items: list, claimed: int) -> None:
-        self._value = (items, claimed)
+    def __init__(self, units: list, others: list, claimed: int) -> None:
+        self._value = (units, others, claimed)
 
     def done(self) -> bool:
         return True
@@ -246,10 +271,9 @@ class _Done:
         return None
 
 
-def _dumps(value) -> Optional[str]:
-    if value is None:
-        return None
-    return json.dumps(value, separators=(",", ":"), default=str)
+_NTENSORS = UNIT_COLUMNS.index("ntensors")
+_INSERT_UNIT = (f"INSERT INTO units(id, op_id, dir_id, {', '.join(UNIT_COLUMNS)}) "
+                f"VALUES({', '.join('?' * (len(UNIT_COLUMNS) + 3))})")
 
 
 class DumpIndex:
@@ -265,6 +289,7 @@ class DumpIndex:
         self.conn.execute("PRAGMA journal_mode=WAL" if db_path != ":memory:" else "PRAGMA journal_mode=MEMORY")
         self.conn.execute("PRAGMA synchronous=OFF")
         self.conn.execute("PRAGMA temp_store=MEMORY")
+        self.conn.execute("PRAGMA cache_size=-65536")  # 64 MiB: bulk loads and index builds stay in memory
         self._ensure_schema()
 
     # -- opening ----------------------------------------------------------------------
@@ -323,8 +348,28 @@ class DumpIndex:
                     if not table.startswith("sqlite_"):
                         cur.execute(f'DROP TABLE IF EXISTS "{table}"')
             cur.executescript(_SCHEMA)
+            self._create_indexes(cur, {**UNIT_INDEXES, **OP_INDEXES})
             cur.execute("INSERT OR REPLACE INTO meta VALUES('schema', ?)", (_schema_key(),))
             cur.execute("INSERT OR REPLACE INTO meta VALUES('root', ?)", (self.root,))
+
+    @staticmethod
+    def _create_indexes(cur: sqlite3.Cursor, which: dict[str, str]) -> None:
+        for sql in which.values():
+            cur.execute(sql)
+
+    @staticmethod
+    def _drop_indexes(cur: sqlite3.Cursor, which: dict[str, str]) -> None:
+        for name in which:
+            cur.execute(f"DROP INDEX IF EXISTS {name}")
+
+    def _bulk_load(self, start: bool) -> None:
+        """A cold build inserts into an empty units table without its indexes, then builds them."""
+        with self._lock:
+            cur = self.conn.cursor()
+            if start:
+                self._drop_indexes(cur, UNIT_INDEXES)
+            else:
+                self._create_indexes(cur, UNIT_INDEXES)
 
     def has_snapshot(self) -> bool:
         """True when a finished index from an earlier open is stored (it may be stale)."""
@@ -369,6 +414,9 @@ class DumpIndex:
         changed = False
         last_report = 0.0
         pool = _Pool(workers)
+        bulk = not known and not self.query("SELECT 1 FROM units LIMIT 1")
+        if bulk:
+            self._bulk_load(start=True)
         try:
             retry_ids = set(retry)
             listing_known = {p: (row[2], json.loads(row[5])) for p, row in known.items()
@@ -395,16 +443,17 @@ class DumpIndex:
                     pool.submit(self.root, scanned, old_id)
                 else:
                     listing = listing_of(self.root, scanned)
-                    items: list[Item] = []
+                    units: list[tuple] = []
+                    others: list[Item] = []
                     if scanned.problem is not None:
-                        items.append(scanned.problem)
+                        others.append(scanned.problem)
                     else:
                         if layouts is None:
                             layouts = all_layouts()
-                        items.extend(self._scan_listing(layouts, listing))
+                        units, others = _pack_items(self._scan_listing(layouts, listing))
                     for sub in listing.skip_subdirs:
                         skip.add(os.path.join(path, sub))
-                    self._store_result(prog, scanned, old_id, items, sorted(listing.skip_subdirs),
+                    self._store_result(prog, scanned, old_id, units, others, sorted(listing.skip_subdirs),
                                        len(listing.claimed))
                 for done in pool.finished():
                     self._store_result(prog, *done)
@@ -422,6 +471,8 @@ class DumpIndex:
                     progress(prog)
         finally:
             pool.close()
+            if bulk:
+                self._bulk_load(start=False)
         removed = [row for p, row in known.items() if p not in seen]
         if removed:
             changed = True
@@ -480,20 +531,22 @@ class DumpIndex:
     def _partial_finalize(self, prog: Progress, partial: Callable[[Progress], None]) -> None:
         from dumpscope.core.finalize import finalize
 
+        self._bulk_load(start=False)  # finalize reads by place: the indexes are needed from now on
+
         phase = prog.phase
         prog.phase = "joining (partial)"
         finalize(self)
         prog.phase = phase
         partial(prog)
 
-    def _store_result(self, prog: Progress, scanned: Scanned, old_id: Optional[int], items: list[Item],
-                      skips: list[str], nclaimed: int) -> None:
-        prog.records += sum(1 for it in items if isinstance(it, TensorRecord))
+    def _store_result(self, prog: Progress, scanned: Scanned, old_id: Optional[int], units: list[tuple],
+                      others: list[Item], skips: list[str], nclaimed: int) -> None:
+        prog.records += sum(u[_NTENSORS] for u in units)
         nentries = len(scanned.files) + len(scanned.subdirs)
         # a folder listed with a problem keeps no subfolder list, so it is listed again next time
         subdirs = None if scanned.problem is not None else json.dumps(scanned.subdirs)
-        self._store_dir(scanned.dirpath, scanned.mtime_ns, nentries, len(scanned.files), nclaimed, skips, items,
-                        old_id, subdirs)
+        self._store_dir(scanned.dirpath, scanned.mtime_ns, nentries, len(scanned.files), nclaimed, skips, units,
+                        others, old_id, subdirs)
 
     @staticmethod
     def _scan_listing(layouts, listing: DirListing) -> list[Item]:
@@ -501,7 +554,7 @@ class DumpIndex:
         for layout in layouts:
             try:
                 for item in layout.scan_dir(listing):
-                    if isinstance(item, TensorRecord) and not item.producer:
+                    if type(item) is TensorRecord and not item.producer:
                         item.producer = layout.name
                     items.append(item)
             except Exception as exc:  # a layout bug must not take the whole index down
@@ -509,36 +562,43 @@ class DumpIndex:
         return items
 
     def _delete_dir(self, cur: sqlite3.Cursor, dir_id: int) -> None:
-        for table in ("tensors", "exec_orders", "graph_files", "problems", "overflow"):
+        row = cur.execute("SELECT first_unit, last_unit FROM dirs WHERE id=?", (dir_id,)).fetchone()
+        if row is not None and row[0] is not None:  # a folder's units have consecutive ids
+            cur.execute("DELETE FROM units WHERE id BETWEEN ? AND ? AND dir_id=?", (row[0], row[1], dir_id))
+        for table in ("exec_orders", "graph_files", "problems", "overflow"):
             cur.execute(f"DELETE FROM {table} WHERE dir_id=?", (dir_id,))
 
+    def _next_unit_id(self, cur: sqlite3.Cursor) -> int:
+        """Unit ids are never reused (they are op ids too, and views keep op ids across updates)."""
+        top = cur.execute("SELECT COALESCE(MAX(id), 0) FROM units").fetchone()[0]
+        row = cur.execute("SELECT value FROM meta WHERE key='next_unit'").fetchone()
+        return max(top + 1, int(row[0]) if row else 1)
+
     def _store_dir(self, path: str, mtime_ns: int, nentries: int, nfiles: int, nclaimed: int, skips: list[str],
-                   items: list[Item], old_id: Optional[int], subdirs: Optional[str] = None) -> None:
-        used = json.dumps(sorted({it.producer for it in items if isinstance(it, TensorRecord)}))
+                   units: list[tuple], others: list[Item], old_id: Optional[int],
+                   subdirs: Optional[str] = None) -> None:
+        used = json.dumps(sorted({u[0] for u in units}))
         with self._lock:
             cur = self.conn.cursor()
             cur.execute("BEGIN")
+            first = self._next_unit_id(cur)
+            last = first + len(units) - 1 if units else None
+            first_unit = first if units else None
             if old_id is not None:
                 self._delete_dir(cur, old_id)
                 cur.execute("UPDATE dirs SET mtime_ns=?, nentries=?, skips=?, layouts=?, nfiles=?, nclaimed=?, "
-                            "subdirs=? WHERE id=?", (mtime_ns, nentries, json.dumps(skips), used, nfiles, nclaimed,
-                                                     subdirs, old_id))
+                            "subdirs=?, first_unit=?, last_unit=? WHERE id=?",
+                            (mtime_ns, nentries, json.dumps(skips), used, nfiles, nclaimed, subdirs, first_unit,
+                             last, old_id))
                 dir_id = old_id
             else:
-                cur.execute("INSERT INTO dirs(path, mtime_ns, nentries, skips, layouts, nfiles, nclaimed, subdirs) "
-                            "VALUES(?,?,?,?,?,?,?,?)", (path, mtime_ns, nentries, json.dumps(skips), used, nfiles,
-                                                        nclaimed, subdirs))
+                cur.execute("INSERT INTO dirs(path, mtime_ns, nentries, skips, layouts, nfiles, nclaimed, subdirs, "
+                            "first_unit, last_unit) VALUES(?,?,?,?,?,?,?,?,?,?)",
+                            (path, mtime_ns, nentries, json.dumps(skips), used, nfiles, nclaimed, subdirs,
+                             first_unit, last))
                 dir_id = cur.lastrowid
-            trows = []
-            for it in items:
-                if isinstance(it, TensorRecord):
-                    trows.append((dir_id, it.producer, it.path, it.op_type, it.op_name, it.file_name, it.io,
-                                  it.slot, it.dtype, _shape_text(it.shape), it.format,
-                                  _shape_text(it.device_shape), it.rank, it.step, it.graph, it.task,
-                                  it.stream, it.timestamp, it.storage, it.stored_dtype or it.dtype, it.offset,
-                                  it.nbytes, it.sub_format, it.order_hint, _dumps(it.stats),
-                                  _dumps(it.extra) if it.extra else None))
-                elif isinstance(it, Problem):
+            for it in others:
+                if isinstance(it, Problem):
                     cur.execute("INSERT INTO problems VALUES(?,?,?)", (dir_id, it.path, it.error))
                 elif isinstance(it, ExecOrder):
                     cur.execute("INSERT INTO exec_orders VALUES(?,?,?,?,?)",
@@ -550,11 +610,8 @@ class DumpIndex:
                     cur.execute("INSERT INTO overflow VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
                                 (dir_id, it.path, it.rank, it.step, it.graph, it.task, it.stream, it.status,
                                  it.kind, it.context, it.thread, it.folder or os.path.dirname(it.path)))
-            if trows:
-                cur.executemany(
-                    "INSERT INTO tensors(dir_id, producer, path, op_type, op_name, file_name, io, slot, dtype, "
-                    "shape, format, device_shape, rank, step, graph, task, stream, ts, storage, stored_dtype, "
-                    "offset, nbytes, sub_format, order_hint, stats, extra) "
-                    "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", trows)
+            if units:
+                cur.executemany(_INSERT_UNIT, [(first + k, first + k, dir_id) + u for k, u in enumerate(units)])
+                cur.execute("INSERT OR REPLACE INTO meta VALUES('next_unit', ?)", (str(first + len(units)),))
             cur.execute("DELETE FROM meta WHERE key='finalized'")
             cur.execute("COMMIT")

@@ -28,8 +28,9 @@ def attach_overflow(index: "DumpIndex") -> int:
                                 (folder, task, stream)).fetchall()
             if context is not None and len(cands) > 1:
                 narrowed = cur.execute(
-                    "SELECT DISTINCT op_id FROM tensors WHERE op_id IN (%s) AND extra LIKE ?"
-                    % ",".join("?" * len(cands)), [c[0] for c in cands] + [f'%"context":{context}%']).fetchall()
+                    "SELECT DISTINCT op_id FROM units WHERE op_id IN (%s) AND (tensors LIKE ? OR tensors LIKE ?)"
+                    % ",".join("?" * len(cands)),
+                    [c[0] for c in cands] + [f'%"context":{context},%', f'%"context":{context}}}%']).fetchall()
                 cands = narrowed or cands
             for (op_id,) in cands[:1]:
                 cur.execute("UPDATE ops SET status=COALESCE(status, 0) | ?, evidence='opdebug' WHERE id=?",

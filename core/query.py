@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from dumpscope.core.index import DumpIndex
 from dumpscope.core.names import sanitize_name
+from dumpscope.core.units import unpack
 
 if TYPE_CHECKING:  # numpy is only imported when tensor data is actually read
     from dumpscope.core.tensor_io import TensorRef
 
 _OP_COLS = ("id, rank, step, graph, name, file_name, type, scope, exec_index, producer, joined, join_rule, "
             "graph_only, nan, posinf, neginf, status, evidence, folder, task, stream, first_ts, watch_of, watch_after")
-_T_COLS = ("id, op_id, io, slot, dtype, shape, format, device_shape, path, storage, stored_dtype, offset, "
-           "nbytes, sub_format, producer, stats, extra, ts")
+_U_COLS = "id, op_id, path, storage, producer, ts, tensors"
 
 
 @dataclass(slots=True)
@@ -101,12 +101,12 @@ def _op(row: tuple) -> OpRow:
     return OpRow(*row)
 
 
-def _tensor(row: tuple) -> TensorRow:
-    (tid, op_id, io, slot, dtype, shape, fmt, dshape, path, storage, sdt, off, nb, subf, prod, stats, extra,
-     ts) = row
-    return TensorRow(tid, op_id, io, slot, dtype, tuple(json.loads(shape)), fmt, tuple(json.loads(dshape)), path,
-                     storage, sdt, off, nb, subf, prod, json.loads(stats) if stats else None,
-                     json.loads(extra) if extra else {}, ts)
+def _tensors_of_unit(row: tuple) -> list[TensorRow]:
+    """The tensors packed in one stored unit; a tensor's id is ``unit id << 16 | position``."""
+    uid, op_id, path, storage, producer, ts, packed = row
+    return [TensorRow((uid << 16) | t["index"], op_id, t["io"], t["slot"], t["dtype"], t["shape"], t["format"],
+                      t["device_shape"], path, storage, t["stored_dtype"], t["offset"], t["nbytes"], t["sub_format"],
+                      producer, t["stats"], t["extra"], ts) for t in unpack(packed)]
 
 
 class OpLookupError(LookupError):
@@ -163,7 +163,7 @@ class DumpQuery:
         if cached:
             return json.loads(cached[0][0])
         rows = self.index.query(
-            "SELECT producer, COUNT(DISTINCT path) FROM tensors GROUP BY producer ORDER BY producer")
+            "SELECT producer, COUNT(DISTINCT path) FROM units GROUP BY producer ORDER BY producer")
         out = [{"name": producer, "root": self._layout_root(producer), "files": files} for producer, files in rows]
         self._remember("INSERT OR REPLACE INTO meta VALUES('layouts', ?)", [(json.dumps(out),)])
         return out
@@ -195,7 +195,7 @@ class DumpQuery:
             (rank, step))}
 
     def _layout_root(self, producer: str) -> str:
-        rows = self.index.query("SELECT path FROM tensors WHERE producer=? LIMIT 200", (producer,))
+        rows = self.index.query("SELECT path FROM units WHERE producer=? LIMIT 200", (producer,))
         dirs = [os.path.dirname(p) for (p,) in rows]
         if not dirs:
             return self.root
@@ -204,7 +204,7 @@ class DumpQuery:
 
     def summary(self) -> dict[str, Any]:
         n_ops = self.index.query("SELECT COUNT(*) FROM ops WHERE graph_only=0")[0][0]
-        n_tensors = self.index.query("SELECT COUNT(*) FROM tensors")[0][0]
+        n_tensors = self.index.query("SELECT COALESCE(SUM(ntensors), 0) FROM units")[0][0]
         graphs = [{"rank": r, "graph": g, "name": n, "file": p, "kind": k} for r, g, n, p, k in
                   self.index.query("SELECT rank, graph, name, path, kind FROM graphs ORDER BY rank, graph")]
         n_files = self.index.query("SELECT COALESCE(SUM(nfiles),0), COALESCE(SUM(nclaimed),0) FROM dirs")[0]
@@ -250,9 +250,9 @@ class DumpQuery:
             # Visible ops of one rank/step are numbered 0..n-1 in execution order, so a page is a
             # range of exec_index: no OFFSET scan, constant time however deep the page is.
             return [_op(r) for r in self.index.query(
-                f"SELECT {_OP_COLS} FROM ops{where} AND exec_index >= ? ORDER BY exec_index, id LIMIT ?",
+                f"SELECT {_OP_COLS} FROM ops{where} AND exec_index >= ? ORDER BY exec_index, seq LIMIT ?",
                 params + [offset, limit])]
-        sql = f"SELECT {_OP_COLS} FROM ops{where} ORDER BY rank, step, exec_index, id"
+        sql = f"SELECT {_OP_COLS} FROM ops{where} ORDER BY rank, step, exec_index, seq"
         if limit is not None:
             sql += " LIMIT ? OFFSET ?"
             params += [limit, offset]
@@ -270,13 +270,15 @@ class DumpQuery:
         """Row number of ``op`` in ``ops(op.rank, op.step, grep)`` (for virtual lists)."""
         where, params = self._where(op.rank, op.step, grep)
         return self.index.query(
-            f"SELECT COUNT(*) FROM ops{where} AND (exec_index < ? OR (exec_index = ? AND id < ?))",
-            params + [op.exec_index, op.exec_index, op.id])[0][0]
+            f"SELECT COUNT(*) FROM ops{where} AND (exec_index < ? OR (exec_index = ? AND seq < "
+            "(SELECT seq FROM ops WHERE id=?)))", params + [op.exec_index, op.exec_index, op.id])[0][0]
 
     def tensors(self, op_id: int) -> list[TensorRow]:
         """An op's tensors, inputs first, each by slot."""
-        return [_tensor(r) for r in self.index.query(
-            f"SELECT {_T_COLS} FROM tensors WHERE op_id=? ORDER BY io != 'input', slot", (op_id,))]
+        out = [t for row in self.index.query(f"SELECT {_U_COLS} FROM units WHERE op_id=? ORDER BY id", (op_id,))
+               for t in _tensors_of_unit(row)]
+        out.sort(key=lambda t: (t.io != "input", t.slot))
+        return out
 
     def resolve_op(self, text: str, rank: Optional[int] = None, step: Optional[int] = None) -> OpRow:
         """Find one op by full name (graph or file spelling), raising with close matches."""
@@ -343,7 +345,7 @@ class DumpQuery:
     def ops_in_scope(self, rank: int, step: int, graph: str, scope: str) -> list[OpRow]:
         return [_op(r) for r in self.index.query(
             f"SELECT {_OP_COLS} FROM ops WHERE rank=? AND step=? AND graph=? AND scope=? "
-            "ORDER BY exec_index IS NULL, exec_index, id",
+            "ORDER BY exec_index IS NULL, exec_index, seq",
             (rank, step, graph, scope))]
 
     # -- graph neighbourhood ----------------------------------------------------------------

@@ -416,7 +416,7 @@ def test_file_growing_while_it_is_indexed_gives_one_consistent_answer(tmp_path, 
     full = _raw_dump("net/grow", 1700000000000001)
     p = d / "Relu.net_grow.1.2.1700000000000001"
     p.write_bytes(full[:20])  # listed while only a few header bytes exist
-    real = cann_layout.read_header
+    real = cann_layout.read_prefix_header
     grown = []
 
     def read_header_after_growth(path, *a, **kw):
@@ -426,7 +426,7 @@ def test_file_growing_while_it_is_indexed_gives_one_consistent_answer(tmp_path, 
             grown.append(True)
         return real(path, *a, **kw)
 
-    monkeypatch.setattr(cann_layout, "read_header", read_header_after_growth)
+    monkeypatch.setattr(cann_layout, "read_prefix_header", read_header_after_growth)
     q = DumpQuery(DumpIndex.open(str(tmp_path), use_cache=False))
     assert grown
     ops = q.ops()

@@ -27,7 +27,7 @@ from dumpscope.core.formats import dump_data_pb2
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-_FIRST_READ = 8 << 10  # headers are usually < 1 KiB; larger ones get one more pread
+_FIRST_READ = 2 << 10  # headers are usually < 1 KiB; larger ones get one more pread
 _MMAP_FROM = 4 << 20  # payloads at least this big are memory-mapped instead of read
 NANO_MAGIC = b"\x5a\x5a\x5a\x5a"
 _DumpData = dump_data_pb2.DumpData
@@ -127,14 +127,9 @@ def _read_more(fd: int, path: str, buf: bytes, want: int) -> bytes:
     return b"".join(parts)
 
 
-def read_header(path: PathLike, max_header_bytes: int = 64 << 20) -> CannHeader:
-    """Read and validate the header of a CANN dump file (bounded: 8 + H bytes at most).
-
-    Raises ``DumpFormatError`` when the header itself is unreadable (too short, length beyond
-    the file, bad protobuf, nano/TLV container).  A file whose payloads extend past its end
-    (still being written, truncated copy) is returned with ``complete=False`` and the affected
-    tensors marked ``truncated``.
-    """
+def read_prefix_header(path: PathLike, max_header_bytes: int = 64 << 20) -> tuple[str, int, int, "HeaderFields"]:
+    """(path, file size, header length H, decoded fields) of a CANN dump file: the indexer's
+    hot path, with no per-tensor objects built (see ``HeaderFields``)."""
     p = os.fspath(path)
     size, buf, fd = _read_prefix(p)
     try:
@@ -151,57 +146,125 @@ def read_header(path: PathLike, max_header_bytes: int = 64 << 20) -> CannHeader:
             buf = _read_more(fd, p, buf, 8 + h)
     finally:
         os.close(fd)
-    return _build(p, size, h, _decode(p, buf, h))
+    return p, size, h, _decode(p, buf, h)
+
+
+def read_header(path: PathLike, max_header_bytes: int = 64 << 20) -> CannHeader:
+    """Read and validate the header of a CANN dump file (bounded: 8 + H bytes at most).
+
+    Raises ``DumpFormatError`` when the header itself is unreadable (too short, length beyond
+    the file, bad protobuf, nano/TLV container).  A file whose payloads extend past its end
+    (still being written, truncated copy) is returned with ``complete=False`` and the affected
+    tensors marked ``truncated``.
+    """
+    p, size, h, fields = read_prefix_header(path, max_header_bytes)
+    return _build(p, size, h, fields)
 
 
 _DT_NAMES = {code: info.numpy for code, info in dtypes.PROTO_DTYPES.items()}
 
 
-def _decode(path: str, buf: bytes, h: int) -> tuple:
-    """Header fields as plain tuples (decoded with the generated protobuf module)."""
+@dataclass(frozen=True, slots=True)
+class TensorLayout:
+    """What a header says of its tensors, apart from the op name and dump time.
+
+    Headers of ops with the same shapes differ only in ``op_name`` and ``dump_time``, so one
+    decoded layout is shared by all of them (``_decode`` caches it): ``inputs``/``outputs``
+    hold ``(dtype code, format code, shape, original shape, sub_format, size, original op)``.
+    """
+
+    version: str
+    inputs: tuple
+    outputs: tuple
+    buffers: tuple
+    spaces: tuple
+    attrs: tuple  # ((name, value), ...)
+    payload: int  # sum of every payload size
+    #: per header length, what a layout made of it (the CANN layout keeps its packed tensors here)
+    memo: dict = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderFields:
+    dump_time: int
+    op_name: str
+    layout: TensorLayout
+
+
+_LAYOUTS: dict[bytes, TensorLayout] = {}
+_LAYOUTS_MAX = 4096  # distinct tensor layouts kept; a model has a few hundred at most
+
+
+def _tensor_desc(t, has_op: bool) -> tuple:
+    op = t.original_op.name if has_op and t.HasField("original_op") else ""
+    return (t.data_type, t.format, tuple(t.shape.dim), tuple(t.original_shape.dim), t.sub_format, t.size, op)
+
+
+def _decode(path: str, buf: bytes, h: int) -> HeaderFields:
+    """Parse the DumpData protobuf; tensor descriptions come from the layout cache.
+
+    Reading every tensor attribute through upb costs four times the parse itself, so the
+    parsed message minus ``op_name``/``dump_time`` is re-serialised as the cache key.
+    """
     msg = _DumpData()
     try:
         msg.ParseFromString(memoryview(buf)[8:8 + h])
     except Exception as exc:  # protobuf raises DecodeError (and others on junk)
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise DumpFormatError(f"{path}: header is not a valid DumpData protobuf ({reason})") from None
+    op_name, dump_time = msg.op_name, msg.dump_time
+    msg.ClearField("op_name")
+    msg.ClearField("dump_time")
+    key = msg.SerializeToString(deterministic=True)
+    layout = _LAYOUTS.get(key)
+    if layout is None:
+        ins = tuple(_tensor_desc(t, False) for t in msg.input)
+        outs = tuple(_tensor_desc(t, True) for t in msg.output)
+        bufs = tuple(b.size for b in msg.buffer)
+        spcs = tuple(s.size for s in msg.space)
+        payload = sum(t[5] for t in ins) + sum(t[5] for t in outs) + sum(bufs) + sum(spcs)
+        layout = TensorLayout(msg.version, ins, outs, bufs, spcs, tuple((a.name, a.value) for a in msg.attr),
+                              payload)
+        if len(_LAYOUTS) >= _LAYOUTS_MAX:
+            _LAYOUTS.clear()
+        _LAYOUTS[key] = layout
+    return HeaderFields(dump_time, op_name, layout)
 
-    def tensor(t, has_op: bool) -> tuple:
-        op = t.original_op.name if has_op and t.HasField("original_op") else ""
-        return (t.data_type, t.format, tuple(t.shape.dim), tuple(t.original_shape.dim), t.sub_format, t.size, op)
 
-    return (msg.version, msg.dump_time, msg.op_name, [tensor(t, False) for t in msg.input],
-            [tensor(t, True) for t in msg.output], [b.size for b in msg.buffer], [s.size for s in msg.space],
-            {a.name: a.value for a in msg.attr} if msg.attr else {})
+def _dtype_name(code: int) -> str:
+    name = _DT_NAMES.get(code)
+    return name if name is not None else f"unknown({code})"
+
+
+def _format_name(code: int) -> str:
+    name = FORMAT_NAMES.get(code)
+    return name if name is not None else f"UNKNOWN({code})"
 
 
 def _tensor(io: str, slot: int, t: tuple, offset: int, size_file: int) -> CannTensor:
     dcode, fcode, shape, orig, sub, size, op = t
-    dname = _DT_NAMES.get(dcode)
-    fname = FORMAT_NAMES.get(fcode)
-    return CannTensor(io, slot, dname if dname is not None else f"unknown({dcode})", dcode,
-                      fname if fname is not None else f"UNKNOWN({fcode})", fcode, shape, orig, sub, size, offset,
+    return CannTensor(io, slot, _dtype_name(dcode), dcode, _format_name(fcode), fcode, shape, orig, sub, size, offset,
                       op, offset + size > size_file)
 
 
-def _build(path: str, size: int, h: int, fields: tuple) -> CannHeader:
-    version, dump_time, op_name, ins, outs, bufs, spcs, attrs = fields
+def _build(path: str, size: int, h: int, fields: HeaderFields) -> CannHeader:
+    lay = fields.layout
     off = 8 + h
     inputs: list[CannTensor] = []
-    for i, t in enumerate(ins):
+    for i, t in enumerate(lay.inputs):
         inputs.append(_tensor("input", i, t, off, size))
         off += t[5]
     outputs: list[CannTensor] = []
-    for i, t in enumerate(outs):
+    for i, t in enumerate(lay.outputs):
         outputs.append(_tensor("output", i, t, off, size))
         off += t[5]
     extra: tuple[list[CannTensor], list[CannTensor]] = ([], [])
-    for k, io, sizes in ((0, "buffer", bufs), (1, "space", spcs)):
+    for k, io, sizes in ((0, "buffer", lay.buffers), (1, "space", lay.spaces)):
         for i, n in enumerate(sizes):
             extra[k].append(CannTensor(io, i, "uint8", 4, "ND", 2, (n,), (n,), 0, n, off, "", off + n > size))
             off += n
-    return CannHeader(path, size, version, dump_time, op_name, inputs, outputs, extra[0], extra[1], h, 8 + h,
-                      off <= size, off, attrs)
+    return CannHeader(path, size, lay.version, fields.dump_time, fields.op_name, inputs, outputs, extra[0],
+                      extra[1], h, 8 + h, off <= size, off, dict(lay.attrs))
 
 
 def check_complete(header: Union[CannHeader, PathLike]) -> bool:

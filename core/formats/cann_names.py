@@ -126,6 +126,19 @@ def _is_dtype_token(tok: str) -> bool:
     return True
 
 
+def quick_dump_name(name: str) -> Optional[tuple[str, str, int, int, int]]:
+    """``(op_type, op_name, task, stream, timestamp)`` of the usual five-field dump file name,
+    else None (then ``parse_dump_name`` decides).  The indexer's hot path: no objects built."""
+    fields = name.split(".")
+    if len(fields) != 5:
+        return None
+    op_type, op_name, task, stream, ts = fields
+    if not (task.isdigit() and stream.isdigit() and ts.isdigit() and op_name) or op_type == "Opdebug" \
+            or not _TYPE_RE.match(op_type):
+        return None
+    return op_type, op_name, int(task), int(stream), int(ts)
+
+
 def parse_dump_name(filename: str) -> Optional[DumpName]:
     """Parse a dump-related file name (a path is reduced to its base name); None if not one."""
     name = os.path.basename(filename)

@@ -20,8 +20,10 @@ from dumpscope.core.model import (
     Problem,
     TensorRecord,
 )
+from dumpscope.core.units import UnitRecord
 
-Item = Union[TensorRecord, ExecOrder, GraphFile, Problem, OverflowEvidence]
+#: what a layout yields; a ``UnitRecord`` is a whole dump file's tensors already packed
+Item = Union[TensorRecord, UnitRecord, ExecOrder, GraphFile, Problem, OverflowEvidence]
 
 
 @dataclass(slots=True)

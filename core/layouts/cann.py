@@ -13,11 +13,18 @@ import os
 from typing import Iterable, Iterator, Optional
 
 from dumpscope.core.errors import reason
-from dumpscope.core.formats.cann_dump import CannHeader, read_header
-from dumpscope.core.formats.cann_names import DumpName, parse_dump_name, read_mapping_csv, sanitize
+from dumpscope.core.formats.cann_dump import CannHeader, _build, read_prefix_header
+from dumpscope.core.formats.cann_names import (
+    DumpName,
+    parse_dump_name,
+    quick_dump_name,
+    read_mapping_csv,
+    sanitize,
+)
 from dumpscope.core.layouts.base import DirListing, Item, Layout
 from dumpscope.core.layouts.paths import DumpPlace, place_of
 from dumpscope.core.model import STORAGE_CANN, OverflowEvidence, Problem, TensorRecord
+from dumpscope.core.units import UNIT_COLUMNS, UnitRecord, pack
 
 
 class CannLayout(Layout):
@@ -39,7 +46,19 @@ class CannLayout(Layout):
                 yield Problem(mpath, f"line {first}{more}")
         place: Optional[DumpPlace] = None
         unmapped: list[str] = []
+        prefix = listing.dirpath if listing.dirpath.endswith(os.sep) else listing.dirpath + os.sep
         for fname in list(listing.unclaimed()):
+            quick = quick_dump_name(fname)
+            if quick is not None:  # the usual name: one header read, no intermediate objects
+                if place is None:
+                    place = place_of(listing.parts)
+                listing.claimed.add(fname)
+                unit = self._quick_unit(prefix + fname, quick, place)
+                if unit is not None:
+                    yield unit
+                else:
+                    yield from self._dump(prefix + fname, parse_dump_name(fname), place, None)
+                continue
             if fname.endswith((".npy", ".csv", ".txt", ".ir", ".pb", ".pbtxt", ".log", ".py")):
                 if not (fname.startswith("Opdebug.") and fname.endswith(".json")):
                     continue
@@ -65,10 +84,7 @@ class CannLayout(Layout):
             if name.kind == "opdebug":
                 yield from self._opdebug(path, fname, place, listing.dirpath)
             else:
-                for item in self._dump(path, name, place):
-                    if real_name and isinstance(item, TensorRecord):
-                        item.extra["real_name"] = real_name
-                    yield item
+                yield from self._dump(path, name, place, real_name)
         if aliases:
             listing.claimed.add("mapping.csv")
         # an all-digit alias beside dump files (or a mapping.csv) is a dump whose real name is lost
@@ -78,13 +94,51 @@ class CannLayout(Layout):
                 listing.claimed.add(fname)
                 yield Problem(listing.path(fname), f"all-digit alias with {why}: its dump file name is unknown")
 
-    def _dump(self, path: str, name: DumpName, place: DumpPlace) -> Iterator[Item]:
+    @staticmethod
+    def _quick_unit(path: str, quick: tuple[str, str, int, int, int], place: DumpPlace) -> Optional[UnitRecord]:
+        """The unit of a complete file whose packed tensors are already known, else None."""
         try:
-            header = read_header(path)
+            path, size, h, fields = read_prefix_header(path)
+        except Exception:
+            return None  # ``_dump`` reads it again and reports why
+        lay = fields.layout
+        packed = lay.memo.get(h)
+        if packed is None or 8 + h + lay.payload > size:
+            return None
+        op_type, file_name, task, stream, ts = quick
+        ts = ts or fields.dump_time or None
+        return UnitRecord("cann", path, op_type, fields.op_name or file_name, file_name, place.rank, place.step,
+                          place.graph, task, stream, ts, STORAGE_CANN, float(ts or 0), *packed)
+
+    def _dump(self, path: str, name: DumpName, place: DumpPlace, real_name: Optional[str]) -> Iterator[Item]:
+        """One unit per dump file.  Files whose header has the same tensor layout and length
+        pack to the same tensors JSON, so it is made once per (layout, header length)."""
+        try:
+            path, size, h, fields = read_prefix_header(path)
         except Exception as exc:  # any unreadable header is a named problem
             yield Problem(path, reason(exc, path))
             return
-        yield from records_from_header(header, name, place)
+        lay = fields.layout
+        op_name = fields.op_name or name.op_name
+        ts = name.timestamp or fields.dump_time or None
+        common = 8 + h + lay.payload <= size and not (real_name or name.is_ffts or name.swapped)
+        packed = lay.memo.get(h) if common else None
+        if packed is None:
+            records: list[TensorRecord] = []
+            for item in records_from_header(_build(path, size, h, fields), name, place):
+                if isinstance(item, TensorRecord):
+                    if real_name:
+                        item.extra["real_name"] = real_name
+                    records.append(item)
+                else:
+                    yield item
+            if not records:
+                return
+            packed = pack(records)[UNIT_COLUMNS.index("ntensors"):]
+            if common:
+                lay.memo[h] = packed
+        yield UnitRecord("cann", path, name.op_type, op_name, name.op_name, place.rank, place.step, place.graph,
+                         name.task, name.stream, ts, STORAGE_CANN, float(ts or 0), *packed)
 
     def _opdebug(self, path: str, fname: str, place: DumpPlace, folder: str) -> Iterator[Item]:
         from dumpscope.core.formats.opdebug import read_opdebug_file, read_opdebug_json

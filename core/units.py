@@ -1,0 +1,117 @@
+"""Units: the form in which the index stores tensor records.
+
+A unit is one op run's tensors from one place on disk: every tensor of a CANN dump file
+(one file is always one run of one op), or a single tensor for the other layouts (an npy
+file, a stats-CSV row, a dump.json entry).  Storing one row per unit, with the tensors packed
+as JSON text, instead of one row per tensor halves the rows of a CANN index and keeps the
+per-value cost of SQLite off the indexing hot path; ``finalize`` groups units into ops and
+``unpack`` gives the tensors back when a view asks for one op.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple, Optional
+
+from dumpscope.core.model import TensorRecord
+
+#: unit columns in table order, after ``id, op_id, dir_id`` (the index adds those)
+UNIT_COLUMNS = ("producer", "path", "op_type", "op_name", "file_name", "rank", "step", "graph", "task", "stream",
+                "ts", "storage", "order_hint", "ntensors", "tensors", "slots", "scope", "nan", "posinf", "neginf")
+
+
+class UnitRecord(NamedTuple):
+    """One unit, ready to store (fields in ``UNIT_COLUMNS`` order).
+
+    ``tensors`` is JSON text: a list of ``[io, slot, dtype, shape, format, device_shape,
+    stored_dtype, offset, nbytes, sub_format, stats, extra]``; ``slots`` names them (``i0 i1 o0``)
+    so that finalize can tell repeated runs apart without decoding JSON; ``nan``/``posinf``/``neginf``
+    sum the known statistics of the outputs (``None`` when no output has statistics).
+    """
+
+    producer: str
+    path: str
+    op_type: str
+    op_name: str
+    file_name: str
+    rank: int
+    step: int
+    graph: str
+    task: Optional[int]
+    stream: Optional[int]
+    ts: Optional[int]
+    storage: str
+    order_hint: float
+    ntensors: int
+    tensors: str
+    slots: str
+    scope: Optional[str]
+    nan: Optional[int]
+    posinf: Optional[int]
+    neginf: Optional[int]
+
+
+def tensor_entry(rec: TensorRecord) -> list:
+    """The packed form of one tensor (see ``UnitRecord.tensors``)."""
+    return [rec.io, rec.slot, rec.dtype, list(rec.shape), rec.format, list(rec.device_shape),
+            rec.stored_dtype or rec.dtype, rec.offset, rec.nbytes, rec.sub_format, rec.stats, rec.extra or None]
+
+
+def slot_label(io: str, slot: int) -> str:
+    return f"{io[:1]}{slot}" if io in ("input", "output") else f"{io}{slot}"
+
+
+def nonfinite_sums(entries: list[list]) -> tuple[Optional[int], Optional[int], Optional[int]]:
+    """Known NaN/+Inf/-Inf counts of the outputs (an op is bad when it *produces* bad values)."""
+    known = False
+    nan = pos = neg = 0
+    for e in entries:
+        st = e[10]
+        if st and e[0] == "output":
+            known = True
+            nan += int(st.get("nan") or 0)
+            pos += int(st.get("posinf") or 0)
+            neg += int(st.get("neginf") or 0)
+    return (nan, pos, neg) if known else (None, None, None)
+
+
+def dumps_entries(entries: list[list]) -> str:
+    return json.dumps(entries, separators=(",", ":"), default=str)
+
+
+def pack(records: list[TensorRecord]) -> UnitRecord:
+    """One unit of ``records`` (all of one op run, from one file); per-file fields come from the first."""
+    first = records[0]
+    entries = [tensor_entry(r) for r in records]
+    scope = None
+    for r in records:
+        s = r.extra.get("scope") if r.extra else None
+        if s:
+            scope = "/".join(str(x) for x in s) if isinstance(s, (list, tuple)) else str(s)
+            break
+    nan, pos, neg = nonfinite_sums(entries)
+    return UnitRecord(first.producer, first.path, first.op_type, first.op_name, first.file_name, first.rank,
+                      first.step, first.graph, first.task, first.stream, first.timestamp, first.storage,
+                      min(r.order_hint for r in records), len(entries), dumps_entries(entries),
+                      " ".join(slot_label(r.io, r.slot) for r in records), scope, nan, pos, neg)
+
+
+def unpack(tensors: str) -> list[dict[str, Any]]:
+    """The tensors of a stored unit as dicts (``index`` is the position inside the unit)."""
+    out = []
+    for k, (io, slot, dtype, shape, fmt, dshape, sdt, off, nb, subf, stats, extra) in enumerate(json.loads(tensors)):
+        out.append({"index": k, "io": io, "slot": slot, "dtype": dtype, "shape": tuple(shape), "format": fmt,
+                    "device_shape": tuple(dshape), "stored_dtype": sdt, "offset": off, "nbytes": nb,
+                    "sub_format": subf, "stats": stats, "extra": extra or {}})
+    return out
+
+
+def records_of(unit: UnitRecord) -> list[TensorRecord]:
+    """The tensor records a unit was packed from (for callers that want the layout view)."""
+    return [TensorRecord(producer=unit.producer, path=unit.path, op_type=unit.op_type, op_name=unit.op_name,
+                         file_name=unit.file_name, io=t["io"], slot=t["slot"], dtype=t["dtype"], shape=t["shape"],
+                         format=t["format"], device_shape=t["device_shape"], rank=unit.rank, step=unit.step,
+                         graph=unit.graph, task=unit.task, stream=unit.stream, timestamp=unit.ts,
+                         storage=unit.storage, stored_dtype=t["stored_dtype"], offset=t["offset"],
+                         nbytes=t["nbytes"], sub_format=t["sub_format"], order_hint=unit.order_hint,
+                         stats=t["stats"], extra=t["extra"]) for t in unpack(unit.tensors)]

@@ -1,0 +1,106 @@
+"""The SQL-only finalize of plain CANN places must build exactly the ops the Python path builds.
+
+``finalize._plain_place`` turns units into ops in one INSERT … SELECT when a rank/step has
+nothing to decide in Python; these tests build the same trees both ways and compare the whole
+ops table and every unit → op link, and check the SQL path really ran (or was refused).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dumpscope.core import finalize as fin
+from dumpscope.core.index import DumpIndex
+from dumpscope.core.query import DumpQuery
+from dumpscope.core.synth import trees
+from dumpscope.core.synth.cann_writer import SynthTensor, write_dump
+
+pytestmark = pytest.mark.skipif(not fin.SQL_PLAIN_PLACES, reason="SQLite < 3.25 has no window functions")
+
+
+def _tables(root: Path, tmp: Path, sql: bool, monkeypatch) -> tuple[list, list, int]:
+    calls = {"sql": 0}
+    real = fin._plain_place
+
+    def plain(*args):
+        done = real(*args) if sql else False
+        calls["sql"] += done
+        return done
+
+    monkeypatch.setattr(fin, "_plain_place", plain)
+    idx = DumpIndex.open(str(root), cache_directory=tmp / ("sql" if sql else "py"))
+    # unit (and so op) ids follow the walk's folder order, which threads may change between
+    # builds: name units and ops by their file instead
+    where = dict(idx.query("SELECT id, path FROM units"))
+    ops = sorted((str(where.get(r[0], r[0])),) + r[1:] for r in idx.query("SELECT * FROM ops"))
+    links = sorted((where[u], where[o]) for u, o in idx.query("SELECT id, op_id FROM units"))
+    idx.close()
+    monkeypatch.setattr(fin, "_plain_place", real)
+    return ops, links, calls["sql"]
+
+
+def _tie_tree(root: Path) -> Path:
+    """Ops with equal timestamps (ordered by name), one without a timestamp, and a NaN output."""
+    folder = root / "20240101000000" / "0" / "net" / "1" / "0"
+    a = np.ones((2, 3), np.float32)
+    bad = np.array([[np.nan, 1, 2], [3, np.inf, 5]], np.float32)
+    # equal timestamps: op names sort opposite to the file names (types first), so neither the
+    # folder listing order nor the file-name order can pass for the name order
+    tied = [(t, f"net/{chr(ord('z') - k)}/{t}", 1700000000000005)
+            for k, t in enumerate(["Abs", "Add", "Cos", "Exp", "Neg", "Relu"])]
+    for k, (op_type, name, ts) in enumerate(tied + [("Mul", "net/Mul", 1700000000000001),
+                                                    ("Cast", "Cast_top", 1700000000000009)]):
+        outs = [SynthTensor(bad if op_type == "Mul" else a, "float32", "ND")]
+        write_dump(folder, op_type, name, k + 1, 0, ts, [SynthTensor(a, "float32", "ND")], outs)
+    return root
+
+
+@pytest.mark.parametrize("make", ["big", "ties", "overflow", "torchair"])
+def test_sql_and_python_finalize_build_the_same_ops(tmp_path, monkeypatch, make):
+    root = tmp_path / "dump"
+    if make == "big":
+        trees.write_big_cann_tree(root, 700, ops_per_step=300)
+    elif make == "ties":
+        _tie_tree(root)
+    elif make == "overflow":
+        trees.write_cann_overflow_tree(root)
+    else:
+        trees.write_torchair_tree(root)
+    ops_py, links_py, used_py = _tables(root, tmp_path, False, monkeypatch)
+    ops_sql, links_sql, used_sql = _tables(root, tmp_path, True, monkeypatch)
+    assert used_py == 0
+    assert ops_sql == ops_py
+    assert links_sql == links_py
+    if make in ("big", "ties"):  # plain CANN places: the SQL path must have run
+        assert used_sql > 0
+    assert len(ops_py) > 0
+
+
+def test_sql_path_orders_ties_by_name_and_keeps_scope_and_stats(tmp_path):
+    root = _tie_tree(tmp_path / "dump")
+    q = DumpQuery(DumpIndex.open(str(root), cache_directory=tmp_path / "cache"))
+    ops = q.ops()
+    assert [o.name for o in ops] == ["net/Mul", "net/u/Relu", "net/v/Neg", "net/w/Exp", "net/x/Cos",
+                                     "net/y/Add", "net/z/Abs", "Cast_top"]
+    assert [o.exec_index for o in ops] == list(range(8))
+    assert [o.scope for o in ops] == ["net", "net/u", "net/v", "net/w", "net/x", "net/y", "net/z", ""]
+    assert ops[0].folder == str(root / "20240101000000" / "0" / "net" / "1" / "0")
+    assert [(t.io, t.slot, t.shape) for t in q.tensors(ops[0].id)] == [("input", 0, (2, 3)), ("output", 0, (2, 3))]
+
+
+def test_a_graph_or_a_repeated_op_name_sends_a_place_to_python(tmp_path, monkeypatch):
+    root = tmp_path / "dump"
+    trees.write_cann_tree(root)  # has a GE graph: names are joined in Python
+    _ops, _links, used = _tables(root, tmp_path, True, monkeypatch)
+    assert used == 0
+    loop = tmp_path / "loop"
+    folder = loop / "20240101000000" / "0" / "net" / "1" / "0"
+    a = np.ones(4, np.float32)
+    for k in range(2):  # the same op ran twice in one step: two runs, split in Python
+        write_dump(folder, "Add", "net/Add", k + 1, 0, 1700000000000001 + k, [SynthTensor(a, "float32", "ND")],
+                   [SynthTensor(a, "float32", "ND")])
+    ops, _links, used = _tables(loop, tmp_path / "l", True, monkeypatch)
+    assert used == 0 and len(ops) == 2
