@@ -471,11 +471,11 @@ INSERT INTO ops(id, rank, step, graph, name, file_name, type, scope, exec_index,
     join_rule, graph_only, nan, posinf, neginf, status, evidence, folder, task, stream, watch_of, watch_after, seq)
 SELECT u.id, u.rank, u.step, u.graph, u.op_name, u.file_name, u.op_type,
     COALESCE(u.scope, substr(u.op_name, 1, length(rtrim(u.op_name, replace(u.op_name, '/', ''))) - 1)),
-    ROW_NUMBER() OVER w - 1, u.ts, u.producer, NULL, NULL, 0, u.nan, u.posinf, u.neginf, NULL,
-    CASE WHEN u.nan IS NOT NULL THEN 'stats' END, d.path, u.task, u.stream, NULL, NULL, ROW_NUMBER() OVER w + ?
-FROM units u JOIN dirs d ON d.id = u.dir_id
-WHERE u.rank = ? AND u.step = ?
-WINDOW w AS (ORDER BY u.graph, u.ts IS NULL, u.ts, u.order_hint IS NULL, u.order_hint, u.op_name, u.id)
+    o.ex, u.ts, u.producer, NULL, NULL, 0, u.nan, u.posinf, u.neginf, NULL,
+    CASE WHEN u.nan IS NOT NULL THEN 'stats' END, d.path, u.task, u.stream, NULL, NULL, o.ex + 1 + ?
+FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY graph, ts IS NULL, ts, order_hint IS NULL, order_hint, op_name, id) - 1
+      AS ex FROM units WHERE rank = ? AND step = ?) o  -- the sort carries the keys only, not whole rows
+JOIN units u ON u.id = o.id JOIN dirs d ON d.id = u.dir_id
 """
 
 

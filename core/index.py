@@ -5,6 +5,10 @@ what they yield, keyed by folder.  A folder whose mtime and entry count are unch
 not read again, so reopening an unchanged tree only lists folders, and a tree that grows
 while training runs is updated folder by folder.  After any change ``finalize`` rebuilds
 the op table: grouping tensors into ops, joining graph nodes and execution order.
+
+Tensor records are stored as units (``core.units``): one row per CANN file (its tensors packed
+as JSON), one per tensor otherwise.  A folder's units get consecutive ids, so a changed folder
+is deleted by id range, and a unit id is also the id of the op it starts.
 """
 
 from __future__ import annotations

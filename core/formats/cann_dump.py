@@ -1,10 +1,12 @@
 """CANN binary operator dump files (FORMATS.md §1.2, §1.6).
 
 Layout: ``uint64 LE H`` | ``H`` bytes protobuf ``toolkit.dumpdata.DumpData`` | raw tensor bytes in the
-order inputs, outputs, buffers, spaces (NOT proto field order).  ``read_header`` is on the
-indexing hot path: one ``open``, one bounded read of the first 8 KiB (a second read only when the
-header is larger), one protobuf parse, and each protobuf attribute touched once (upb attribute
-access, not parsing, dominates the cost; a pure-Python wire decoder measured slower).  Tensor payloads are read lazily by ``load_raw`` /
+order inputs, outputs, buffers, spaces (NOT proto field order).  ``read_prefix_header`` is the
+indexing hot path: one ``open``, one bounded read of the first 2 KiB (a second read only when the
+header is larger; ``lseek`` instead of ``fstat`` for the size), one protobuf parse, and the tensor
+descriptions taken from a cache of header layouts (upb attribute access, not parsing, dominates the
+cost, and ops of the same shapes share a layout; a pure-Python wire decoder measured slower).
+Tensor payloads are read lazily by ``load_raw`` /
 ``load_tensor`` (pread for small tensors, read-only memmap for large ones).
 
 Never writes into the dump tree.  Bad input raises ``DumpFormatError`` whose message is one line
@@ -30,6 +32,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 _FIRST_READ = 2 << 10  # headers are usually < 1 KiB; larger ones get one more pread
 _MMAP_FROM = 4 << 20  # payloads at least this big are memory-mapped instead of read
 NANO_MAGIC = b"\x5a\x5a\x5a\x5a"
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
 _DumpData = dump_data_pb2.DumpData
 
 
@@ -103,12 +106,13 @@ class CannHeader:
 def _read_prefix(path: str) -> tuple[int, bytes, int]:
     """(file size, first bytes, fd) — the caller closes fd."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        fd = os.open(path, _OPEN_FLAGS)
     except OSError as exc:
         raise DumpFormatError(f"{path}: cannot open: {exc.strerror or exc}") from None
     try:
-        size = os.fstat(fd).st_size
-        buf = os.read(fd, min(_FIRST_READ, max(size, 8)))
+        buf = os.read(fd, _FIRST_READ)
+        # a short read is the whole file; otherwise one lseek (cheaper than fstat) gives its size
+        size = len(buf) if len(buf) < _FIRST_READ else os.lseek(fd, 0, os.SEEK_END)
     except OSError as exc:
         os.close(fd)
         raise DumpFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
