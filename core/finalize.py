@@ -49,6 +49,14 @@ class OpAcc:
     has_stats: bool = False
     watch_of: Optional[str] = None  # Dump-Watch snapshot of this watched op (file-side name)
     watch_after: Optional[str] = None  # … taken after this layer op (file-side name)
+    _sfile: Optional[str] = None
+
+    @property
+    def sfile(self) -> str:
+        """``sanitize_name(file_name)``, computed once (joins and orders ask for it repeatedly)."""
+        if self._sfile is None:
+            self._sfile = sanitize_name(self.file_name)
+        return self._sfile
 
 
 def _scope_of(name: str) -> str:
@@ -311,7 +319,7 @@ def _join(ops: list[OpAcc], lg: LoadedGraph) -> None:
         node = lg.by_name.get(op.name)
         rule = "name"
         if node is None:
-            node, rule = lg.by_sname.get(sanitize_name(op.file_name)), "sanitized_name"
+            node, rule = lg.by_sname.get(op.sfile), "sanitized_name"
         if node is None and "/" not in op.name and "_" not in op.file_name:
             cands = lg.by_short.get(op.file_name) or []
             node, rule = (cands[0], "short_name") if len(cands) == 1 else (None, "")
@@ -324,7 +332,7 @@ def _join(ops: list[OpAcc], lg: LoadedGraph) -> None:
     # same scope and type, unique on both sides
     by_base: dict[str, list[OpAcc]] = defaultdict(list)
     for op in rest:
-        by_base[_OP_SUFFIX.sub("", sanitize_name(op.file_name))].append(op)
+        by_base[_OP_SUFFIX.sub("", op.sfile)].append(op)
     for base, group in by_base.items():
         cands = [n for n in lg.by_base.get(base, []) if n.name not in used]
         if len(group) == 1 and len(cands) == 1:
@@ -358,7 +366,7 @@ def _order(ops: list[OpAcc], csv_pos: dict[str, int], csv_spos: dict[str, int]) 
     for op in ops:
         pos = csv_pos.get(op.joined or op.name)
         if pos is None:
-            pos = csv_spos.get(sanitize_name(op.file_name))
+            pos = csv_spos.get(op.sfile)
         if pos is None:
             loose.append(op)
         else:
@@ -391,11 +399,11 @@ def _mark_watch_snapshots(ops: dict[tuple, OpAcc]) -> None:
     for group in by_place.values():
         if not any("_To_" in a.file_name for a in group):
             continue
-        known = frozenset(sanitize_name(a.file_name) for a in group if "_To_" not in a.file_name)
+        known = frozenset(a.sfile for a in group if "_To_" not in a.file_name)
         for acc in group:
             if "_To_" not in acc.file_name:
                 continue
-            split = split_watch_name(sanitize_name(acc.file_name), known)
+            split = split_watch_name(acc.sfile, known)
             if split is not None:
                 acc.watch_after, acc.watch_of = split
 
@@ -508,8 +516,9 @@ def _plain_place(cur: sqlite3.Cursor, rank: int, step: int, graphs: dict, csv_ma
 def _csv_maps(names: list[str]) -> tuple[dict[str, int], dict[str, int], dict[str, str]]:
     """Positions by full name and by file-side spelling, and full names by file-side spelling."""
     csv_pos = {n: i for i, n in enumerate(names)}
-    csv_spos = {sanitize_name(n): i for i, n in enumerate(names)}
-    csv_names = {sanitize_name(n): n for n in names}
+    snames = [sanitize_name(n) for n in names]
+    csv_spos = {s: i for i, s in enumerate(snames)}
+    csv_names = dict(zip(snames, names))
     # doc-style npy names carry only the last scope segment (``Conv2D-op12``)
     shorts: dict[str, list[str]] = defaultdict(list)
     for n in names:
@@ -551,9 +560,9 @@ def _op_rows(rank: int, step: int, graphs_here: dict[str, list[OpAcc]], graphs: 
         for acc in _order(graphs_here[graph], csv_pos, csv_spos):
             op_id = acc.unit_ids[0]
             name = acc.joined or acc.name
-            if acc.joined is None and "/" not in name and sanitize_name(acc.file_name) in csv_names:
+            if acc.joined is None and "/" not in name and acc.sfile in csv_names:
                 # no graph file, but the execution-order CSV spells the full name with scope
-                name = csv_names[sanitize_name(acc.file_name)]
+                name = csv_names[acc.sfile]
                 acc.join_rule = "exec_order"
             scope = acc.scope if acc.scope is not None else _scope_of(name)
             snapshot = acc.watch_of is not None

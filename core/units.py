@@ -79,9 +79,34 @@ def dumps_entries(entries: list[list]) -> str:
     return json.dumps(entries, separators=(",", ":"), default=str)
 
 
+#: packed tails of single plain tensors (no stats, no extra), by tensor description
+_SINGLE: dict[tuple, tuple] = {}
+_SINGLE_MAX = 8192
+
+
 def pack(records: list[TensorRecord]) -> UnitRecord:
-    """One unit of ``records`` (all of one op run, from one file); per-file fields come from the first."""
+    """One unit of ``records`` (all of one op run, from one file); per-file fields come from the first.
+
+    A lone tensor without statistics or extras (an npy file) packs the same way as every other
+    tensor of its description, so its JSON is made once per description."""
     first = records[0]
+    if len(records) == 1 and first.stats is None and not first.extra:
+        r = first
+        key = (r.io, r.slot, r.dtype, r.shape, r.format, r.device_shape, r.stored_dtype, r.offset, r.nbytes,
+               r.sub_format)
+        try:
+            tail = _SINGLE.get(key)
+        except TypeError:  # a layout gave a list for a shape: unhashable, pack it below
+            key, tail = None, None
+        if tail is None:
+            entries = [tensor_entry(r)]
+            tail = (1, dumps_entries(entries), slot_label(r.io, r.slot), None, None, None, None)
+            if key is not None:
+                if len(_SINGLE) >= _SINGLE_MAX:
+                    _SINGLE.clear()
+                _SINGLE[key] = tail
+        return UnitRecord(r.producer, r.path, r.op_type, r.op_name, r.file_name, r.rank, r.step, r.graph, r.task,
+                          r.stream, r.timestamp, r.storage, r.order_hint, *tail)
     entries = [tensor_entry(r) for r in records]
     scope = None
     for r in records:

@@ -104,3 +104,53 @@ def test_a_graph_or_a_repeated_op_name_sends_a_place_to_python(tmp_path, monkeyp
                    [SynthTensor(a, "float32", "ND")])
     ops, _links, used = _tables(loop, tmp_path / "l", True, monkeypatch)
     assert used == 0 and len(ops) == 2
+
+
+# -- the indexer's caches (header layouts, npy headers, packed tensors) ----------------------------
+
+
+def test_files_sharing_a_header_layout_keep_their_own_offsets_and_values(tmp_path):
+    """Same shapes, op names of different lengths (so different header lengths) and values:
+    every tensor read back through the index must be its own file's data."""
+    from dumpscope.core.formats.cann_dump import read_header
+    from dumpscope.core.tensor_io import load_tensor
+
+    folder = tmp_path / "dump" / "20240101000000" / "0" / "net" / "1" / "0"
+    want = {}
+    for k, name in enumerate(["n/A", "net/longer_scope/A", "n/B", "net/even/longer/scope/name/C"]):
+        x = np.arange(12, dtype=np.float32).reshape(3, 4) + 100 * k
+        y = -x
+        write_dump(folder, "Add", name, k + 1, 0, 1700000000000001 + k, [SynthTensor(x, "float32", "ND")],
+                   [SynthTensor(y, "float32", "ND")])
+        want[name] = (x, y)
+    q = DumpQuery(DumpIndex.open(str(tmp_path / "dump"), cache_directory=tmp_path / "cache"))
+    ops = q.ops()
+    assert sorted(o.name for o in ops) == sorted(want)
+    for op in ops:
+        ins, outs = [t for t in q.tensors(op.id)]
+        header = read_header(ins.path)
+        assert (ins.offset, outs.offset) == (header.inputs[0].offset, header.outputs[0].offset)
+        np.testing.assert_array_equal(load_tensor(ins.ref()), want[op.name][0])
+        np.testing.assert_array_equal(load_tensor(outs.ref()), want[op.name][1])
+
+
+def test_npy_headers_read_once_still_see_each_files_size_and_long_headers(tmp_path):
+    from dumpscope.core.formats.npy_header import NpyFormatError, load_npy, read_npy_header
+
+    a = tmp_path / "a.npy"
+    np.save(a, np.arange(1000, dtype=np.float32))
+    cut = tmp_path / "cut.npy"
+    cut.write_bytes(a.read_bytes()[:300])  # the same header bytes, most of the payload missing
+    assert not read_npy_header(str(a)).truncated
+    assert read_npy_header(str(cut)).truncated
+    with pytest.raises(NpyFormatError):
+        load_npy(str(cut))
+    # a version-2 header longer than the first read (legal: padding with spaces)
+    text = "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }"
+    body = (text + " " * (9000 - len(text) - 1) + "\n").encode("latin1")
+    long = tmp_path / "long.npy"
+    long.write_bytes(b"\x93NUMPY\x02\x00" + len(body).to_bytes(4, "little") + body
+                     + np.array([1, 2, 3], np.float32).tobytes())
+    hdr = read_npy_header(str(long))
+    assert hdr.shape == (3,) and hdr.data_offset == 12 + len(body) and not hdr.truncated
+    np.testing.assert_array_equal(load_npy(str(long), mmap=False), [1, 2, 3])

@@ -212,14 +212,14 @@ def _decode(path: str, buf: bytes, h: int) -> HeaderFields:
     """
     msg = _DumpData()
     try:
-        msg.ParseFromString(memoryview(buf)[8:8 + h])
+        msg.ParseFromString(buf[8:8 + h])  # a slice of a small header beats a memoryview
     except Exception as exc:  # protobuf raises DecodeError (and others on junk)
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise DumpFormatError(f"{path}: header is not a valid DumpData protobuf ({reason})") from None
     op_name, dump_time = msg.op_name, msg.dump_time
     msg.ClearField("op_name")
     msg.ClearField("dump_time")
-    key = msg.SerializeToString(deterministic=True)
+    key = msg.SerializeToString()  # DumpData has no map fields: serialisation is already canonical
     layout = _LAYOUTS.get(key)
     if layout is None:
         ins = tuple(_tensor_desc(t, False) for t in msg.input)

@@ -17,6 +17,8 @@ import numpy as np
 
 MAGIC = b"\x93NUMPY"
 MAX_HEADER_READ = 64 * 1024
+_FIRST_READ = 4096  # numpy's own headers are 128 bytes (a multiple of 64): one small read
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
 OBJECT_REFUSED = "object arrays are not supported (would need pickle)"
 
 
@@ -40,15 +42,40 @@ class NpyHeader:
 
 
 def read_npy_header(path: str) -> NpyHeader:
-    """Read the header of ``path``; raise ``NpyFormatError`` naming the file on bad input."""
-    name = os.path.basename(path)
+    """Read the header of ``path``; raise ``NpyFormatError`` naming the file on bad input.
+
+    One open, one 4 KiB read (more only for a longer header, never beyond 64 KiB), and the file
+    size from the short read itself or one ``lseek``."""
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(MAX_HEADER_READ)
-            size = os.fstat(fh.fileno()).st_size
+        fd = os.open(path, _OPEN_FLAGS)
+        try:
+            head = os.read(fd, _FIRST_READ)
+            if len(head) < _FIRST_READ:
+                size = len(head)
+            else:
+                size = os.lseek(fd, 0, os.SEEK_END)
+                end = _header_end(head)
+                if end > len(head):
+                    head += os.pread(fd, min(end, MAX_HEADER_READ) - len(head), len(head))
+        finally:
+            os.close(fd)
     except OSError as exc:
-        raise NpyFormatError(f"{name}: cannot read ({exc.strerror or exc})") from None
-    return parse_npy_header(head, size, name)
+        raise NpyFormatError(f"{os.path.basename(path)}: cannot read ({exc.strerror or exc})") from None
+    return parse_npy_header(head, size, os.path.basename(path))
+
+
+def _header_end(head: bytes) -> int:
+    """Where the header of a (well-formed) ``.npy`` ends, from its first 12 bytes; 0 if unknown."""
+    if len(head) < 12 or not head.startswith(MAGIC):
+        return 0
+    if head[6] == 1:
+        return 10 + struct.unpack_from("<H", head, 8)[0]
+    return 12 + struct.unpack_from("<I", head, 8)[0]
+
+
+#: parsed headers by their bytes: the files of one dump share a few dozen distinct headers
+_PARSED: dict[bytes, tuple] = {}
+_PARSED_MAX = 4096
 
 
 #: the header dict exactly as ``numpy.lib.format`` writes it (simple dtypes only)
@@ -76,6 +103,9 @@ def parse_npy_header(head: bytes, file_size: int, name: str = "<npy>") -> NpyHea
         raise NpyFormatError(f"{name}: .npy header too large ({hlen} bytes)")
     if end > len(head):
         raise NpyFormatError(f"{name}: truncated .npy header")
+    known = _PARSED.get(head[:end])
+    if known is not None:
+        return NpyHeader(*known, file_size)
     encoding = "utf-8" if major == 3 else "latin1"
     try:
         text = head[start:end].decode(encoding)
@@ -88,7 +118,11 @@ def parse_npy_header(head: bytes, file_size: int, name: str = "<npy>") -> NpyHea
             meta = ast.literal_eval(text.strip())
     except (UnicodeDecodeError, ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         raise NpyFormatError(f"{name}: unreadable .npy header dict") from None
-    return _header_from_dict(meta, end, file_size, name)
+    header = _header_from_dict(meta, end, file_size, name)
+    if len(_PARSED) >= _PARSED_MAX:
+        _PARSED.clear()
+    _PARSED[head[:end]] = (header.shape, header.dtype, header.fortran_order, header.data_offset, header.nbytes)
+    return header
 
 
 def _header_from_dict(meta: object, data_offset: int, file_size: int, name: str) -> NpyHeader:
