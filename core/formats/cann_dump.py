@@ -103,10 +103,11 @@ class CannHeader:
         return max(0, self.file_size - self.expected_size)
 
 
-def _read_prefix(path: str) -> tuple[int, bytes, int]:
-    """(file size, first bytes, fd) — the caller closes fd."""
+def _read_prefix(path: str, at: Optional[tuple[int, str]] = None) -> tuple[int, bytes, int]:
+    """(file size, first bytes, fd) — the caller closes fd.  ``at`` = (folder fd, file name)
+    opens relative to an open folder: the kernel resolves one name, not the whole path."""
     try:
-        fd = os.open(path, _OPEN_FLAGS)
+        fd = os.open(path, _OPEN_FLAGS) if at is None else os.open(at[1], _OPEN_FLAGS, dir_fd=at[0])
     except OSError as exc:
         raise DumpFormatError(f"{path}: cannot open: {exc.strerror or exc}") from None
     try:
@@ -131,11 +132,12 @@ def _read_more(fd: int, path: str, buf: bytes, want: int) -> bytes:
     return b"".join(parts)
 
 
-def read_prefix_header(path: PathLike, max_header_bytes: int = 64 << 20) -> tuple[str, int, int, "HeaderFields"]:
+def read_prefix_header(path: PathLike, max_header_bytes: int = 64 << 20,
+                       at: Optional[tuple[int, str]] = None) -> tuple[str, int, int, "HeaderFields"]:
     """(path, file size, header length H, decoded fields) of a CANN dump file: the indexer's
-    hot path, with no per-tensor objects built (see ``HeaderFields``)."""
+    hot path, with no per-tensor objects built (see ``HeaderFields``; ``at`` as in ``_read_prefix``)."""
     p = os.fspath(path)
-    size, buf, fd = _read_prefix(p)
+    size, buf, fd = _read_prefix(p, at)
     try:
         if size < 8 or len(buf) < 8:
             raise DumpFormatError(f"{p}: file is {size} bytes, too short for a dump header")

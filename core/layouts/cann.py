@@ -47,44 +47,27 @@ class CannLayout(Layout):
         place: Optional[DumpPlace] = None
         unmapped: list[str] = []
         prefix = listing.dirpath if listing.dirpath.endswith(os.sep) else listing.dirpath + os.sep
-        for fname in list(listing.unclaimed()):
-            quick = quick_dump_name(fname)
-            if quick is not None:  # the usual name: one header read, no intermediate objects
-                if place is None:
+        folder_fd = _open_folder(listing.dirpath)
+        try:
+            for fname in list(listing.unclaimed()):
+                quick = quick_dump_name(fname)
+                if quick is not None:  # the usual name: one header read, no intermediate objects
+                    if place is None:
+                        place = place_of(listing.parts)
+                    listing.claimed.add(fname)
+                    unit = self._quick_unit(prefix + fname, None if folder_fd is None else (folder_fd, fname),
+                                            quick, place)
+                    if unit is not None:
+                        yield unit
+                    else:
+                        yield from self._dump(prefix + fname, parse_dump_name(fname), place, None)
+                    continue
+                yield from self._other(listing, fname, aliases, place, unmapped)
+                if place is None and fname in listing.claimed:
                     place = place_of(listing.parts)
-                listing.claimed.add(fname)
-                unit = self._quick_unit(prefix + fname, quick, place)
-                if unit is not None:
-                    yield unit
-                else:
-                    yield from self._dump(prefix + fname, parse_dump_name(fname), place, None)
-                continue
-            if fname.endswith((".npy", ".csv", ".txt", ".ir", ".pb", ".pbtxt", ".log", ".py")):
-                if not (fname.startswith("Opdebug.") and fname.endswith(".json")):
-                    continue
-            name = parse_dump_name(fname)
-            real_name = None
-            if name is not None and name.kind == "alias":
-                real_name = aliases.get(fname) or aliases.get(fname.split(".", 1)[0])
-                name = parse_dump_name(real_name) if real_name else None
-                if name is None:
-                    if real_name and "." not in fname:
-                        listing.claimed.add(fname)
-                        yield Problem(listing.path(fname), f"mapping.csv names it {real_name[:120]!r}, "
-                                                           "which is not a dump file name")
-                    elif not real_name and "." not in fname:
-                        unmapped.append(fname)
-                    continue
-            if name is None or name.kind not in ("dump", "opdebug"):
-                continue
-            if place is None:
-                place = place_of(listing.parts)
-            listing.claimed.add(fname)
-            path = listing.path(fname)
-            if name.kind == "opdebug":
-                yield from self._opdebug(path, fname, place, listing.dirpath)
-            else:
-                yield from self._dump(path, name, place, real_name)
+        finally:
+            if folder_fd is not None:
+                os.close(folder_fd)
         if aliases:
             listing.claimed.add("mapping.csv")
         # an all-digit alias beside dump files (or a mapping.csv) is a dump whose real name is lost
@@ -94,11 +77,42 @@ class CannLayout(Layout):
                 listing.claimed.add(fname)
                 yield Problem(listing.path(fname), f"all-digit alias with {why}: its dump file name is unknown")
 
+    def _other(self, listing: DirListing, fname: str, aliases: dict[str, str], place: Optional[DumpPlace],
+               unmapped: list[str]) -> Iterator[Item]:
+        """Any other name: old/FFTS+/swapped forms, all-digit aliases, Opdebug files."""
+        if fname.endswith((".npy", ".csv", ".txt", ".ir", ".pb", ".pbtxt", ".log", ".py")):
+            if not (fname.startswith("Opdebug.") and fname.endswith(".json")):
+                return
+        name = parse_dump_name(fname)
+        real_name = None
+        if name is not None and name.kind == "alias":
+            real_name = aliases.get(fname) or aliases.get(fname.split(".", 1)[0])
+            name = parse_dump_name(real_name) if real_name else None
+            if name is None:
+                if real_name and "." not in fname:
+                    listing.claimed.add(fname)
+                    yield Problem(listing.path(fname), f"mapping.csv names it {real_name[:120]!r}, "
+                                                       "which is not a dump file name")
+                elif not real_name and "." not in fname:
+                    unmapped.append(fname)
+                return
+        if name is None or name.kind not in ("dump", "opdebug"):
+            return
+        if place is None:
+            place = place_of(listing.parts)
+        listing.claimed.add(fname)
+        path = listing.path(fname)
+        if name.kind == "opdebug":
+            yield from self._opdebug(path, fname, place, listing.dirpath)
+        else:
+            yield from self._dump(path, name, place, real_name)
+
     @staticmethod
-    def _quick_unit(path: str, quick: tuple[str, str, int, int, int], place: DumpPlace) -> Optional[UnitRecord]:
+    def _quick_unit(path: str, at: Optional[tuple[int, str]], quick: tuple[str, str, int, int, int],
+                    place: DumpPlace) -> Optional[UnitRecord]:
         """The unit of a complete file whose packed tensors are already known, else None."""
         try:
-            path, size, h, fields = read_prefix_header(path)
+            path, size, h, fields = read_prefix_header(path, at=at)
         except Exception:
             return None  # ``_dump`` reads it again and reports why
         lay = fields.layout
@@ -154,6 +168,16 @@ class CannLayout(Layout):
             yield OverflowEvidence(path=path, rank=place.rank, step=place.step, graph=place.graph,
                                    task=rec.task_id, stream=rec.stream_id, status=rec.status, kind=rec.kind,
                                    context=rec.context_id, thread=rec.thread_id, folder=folder)
+
+
+def _open_folder(path: str) -> Optional[int]:
+    """A descriptor of the folder, to open its files by name alone (None where unsupported)."""
+    if os.open not in os.supports_dir_fd:
+        return None
+    try:
+        return os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return None
 
 
 def records_from_header(header: CannHeader, name: DumpName, place: DumpPlace) -> Iterator[Item]:
