@@ -481,10 +481,14 @@ SELECT u.id, u.rank, u.step, u.graph, u.op_name, u.file_name, u.op_type,
     COALESCE(u.scope, substr(u.op_name, 1, length(rtrim(u.op_name, replace(u.op_name, '/', ''))) - 1)),
     o.ex, u.ts, u.producer, NULL, NULL, 0, u.nan, u.posinf, u.neginf, NULL,
     CASE WHEN u.nan IS NOT NULL THEN 'stats' END, d.path, u.task, u.stream, NULL, NULL, o.ex + 1 + ?
-FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY graph, ts IS NULL, ts, order_hint IS NULL, order_hint, op_name, id) - 1
-      AS ex FROM units WHERE rank = ? AND step = ?) o  -- the sort carries the keys only, not whole rows
-JOIN units u ON u.id = o.id JOIN dirs d ON d.id = u.dir_id
+FROM ({order}) o JOIN units u ON u.id = o.id JOIN dirs d ON d.id = u.dir_id
 """
+#: execution order by sorting (the sort carries the keys only, not whole rows)
+_ORDER_SORTED = """SELECT id, ROW_NUMBER() OVER (ORDER BY graph, ts IS NULL, ts, order_hint IS NULL, order_hint,
+    op_name, id) - 1 AS ex FROM units WHERE rank = ? AND step = ?"""
+#: … or by id alone, when the place is one folder's consecutive units (stored in execution order)
+ORDER_BY_ID = True
+_ORDER_BY_ID = "SELECT id, id - ? AS ex FROM units WHERE rank = ? AND step = ?"
 
 
 def _plain_place(cur: sqlite3.Cursor, rank: int, step: int, graphs: dict, csv_maps: dict, seq: _Seq) -> bool:
@@ -508,7 +512,12 @@ def _plain_place(cur: sqlite3.Cursor, rank: int, step: int, graphs: dict, csv_ma
     if cur.execute("SELECT 1 FROM units WHERE rank=? AND step=? GROUP BY graph, op_name HAVING COUNT(*) > 1 "
                    "LIMIT 1", where).fetchone():
         return False
-    cur.execute(_PLAIN_INSERT, (seq.seq, rank, step))
+    n, lo, hi, ndirs = cur.execute("SELECT COUNT(*), MIN(id), MAX(id), COUNT(DISTINCT dir_id) FROM units "
+                                   "WHERE rank=? AND step=?", where).fetchone()
+    if ndirs == 1 and hi - lo + 1 == n and ORDER_BY_ID:  # see units.execution_key
+        cur.execute(_PLAIN_INSERT.format(order=_ORDER_BY_ID), (seq.seq, lo, rank, step))
+    else:
+        cur.execute(_PLAIN_INSERT.format(order=_ORDER_SORTED), (seq.seq, rank, step))
     seq.seq += cur.rowcount
     return True
 

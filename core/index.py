@@ -34,7 +34,7 @@ from dumpscope.core.model import (
     Problem,
     TensorRecord,
 )
-from dumpscope.core.units import UNIT_COLUMNS, UnitRecord, pack
+from dumpscope.core.units import UNIT_COLUMNS, UnitRecord, execution_key, pack
 from dumpscope.core.walk import Scanned, listing_of, scan_tree
 
 #: a build still running after this long shows what it has found so far (``update(partial=…)``)
@@ -616,6 +616,7 @@ class DumpIndex:
                                 (dir_id, it.path, it.rank, it.step, it.graph, it.task, it.stream, it.status,
                                  it.kind, it.context, it.thread, it.folder or os.path.dirname(it.path)))
             if units:
+                units = sorted(units, key=execution_key)  # stable: ties keep the layout's order
                 cur.executemany(_INSERT_UNIT, [(first + k, first + k, dir_id) + u for k, u in enumerate(units)])
                 cur.execute("INSERT OR REPLACE INTO meta VALUES('next_unit', ?)", (str(first + len(units)),))
             cur.execute("DELETE FROM meta WHERE key='finalized'")

@@ -71,9 +71,11 @@ def test_sql_and_python_finalize_build_the_same_ops(tmp_path, monkeypatch, make)
         trees.write_torchair_tree(root)
     ops_py, links_py, used_py = _tables(root, tmp_path, False, monkeypatch)
     ops_sql, links_sql, used_sql = _tables(root, tmp_path, True, monkeypatch)
+    monkeypatch.setattr(fin, "ORDER_BY_ID", False)  # the same, numbering by a sort in SQL
+    ops_sorted, links_sorted, _ = _tables(root, tmp_path / "sorted", True, monkeypatch)
     assert used_py == 0
-    assert ops_sql == ops_py
-    assert links_sql == links_py
+    assert ops_sql == ops_py == ops_sorted
+    assert links_sql == links_py == links_sorted
     if make in ("big", "ties"):  # plain CANN places: the SQL path must have run
         assert used_sql > 0
     assert len(ops_py) > 0
