@@ -422,17 +422,28 @@ def finalize(index: DumpIndex) -> None:
         orders[(rank, graph)] = json.loads(names)
     csv_maps = {key: _csv_maps(names) for key, names in orders.items()}
     seq = _Seq()
+    kept = _kept_early(index, graphs, csv_maps) if index.early else set()
     with index._lock:
         cur = index.conn.cursor()
         cur.execute("BEGIN")
         # every unit is its own op until grouped with others below
         cur.execute("UPDATE units SET op_id=id WHERE op_id IS NOT id")
-        cur.execute("DELETE FROM ops")
+        if kept:  # ops made early for places that have not changed since stay
+            cur.execute("CREATE TEMP TABLE IF NOT EXISTS kept_places(rank INTEGER, step INTEGER)")
+            cur.execute("DELETE FROM temp.kept_places")
+            cur.executemany("INSERT INTO temp.kept_places VALUES(?, ?)", sorted(kept))
+            cur.execute("DELETE FROM ops WHERE graph_only != 0 OR NOT EXISTS (SELECT 1 FROM temp.kept_places k "
+                        "WHERE k.rank = ops.rank AND k.step = ops.step)")
+            seq.seq = cur.execute("SELECT COALESCE(MAX(seq), 0) FROM ops").fetchone()[0]
+        else:
+            cur.execute("DELETE FROM ops")
         DumpIndex._drop_indexes(cur, OP_INDEXES)  # rebuilt in one sorted pass after the inserts
         cur.execute("DELETE FROM graph_nodes")
         cur.execute("DELETE FROM graphs")
         cur.execute("DELETE FROM problems WHERE dir_id=-1")
         for rank, step in places:
+            if (rank, step) in kept:
+                continue
             if _plain_place(cur, rank, step, graphs, csv_maps, seq):
                 continue
             ops = _group_ops(index, rank, step)
@@ -488,6 +499,7 @@ _ORDER_SORTED = """SELECT id, ROW_NUMBER() OVER (ORDER BY graph, ts IS NULL, ts,
     op_name, id) - 1 AS ex FROM units WHERE rank = ? AND step = ?"""
 #: … or by id alone, when the place is one folder's consecutive units (stored in execution order)
 ORDER_BY_ID = True
+_ORDER_RANGE = "SELECT id, id - ? AS ex FROM units WHERE id BETWEEN ? AND ?"
 _ORDER_BY_ID = "SELECT id, id - ? AS ex FROM units WHERE rank = ? AND step = ?"
 
 
@@ -520,6 +532,29 @@ def _plain_place(cur: sqlite3.Cursor, rank: int, step: int, graphs: dict, csv_ma
         cur.execute(_PLAIN_INSERT.format(order=_ORDER_SORTED), (seq.seq, rank, step))
     seq.seq += cur.rowcount
     return True
+
+
+def finalize_early(index: DumpIndex, place: tuple[int, int], lo: int, hi: int, graphs_here: frozenset) -> None:
+    """Make the ops of a plain place whose units are ``lo..hi`` of one folder (see ``index._EarlyOps``)."""
+    with index._lock:
+        cur = index.conn.cursor()
+        cur.execute("BEGIN")
+        cur.execute(_PLAIN_INSERT.format(order=_ORDER_RANGE), (index.early_seq, lo, lo, hi))
+        index.early_seq += cur.rowcount
+        cur.execute("COMMIT")
+    index.early[place] = (hi - lo + 1, lo, hi, graphs_here)
+
+
+def _kept_early(index: DumpIndex, graphs: dict, csv_maps: dict) -> set[tuple[int, int]]:
+    """Early places whose ops still stand: the same units, and still nothing to join them to."""
+    kept = set()
+    for (rank, step), (n, lo, hi, graphs_here) in index.early.items():
+        if any((rank, g) in graphs or (rank, g) in csv_maps for g in graphs_here):
+            continue
+        now = index.query("SELECT COUNT(*), MIN(id), MAX(id) FROM units WHERE rank=? AND step=?", (rank, step))
+        if now and tuple(now[0]) == (n, lo, hi):
+            kept.add((rank, step))
+    return kept
 
 
 def _csv_maps(names: list[str]) -> tuple[dict[str, int], dict[str, int], dict[str, str]]:

@@ -259,6 +259,64 @@ def _dedupe_problems(items: list[Item]) -> list[Item]:
     return out
 
 
+class _EarlyOps:
+    """Cold builds: ops of a plain CANN place are made as soon as its folder is stored.
+
+    After the walk, a place no pending folder maps to (by its path) and that no other folder
+    touched is finalized right away by ``finalize.finalize_early``, while the pool still reads
+    other folders; the last ``finalize`` keeps those ops only if the place's units are still
+    the same and still plain (no graph or execution order found for it since), else redoes it.
+    """
+
+    def __init__(self, index: "DumpIndex") -> None:
+        self.index = index
+        self.touched: set[tuple[int, int]] = set()
+        self.pending: Optional[dict[tuple[int, int], int]] = None  # known once the walk is over
+
+    def walk_done(self, pending_parts: list[tuple[str, ...]]) -> None:
+        from dumpscope.core.layouts.paths import place_of
+
+        self.pending = {}
+        for parts in pending_parts:
+            key = _place_key(place_of(parts))
+            self.pending[key] = self.pending.get(key, 0) + 1
+
+    def stored(self, scanned: Scanned, first: int, units: list[tuple]) -> None:
+        from dumpscope.core.layouts.paths import place_of
+
+        groups: dict[tuple[int, int], list[int]] = {}
+        for k, u in enumerate(units):  # stored sorted by rank, step first: each place is one id range
+            span = groups.get((u[5], u[6]))
+            if span is None:
+                groups[(u[5], u[6])] = [k, k + 1]
+            else:
+                span[1] = k + 1
+        if self.pending is not None:
+            key = _place_key(place_of(scanned.parts))
+            if key in self.pending:
+                self.pending[key] -= 1
+        fresh = [place for place in groups if place not in self.touched]
+        self.touched.update(groups)
+        if self.pending is None or not fresh or self.index.query(
+                "SELECT 1 FROM graph_files UNION ALL SELECT 1 FROM exec_orders LIMIT 1"):
+            return
+        from dumpscope.core.finalize import finalize_early
+
+        for place in fresh:
+            if self.pending.get(place, 0) > 0:
+                continue
+            lo, hi = groups[place]
+            chunk = units[lo:hi]
+            if any(u[0] != "cann" or "_To_" in u[4] for u in chunk) or \
+                    len({(u[7], u[3]) for u in chunk}) != len(chunk):
+                continue  # not plain: the last finalize decides in Python
+            finalize_early(self.index, place, first + lo, first + hi - 1, frozenset(u[7] for u in chunk))
+
+
+def _place_key(place) -> tuple[int, int]:
+    return (place.rank, place.step)
+
+
 class _Done:
     """An already-computed result that quacks like a finished future."""
 
@@ -287,6 +345,10 @@ class DumpIndex:
         self.root = os.path.abspath(root)
         self.db_path = db_path
         self._lock = threading.RLock()
+        #: plain places finalized early in this build: (rank, step) -> (units, first id, last id, graphs)
+        self.early: dict[tuple[int, int], tuple[int, int, int, frozenset]] = {}
+        self.early_seq = 0
+        self._early_ops: Optional[_EarlyOps] = None
         # WAL readers never wait for a writer; writers (another dumpscope updating the same tree,
         # best-effort cache writes from worker threads) wait up to the busy timeout
         self.conn = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None, timeout=30.0)
@@ -371,8 +433,8 @@ class DumpIndex:
         """A cold build inserts into an empty units table without its indexes, then builds them."""
         with self._lock:
             cur = self.conn.cursor()
-            if start:
-                self._drop_indexes(cur, UNIT_INDEXES)
+            if start:  # ops are empty too: early ops go in without indexes (finalize builds them)
+                self._drop_indexes(cur, {**UNIT_INDEXES, **OP_INDEXES})
             else:
                 self._create_indexes(cur, UNIT_INDEXES)
 
@@ -420,8 +482,11 @@ class DumpIndex:
         last_report = 0.0
         pool = _Pool(workers)
         bulk = not known and not self.query("SELECT 1 FROM units LIMIT 1")
+        self.early.clear()
+        self.early_seq = 0
         if bulk:
             self._bulk_load(start=True)
+            self._early_ops = _EarlyOps(self)
         try:
             retry_ids = set(retry)
             listing_known = {p: (row[2], json.loads(row[5])) for p, row in known.items()
@@ -469,6 +534,8 @@ class DumpIndex:
                 if progress is not None and now - last_report > 0.1:
                     last_report = now
                     progress(prog)
+            if self._early_ops is not None:  # the walk is over: every folder still to store is known
+                self._early_ops.walk_done([job[0].parts for job in pool._pending])
             for done in pool.drain(cancel):
                 self._store_result(prog, *done)
                 if progress is not None and time.monotonic() - last_report > 0.1:
@@ -476,6 +543,7 @@ class DumpIndex:
                     progress(prog)
         finally:
             pool.close()
+            self._early_ops = None
             if bulk:
                 self._bulk_load(start=False)
         removed = [row for p, row in known.items() if p not in seen]
@@ -499,6 +567,7 @@ class DumpIndex:
             finalize(self)
             with self._lock:
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES('finalized', '1')")
+        self.early.clear()
         prog.phase = "done"
         prog.done = True
         if progress is not None:
@@ -550,8 +619,10 @@ class DumpIndex:
         nentries = len(scanned.files) + len(scanned.subdirs)
         # a folder listed with a problem keeps no subfolder list, so it is listed again next time
         subdirs = None if scanned.problem is not None else json.dumps(scanned.subdirs)
-        self._store_dir(scanned.dirpath, scanned.mtime_ns, nentries, len(scanned.files), nclaimed, skips, units,
-                        others, old_id, subdirs)
+        first, stored = self._store_dir(scanned.dirpath, scanned.mtime_ns, nentries, len(scanned.files), nclaimed,
+                                        skips, units, others, old_id, subdirs)
+        if self._early_ops is not None:
+            self._early_ops.stored(scanned, first, stored)
 
     @staticmethod
     def _scan_listing(layouts, listing: DirListing) -> list[Item]:
@@ -581,7 +652,8 @@ class DumpIndex:
 
     def _store_dir(self, path: str, mtime_ns: int, nentries: int, nfiles: int, nclaimed: int, skips: list[str],
                    units: list[tuple], others: list[Item], old_id: Optional[int],
-                   subdirs: Optional[str] = None) -> None:
+                   subdirs: Optional[str] = None) -> tuple[int, list[tuple]]:
+        """Replace what is stored for one folder; returns the first unit id and the units as stored."""
         used = json.dumps(sorted({u[0] for u in units}))
         with self._lock:
             cur = self.conn.cursor()
@@ -621,3 +693,4 @@ class DumpIndex:
                 cur.execute("INSERT OR REPLACE INTO meta VALUES('next_unit', ?)", (str(first + len(units)),))
             cur.execute("DELETE FROM meta WHERE key='finalized'")
             cur.execute("COMMIT")
+        return first, units

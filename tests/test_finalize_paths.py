@@ -156,3 +156,67 @@ def test_npy_headers_read_once_still_see_each_files_size_and_long_headers(tmp_pa
     hdr = read_npy_header(str(long))
     assert hdr.shape == (3,) and hdr.data_offset == 12 + len(body) and not hdr.truncated
     np.testing.assert_array_equal(load_npy(str(long), mmap=False), [1, 2, 3])
+
+
+# -- ops made early, while the pool still reads other folders ---------------------------------------
+
+
+def _pooled_build(root: Path, cache: Path, monkeypatch, before_finalize=None) -> tuple[DumpIndex, dict]:
+    """A cold build through the process pool (small chunks), recording the early places."""
+    import sys
+
+    import dumpscope.core.index as index_mod
+
+    monkeypatch.setattr(index_mod, "PARALLEL_MIN_FILES", 40)
+    monkeypatch.setattr(index_mod, "CHUNK_FILES", 30)
+    monkeypatch.delitem(sys.modules, "textual.app", raising=False)  # the pool is off inside a Textual app
+    seen: dict = {}
+    real = fin.finalize
+
+    def final(index):
+        seen.update(index.early)
+        if before_finalize is not None:
+            before_finalize(index)
+        real(index)
+
+    monkeypatch.setattr(fin, "finalize", final)
+    idx = DumpIndex.open(str(root), cache_directory=cache, update=False)
+    idx.update(workers=2)
+    monkeypatch.setattr(fin, "finalize", real)
+    return idx, seen
+
+
+def _ops_by_file(idx: DumpIndex) -> list[tuple]:
+    where = dict(idx.query("SELECT id, path FROM units"))
+    return sorted((where[r[0]],) + r[1:-1] for r in idx.query("SELECT * FROM ops"))  # seq aside
+
+
+def test_early_ops_equal_the_ops_of_a_build_without_them(tmp_path, monkeypatch):
+    root = tmp_path / "dump"
+    trees.write_big_cann_tree(root, 500, ops_per_step=100)
+    early_idx, early = _pooled_build(root, tmp_path / "early", monkeypatch)
+    assert len(early) == 5  # every step folder was finalized early …
+    plain = DumpIndex.open(str(root), cache_directory=tmp_path / "plain", update=False)
+    plain.update(workers=1)  # … and none here (no pool)
+    assert _ops_by_file(early_idx) == _ops_by_file(plain)
+    assert early_idx.query("SELECT COUNT(*) FROM ops")[0][0] == 500
+    assert {n for (n,) in early_idx.query("SELECT name FROM sqlite_master WHERE type='index' AND name LIKE 'ops_%'")} \
+        == {"ops_order", "ops_name", "ops_file_name", "ops_scope"}
+
+
+def test_an_early_place_that_changed_before_the_last_finalize_is_made_again(tmp_path, monkeypatch):
+    root = tmp_path / "dump"
+    trees.write_big_cann_tree(root, 300, ops_per_step=100)
+    gone: list = []
+
+    def drop_one_unit(index):  # as if a later folder's stats merge had removed a unit of step 1
+        uid, path = index.query("SELECT id, path FROM units WHERE step=1 ORDER BY id LIMIT 1")[0]
+        index.conn.execute("DELETE FROM units WHERE id=?", (uid,))
+        gone.append(path)
+
+    idx, early = _pooled_build(root, tmp_path / "c", monkeypatch, drop_one_unit)
+    assert (0, 1) in early
+    q = DumpQuery(idx)
+    assert q.count_ops(0, 1) == 99 and q.count_ops(0, 0) == 100
+    assert [o.exec_index for o in q.ops(0, 1)] == list(range(99))
+    assert all(o.folder and not o.name.endswith(Path(gone[0]).name) for o in q.ops(0, 1))
