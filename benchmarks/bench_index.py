@@ -54,7 +54,7 @@ def cold_index(dump: Path, cache: Path, workers: int | None) -> tuple[float, int
     idx = DumpIndex.open(str(dump), cache_directory=cache, update=False)
     prog = idx.update(workers=workers)
     dt = time.perf_counter() - t0
-    ntensors = idx.query("SELECT count(*) FROM tensors")[0][0]
+    ntensors = idx.query("SELECT COALESCE(SUM(ntensors), 0) FROM units")[0][0]  # tensors packed per file
     idx.close()
     return dt, prog.files, ntensors
 
