@@ -428,12 +428,18 @@ def finalize(index: DumpIndex) -> None:
         cur.execute("BEGIN")
         # every unit is its own op until grouped with others below
         cur.execute("UPDATE units SET op_id=id WHERE op_id IS NOT id")
-        if kept:  # ops made early for places that have not changed since stay
+        if kept and index.early_only:  # ops holds nothing but early ops: drop the stale places' by id
+            for place in set(index.early) - kept:
+                _n, lo, hi, _g = index.early[place]
+                cur.execute("DELETE FROM ops WHERE id BETWEEN ? AND ?", (lo, hi))
+            seq.seq = index.early_seq
+        elif kept:  # ops made early for places that have not changed since stay
             cur.execute("CREATE TEMP TABLE IF NOT EXISTS kept_places(rank INTEGER, step INTEGER)")
             cur.execute("DELETE FROM temp.kept_places")
             cur.executemany("INSERT INTO temp.kept_places VALUES(?, ?)", sorted(kept))
-            cur.execute("DELETE FROM ops WHERE graph_only != 0 OR NOT EXISTS (SELECT 1 FROM temp.kept_places k "
-                        "WHERE k.rank = ops.rank AND k.step = ops.step)")
+            # IN (SELECT …) is looked up through a transient index: one probe per op, not a scan
+            cur.execute("DELETE FROM ops WHERE graph_only != 0 OR (rank, step) NOT IN "
+                        "(SELECT rank, step FROM temp.kept_places)")
             seq.seq = cur.execute("SELECT COALESCE(MAX(seq), 0) FROM ops").fetchone()[0]
         else:
             cur.execute("DELETE FROM ops")
@@ -477,6 +483,7 @@ def finalize(index: DumpIndex) -> None:
         cur.executemany("INSERT INTO problems VALUES(-1,?,?)", problems)
         cur.execute("DELETE FROM meta WHERE key='layouts'")  # recomputed on the next summary
         cur.execute("COMMIT")
+    index.early_only = False  # from now on ops also holds finalized places
     from dumpscope.core.overflow_join import attach_overflow
 
     attach_overflow(index)

@@ -348,6 +348,7 @@ class DumpIndex:
         #: plain places finalized early in this build: (rank, step) -> (units, first id, last id, graphs)
         self.early: dict[tuple[int, int], tuple[int, int, int, frozenset]] = {}
         self.early_seq = 0
+        self.early_only = False  # True while the ops table holds early ops only (a cold build)
         self._early_ops: Optional[_EarlyOps] = None
         # WAL readers never wait for a writer; writers (another dumpscope updating the same tree,
         # best-effort cache writes from worker threads) wait up to the busy timeout
@@ -487,6 +488,7 @@ class DumpIndex:
         if bulk:
             self._bulk_load(start=True)
             self._early_ops = _EarlyOps(self)
+            self.early_only = not self.query("SELECT 1 FROM ops LIMIT 1")
         try:
             retry_ids = set(retry)
             listing_known = {p: (row[2], json.loads(row[5])) for p, row in known.items()

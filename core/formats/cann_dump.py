@@ -164,7 +164,7 @@ def read_header(path: PathLike, max_header_bytes: int = 64 << 20) -> CannHeader:
     tensors marked ``truncated``.
     """
     p, size, h, fields = read_prefix_header(path, max_header_bytes)
-    return _build(p, size, h, fields)
+    return build_header(p, size, h, fields)
 
 
 _DT_NAMES = {code: info.numpy for code, info in dtypes.PROTO_DTYPES.items()}
@@ -253,7 +253,8 @@ def _tensor(io: str, slot: int, t: tuple, offset: int, size_file: int) -> CannTe
                       op, offset + size > size_file)
 
 
-def _build(path: str, size: int, h: int, fields: HeaderFields) -> CannHeader:
+def build_header(path: str, size: int, h: int, fields: HeaderFields) -> CannHeader:
+    """The full ``CannHeader`` (per-tensor objects, offsets, truncation) from ``read_prefix_header``."""
     lay = fields.layout
     off = 8 + h
     inputs: list[CannTensor] = []

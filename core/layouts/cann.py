@@ -13,7 +13,7 @@ import os
 from typing import Iterable, Iterator, Optional
 
 from dumpscope.core.errors import reason
-from dumpscope.core.formats.cann_dump import CannHeader, _build, read_prefix_header
+from dumpscope.core.formats.cann_dump import CannHeader, build_header, read_prefix_header
 from dumpscope.core.formats.cann_names import (
     DumpName,
     parse_dump_name,
@@ -139,7 +139,7 @@ class CannLayout(Layout):
         packed = lay.memo.get(h) if common else None
         if packed is None:
             records: list[TensorRecord] = []
-            for item in records_from_header(_build(path, size, h, fields), name, place):
+            for item in records_from_header(build_header(path, size, h, fields), name, place):
                 if isinstance(item, TensorRecord):
                     if real_name:
                         item.extra["real_name"] = real_name
