@@ -34,7 +34,7 @@ from dumpscope.core.model import (
     Problem,
     TensorRecord,
 )
-from dumpscope.core.units import UNIT_COLUMNS, UnitRecord, execution_key, pack
+from dumpscope.core.units import UNIT_COLUMNS, UnitRecord, in_execution_order, pack
 from dumpscope.core.walk import Scanned, listing_of, scan_tree
 
 #: a build still running after this long shows what it has found so far (``update(partial=…)``)
@@ -143,6 +143,14 @@ def _scan_chunk(root: str, scanned: Scanned, files: list[str],
     return units, others, len(listing.claimed)
 
 
+def _worker_start() -> None:
+    """Pool workers yield the CPU to the process storing their results: it is the one the build waits on."""
+    try:
+        os.nice(5)
+    except (AttributeError, OSError):
+        pass
+
+
 class _Pool:
     """A lazily started process pool reading big folders in chunks.
 
@@ -172,7 +180,7 @@ class _Pool:
             # fork: workers start in milliseconds and inherit the imported layouts; they only read
             # files and return plain records, so the walker threads of the parent do not matter
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-            self._pool = ProcessPoolExecutor(max_workers=self.workers,
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_worker_start,
                                              mp_context=multiprocessing.get_context(method))
         return self._pool
 
@@ -690,7 +698,7 @@ class DumpIndex:
                                 (dir_id, it.path, it.rank, it.step, it.graph, it.task, it.stream, it.status,
                                  it.kind, it.context, it.thread, it.folder or os.path.dirname(it.path)))
             if units:
-                units = sorted(units, key=execution_key)  # stable: ties keep the layout's order
+                units = in_execution_order(units)  # stable: ties keep the layout's order
                 cur.executemany(_INSERT_UNIT, [(first + k, first + k, dir_id) + u for k, u in enumerate(units)])
                 cur.execute("INSERT OR REPLACE INTO meta VALUES('next_unit', ?)", (str(first + len(units)),))
             cur.execute("DELETE FROM meta WHERE key='finalized'")

@@ -11,6 +11,7 @@ per-value cost of SQLite off the indexing hot path; ``finalize`` groups units in
 from __future__ import annotations
 
 import json
+import operator
 from typing import Any, NamedTuple, Optional
 
 from dumpscope.core.model import TensorRecord
@@ -57,6 +58,18 @@ def execution_key(unit: tuple) -> tuple:
     in this order, so a folder's ops are numbered by their ids alone (``finalize._plain_place``)."""
     ts, hint = unit[10], unit[12]
     return (unit[5], unit[6], unit[7], ts is None, ts or 0, hint is None, hint or 0.0, unit[3])
+
+
+_PLAIN_KEY = operator.itemgetter(5, 6, 7, 10, 12, 3)
+
+
+def in_execution_order(units: list[tuple]) -> list[tuple]:
+    """``units`` sorted by ``execution_key`` (stable).  Most folders have every timestamp and
+    hint, so a C-level key is tried first; a missing one makes it raise and the full key decides."""
+    try:
+        return sorted(units, key=_PLAIN_KEY)
+    except TypeError:  # None against a number: some unit has no timestamp or hint
+        return sorted(units, key=execution_key)
 
 
 def tensor_entry(rec: TensorRecord) -> list:

@@ -220,3 +220,23 @@ def test_an_early_place_that_changed_before_the_last_finalize_is_made_again(tmp_
     assert q.count_ops(0, 1) == 99 and q.count_ops(0, 0) == 100
     assert [o.exec_index for o in q.ops(0, 1)] == list(range(99))
     assert all(o.folder and not o.name.endswith(Path(gone[0]).name) for o in q.ops(0, 1))
+
+
+def test_units_sort_in_execution_order_with_or_without_timestamps():
+    from dumpscope.core.units import UNIT_COLUMNS, execution_key, in_execution_order
+
+    def unit(name, ts, hint, step=0, graph="g"):
+        u = dict.fromkeys(UNIT_COLUMNS)
+        u.update(op_name=name, ts=ts, order_hint=hint, rank=0, step=step, graph=graph)
+        return tuple(u[c] for c in UNIT_COLUMNS)
+
+    timed = [unit("b", 5, 5.0), unit("a", 5, 5.0), unit("c", 1, 9.0), unit("z", 3, 1.0, step=1),
+             unit("b", 5, 5.0, graph="f")]
+    assert [(u[6], u[7], u[3]) for u in in_execution_order(timed)] == \
+        [(0, "f", "b"), (0, "g", "c"), (0, "g", "a"), (0, "g", "b"), (1, "g", "z")]
+    untimed = timed + [unit("n", None, None), unit("m", None, 2.0)]
+    assert in_execution_order(untimed) == sorted(untimed, key=execution_key)
+    assert [u[3] for u in in_execution_order(untimed) if u[6] == 0 and u[7] == "g"] == ["c", "a", "b", "m", "n"]
+    twins = [unit("x", 1, 1.0)[:1] + ("first",) + unit("x", 1, 1.0)[2:], unit("x", 1, 1.0)[:1] + ("second",)
+             + unit("x", 1, 1.0)[2:]]
+    assert [u[1] for u in in_execution_order(twins)] == ["first", "second"]  # ties keep their order
