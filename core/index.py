@@ -43,7 +43,7 @@ PARTIAL_AFTER_S = 2.0
 PARALLEL_MIN_FILES = 400
 CHUNK_FILES = 1000
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
@@ -74,7 +74,8 @@ CREATE TABLE IF NOT EXISTS stats_cache(sig TEXT PRIMARY KEY, data TEXT);
 #: secondary indexes, dropped while a table is bulk-loaded and built once afterwards (a sorted
 #: build is several times cheaper than updating each index row by row)
 UNIT_INDEXES = {
-    "units_op": "CREATE INDEX IF NOT EXISTS units_op ON units(op_id)",
+    # only units grouped under another unit's op (npy inputs/outputs…): a CANN file is its own op
+    "units_op": "CREATE INDEX IF NOT EXISTS units_op ON units(op_id) WHERE op_id != id",
     "units_place": "CREATE INDEX IF NOT EXISTS units_place ON units(rank, step)",
 }
 OP_INDEXES = {
@@ -279,6 +280,8 @@ class _EarlyOps:
     def __init__(self, index: "DumpIndex") -> None:
         self.index = index
         self.touched: set[tuple[int, int]] = set()
+        #: plain places stored by one folder so far, waiting for the walk: (first id, last id, graphs)
+        self.waiting: dict[tuple[int, int], tuple[int, int, frozenset]] = {}
         self.pending: Optional[dict[tuple[int, int], int]] = None  # known once the walk is over
 
     def walk_done(self, pending_parts: list[tuple[str, ...]]) -> None:
@@ -288,6 +291,7 @@ class _EarlyOps:
         for parts in pending_parts:
             key = _place_key(place_of(parts))
             self.pending[key] = self.pending.get(key, 0) + 1
+        self._make()
 
     def stored(self, scanned: Scanned, first: int, units: list[tuple]) -> None:
         from dumpscope.core.layouts.paths import place_of
@@ -303,22 +307,33 @@ class _EarlyOps:
             key = _place_key(place_of(scanned.parts))
             if key in self.pending:
                 self.pending[key] -= 1
-        fresh = [place for place in groups if place not in self.touched]
-        self.touched.update(groups)
-        if self.pending is None or not fresh or self.index.query(
-                "SELECT 1 FROM graph_files UNION ALL SELECT 1 FROM exec_orders LIMIT 1"):
-            return
-        from dumpscope.core.finalize import finalize_early
-
-        for place in fresh:
-            if self.pending.get(place, 0) > 0:
+        for place, (lo, hi) in groups.items():
+            if place in self.touched:  # a second folder for this place: the last finalize decides
+                self.waiting.pop(place, None)
                 continue
-            lo, hi = groups[place]
+            self.touched.add(place)
             chunk = units[lo:hi]
             if any(u[0] != "cann" or "_To_" in u[4] for u in chunk) or \
                     len({(u[7], u[3]) for u in chunk}) != len(chunk):
                 continue  # not plain: the last finalize decides in Python
-            finalize_early(self.index, place, first + lo, first + hi - 1, frozenset(u[7] for u in chunk))
+            self.waiting[place] = (first + lo, first + hi - 1, frozenset(u[7] for u in chunk))
+        self._make()
+
+    def _make(self) -> None:
+        """Finalize the waiting places no pending folder maps to (once the walk is over)."""
+        if self.pending is None or not self.waiting:
+            return
+        if not self.index.early_only:  # a (partial) finalize has run: it owns the ops table now
+            self.waiting.clear()
+            return
+        if self.index.query("SELECT 1 FROM graph_files UNION ALL SELECT 1 FROM exec_orders LIMIT 1"):
+            self.waiting.clear()  # something to join: every place goes through the last finalize
+            return
+        from dumpscope.core.finalize import finalize_early
+
+        for place in [p for p in self.waiting if self.pending.get(p, 0) <= 0]:
+            lo, hi, graphs = self.waiting.pop(place)
+            finalize_early(self.index, place, lo, hi, graphs)
 
 
 def _place_key(place) -> tuple[int, int]:

@@ -275,8 +275,10 @@ class DumpQuery:
 
     def tensors(self, op_id: int) -> list[TensorRow]:
         """An op's tensors, inputs first, each by slot."""
-        out = [t for row in self.index.query(f"SELECT {_U_COLS} FROM units WHERE op_id=? ORDER BY id", (op_id,))
-               for t in _tensors_of_unit(row)]
+        rows = self.index.query(  # the op's own unit by id, the others through the partial index units_op
+            f"SELECT {_U_COLS} FROM units WHERE id=? AND op_id=id UNION ALL "
+            f"SELECT {_U_COLS} FROM units WHERE op_id=? AND op_id != id ORDER BY id", (op_id, op_id))
+        out = [t for row in rows for t in _tensors_of_unit(row)]
         out.sort(key=lambda t: (t.io != "input", t.slot))
         return out
 

@@ -24,21 +24,32 @@ pytestmark = pytest.mark.skipif(not fin.SQL_PLAIN_PLACES, reason="SQLite < 3.25 
 def _tables(root: Path, tmp: Path, sql: bool, monkeypatch) -> tuple[list, list, int]:
     calls = {"sql": 0}
     real = fin._plain_place
+    real_early = fin.finalize_early
 
     def plain(*args):
         done = real(*args) if sql else False
         calls["sql"] += done
         return done
 
+    def early(*args):
+        if sql:
+            calls["sql"] += 1
+            real_early(*args)
+
     monkeypatch.setattr(fin, "_plain_place", plain)
+    monkeypatch.setattr(fin, "finalize_early", early)
     idx = DumpIndex.open(str(root), cache_directory=tmp / ("sql" if sql else "py"))
     # unit (and so op) ids follow the walk's folder order, which threads may change between
     # builds: name units and ops by their file instead
     where = dict(idx.query("SELECT id, path FROM units"))
-    ops = sorted((str(where.get(r[0], r[0])),) + r[1:] for r in idx.query("SELECT * FROM ops"))
+    # seq only orders ops within a place: compare that order, not its numbers
+    ops = sorted((str(where.get(r[0], r[0])),) + r[1:-1] for r in idx.query("SELECT * FROM ops"))
+    order = [str(where.get(i, i)) for (i,) in idx.query("SELECT id FROM ops ORDER BY rank, step, exec_index, seq")]
     links = sorted((where[u], where[o]) for u, o in idx.query("SELECT id, op_id FROM units"))
     idx.close()
     monkeypatch.setattr(fin, "_plain_place", real)
+    monkeypatch.setattr(fin, "finalize_early", real_early)
+    ops.append(tuple(order))
     return ops, links, calls["sql"]
 
 
@@ -105,7 +116,7 @@ def test_a_graph_or_a_repeated_op_name_sends_a_place_to_python(tmp_path, monkeyp
         write_dump(folder, "Add", "net/Add", k + 1, 0, 1700000000000001 + k, [SynthTensor(a, "float32", "ND")],
                    [SynthTensor(a, "float32", "ND")])
     ops, _links, used = _tables(loop, tmp_path / "l", True, monkeypatch)
-    assert used == 0 and len(ops) == 2
+    assert used == 0 and len(ops) == 2 + 1  # two runs, and their order
 
 
 # -- the indexer's caches (header layouts, npy headers, packed tensors) ----------------------------
@@ -161,7 +172,8 @@ def test_npy_headers_read_once_still_see_each_files_size_and_long_headers(tmp_pa
 # -- ops made early, while the pool still reads other folders ---------------------------------------
 
 
-def _pooled_build(root: Path, cache: Path, monkeypatch, before_finalize=None) -> tuple[DumpIndex, dict]:
+def _pooled_build(root: Path, cache: Path, monkeypatch, before_finalize=None,
+                  partial=None) -> tuple[DumpIndex, dict]:
     """A cold build through the process pool (small chunks), recording the early places."""
     import sys
 
@@ -181,7 +193,7 @@ def _pooled_build(root: Path, cache: Path, monkeypatch, before_finalize=None) ->
 
     monkeypatch.setattr(fin, "finalize", final)
     idx = DumpIndex.open(str(root), cache_directory=cache, update=False)
-    idx.update(workers=2)
+    idx.update(workers=2, partial=partial)
     monkeypatch.setattr(fin, "finalize", real)
     return idx, seen
 
@@ -240,3 +252,25 @@ def test_units_sort_in_execution_order_with_or_without_timestamps():
     twins = [unit("x", 1, 1.0)[:1] + ("first",) + unit("x", 1, 1.0)[2:], unit("x", 1, 1.0)[:1] + ("second",)
              + unit("x", 1, 1.0)[2:]]
     assert [u[1] for u in in_execution_order(twins)] == ["first", "second"]  # ties keep their order
+
+
+def test_a_partial_finalize_during_the_build_and_early_ops_agree(tmp_path, monkeypatch):
+    """The explorer's partial results (a finalize while folders are still being read) and early
+    ops must not both write a place: here a partial finalize runs just before the walk ends."""
+    import dumpscope.core.index as index_mod
+
+    root = tmp_path / "dump"
+    trees.write_big_cann_tree(root, 500, ops_per_step=100)
+    calls = []
+    real_walk_done = index_mod._EarlyOps.walk_done
+
+    def walk_done(self, pending_parts):
+        self.index._partial_finalize(index_mod.Progress(), lambda prog: calls.append(prog.phase))
+        real_walk_done(self, pending_parts)
+
+    monkeypatch.setattr(index_mod._EarlyOps, "walk_done", walk_done)
+    idx, early = _pooled_build(root, tmp_path / "p", monkeypatch)
+    plain = DumpIndex.open(str(root), cache_directory=tmp_path / "plain", update=False)
+    plain.update(workers=1)
+    assert calls and not early  # the partial finalize ran, so no place was made early
+    assert _ops_by_file(idx) == _ops_by_file(plain)
