@@ -69,7 +69,8 @@ def _merge_stats_only(index: DumpIndex) -> None:
     The payload record keeps the CSV statistics (so a first look needs no decoding).
     Stats-only units hold one tensor each; payload units (a CANN file) may hold several.
     """
-    if not index.query("SELECT 1 FROM units WHERE storage='none' LIMIT 1") or \
+    if not index.query("SELECT 1 FROM meta WHERE key='stats_only'") or \
+            not index.query("SELECT 1 FROM units WHERE storage='none' LIMIT 1") or \
             not index.query("SELECT 1 FROM units WHERE storage!='none' LIMIT 1"):
         return
     rows = index.query(
@@ -415,7 +416,8 @@ def finalize(index: DumpIndex) -> None:
     """Rebuild the op table, one rank/step at a time so memory follows the largest step."""
     _merge_stats_only(index)
     places = index.query("SELECT DISTINCT rank, step FROM units ORDER BY rank, step")
-    wanted = {(r, g) for r, g in index.query("SELECT DISTINCT rank, graph FROM units")}
+    wanted = {(r, g) for r, g in index.query("SELECT DISTINCT rank, graph FROM units")} \
+        if index.query("SELECT 1 FROM graph_files LIMIT 1") else set()
     graphs, problems = _load_graphs(index, wanted)
     orders: dict[tuple[int, str], list[str]] = {}
     for rank, graph, names in index.query("SELECT rank, graph, names FROM exec_orders"):
@@ -426,8 +428,9 @@ def finalize(index: DumpIndex) -> None:
     with index._lock:
         cur = index.conn.cursor()
         cur.execute("BEGIN")
-        # every unit is its own op until grouped with others below
-        cur.execute("UPDATE units SET op_id=id WHERE op_id IS NOT id")
+        # every unit is its own op until grouped with others below (as stored, in a cold build)
+        if not index.early_only:
+            cur.execute("UPDATE units SET op_id=id WHERE op_id IS NOT id")
         if kept and index.early_only:  # ops holds nothing but early ops: drop the stale places' by id
             for place in set(index.early) - kept:
                 _n, lo, hi, _g = index.early[place]

@@ -357,6 +357,7 @@ class _Done:
 
 
 _NTENSORS = UNIT_COLUMNS.index("ntensors")
+_STORAGE = UNIT_COLUMNS.index("storage")
 _INSERT_UNIT = (f"INSERT INTO units(id, op_id, dir_id, {', '.join(UNIT_COLUMNS)}) "
                 f"VALUES({', '.join('?' * (len(UNIT_COLUMNS) + 3))})")
 
@@ -713,6 +714,8 @@ class DumpIndex:
                                 (dir_id, it.path, it.rank, it.step, it.graph, it.task, it.stream, it.status,
                                  it.kind, it.context, it.thread, it.folder or os.path.dirname(it.path)))
             if units:
+                if any(u[_STORAGE] == "none" for u in units):  # finalize merges these with payload units
+                    cur.execute("INSERT OR REPLACE INTO meta VALUES('stats_only', '1')")
                 units = in_execution_order(units)  # stable: ties keep the layout's order
                 cur.executemany(_INSERT_UNIT, [(first + k, first + k, dir_id) + u for k, u in enumerate(units)])
                 cur.execute("INSERT OR REPLACE INTO meta VALUES('next_unit', ?)", (str(first + len(units)),))
