@@ -27,6 +27,10 @@ from dumpscope.core.model import STORAGE_CANN, OverflowEvidence, Problem, Tensor
 from dumpscope.core.units import UNIT_COLUMNS, UnitRecord, pack
 
 
+#: packed tensors kept per header layout (one per header length seen)
+_MEMO_PER_LAYOUT = 256
+
+
 class CannLayout(Layout):
     name = "cann"
     title = "CANN binary dump (TF adapter / ACL / torchair / MindSpore async & O2)"
@@ -150,6 +154,8 @@ class CannLayout(Layout):
                 return
             packed = pack(records)[UNIT_COLUMNS.index("ntensors"):]
             if common:
+                if len(lay.memo) >= _MEMO_PER_LAYOUT:  # header lengths vary with op-name length: bound it
+                    lay.memo.clear()
                 lay.memo[h] = packed
         yield UnitRecord("cann", path, name.op_type, op_name, name.op_name, place.rank, place.step, place.graph,
                          name.task, name.stream, ts, STORAGE_CANN, float(ts or 0), *packed)
