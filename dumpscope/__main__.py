@@ -2,4 +2,5 @@
 
 from dumpscope.tui.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # pool workers started by spawn/forkserver must not run the command again
+    raise SystemExit(main())
