@@ -453,7 +453,7 @@ def finalize(index: DumpIndex) -> None:
         for rank, step in places:
             if (rank, step) in kept:
                 continue
-            if _plain_place(cur, rank, step, graphs, csv_maps, seq):
+            if _plain_place(index, cur, rank, step, graphs, csv_maps, seq):
                 continue
             ops = _group_ops(index, rank, step)
             graphs_here: dict[str, list[OpAcc]] = defaultdict(list)
@@ -513,7 +513,8 @@ _ORDER_RANGE = "SELECT id, id - ? AS ex FROM units WHERE id BETWEEN ? AND ?"
 _ORDER_BY_ID = "SELECT id, id - ? AS ex FROM units WHERE rank = ? AND step = ?"
 
 
-def _plain_place(cur: sqlite3.Cursor, rank: int, step: int, graphs: dict, csv_maps: dict, seq: _Seq) -> bool:
+def _plain_place(index: DumpIndex, cur: sqlite3.Cursor, rank: int, step: int, graphs: dict, csv_maps: dict,
+                 seq: _Seq) -> bool:
     """Finalize one rank/step in SQL alone when there is nothing to decide in Python.
 
     That is a place of CANN files only (each file is one op; its folder is its unit's folder)
@@ -521,13 +522,17 @@ def _plain_place(cur: sqlite3.Cursor, rank: int, step: int, graphs: dict, csv_ma
     split) and no Dump-Watch snapshot: ops are then the units, in timestamp order, exactly as
     the Python path below would order them, at C speed (a million-file CANN dump has no graph
     unless DUMP_GE_GRAPH was set).  Returns False when the Python path is needed.
+
+    The place is remembered like an early one (``index.early``), so that the next finalize of
+    this build (after the explorer's partial results) keeps its ops if nothing changed.
     """
     if not SQL_PLAIN_PLACES:
         return False
     where = (rank, step)
-    for (graph,) in cur.execute("SELECT DISTINCT graph FROM units WHERE rank=? AND step=?", where).fetchall():
-        if (rank, graph) in graphs or (rank, graph) in csv_maps:
-            return False
+    graphs_here = frozenset(g for (g,) in cur.execute("SELECT DISTINCT graph FROM units WHERE rank=? AND step=?",
+                                                      where).fetchall())
+    if any((rank, g) in graphs or (rank, g) in csv_maps for g in graphs_here):
+        return False
     if cur.execute("SELECT 1 FROM units WHERE rank=? AND step=? AND (producer != 'cann' OR "
                    "instr(file_name, '_To_') > 0) LIMIT 1", where).fetchone():
         return False
@@ -541,6 +546,7 @@ def _plain_place(cur: sqlite3.Cursor, rank: int, step: int, graphs: dict, csv_ma
     else:
         cur.execute(_PLAIN_INSERT.format(order=_ORDER_SORTED), (seq.seq, rank, step))
     seq.seq += cur.rowcount
+    index.early[(rank, step)] = (n, lo, hi, graphs_here)
     return True
 
 

@@ -274,3 +274,21 @@ def test_a_partial_finalize_during_the_build_and_early_ops_agree(tmp_path, monke
     plain.update(workers=1)
     assert calls and not early  # the partial finalize ran, so no place was made early
     assert _ops_by_file(idx) == _ops_by_file(plain)
+
+
+def test_a_later_finalize_keeps_unchanged_plain_places_and_redoes_changed_ones(tmp_path):
+    """The explorer finalizes partial results while indexing; the next finalize keeps the plain
+    places that did not change since and makes the others again."""
+    root = tmp_path / "dump"
+    trees.write_big_cann_tree(root, 300, ops_per_step=100)
+    idx = DumpIndex.open(str(root), cache_directory=tmp_path / "c")
+    fin.finalize(idx)  # as a partial finalize would: every place is plain and is remembered
+    assert set(idx.early) == {(0, 0), (0, 1), (0, 2)}
+    kept_before = idx.query("SELECT id, seq FROM ops WHERE step=0 ORDER BY id")
+    uid = idx.query("SELECT id FROM units WHERE step=1 ORDER BY id LIMIT 1")[0][0]
+    idx.conn.execute("DELETE FROM units WHERE id=?", (uid,))
+    fin.finalize(idx)
+    q = DumpQuery(idx)
+    assert q.count_ops(0, 1) == 99 and [o.exec_index for o in q.ops(0, 1)] == list(range(99))
+    assert q.op_by_id(uid) is None
+    assert idx.query("SELECT id, seq FROM ops WHERE step=0 ORDER BY id") == kept_before  # kept as it was
