@@ -8,6 +8,9 @@ _SANITIZE = str.maketrans({"/": "_", ".": "_", "\\": "_", " ": "_"})
 def sanitize_name(name: str) -> str:
     """Spell an op or graph name the way CANN and MindSpore name dump files (``/ . \\ space`` → ``_``).
 
-    The transform is lossy, so names are matched by applying it to both sides.
+    The transform is lossy, so names are matched by applying it to both sides.  Names that are
+    already file-side spellings (most of the ones asked) are returned as they are, without a copy.
     """
-    return name.translate(_SANITIZE)
+    if "/" in name or "." in name or " " in name or "\\" in name:
+        return name.translate(_SANITIZE)
+    return name
