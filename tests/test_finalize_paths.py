@@ -268,11 +268,14 @@ def test_a_partial_finalize_during_the_build_and_early_ops_agree(tmp_path, monke
         self.index._partial_finalize(index_mod.Progress(), lambda prog: calls.append(prog.phase))
         real_walk_done(self, pending_parts)
 
+    made_early = []
+    real_early = fin.finalize_early
     monkeypatch.setattr(index_mod._EarlyOps, "walk_done", walk_done)
-    idx, early = _pooled_build(root, tmp_path / "p", monkeypatch)
+    monkeypatch.setattr(fin, "finalize_early", lambda *args: made_early.append(args) or real_early(*args))
+    idx, _kept = _pooled_build(root, tmp_path / "p", monkeypatch)
     plain = DumpIndex.open(str(root), cache_directory=tmp_path / "plain", update=False)
     plain.update(workers=1)
-    assert calls and not early  # the partial finalize ran, so no place was made early
+    assert calls and not made_early  # the partial finalize ran, so no place was made early after it
     assert _ops_by_file(idx) == _ops_by_file(plain)
 
 
