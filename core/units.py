@@ -150,14 +150,3 @@ def unpack(tensors: str) -> list[dict[str, Any]]:
                     "device_shape": tuple(dshape), "stored_dtype": sdt, "offset": off, "nbytes": nb,
                     "sub_format": subf, "stats": stats, "extra": extra or {}})
     return out
-
-
-def records_of(unit: UnitRecord) -> list[TensorRecord]:
-    """The tensor records a unit was packed from (for callers that want the layout view)."""
-    return [TensorRecord(producer=unit.producer, path=unit.path, op_type=unit.op_type, op_name=unit.op_name,
-                         file_name=unit.file_name, io=t["io"], slot=t["slot"], dtype=t["dtype"], shape=t["shape"],
-                         format=t["format"], device_shape=t["device_shape"], rank=unit.rank, step=unit.step,
-                         graph=unit.graph, task=unit.task, stream=unit.stream, timestamp=unit.ts,
-                         storage=unit.storage, stored_dtype=t["stored_dtype"], offset=t["offset"],
-                         nbytes=t["nbytes"], sub_format=t["sub_format"], order_hint=unit.order_hint,
-                         stats=t["stats"], extra=t["extra"]) for t in unpack(unit.tensors)]

@@ -167,9 +167,6 @@ def read_header(path: PathLike, max_header_bytes: int = 64 << 20) -> CannHeader:
     return build_header(p, size, h, fields)
 
 
-_DT_NAMES = {code: info.numpy for code, info in dtypes.PROTO_DTYPES.items()}
-
-
 @dataclass(frozen=True, slots=True)
 class TensorLayout:
     """What a header says of its tensors, apart from the op name and dump time.
@@ -237,11 +234,6 @@ def _decode(path: str, buf: bytes, h: int) -> HeaderFields:
     return HeaderFields(dump_time, op_name, layout)
 
 
-def _dtype_name(code: int) -> str:
-    name = _DT_NAMES.get(code)
-    return name if name is not None else f"unknown({code})"
-
-
 def _format_name(code: int) -> str:
     name = FORMAT_NAMES.get(code)
     return name if name is not None else f"UNKNOWN({code})"
@@ -249,8 +241,8 @@ def _format_name(code: int) -> str:
 
 def _tensor(io: str, slot: int, t: tuple, offset: int, size_file: int) -> CannTensor:
     dcode, fcode, shape, orig, sub, size, op = t
-    return CannTensor(io, slot, _dtype_name(dcode), dcode, _format_name(fcode), fcode, shape, orig, sub, size, offset,
-                      op, offset + size > size_file)
+    return CannTensor(io, slot, dtypes.proto_dtype_name(dcode), dcode, _format_name(fcode), fcode, shape, orig, sub,
+                      size, offset, op, offset + size > size_file)
 
 
 def build_header(path: str, size: int, h: int, fields: HeaderFields) -> CannHeader:
