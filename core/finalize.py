@@ -446,7 +446,12 @@ def finalize(index: DumpIndex) -> None:
             seq.seq = cur.execute("SELECT COALESCE(MAX(seq), 0) FROM ops").fetchone()[0]
         else:
             cur.execute("DELETE FROM ops")
-        DumpIndex._drop_indexes(cur, OP_INDEXES)  # rebuilt in one sorted pass after the inserts
+        # Op indexes are rebuilt in one sorted pass after the inserts, unless most ops are kept: a few
+        # new ones are then cheaper to add to the indexes than all of them to sort again.
+        kept_units = sum(index.early[p][0] for p in kept)
+        new_units = cur.execute("SELECT COUNT(*) FROM units").fetchone()[0] - kept_units
+        if new_units * 4 > kept_units:
+            DumpIndex._drop_indexes(cur, OP_INDEXES)
         cur.execute("DELETE FROM graph_nodes")
         cur.execute("DELETE FROM graphs")
         cur.execute("DELETE FROM problems WHERE dir_id=-1")
