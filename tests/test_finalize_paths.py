@@ -283,10 +283,10 @@ def test_a_later_finalize_keeps_unchanged_plain_places_and_redoes_changed_ones(t
     """The explorer finalizes partial results while indexing; the next finalize keeps the plain
     places that did not change since and makes the others again."""
     root = tmp_path / "dump"
-    trees.write_big_cann_tree(root, 300, ops_per_step=100)
+    trees.write_big_cann_tree(root, 500, ops_per_step=100)
     idx = DumpIndex.open(str(root), cache_directory=tmp_path / "c")
     fin.finalize(idx)  # as a partial finalize would: every place is plain and is remembered
-    assert set(idx.early) == {(0, 0), (0, 1), (0, 2)}
+    assert set(idx.early) == {(0, 0), (0, 1), (0, 2), (0, 3), (0, 4)}
     kept_before = idx.query("SELECT id, seq FROM ops WHERE step=0 ORDER BY id")
     uid = idx.query("SELECT id FROM units WHERE step=1 ORDER BY id LIMIT 1")[0][0]
     idx.conn.execute("DELETE FROM units WHERE id=?", (uid,))
@@ -295,3 +295,7 @@ def test_a_later_finalize_keeps_unchanged_plain_places_and_redoes_changed_ones(t
     assert q.count_ops(0, 1) == 99 and [o.exec_index for o in q.ops(0, 1)] == list(range(99))
     assert q.op_by_id(uid) is None
     assert idx.query("SELECT id, seq FROM ops WHERE step=0 ORDER BY id") == kept_before  # kept as it was
+    # 400 ops kept, 99 made again: the op indexes were kept and extended, not rebuilt
+    assert {n for (n,) in idx.query("SELECT name FROM sqlite_master WHERE type='index' AND name LIKE 'ops_%'")} \
+        == {"ops_order", "ops_name", "ops_file_name", "ops_scope"}
+    assert q.resolve_op(q.ops(0, 1)[5].name, 0, 1).exec_index == 5
