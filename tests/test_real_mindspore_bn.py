@@ -9,7 +9,7 @@ import pytest
 
 from conftest import unpack_data
 from dumpscope.tui.cli import main
-from test_tui_support import screen_text, set_env, settle, wait_ready
+from test_tui_support import screen_text, search_and_open, set_env, settle, wait_ready
 
 BN = "Default/bn-BatchNorm2d/BatchNorm-op0"
 
@@ -63,10 +63,7 @@ async def test_explorer_flow_at_100x30(dumps, tmp_path, monkeypatch):
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_ready(pilot)
         assert "BatchNorm-op0" in screen_text(app)  # the op tree is visible
-        await pilot.press("slash", *"BatchNorm-op0")
-        await settle(pilot)
-        await pilot.press("enter")
-        await settle(pilot)
+        await search_and_open(pilot, "BatchNorm-op0")
         assert app.main.current.name == BN
         assert "net.py" in str(app.screen.query_one("#detail-rest").render())
         await pilot.press("question_mark")

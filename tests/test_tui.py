@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from test_tui_support import INF_DOWNSTREAM, INF_OP, lenet_dump, make_ms_tree, screen_text, set_env, settle, \
-    wait_ready
+from test_tui_support import INF_DOWNSTREAM, INF_OP, lenet_dump, make_ms_tree, screen_text, search_and_open, set_env, \
+    settle, wait_ready
 
 pytest.importorskip("textual")
 
@@ -118,10 +118,7 @@ async def test_search_selects_op_and_detail_shows_it(tiny):
     app = app_for(tiny)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
-        await pilot.press("slash", *"BatchNorm")
-        await settle(pilot)
-        await pilot.press("enter")
-        await settle(pilot)
+        await search_and_open(pilot, "BatchNorm")
         assert app.main.current.type == "BatchNorm"
         text = screen_text(app)
         assert "BatchNorm-op2" in text
@@ -133,10 +130,7 @@ async def test_search_lenet_conv_shows_source_file(lenet):
     app = app_for(lenet)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(pilot)
-        await pilot.press("slash", *"Conv2D-op0")
-        await settle(pilot)
-        await pilot.press("enter")
-        await settle(pilot)
+        await search_and_open(pilot, "Conv2D-op0")
         op = app.main.current
         assert op.name.endswith("conv1-Conv2d/Conv2D-op0")
         detail = app.screen.query_one("#detail-rest")
@@ -147,10 +141,7 @@ async def test_next_hit_walks_search_results(tiny):
     app = app_for(tiny)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
-        await pilot.press("slash", *"backbone")
-        await settle(pilot)
-        await pilot.press("enter")
-        await settle(pilot)
+        await search_and_open(pilot, "backbone")
         first = app.main.current
         await pilot.press("n")
         await settle(pilot)
@@ -165,10 +156,7 @@ async def test_input_link_jumps_and_esc_returns(lenet):
     app = app_for(lenet)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
-        await pilot.press("slash", *"relu-ReLU/ReLU-op0")
-        await settle(pilot)
-        await pilot.press("enter")
-        await settle(pilot)
+        await search_and_open(pilot, "relu-ReLU/ReLU-op0")
         relu = app.main.current
         assert relu.type == "ReLU"
         assert app.main.query_one("#detail").focus_links()
@@ -324,10 +312,7 @@ async def test_stats_panel_shows_nonfinite_counts(tiny):
     app = app_for(tiny)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
-        await pilot.press("slash", *"MatMul-op4")
-        await settle(pilot)
-        await pilot.press("enter")
-        await settle(pilot)
+        await search_and_open(pilot, "MatMul-op4")
         panel = app.main.query_one("#tensor")
         assert panel.current.io == "output"
         stats = str(app.main.query_one("#tp-stats").render())

@@ -87,6 +87,14 @@ async def wait_ready(pilot, timeout: float = 30.0) -> None:
     await settle(pilot)
 
 
+async def search_and_open(pilot, text: str) -> None:
+    """Type ``/`` and ``text`` in the explorer, then open the first hit, as a user would."""
+    await pilot.press("slash", *text)
+    await settle(pilot)
+    await pilot.press("enter")
+    await settle(pilot)
+
+
 async def settle(pilot) -> None:
     """Let messages, timers and thread workers finish so the screen is stable."""
     for _ in range(3):
