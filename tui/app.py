@@ -357,9 +357,11 @@ class DumpscopeApp(App[int]):
         while len(self.screen_stack) > 1 and not isinstance(self.screen, MainScreen):
             self.pop_screen()
 
-    def _push_view(self, screen: Screen) -> None:
-        self._back_to_main()
-        self.push_screen(screen)
+    def _open_view(self, view: type[Screen]) -> None:
+        """Show a table view over the main screen, unless it is already the one shown."""
+        if self._index_ok() and not isinstance(self.screen, view):
+            self._back_to_main()
+            self.push_screen(view())
 
     def toggle_bookmark(self, op: OpRow) -> bool:
         if op.id in self.bookmarks:
@@ -395,14 +397,12 @@ class DumpscopeApp(App[int]):
     def action_overflow(self) -> None:
         from dumpscope.tui.view_overflow import OverflowScreen
 
-        if self._index_ok() and not isinstance(self.screen, OverflowScreen):
-            self._push_view(OverflowScreen())
+        self._open_view(OverflowScreen)
 
     def action_watch_view(self) -> None:
         from dumpscope.tui.view_watch import WatchScreen
 
-        if self._index_ok() and not isinstance(self.screen, WatchScreen):
-            self._push_view(WatchScreen())
+        self._open_view(WatchScreen)
 
     def action_compare(self) -> None:
         from dumpscope.tui.view_compare import CompareScreen
@@ -410,14 +410,12 @@ class DumpscopeApp(App[int]):
         if not self.compare_with:
             self.notify("no compare target: start with --compare TARGET", timeout=3)
             return
-        if self._index_ok() and not isinstance(self.screen, CompareScreen):
-            self._push_view(CompareScreen())
+        self._open_view(CompareScreen)
 
     def action_problems(self) -> None:
         from dumpscope.tui.view_problems import ProblemsScreen
 
-        if self._index_ok() and not isinstance(self.screen, ProblemsScreen):
-            self._push_view(ProblemsScreen())
+        self._open_view(ProblemsScreen)
 
     def action_pick_step(self) -> None:
         from dumpscope.tui.dialogs import PickerScreen
