@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import io
 import os
-import platform
 import statistics
 import sys
 import time
@@ -25,11 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-def npy_bytes(arr: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    np.save(buf, arr)
-    return buf.getvalue()
+import common  # noqa: E402
 
 
 def build_tree(root: Path, n_ops: int, n_scopes: int = 1000) -> Path:
@@ -42,7 +38,7 @@ def build_tree(root: Path, n_ops: int, n_scopes: int = 1000) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     order = dump / "rank_0" / "execution_order"
     order.mkdir(parents=True, exist_ok=True)
-    payload = npy_bytes(np.arange(4, dtype=np.float32))
+    payload = common.npy_bytes(np.arange(4, dtype=np.float32))
     types = ("Conv2D", "BatchNorm", "ReLU", "MatMul", "Add", "Cast", "Mul", "Reshape")
     names = []
     t0 = time.perf_counter()
@@ -124,8 +120,8 @@ def main() -> int:
     os.environ.setdefault("DUMPSCOPE_CACHE_DIR", str(Path(args.dir) / "cache"))
     import textual
 
-    print(f"machine: {platform.platform()}  python {platform.python_version()}  cpus {os.cpu_count()}  "
-          f"textual {textual.__version__}")
+    common.print_machine()
+    print(f"textual {textual.__version__}")
     dump = build_tree(root, args.ops)
     from dumpscope.core.query import open_query
 

@@ -91,7 +91,8 @@ def write_cann_tree(dump: Path, n_files: int, per_folder: int = FILES_PER_FOLDER
     return dump
 
 
-def _npy(arr: np.ndarray) -> bytes:
+def npy_bytes(arr: np.ndarray) -> bytes:
+    """``arr`` as the bytes of a .npy file."""
     buf = io.BytesIO()
     np.save(buf, arr)
     return buf.getvalue()
@@ -105,7 +106,7 @@ def write_ms_tree(dump: Path, n_ops: int, per_scope: int = 100) -> Path:
     order = rank / "execution_order"
     order.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(0)
-    payloads = [_npy(rng.standard_normal(n).astype(np.float32)) for n in (256, 512, 1024)]
+    payloads = [npy_bytes(rng.standard_normal(n).astype(np.float32)) for n in (256, 512, 1024)]
     types = ("MatMul", "Add", "ReLU", "Mul", "Cast", "Softmax", "LayerNorm", "Conv2D")
     names = []
     ts = 1718262902000000
