@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
+import sys
 import tempfile
-import time
 
 import numpy as np
 
 from dumpscope.core.compare_metrics import Thresholds, compare_arrays
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import common  # noqa: E402
 
 
 def naive_metrics(golden: np.ndarray, target: np.ndarray) -> dict[str, float]:
@@ -37,15 +40,6 @@ def naive_metrics(golden: np.ndarray, target: np.ndarray) -> dict[str, float]:
     }
 
 
-def _best(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--mb", type=int, default=256, help="size of EACH fp32 input in MB")
@@ -54,8 +48,7 @@ def main() -> None:
     args = ap.parse_args()
 
     n = args.mb * (1 << 20) // 4
-    print(f"python {platform.python_version()}  numpy {np.__version__}  {platform.machine()}  "
-          f"cpus={os.cpu_count()}  {platform.processor() or platform.platform()}")
+    common.print_machine()
     print(f"inputs: 2 x {args.mb} MB float32 ({n:,} elements each)")
     rng = np.random.default_rng(0)
     golden = rng.standard_normal(n, dtype=np.float32)
@@ -77,8 +70,8 @@ def main() -> None:
         got = getattr(res, k)
         assert abs(got - v) <= 1e-9 * max(1.0, abs(v)), (k, got, v)
 
-    t_ours = _best(lambda: compare_arrays(golden, target, th), args.repeat)
-    t_naive = _best(lambda: naive_metrics(golden, target), args.repeat)
+    t_ours = common.best_time(lambda: compare_arrays(golden, target, th), args.repeat)
+    t_naive = common.best_time(lambda: naive_metrics(golden, target), args.repeat)
     print(f"compare_arrays : {t_ours:7.3f} s  {total_gb / t_ours:6.2f} GB/s")
     print(f"naive numpy    : {t_naive:7.3f} s  {total_gb / t_naive:6.2f} GB/s")
     print(f"speed-up       : {t_naive / t_ours:5.2f}x   (metrics agree to 1e-9)")

@@ -14,17 +14,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import resource
+import sys
 import tempfile
-import time
 import tracemalloc
-from typing import Any, Callable
 
 import numpy as np
 
 from dumpscope.core.stats import compute_stats
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import common  # noqa: E402
 
 _WIDTH = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
 
@@ -52,15 +53,6 @@ def _fill(path: str, n: int, kind: str) -> None:
     del mm
 
 
-def _best(fn: Callable[[], Any], reps: int) -> float:
-    best = float("inf")
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def _bf16_decoded_reduce(bits: np.ndarray) -> float:
     total = 0.0
     for i in range(0, bits.size, 1 << 22):
@@ -77,8 +69,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5, help="runs per timing (best is reported)")
     args = ap.parse_args()
     summary = []
-    print(f"machine: {platform.machine()} {platform.processor() or ''} cpus={os.cpu_count()} "
-          f"python={platform.python_version()} numpy={np.__version__}")
+    common.print_machine()
     with tempfile.TemporaryDirectory(dir=args.dir) as d:
         for kind in args.kinds.split(","):
             n = args.mb * (1 << 20) // _WIDTH[kind]
@@ -104,13 +95,13 @@ def main() -> None:
             print(f"\n{kind}: {n:,} elements, {gb:.2f} GB (memmap, warm page cache)")
             times = {}
             for name, fn in baselines.items():
-                times[name] = _best(fn, args.reps)
+                times[name] = common.best_time(fn, args.reps)
                 print(f"  {name:40s} {times[name]:7.3f} s  {gb / times[name]:6.2f} GB/s")
             tracemalloc.start()  # one traced run for the heap peak, then untraced timings
             run()
             heap_peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
-            t = _best(run, args.reps)
+            t = common.best_time(run, args.reps)
             st = run()
             first = next(iter(times.values()))
             print(f"  {'compute_stats':40s} {t:7.3f} s  {gb / t:6.2f} GB/s  ratio vs first baseline "

@@ -30,7 +30,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -201,14 +201,20 @@ def drop_index(dump: Path, cache: Path) -> None:
             pass
 
 
-def time_subprocess(code: str, env: Optional[dict] = None, reps: int = 5) -> float:
-    """Best wall time of ``python -c code`` over ``reps`` runs (best-of, to shed noise from other load)."""
+def best_time(fn: Callable[[], Any], reps: int) -> float:
+    """Best wall time of ``fn()`` over ``reps`` runs (best-of, to shed noise from other load)."""
     best = float("inf")
-    for _ in range(reps):
+    for _ in range(max(1, reps)):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code], check=True, env=env, stdout=subprocess.DEVNULL)
+        fn()
         best = min(best, time.perf_counter() - t0)
     return best
+
+
+def time_subprocess(code: str, env: Optional[dict] = None, reps: int = 5) -> float:
+    """Best wall time of ``python -c code`` over ``reps`` runs."""
+    return best_time(lambda: subprocess.run([sys.executable, "-c", code], check=True, env=env,
+                                            stdout=subprocess.DEVNULL), reps)
 
 
 # ------------------------------------------------------------------------------------------ machine
