@@ -121,7 +121,7 @@ def main() -> int:
     import textual
 
     common.print_machine()
-    print(f"textual {textual.__version__}")
+    print(f"textual version: {textual.__version__}")
     dump = build_tree(root, args.ops)
     from dumpscope.core.query import open_query
 
