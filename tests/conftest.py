@@ -43,6 +43,16 @@ def real_lenet_copy(real_lenet_tree, tmp_path) -> Path:
     return dest
 
 
+@pytest.fixture
+def tiny(tmp_path, monkeypatch) -> Path:
+    """The explorer tests' small MindSpore tree (``test_tui_support.make_ms_tree``), with the
+    cache, config and working directory in tmp."""
+    from test_tui_support import make_ms_tree, set_env
+
+    set_env(monkeypatch, tmp_path)
+    return make_ms_tree(tmp_path / "trees")
+
+
 DATA = Path(__file__).parent / "data"
 
 

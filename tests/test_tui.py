@@ -23,12 +23,6 @@ from dumpscope.tui.optree import OpTree  # noqa: E402
 SIZE = (80, 24)
 
 
-@pytest.fixture
-def tiny(tmp_path, monkeypatch) -> Path:
-    set_env(monkeypatch, tmp_path)
-    return make_ms_tree(tmp_path / "trees")
-
-
 @pytest.fixture(scope="module")
 def lenet_tree(tmp_path_factory) -> Path:
     path = lenet_dump(tmp_path_factory.mktemp("lenet"))

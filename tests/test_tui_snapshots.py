@@ -11,19 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from test_tui_support import make_ms_tree, sample_lenet, set_env, settle, wait_ready
+from test_tui_support import sample_lenet, set_env, settle, wait_ready
 
 pytest.importorskip("pytest_textual_snapshot")
 
 from dumpscope.tui.app import DumpscopeApp  # noqa: E402
 
 SIZE = (80, 24)
-
-
-@pytest.fixture
-def tiny(tmp_path, monkeypatch) -> Path:
-    set_env(monkeypatch, tmp_path)
-    return make_ms_tree(tmp_path / "trees")
 
 
 @pytest.fixture
