@@ -46,6 +46,7 @@ def read_npy_header(path: str) -> NpyHeader:
 
     One open, one 4 KiB read (more only for a longer header, never beyond 64 KiB), and the file
     size from the short read itself or one ``lseek``."""
+    name = os.path.basename(path)
     try:
         fd = os.open(path, _OPEN_FLAGS)
         try:
@@ -54,23 +55,31 @@ def read_npy_header(path: str) -> NpyHeader:
                 size = len(head)
             else:
                 size = os.lseek(fd, 0, os.SEEK_END)
-                end = _header_end(head)
-                if end > len(head):
-                    head += os.pread(fd, min(end, MAX_HEADER_READ) - len(head), len(head))
+                try:
+                    start, hlen = _header_span(head, name)
+                except NpyFormatError:  # reported by parse_npy_header below
+                    start = hlen = 0
+                if start + hlen > len(head):
+                    head += os.pread(fd, min(start + hlen, MAX_HEADER_READ) - len(head), len(head))
         finally:
             os.close(fd)
     except OSError as exc:
-        raise NpyFormatError(f"{os.path.basename(path)}: cannot read ({exc.strerror or exc})") from None
-    return parse_npy_header(head, size, os.path.basename(path))
+        raise NpyFormatError(f"{name}: cannot read ({exc.strerror or exc})") from None
+    return parse_npy_header(head, size, name)
 
 
-def _header_end(head: bytes) -> int:
-    """Where the header of a (well-formed) ``.npy`` ends, from its first 12 bytes; 0 if unknown."""
-    if len(head) < 12 or not head.startswith(MAGIC):
-        return 0
-    if head[6] == 1:
-        return 10 + struct.unpack_from("<H", head, 8)[0]
-    return 12 + struct.unpack_from("<I", head, 8)[0]
+def _header_span(head: bytes, name: str) -> tuple[int, int]:
+    """(where the header dict starts, its length in bytes) from the preamble of a ``.npy``."""
+    if len(head) < 10 or not head.startswith(MAGIC):
+        raise NpyFormatError(f"{name}: not a .npy file (bad magic)")
+    major, minor = head[6], head[7]
+    if major == 1:
+        return 10, struct.unpack_from("<H", head, 8)[0]
+    if major in (2, 3):
+        if len(head) < 12:
+            raise NpyFormatError(f"{name}: truncated .npy header")
+        return 12, struct.unpack_from("<I", head, 8)[0]
+    raise NpyFormatError(f"{name}: unsupported .npy version {major}.{minor}")
 
 
 #: parsed headers by their bytes: the files of one dump share a few dozen distinct headers
@@ -85,19 +94,7 @@ _STANDARD_HEADER = re.compile(
 
 def parse_npy_header(head: bytes, file_size: int, name: str = "<npy>") -> NpyHeader:
     """Parse the first bytes of a ``.npy`` file (pure function, used by the fuzz tests)."""
-    if len(head) < 10 or not head.startswith(MAGIC):
-        raise NpyFormatError(f"{name}: not a .npy file (bad magic)")
-    major, minor = head[6], head[7]
-    if major == 1:
-        (hlen,) = struct.unpack_from("<H", head, 8)
-        start = 10
-    elif major in (2, 3):
-        if len(head) < 12:
-            raise NpyFormatError(f"{name}: truncated .npy header")
-        (hlen,) = struct.unpack_from("<I", head, 8)
-        start = 12
-    else:
-        raise NpyFormatError(f"{name}: unsupported .npy version {major}.{minor}")
+    start, hlen = _header_span(head, name)
     end = start + hlen
     if end > MAX_HEADER_READ:
         raise NpyFormatError(f"{name}: .npy header too large ({hlen} bytes)")
@@ -106,7 +103,7 @@ def parse_npy_header(head: bytes, file_size: int, name: str = "<npy>") -> NpyHea
     known = _PARSED.get(head[:end])
     if known is not None:
         return NpyHeader(*known, file_size)
-    encoding = "utf-8" if major == 3 else "latin1"
+    encoding = "utf-8" if head[6] == 3 else "latin1"
     try:
         text = head[start:end].decode(encoding)
         m = _STANDARD_HEADER.match(text)
