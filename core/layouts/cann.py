@@ -59,12 +59,8 @@ class CannLayout(Layout):
                     if place is None:
                         place = place_of(listing.parts)
                     listing.claimed.add(fname)
-                    unit = self._quick_unit(prefix + fname, None if folder_fd is None else (folder_fd, fname),
-                                            quick, place)
-                    if unit is not None:
-                        yield unit
-                    else:
-                        yield from self._dump(prefix + fname, parse_dump_name(fname), place, None)
+                    yield from self._dump(prefix + fname, place, quick=quick,
+                                          at=None if folder_fd is None else (folder_fd, fname))
                     continue
                 yield from self._other(listing, fname, aliases, place, unmapped)
                 if place is None and fname in listing.claimed:
@@ -109,56 +105,56 @@ class CannLayout(Layout):
         if name.kind == "opdebug":
             yield from self._opdebug(path, fname, place, listing.dirpath)
         else:
-            yield from self._dump(path, name, place, real_name)
+            yield from self._dump(path, place, name=name, real_name=real_name)
 
     @staticmethod
-    def _quick_unit(path: str, at: Optional[tuple[int, str]], quick: tuple[str, str, int, int, int],
-                    place: DumpPlace) -> Optional[UnitRecord]:
-        """The unit of a complete file whose packed tensors are already known, else None."""
+    def _dump(path: str, place: DumpPlace, quick: Optional[tuple[str, str, int, int, int]] = None,
+              name: Optional[DumpName] = None, real_name: Optional[str] = None,
+              at: Optional[tuple[int, str]] = None) -> list[Item]:
+        """One dump file's unit (or the problem that stops it), from its header read once.
+
+        ``quick`` is the usual five-field name already parsed, ``name`` any other form.  Files whose
+        header has the same tensor layout and length pack to the same tensors JSON, so it is made once
+        per (layout, header length); other files (incomplete, FFTS+, swapped or aliased names) are
+        packed from their own records.  A list, not a generator: this runs once per file.
+        """
         try:
             path, size, h, fields = read_prefix_header(path, at=at)
-        except Exception:
-            return None  # ``_dump`` reads it again and reports why
-        lay = fields.layout
-        packed = lay.memo.get(h)
-        if packed is None or 8 + h + lay.payload > size:
-            return None
-        op_type, file_name, task, stream, ts = quick
-        ts = ts or fields.dump_time or None
-        return UnitRecord("cann", path, op_type, fields.op_name or file_name, file_name, place.rank, place.step,
-                          place.graph, task, stream, ts, STORAGE_CANN, float(ts or 0), *packed)
-
-    def _dump(self, path: str, name: DumpName, place: DumpPlace, real_name: Optional[str]) -> Iterator[Item]:
-        """One unit per dump file.  Files whose header has the same tensor layout and length
-        pack to the same tensors JSON, so it is made once per (layout, header length)."""
-        try:
-            path, size, h, fields = read_prefix_header(path)
         except Exception as exc:  # any unreadable header is a named problem
-            yield Problem(path, reason(exc, path))
-            return
+            return [Problem(path, reason(exc, path))]
+        if quick is not None:
+            op_type, file_name, task, stream, name_ts = quick
+            plain = True
+        else:
+            assert name is not None
+            op_type, file_name, task, stream, name_ts = name.op_type, name.op_name, name.task, name.stream, \
+                name.timestamp
+            plain = not (real_name or name.is_ffts or name.swapped)
         lay = fields.layout
-        op_name = fields.op_name or name.op_name
-        ts = name.timestamp or fields.dump_time or None
-        common = 8 + h + lay.payload <= size and not (real_name or name.is_ffts or name.swapped)
+        common = plain and 8 + h + lay.payload <= size
         packed = lay.memo.get(h) if common else None
+        items: list[Item] = []
         if packed is None:
             records: list[TensorRecord] = []
-            for item in records_from_header(build_header(path, size, h, fields), name, place):
+            header = build_header(path, size, h, fields)
+            for item in records_from_header(header, name or parse_dump_name(os.path.basename(path)), place):
                 if isinstance(item, TensorRecord):
                     if real_name:
                         item.extra["real_name"] = real_name
                     records.append(item)
                 else:
-                    yield item
+                    items.append(item)
             if not records:
-                return
+                return items
             packed = pack(records)[UNIT_COLUMNS.index("ntensors"):]
             if common:
                 if len(lay.memo) >= _MEMO_PER_LAYOUT:  # header lengths vary with op-name length: bound it
                     lay.memo.clear()
                 lay.memo[h] = packed
-        yield UnitRecord("cann", path, name.op_type, op_name, name.op_name, place.rank, place.step, place.graph,
-                         name.task, name.stream, ts, STORAGE_CANN, float(ts or 0), *packed)
+        ts = name_ts or fields.dump_time or None
+        items.append(UnitRecord("cann", path, op_type, fields.op_name or file_name, file_name, place.rank, place.step,
+                                place.graph, task, stream, ts, STORAGE_CANN, float(ts or 0), *packed))
+        return items
 
     def _opdebug(self, path: str, fname: str, place: DumpPlace, folder: str) -> Iterator[Item]:
         from dumpscope.core.formats.opdebug import read_opdebug_file, read_opdebug_json
