@@ -83,23 +83,20 @@ def _merge_stats_only(index: DumpIndex) -> None:
     drop: list[tuple[int]] = []
     rewrite: dict[int, list[list]] = {}
     for group in by_key.values():
-        payload = [(r[0], rewrite.get(r[0]) or json.loads(r[6])) for r in group if r[5] != "none"]
-        if not payload:
-            continue
-        where = {(e[0], e[1]): (uid, e) for uid, entries in payload for e in entries}
+        payload = {r[0]: json.loads(r[6]) for r in group if r[5] != "none"}
+        where = {(e[0], e[1]): (uid, e) for uid, entries in payload.items() for e in entries}
         for r in group:
             if r[5] != "none":
                 continue
-            for e in json.loads(r[6]):
-                hit = where.get((e[0], e[1]))
-                if hit is None:
-                    break
-                uid, target = hit
-                drop.append((r[0],))
-                if target[10] is None and e[10] is not None:
-                    target[10] = e[10]
-                    rewrite[uid] = next(entries for u, entries in payload if u == uid)
-                break
+            stats_only = json.loads(r[6])  # a stats-only unit holds one tensor
+            hit = where.get((stats_only[0][0], stats_only[0][1])) if stats_only else None
+            if hit is None:
+                continue
+            uid, target = hit
+            drop.append((r[0],))
+            if target[10] is None and stats_only[0][10] is not None:
+                target[10] = stats_only[0][10]
+                rewrite[uid] = payload[uid]
     if drop:
         with index._lock:
             cur = index.conn.cursor()

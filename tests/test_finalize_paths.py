@@ -299,3 +299,26 @@ def test_a_later_finalize_keeps_unchanged_plain_places_and_redoes_changed_ones(t
     assert {n for (n,) in idx.query("SELECT name FROM sqlite_master WHERE type='index' AND name LIKE 'ops_%'")} \
         == {"ops_order", "ops_name", "ops_file_name", "ops_scope"}
     assert q.resolve_op(q.ops(0, 1)[5].name, 0, 1).exec_index == 5
+
+
+def test_a_full_dump_keeps_one_record_per_tensor_with_the_csv_statistics(tmp_path):
+    """MindSpore ``saved_data: full`` writes each tensor twice: an .npy and a statistic.csv row.
+    The index keeps the payload record and gives it the CSV statistics (NaN/Inf counts without
+    decoding); the statistics-only duplicates are dropped."""
+    from dumpscope.core.synth import ms_writer
+    from dumpscope.core.synth.network import simulate_ms_net
+
+    root = tmp_path / "dump"
+    ms_writer.write_ms_tree(root, {0: simulate_ms_net(0, overflow=True)}, saved_data="full",
+                            statistic_categories=("max", "min", "nan count", "negative inf count",
+                                                  "positive inf count"), constants=False)
+    idx = DumpIndex.open(str(root), cache_directory=tmp_path / "c")
+    q = DumpQuery(idx)
+    npy_files = sum(1 for p in root.rglob("*.npy") if "Parameter" not in p.name)
+    tensors = [t for op in q.ops(0, 0) if op.type != "Parameter" for t in q.tensors(op.id)]
+    assert len(tensors) == npy_files > 0
+    assert {t.storage for t in tensors} == {"npy"}
+    assert all(t.stats is not None for t in tensors)
+    bad = [op for op in q.ops(0, 0) if op.bad]
+    assert bad and all(op.evidence == "stats" for op in bad)
+    assert sum(op.nan + op.posinf + op.neginf for op in bad) > 0
