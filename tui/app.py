@@ -13,13 +13,16 @@ import threading
 from pathlib import Path
 from typing import Any, Optional
 
+from rich.segment import Segment
 from textual import work
+from textual.filter import LineFilter
 from textual.app import App
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
+from dumpscope.core.inert import inert, inert_lines
 from dumpscope.core.query import DumpQuery, OpRow
 from dumpscope.tui.badges import BadgeState
 from dumpscope.tui.commands import DumpscopeCommands
@@ -62,6 +65,14 @@ class CompareReady(Message):
         super().__init__()
         self.result = result
         self.error = error
+
+
+class _InertFilter(LineFilter):
+    def apply(self, segments: list[Segment], background: Any) -> list[Segment]:
+        return [seg if seg.control else Segment(inert_lines(seg.text), seg.style) for seg in segments]
+
+
+_INERT_FILTER = _InertFilter()
 
 
 def progress_text(prog: Any, what: str = "indexing") -> str:
@@ -125,6 +136,18 @@ class DumpscopeApp(App[int]):
         self.index_error: Optional[str] = None
         self._cancel = threading.Event()
         self._refreshing = False
+
+    # -- text safety: every widget's lines and every notification pass here ---------------------
+
+    def get_line_filters(self):
+        """Textual's filters plus one that makes the text of every painted segment inert: a widget
+        that forgets :func:`inert` still cannot send a dump's escape sequence to the terminal."""
+        return [*super().get_line_filters(), _INERT_FILTER]
+
+    def notify(self, message: str, *, title: str = "", severity="information", timeout=None,
+               markup: bool = True) -> None:
+        """Notifications are plain text here (they often quote op names): never markup, always inert."""
+        super().notify(inert(message), title=inert(title), severity=severity, timeout=timeout, markup=False)
 
     # -- lifecycle --------------------------------------------------------------------------
 

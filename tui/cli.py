@@ -14,6 +14,8 @@ import os
 import sys
 from typing import Any, Callable, Optional, Sequence
 
+from dumpscope.core.inert import inert, inert_lines, json_safe
+
 COMMANDS = ("summary", "ops", "show", "stats", "convert", "overflow", "watch", "compare", "explore", "help")
 
 
@@ -132,7 +134,8 @@ def _open(path: str, args: argparse.Namespace):
 
 
 def _print_json(doc: Any) -> None:
-    sys.stdout.write(json.dumps(_clean(doc), indent=1, ensure_ascii=False) + "\n")
+    # exact: json escapes C0 itself, json_safe the DEL/C1/bidi characters it leaves raw
+    sys.stdout.write(json_safe(json.dumps(_clean(doc), indent=1, ensure_ascii=False)) + "\n")
 
 
 def _clean(value: Any) -> Any:
@@ -155,18 +158,72 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def _console():
+class _InertStream:
+    """The one choke point of human output: text written through it has every control character
+    except newline and tab made visible, whatever command wrote it (text from a dump never
+    reaches the terminal raw).  ``raw`` is the real stream, for rich consoles that add their own
+    escape sequences (they make their text inert segment by segment, see :func:`_console`)."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def write(self, text: str) -> int:
+        self.raw.write(inert_lines(text))
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)
+
+
+def _raw(stream: Any) -> Any:
+    return stream.raw if isinstance(stream, _InertStream) else stream
+
+
+class _InertRender:
+    """Renders a renderable and makes the text of every segment inert (rich's own styles still apply)."""
+
+    def __init__(self, renderable: Any) -> None:
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Any, options: Any):
+        from rich.segment import Segment
+
+        for seg in console.render(self.renderable, options):
+            yield seg if seg.control else Segment(inert_lines(seg.text), seg.style)
+
+
+class _InertHook:
+    def process_renderables(self, renderables: list) -> list:
+        return [_InertRender(r) for r in renderables]
+
+
+def _console(stderr: bool = False):
+    """The console every human answer prints through: markup off (a ``[/bold]`` in a name is text,
+    not a tag) and every segment inert, so a command that forgets :func:`inert` stays safe."""
     from rich.console import Console
 
-    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "0") or 0) or 160
-    return Console(highlight=False, soft_wrap=True, width=width)
+    stream = _raw(sys.stderr if stderr else sys.stdout)
+    width = None if stream.isatty() else int(os.environ.get("COLUMNS", "0") or 0) or 160
+    con = Console(file=stream, highlight=False, soft_wrap=True, width=width, markup=False, emoji=False)
+    con.push_render_hook(_InertHook())
+    return con
+
+
+def _bold(text: Any):
+    from rich.text import Text
+
+    return Text(inert(text), style="bold")
 
 
 def _write_csv(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     w = csv.writer(sys.stdout, lineterminator="\n")
     w.writerow(header)
     for row in rows:
-        w.writerow(["" if v is None else v for v in row])
+        w.writerow(["" if v is None else inert(v) if isinstance(v, str) else v for v in row])
 
 
 def _fmt_num(v: Any) -> str:
@@ -199,23 +256,23 @@ def cmd_summary(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     con = _console()
-    con.print(f"[bold]{doc['path']}[/bold]")
+    con.print(_bold(doc['path']))
     t = Table(title="layouts", show_edge=False)
     t.add_column("layout")
     t.add_column("files", justify="right")
     t.add_column("root")
     for lay in doc["layouts"]:
-        t.add_row(lay["name"], str(lay["files"]), lay["root"])
+        t.add_row(inert(lay["name"]), str(lay["files"]), inert(lay["root"]))
     con.print(t)
     con.print(f"ranks: {doc['ranks']}   steps: {doc['steps']}   graphs: {doc['graphs']}")
     con.print(f"ops: {doc['ops']}   tensors: {doc['tensors']}   files: {doc['files']} "
               f"(not recognised: {doc['skipped_files']})")
     for g in doc["graph_files"]:
-        con.print(f"graph {g['graph']!r} (rank {g['rank']}): {g['name']} from {g['file']}")
+        con.print(f"graph {inert(repr(g['graph']))} (rank {g['rank']}): {inert(g['name'])} from {inert(g['file'])}")
     if doc["problems"]:
-        con.print(f"[bold]problems ({len(doc['problems'])}):[/bold]")
+        con.print(_bold(f"problems ({len(doc['problems'])}):"))
         for p in doc["problems"]:
-            con.print(f"  ! {p['path']}: {p['error']}", markup=False)
+            con.print(f"  ! {inert(p['path'])}: {inert(p['error'])}")
     else:
         con.print("problems: none")
     return 0
@@ -247,7 +304,7 @@ def cmd_ops(args: argparse.Namespace) -> int:
         desc = ", ".join(f"{x.dtype}{list(x.shape)}" + (f" {x.format}" if x.format not in ("ND", "DefaultFormat")
                                                        else "") for x in outs[:3])
         badge = " !" if op.bad else ""
-        t.add_row(str(op.exec_index), op.type, op.name + badge, desc)
+        t.add_row(str(op.exec_index), inert(op.type), inert(op.name) + badge, inert(desc))
     _console().print(t)
     return 0
 
@@ -260,29 +317,31 @@ def cmd_show(args: argparse.Namespace) -> int:
         _print_json({"op": doc})
         return 0
     con = _console()
-    con.print(f"[bold]{doc['name']}[/bold]  ({doc['type']})", markup=True, highlight=False)
-    con.print(f"rank {doc['rank']}  step {doc['step']}  graph {doc['graph']}  exec {doc['exec_index']}  "
-              f"file name {doc['file_name']}", markup=False)
+    head = _bold(doc["name"])
+    head.append(f"  ({inert(doc['type'])})", style="")
+    con.print(head)
+    con.print(f"rank {doc['rank']}  step {doc['step']}  graph {inert(doc['graph'])}  exec {doc['exec_index']}  "
+              f"file name {inert(doc['file_name'])}")
     for t in doc["tensors"]:
         plain = t["format"] in ("ND", "DefaultFormat", "")
         dev = f"  device {t['format']} {t['device_shape']}" if t["device_shape"] and (
             t["device_shape"] != t["shape"] or not plain) else ""
-        con.print(f"  {t['io']:6} {t['slot']}: {t['dtype']} {t['shape']}{dev}  {t['file']}", markup=False)
+        con.print(f"  {t['io']:6} {t['slot']}: {inert(t['dtype'])} {t['shape']}{inert(dev)}  {inert(t['file'])}")
     for key in ("inputs_from", "control_from", "consumers"):
         if doc[key]:
-            con.print(f"{key}: " + ", ".join(doc[key]), markup=False)
+            con.print(f"{key}: " + ", ".join(inert(x) for x in doc[key]))
     if doc["attrs"]:
-        con.print("attrs:", markup=False)
+        con.print("attrs:")
         for k, v in list(doc["attrs"].items())[:60]:
-            con.print(f"  {k}: {v}", markup=False)
+            con.print(f"  {inert(k)}: {inert(v)}")
     if doc["source"]:
-        con.print("source:", markup=False)
+        con.print("source:")
         for s in doc["source"]:
-            con.print(f"  {s['file']}:{s['line']}  {s.get('code', '').strip()}", markup=False)
+            con.print(f"  {inert(s['file'])}:{inert(s['line'])}  {inert(str(s.get('code') or '').strip())}")
     for line in doc.get("stack", []) or []:
-        con.print(f"  {line}", markup=False)
+        con.print(f"  {inert(line)}")
     if doc.get("graph_file"):
-        con.print(f"graph: {doc['graph_file']['name']} ({doc['graph_file']['file']})", markup=False)
+        con.print(f"graph: {inert(doc['graph_file']['name'])} ({inert(doc['graph_file']['file'])})")
     return 0
 
 
@@ -307,11 +366,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
         _print_json(doc)
         return 0
     con = _console()
-    con.print(f"{op.name} {t.io}.{t.slot}  {t.dtype} {list(t.shape)}", markup=False)
+    con.print(f"{inert(op.name)} {t.io}.{t.slot}  {inert(t.dtype)} {list(t.shape)}")
     for k in ("count", "min", "max", "mean", "std", "l2norm", "zeros", "nan", "posinf", "neginf"):
-        con.print(f"  {k:7} {_fmt_num(doc.get(k))}", markup=False)
+        con.print(f"  {k:7} {_fmt_num(doc.get(k))}")
     if doc.get("first_bad"):
-        con.print(f"  first non-finite at {doc['first_bad'][:5]}", markup=False)
+        con.print(f"  first non-finite at {doc['first_bad'][:5]}")
     return 0
 
 
@@ -324,7 +383,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     errors: list[str] = []
     with Progress(TextColumn("converting"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeRemainingColumn(), transient=True, disable=not sys.stderr.isatty(),
-                  console=__import__("rich.console", fromlist=["Console"]).Console(stderr=True)) as bar:
+                  console=_console(stderr=True)) as bar:
         task = bar.add_task("convert", total=None)
 
         def tick(done: int, total: int) -> None:
@@ -336,8 +395,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise CliError(str(exc)) from None
     for e in errors:
-        print(f"warning: {e}", file=sys.stderr)
-    print(f"wrote {result.written} tensors to {result.outdir}" +
+        print(f"warning: {inert(e)}", file=sys.stderr)
+    print(f"wrote {result.written} tensors to {inert(result.outdir)}" +
           (f" ({len(errors)} failed)" if errors else ""))
     return 0
 
@@ -364,7 +423,7 @@ def cmd_overflow(args: argparse.Namespace) -> int:
     for col in ("", "#", "type", "name", "evidence", "status", "nan", "+inf", "-inf"):
         t.add_column(col)
     for i, r in enumerate(rows):
-        t.add_row("▶" if i == 0 else "", str(r["exec_index"]), r["type"], r["name"], r["evidence"],
+        t.add_row("▶" if i == 0 else "", str(r["exec_index"]), inert(r["type"]), inert(r["name"]), r["evidence"],
                   "-" if r["status"] is None else f"{r['status']} ({', '.join(r.get('status_words', []))})",
                   str(r["nan"]), str(r["posinf"]), str(r["neginf"]))
     con.print(t)
@@ -384,11 +443,13 @@ def cmd_watch(args: argparse.Namespace) -> int:
         con.print("no Dump-Watch snapshots found")
         return 0
     for w in doc["watched"]:
-        con.print(f"[bold]{w['name']}[/bold]  first change after: {w['first_change_after'] or '-'}")
+        head = _bold(w["name"])
+        head.append(f"  first change after: {inert(w['first_change_after'] or '-')}", style="")
+        con.print(head)
         for s in w["snapshots"]:
             mark = "CHANGED" if s["changed"] else "same   "
-            con.print(f"  {mark} after {s['after']}: {s['changed_elements']} elements, max |diff| "
-                      f"{_fmt_num(s['max_abs_diff'])}", markup=False)
+            con.print(f"  {mark} after {inert(s['after'])}: {s['changed_elements']} elements, max |diff| "
+                      f"{_fmt_num(s['max_abs_diff'])}")
     return 0
 
 
@@ -419,13 +480,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     glyph = {"pass": "✓", "warning": "~", "error": "✗"}
     for r in doc["rows"]:
         first = fd and r["name"] == fd.get("name") and r["io"] == fd.get("io") and r["slot"] == fd.get("slot")
-        t.add_row("▶" if first else "", r["name"], f"{r['io']}.{r['slot']}", _fmt_num(r["cosine"]),
+        t.add_row("▶" if first else "", inert(r["name"]), f"{r['io']}.{r['slot']}", _fmt_num(r["cosine"]),
                   _fmt_num(r["max_abs_err"]), _fmt_num(r["max_rel_err"]),
                   f"{glyph.get(r['verdict'], '?')} {r['verdict']}", r["rule"])
     con = _console()
     con.print(t)
-    con.print(f"first divergence: {fd.get('name', '-')} {fd.get('io', '')}.{fd.get('slot', '')}" if fd
-              else "first divergence: none", markup=False)
+    con.print(f"first divergence: {inert(fd.get('name', '-'))} {fd.get('io', '')}.{fd.get('slot', '')}" if fd
+              else "first divergence: none")
     if doc["unmatched_golden"] or doc["unmatched_target"]:
         con.print(f"unmatched: {len(doc['unmatched_golden'])} golden, {len(doc['unmatched_target'])} target")
     return 0
@@ -468,10 +529,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
+    if args.command == "explore":  # the explorer owns the terminal (and makes its text inert itself)
+        return _run(args)
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _InertStream(out), _InertStream(err)
+    try:
+        return _run(args)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return _HANDLERS[args.command](args)
     except CliError as exc:
-        print(f"dumpscope: {exc}", file=sys.stderr)
+        print(f"dumpscope: {inert(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("dumpscope: interrupted", file=sys.stderr)
@@ -482,6 +554,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if os.environ.get("DUMPSCOPE_DEBUG"):
             raise
         text = (str(exc).strip() or type(exc).__name__).splitlines()[0]
-        print(f"dumpscope: internal error: {type(exc).__name__}: {text} (DUMPSCOPE_DEBUG=1 shows the traceback)",
+        print(f"dumpscope: internal error: {type(exc).__name__}: {inert(text)} (DUMPSCOPE_DEBUG=1 shows the traceback)",
               file=sys.stderr)
         return 1

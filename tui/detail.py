@@ -16,6 +16,7 @@ from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from dumpscope.core.inert import inert
 from dumpscope.core.query import DumpQuery, OpRow, TensorRow
 
 MAX_ATTRS = 40
@@ -44,7 +45,7 @@ def shape_text(shape: tuple[int, ...]) -> str:
 def tensor_line(t: TensorRow) -> Text:
     text = Text()
     text.append(f"{'in' if t.io == 'input' else 'out'}.{t.slot}".ljust(6), "bold")
-    text.append(f"{t.dtype} {shape_text(t.shape)} {t.format}")
+    text.append(f"{inert(t.dtype)} {shape_text(t.shape)} {inert(t.format)}")
     if t.device_shape and tuple(t.device_shape) != tuple(t.shape):
         text.append(f"  device {shape_text(t.device_shape)}", "dim")
     if t.storage == "none":
@@ -88,7 +89,7 @@ class OpDetail(VerticalScroll, can_focus=False):
 
     def show_message(self, text: str) -> None:
         self.op = None
-        self.query_one("#detail-head", Static).update(text)
+        self.query_one("#detail-head", Static).update(Text(inert(text)))
         self.query_one("#detail-links-title").display = False
         self.query_one("#detail-links").display = False
         self.query_one("#detail-rest", Static).update("")
@@ -103,7 +104,7 @@ class OpDetail(VerticalScroll, can_focus=False):
         links = self.query_one("#detail-links", OptionList)
         links.clear_options()
         glyph = {"in": "← in  ", "ctl": "⇠ ctl ", "out": "→ to  "}
-        links.add_options([Option(Text.assemble((glyph[k], "bold"), n)) for k, n in self._links])
+        links.add_options([Option(Text.assemble((glyph[k], "bold"), inert(n))) for k, n in self._links])
         has = bool(self._links)
         self.query_one("#detail-links-title").display = has
         links.display = has
@@ -112,8 +113,8 @@ class OpDetail(VerticalScroll, can_focus=False):
 
     def _head(self, q: DumpQuery, op: OpRow, tensors: list[TensorRow]) -> Text:
         text = Text()
-        text.append(op.type or "?", "bold")
-        text.append(f"  {op.short}\n")
+        text.append(inert(op.type or "?"), "bold")
+        text.append(f"  {inert(op.short)}\n")
         if op.bad:
             bits = [f"{k} {v}" for k, v in (("nan", op.nan), ("+inf", op.posinf), ("-inf", op.neginf)) if v]
             if op.status:
@@ -122,13 +123,13 @@ class OpDetail(VerticalScroll, can_focus=False):
         if op.graph_only:
             text.append("· graph-only node: no dump data\n", "dim")
         text.append("name  ", "dim")
-        text.append(op.name + "\n")
+        text.append(inert(op.name) + "\n")
         if op.scope:
             text.append("scope ", "dim")
-            text.append(op.scope + "\n")
+            text.append(inert(op.scope) + "\n")
         exec_txt = "-" if op.exec_index is None else str(op.exec_index)
-        text.append(f"rank {op.rank}  step {op.step}  graph {op.graph}  exec #{exec_txt}\n")
-        text.append(f"layout {op.producer}  join {op.join_rule or 'none'}\n")
+        text.append(f"rank {op.rank}  step {op.step}  graph {inert(op.graph)}  exec #{exec_txt}\n")
+        text.append(f"layout {inert(op.producer)}  join {inert(op.join_rule or 'none')}\n")
         if op.task is not None:
             text.append(f"task {op.task}  stream {op.stream}\n", "dim")
         if tensors:
@@ -145,8 +146,8 @@ class OpDetail(VerticalScroll, can_focus=False):
         if attrs:
             text.append("\nAttributes\n", "bold dim")
             for k, v in list(attrs.items())[:MAX_ATTRS]:
-                text.append(f"  {k}", "cyan")
-                text.append(f" = {v}\n")
+                text.append(f"  {inert(k)}", "cyan")
+                text.append(f" = {inert(v)}\n")
             if len(attrs) > MAX_ATTRS:
                 text.append(f"  … {len(attrs) - MAX_ATTRS} more\n", "dim")
         source = details.get("source") or []
@@ -154,17 +155,17 @@ class OpDetail(VerticalScroll, can_focus=False):
         if source:
             text.append("\nSource (innermost last)\n", "bold dim")
             for s in source[-MAX_SOURCE:]:
-                text.append(f"  {short_path(str(s.get('file', '')))}:{s.get('line', '')}", "green")
-                text.append(f"  {s.get('code', '')}\n")
+                text.append(f"  {inert(short_path(str(s.get('file', ''))))}:{inert(s.get('line', ''))}", "green")
+                text.append(f"  {inert(s.get('code', ''))}\n")
         elif stack:
             text.append("\nStack\n", "bold dim")
             lines = stack if isinstance(stack, list) else str(stack).splitlines()
             for line in lines[-MAX_SOURCE:]:
-                text.append(f"  {line}\n")
+                text.append(f"  {inert(line)}\n")
         graph = details.get("graph")
         if graph:
             text.append("\nGraph ", "bold dim")
-            text.append(f"{graph.get('name', '')}  {rel_to_root(str(graph.get('file', '')), q.root)}\n")
+            text.append(f"{inert(graph.get('name', ''))}  {inert(rel_to_root(str(graph.get('file', '')), q.root))}\n")
         if tensors:
             text.append("\nFiles\n", "bold dim")
             seen: set[str] = set()
@@ -172,7 +173,7 @@ class OpDetail(VerticalScroll, can_focus=False):
                 if t.path in seen:
                     continue
                 seen.add(t.path)
-                text.append(f"  {rel_to_root(t.path, q.root)}\n", "dim")
+                text.append(f"  {inert(rel_to_root(t.path, q.root))}\n", "dim")
         text.rstrip()
         return text
 

@@ -15,6 +15,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
+from dumpscope.core.inert import inert
 from dumpscope.core.query import DumpQuery, OpRow
 
 SEARCH_LIMIT = 200
@@ -89,7 +90,8 @@ class SearchScreen(ModalScreen[Optional[tuple[OpRow, list[OpRow]]]]):
         self.hits = hits
         results = self.query_one(OptionList)
         results.clear_options()
-        results.add_options([Option(Text.assemble(h.short, (f"  {h.type}  ", "dim"), (h.scope, "dim")))
+        results.add_options([Option(Text.assemble(inert(h.short), (f"  {inert(h.type)}  ", "dim"),
+                                                  (inert(h.scope), "dim")))
                              for h in hits])
         more = "+" if len(hits) >= SEARCH_LIMIT else ""
         self.query_one("#search-count", Static).update(
@@ -184,7 +186,7 @@ class ExportScreen(ModalScreen[Optional[str]]):
         self.dismiss(path)
 
     def _error(self, text: str) -> None:
-        self.query_one("#export-error", Static).update(Text(f"! {text}", "bold red"))
+        self.query_one("#export-error", Static).update(Text(f"! {inert(text)}", "bold red"))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -18,6 +18,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from dumpscope.core.inert import inert
+
 #: one piece of a row: text and the component class (or None) that styles it
 Part = tuple[str, Optional[str]]
 
@@ -178,7 +180,7 @@ class LineList(ScrollView, can_focus=True):
         for text, component in parts:
             if text:
                 style = base + self._style(component) if component else base
-                segments.append(Segment(text, style))
+                segments.append(Segment(inert(text), style))
         return Strip(segments).crop_extend(0, width, base)
 
     def render_lines(self, crop: Region) -> list[Strip]:

@@ -17,6 +17,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import ContentSwitcher, Footer, Input, Static, Tree
 
+from dumpscope.core.inert import inert
 from dumpscope.core.query import DumpQuery, OpRow
 from dumpscope.tui.detail import OpDetail
 from dumpscope.tui.linelist import LineList
@@ -119,7 +120,7 @@ class MainScreen(Screen):
         for i, (s, style) in enumerate(bits):
             if i:
                 text.append(" │ ", "dim")
-            text.append(s, style)
+            text.append(inert(s), style)
         self.query_one("#status", Static).update(text)
         if q is None and not err:
             self.query_one("#placeholder", Static).update(Text(app.progress or "indexing…", "italic"))
@@ -129,12 +130,12 @@ class MainScreen(Screen):
     _problems = 0
 
     def show_error(self, error: str) -> None:
-        self.query_one("#placeholder", Static).update(Text(f"! cannot open the dump: {error}", "bold red"))
+        self.query_one("#placeholder", Static).update(Text(f"! cannot open the dump: {inert(error)}", "bold red"))
         self.update_status()
 
     def _title(self) -> None:
         if self.mode == "flat" and self.grep:
-            title = Text.assemble(("filter: ", "bold"), (self.grep, "bold yellow"),
+            title = Text.assemble(("filter: ", "bold"), (inert(self.grep), "bold yellow"),
                                   (f" ({self.query_one(OpList).row_count():,})  f: change", "dim"))
         elif self.mode == "flat":
             title = Text.assemble(("ops · execution order", "bold"), ("  t: tree", "dim"))

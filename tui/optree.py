@@ -16,6 +16,7 @@ from textual.binding import Binding
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from dumpscope.core.inert import inert
 from dumpscope.core.query import DumpQuery, OpRow
 from dumpscope.tui.badges import BadgeState
 
@@ -185,7 +186,7 @@ class OpTree(Tree[NodeData]):
 
     def _add_scope(self, parent: TreeNode[NodeData], scope: Scope) -> TreeNode[NodeData]:
         # a scope holding bad ops says so with a glyph and a count, not by colour alone
-        label = Text.assemble(("! ", _PART_STYLE["linelist--bad"]) if scope.bad else "", scope.label,
+        label = Text.assemble(("! ", _PART_STYLE["linelist--bad"]) if scope.bad else "", inert(scope.label),
                               (f" ({scope.total:,})", "dim"), (f" {scope.bad} bad", "red") if scope.bad else "")
         return parent.add(label, data=scope, allow_expand=True)
 
@@ -196,9 +197,9 @@ class OpTree(Tree[NodeData]):
                 text.append(glyph, _PART_STYLE.get(cls or "", ""))
         if text.plain:
             text.append(" ")
-        text.append(op.short, "dim" if op.graph_only else "")
+        text.append(inert(op.short), "dim" if op.graph_only else "")
         if op.type and op.type not in op.short:
-            text.append(f" {op.type}", "dim")
+            text.append(f" {inert(op.type)}", "dim")
         return text
 
     def _populate(self, node: TreeNode[NodeData]) -> None:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Optional
 
+from dumpscope.core.inert import inert, inert_lines
 from dumpscope.core.query import DumpQuery, OpRow
 
 MAX_PROBLEMS = 20
 
 
 def _md(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return inert(str(text).replace("|", "\\|").replace("\n", " "))
 
 
 def _fmt(v: Any) -> str:
@@ -28,7 +29,7 @@ def build_report(q: DumpQuery, bookmarks: Iterable[OpRow], overflow: dict[tuple[
                  watch: Optional[dict[tuple[int, int], dict[str, Any]]] = None) -> str:
     s = q.summary()
     out = ["# dumpscope triage report", ""]
-    out.append(f"- dump: `{s['path']}`")
+    out.append(f"- dump: `{inert(s['path'])}`")
     out.append(f"- layouts: {', '.join(sorted({lay['name'] for lay in s['layouts']})) or 'none'}")
     out.append(f"- ranks: {s['ranks']}  steps: {s['steps']}  ops: {s['ops']:,}  tensors: {s['tensors']:,}")
     out.append(f"- problems: {len(s['problems'])}")
@@ -40,14 +41,14 @@ def build_report(q: DumpQuery, bookmarks: Iterable[OpRow], overflow: dict[tuple[
             out.append(f"- rank {rank} step {step}: no overflow, NaN or Inf found")
             continue
         first = rows[0]
-        out.append(f"- rank {rank} step {step}: {len(rows)} ops; **origin** `{first.get('name')}` "
+        out.append(f"- rank {rank} step {step}: {len(rows)} ops; **origin** `{inert(first.get('name'))}` "
                    f"({first.get('type')}, exec #{first.get('exec_index')}, evidence {first.get('evidence')}"
                    + (f", status {', '.join(first.get('status_words') or [])}" if first.get('status_words') else "")
                    + f", nan {first.get('nan')}, +inf {first.get('posinf')}, -inf {first.get('neginf')})")
     if compare is not None:
         out += ["", "## Compare", ""]
         if compare_target:
-            out.append(f"- target: `{compare_target}`")
+            out.append(f"- target: `{inert(compare_target)}`")
         rows = compare.get("rows", [])
         counts: dict[str, int] = {}
         for r in rows:
@@ -57,7 +58,7 @@ def build_report(q: DumpQuery, bookmarks: Iterable[OpRow], overflow: dict[tuple[
         if fd:
             row = next((r for r in rows if r.get("name") == fd.get("name") and r.get("io") == fd.get("io")
                         and r.get("slot") == fd.get("slot")), {})
-            out.append(f"- **first divergence**: `{fd.get('name')}` {fd.get('io')}.{fd.get('slot')} step "
+            out.append(f"- **first divergence**: `{inert(fd.get('name'))}` {fd.get('io')}.{fd.get('slot')} step "
                        f"{fd.get('step')}: cosine {_fmt(row.get('cosine'))}, max abs err "
                        f"{_fmt(row.get('max_abs_err'))}, rule {row.get('rule', '-')}")
         else:
@@ -69,23 +70,23 @@ def build_report(q: DumpQuery, bookmarks: Iterable[OpRow], overflow: dict[tuple[
         if watched:
             out += ["", f"## Watch (rank {rank} step {step})", ""]
             for w in watched:
-                out.append(f"- `{w.get('name')}`: first change after `{w.get('first_change_after')}`"
-                           if w.get("first_change_after") else f"- `{w.get('name')}`: never changed")
+                out.append(f"- `{inert(w.get('name'))}`: first change after `{inert(w.get('first_change_after'))}`"
+                           if w.get("first_change_after") else f"- `{inert(w.get('name'))}`: never changed")
     out += ["", "## Bookmarks", ""]
     marks = list(bookmarks)
     if not marks:
         out.append("None (press `b` on an op to bookmark it).")
     for op in marks:
-        out.append(f"### `{op.name}`")
+        out.append(f"### `{inert(op.name)}`")
         out.append("")
-        out.append(f"- type {op.type}, rank {op.rank}, step {op.step}, graph {op.graph}, exec #{op.exec_index}"
+        out.append(f"- type {inert(op.type)}, rank {op.rank}, step {op.step}, graph {inert(op.graph)}, exec #{op.exec_index}"
                    + ("  **overflow/NaN/Inf**" if op.bad else ""))
         out.append("")
         out.append("| tensor | dtype | shape | format | min | max | mean | nan | +inf | -inf |")
         out.append("|---|---|---|---|---|---|---|---|---|---|")
         for t in q.tensors(op.id):
             st = q.cached_stats(t) or (t.stats or {})
-            out.append(f"| {t.io}.{t.slot} | {t.dtype} | {list(t.shape)} | {_md(t.format)} | {_fmt(st.get('min'))} "
+            out.append(f"| {t.io}.{t.slot} | {_md(t.dtype)} | {list(t.shape)} | {_md(t.format)} | {_fmt(st.get('min'))} "
                        f"| {_fmt(st.get('max'))} | {_fmt(st.get('mean'))} | {_fmt(st.get('nan'))} "
                        f"| {_fmt(st.get('posinf'))} | {_fmt(st.get('neginf'))} |")
         out.append("")
@@ -93,10 +94,10 @@ def build_report(q: DumpQuery, bookmarks: Iterable[OpRow], overflow: dict[tuple[
     if problems:
         out += ["", "## Problems", ""]
         for p in problems[:MAX_PROBLEMS]:
-            out.append(f"- `{p['path']}`: {_md(p['error'])}")
+            out.append(f"- `{inert(p['path'])}`: {_md(p['error'])}")
         if len(problems) > MAX_PROBLEMS:
             out.append(f"- … {len(problems) - MAX_PROBLEMS} more (`dumpscope summary --json`)")
-    return "\n".join(out).rstrip() + "\n"
+    return inert_lines("\n".join(out).rstrip() + "\n")  # names from the dump: no escape reaches a `cat`
 
 
 def write_export(app: Any, path: str) -> None:
@@ -119,4 +120,4 @@ def write_export(app: Any, path: str) -> None:
         data = build_report(app.q, app.bookmarks.values(), app.overflow_results, app.compare_result,
                             app.compare_with, app.watch_results)
     with open(path, "w", encoding="utf-8", newline="") as fh:
-        fh.write(data)
+        fh.write(inert_lines(data))

@@ -16,6 +16,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
+from dumpscope.core.inert import inert
 from dumpscope.core.query import DumpQuery, TensorRow
 from dumpscope.tui.detail import shape_text
 from dumpscope.tui.slicing import SliceError, render_slice
@@ -124,7 +125,7 @@ class TensorPanel(VerticalScroll, can_focus=False):
     def clear(self, message: str = "no tensor") -> None:
         self.tensors = []
         self._generation += 1
-        self.query_one("#tp-title", Static).update(message)
+        self.query_one("#tp-title", Static).update(Text(inert(message)))
         self.query_one("#tp-stats", Static).update("")
         self.query_one("#tp-slice-out", Static).update("")
 
@@ -144,7 +145,7 @@ class TensorPanel(VerticalScroll, can_focus=False):
         title.append("[ ", "dim")
         title.append(f"{t.io}.{t.slot}", "bold")
         title.append(" ]", "dim")
-        title.append(f"  {t.dtype} {shape_text(t.shape)}  {self.index + 1}/{len(self.tensors)}", "")
+        title.append(f"  {inert(t.dtype)} {shape_text(t.shape)}  {self.index + 1}/{len(self.tensors)}", "")
         self.query_one("#tp-title", Static).update(title)
         self.query_one("#tp-stats", Static).update(Text("computing statistics…", "dim italic"))
         self.last_stats = None
@@ -165,7 +166,7 @@ class TensorPanel(VerticalScroll, can_focus=False):
             return
         self.last_stats = doc
         widget = self.query_one("#tp-stats", Static)
-        widget.update(Text(f"! {error}", "bold red") if error else stats_text(doc or {}))
+        widget.update(Text(f"! {inert(error)}", "bold red") if error else stats_text(doc or {}))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id != "tp-slice":
@@ -184,9 +185,9 @@ class TensorPanel(VerticalScroll, can_focus=False):
         try:
             out = Text(render_slice(load_tensor(t.ref()), text))
         except SliceError as exc:
-            out = Text(f"! bad index: {exc}", "bold red")
+            out = Text(f"! bad index: {inert(exc)}", "bold red")
         except Exception as exc:
-            out = Text(f"! {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", "bold red")
+            out = Text(f"! {inert(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}", "bold red")
         if not get_current_worker().is_cancelled:
             self.app.call_from_thread(self._show_slice, generation, out)
 

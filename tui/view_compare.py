@@ -16,6 +16,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from dumpscope.core.inert import inert
 from dumpscope.tui.badges import VERDICT_CLASS, VERDICT_GLYPH
 from dumpscope.tui.detail import OpDetail
 from dumpscope.tui.table_view import TableView
@@ -141,7 +142,7 @@ class CompareDetailScreen(Screen):
     def compose(self) -> ComposeResult:
         r = self.row
         head = Text.assemble((VERDICT_GLYPH.get(str(r.get("verdict")), "?") + " ", "bold"),
-                             (f"{r.get('name')} {r.get('io')}.{r.get('slot')}", "bold"),
+                             (f"{inert(r.get('name'))} {r.get('io')}.{r.get('slot')}", "bold"),
                              (f"  cosine {_f('cosine', 6)(r)}  max abs {_f('max_abs_err')(r)}  "
                               f"rule {r.get('rule')}", "dim"))
         yield Static(head, id="view-title")

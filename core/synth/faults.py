@@ -216,10 +216,51 @@ def seed_faults(root: PathLike) -> dict[str, str]:
     return out
 
 
+#: op names that attack a terminal or a markup parser: OSC 52 (clipboard), a screen clear, an OSC 8
+#: hyperlink, a window title, rich markup that raises (``[/bold]``) or restyles (``[bold red]x[/]``),
+#: a one-byte C1 CSI, a bidi override and a newline that forges an output line.
+HOSTILE_NAMES = (
+    "clip\x1b]52;c;aGFja2Vk\x07[/bold]op",
+    "[bold red]x[/]\x1b[2J\x1b[Hcls",
+    "link\x1b]8;;http://evil.example/\x1b\\here\x1b]8;;\x1b\\[link=http://evil.example/]L[/link]",
+    "title\x1b]0;pwned\x07\x9b31m\u202egnp.exe\nproblems: none",
+)
+#: an op type (file-name field) that is hostile too
+HOSTILE_TYPE = "Ty\x1b[31mpe[red]"
+#: a file with a hostile name that is not a dump (a named problem)
+HOSTILE_BAD_FILE = "Relu.bad\x1b]52;c;eA==\x07[red]x[_red].1.2.1718260509999999"
+
+
+def write_hostile_tree(root: PathLike) -> Path:
+    """A small CANN step folder whose names attack the terminal (:data:`HOSTILE_NAMES`).
+
+    Op 1 has a NaN and an Inf (``overflow`` finds it by scanning); op 3 watches op 2 (a Dump-Watch
+    snapshot ``{layer}_To_{watched}`` that changed); one file with a hostile name is garbage (a
+    problem ``summary`` lists).  Returns the step folder.
+    """
+    step = Path(root) / CANN_STEP
+    n0, n1, n2, n3 = HOSTILE_NAMES
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    bad = x.copy()
+    bad[0, 0, 0], bad[1, 2, 3] = np.nan, np.inf
+    t = lambda a: [SynthTensor(a, "float32", "ND")]  # noqa: E731
+    ts = TS0
+    write_dump(step, HOSTILE_TYPE, n0, 10, 2, ts, inputs=t(x), outputs=t(x + 1))
+    write_dump(step, "Mul", n1, 11, 2, ts + 10, inputs=t(x + 1), outputs=t(bad))
+    write_dump(step, "Softmax", n2, 12, 2, ts + 20, outputs=t(x))
+    write_dump(step, "Gelu", n3, 13, 2, ts + 30, outputs=t(x * 3))
+    changed = x.copy()
+    changed[0, 0, :2] = -1
+    write_dump(step, "Softmax", f"{n3}_To_{n2}", 13, 2, ts + 31, outputs=t(changed))
+    (step / HOSTILE_BAD_FILE).write_bytes(b"\x01\x02\x03")
+    return step
+
+
 def write_fault_corpus(root: PathLike) -> dict[str, str]:
     """A good CANN tree and MindSpore tree below ``root``, seeded with every fault of :func:`seed_faults`."""
     write_good_trees(root)
     return seed_faults(root)
 
 
-__all__ = ["CANN_STEP", "MS_GRAPHS", "MS_STEP", "seed_faults", "write_fault_corpus", "write_good_trees"]
+__all__ = ["CANN_STEP", "HOSTILE_BAD_FILE", "HOSTILE_NAMES", "HOSTILE_TYPE", "MS_GRAPHS", "MS_STEP", "seed_faults",
+           "write_fault_corpus", "write_good_trees", "write_hostile_tree"]

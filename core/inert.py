@@ -1,0 +1,74 @@
+"""Text from a dump made harmless for a terminal (names, paths, attributes, stack text).
+
+A dump is untrusted input: an op name may hold ``ESC ] 52 ;…`` (writes the clipboard), ``ESC [2J``
+(repaints the screen), an OSC 8 hyperlink, a newline that forges an output line, or rich markup
+(``[/bold]`` raises ``MarkupError``; ``[bold red]x[/]`` prints the wrong name).  Every human output
+path shows such text through :func:`inert` (control characters made visible) or
+:func:`inert_markup` (the same, and rich/Textual markup escaped).  JSON needs neither: it escapes
+by itself (see :func:`json_safe` for the C1 characters it leaves raw).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# C0 controls and DEL -> the Unicode "control pictures" (U+2400 block): ESC -> "␛", LF -> "␊", NUL -> "␀".
+_TABLE: dict[int, str] = {c: chr(0x2400 + c) for c in range(0x20)}
+_TABLE[0x7F] = "\u2421"  # ␡
+# C1 controls (0x9b is a one-byte CSI on some terminals) -> "\x9b".
+_TABLE.update({c: f"\\x{c:02x}" for c in range(0x80, 0xA0)})
+# Characters that reorder or break lines where a terminal shows them: bidi overrides/isolates
+# ("Trojan source"), line/paragraph separators -> "\u202e".
+for _c in (0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A)):
+    _TABLE[_c] = f"\\u{_c:04x}"
+
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+# Everything but newline and tab: what a stream of finished human output may not contain.
+_STREAM_TABLE = {c: s for c, s in _TABLE.items() if c not in (0x0A, 0x09)}
+_STREAM_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+# What JSON leaves raw (it escapes C0 itself; C0 outside strings is its own whitespace).
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+# The tag grammar rich and Textual share: "[" then a letter, "#", "/" or "@" up to the next "]".
+_TAG = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
+
+
+def inert(text: Any) -> str:
+    """``text`` as a string with every control character visible (``\\x1b`` -> ``␛``, ``\\n`` -> ``␊``)."""
+    s = text if isinstance(text, str) else str(text)
+    if _UNSAFE.search(s) is None:
+        return s
+    return s.translate(_TABLE)
+
+
+def inert_lines(text: Any) -> str:
+    """Like :func:`inert` but keeps newlines and tabs: for finished multi-line output, not for one field."""
+    s = text if isinstance(text, str) else str(text)
+    if _STREAM_UNSAFE.search(s) is None:
+        return s
+    return s.translate(_STREAM_TABLE)
+
+
+def escape_markup(text: str) -> str:
+    """Escape rich / Textual markup so ``text`` prints literally (the same rule as ``rich.markup.escape``)."""
+    s = _TAG.sub(lambda m: f"{m.group(1)}{m.group(1)}\\{m.group(2)}", text)
+    if s.endswith("\\") and not s.endswith("\\\\"):
+        s += "\\"
+    return s
+
+
+def inert_markup(text: Any) -> str:
+    """:func:`inert`, then markup escaped: safe to put inside a markup string (``f"[bold]{inert_markup(n)}[/]"``)."""
+    return escape_markup(inert(text))
+
+
+def json_safe(doc_text: str) -> str:
+    """A JSON document with DEL and C1 characters written as ``\\u00XX`` escapes.
+
+    ``json.dumps(..., ensure_ascii=False)`` escapes C0 but leaves DEL/C1 raw; the escaped form
+    decodes to the very same string, so the document stays exact and the terminal stays safe.
+    """
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", doc_text)
