@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import math
 import os
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
@@ -54,8 +55,10 @@ def array_stats(array: np.ndarray) -> dict[str, Any]:
         "md5": hashlib.md5(np.ascontiguousarray(a).tobytes()).hexdigest(),
     }
     if fin.size:
-        out.update(max=float(fin.max()), min=float(fin.min()), mean=float(fin.mean()),
-                   l2norm=float(np.sqrt(np.dot(fin, fin))))
+        # math.fsum: exactly rounded, so the written files are the same on every machine (np.dot goes
+        # through BLAS, whose summation order depends on the CPU)
+        out.update(max=float(fin.max()), min=float(fin.min()), mean=math.fsum(fin) / fin.size,
+                   l2norm=math.sqrt(math.fsum(fin * fin)))
     else:
         out.update(max=None, min=None, mean=None, l2norm=None)
     return out
