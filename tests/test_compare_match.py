@@ -1,14 +1,14 @@
-"""compare_match: op pairing rules and first-divergence search."""
+"""compare.match: op pairing rules and slot pairing (origins: test_compare_origin)."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dumpscope.core.compare_match import (
+from dumpscope.core.compare.match import (
     OpRef,
-    first_divergence,
     match_ops,
+    pair_slots,
     normalize_name,
     op_token,
 )
@@ -86,40 +86,10 @@ def test_matching_self_pairs_everything_by_name(specs):
 # ---- first divergence -----------------------------------------------------------------
 
 
-def row(name, io, verdict, slot=0, step=0):
-    return {"name": name, "io": io, "slot": slot, "verdict": verdict, "step": step, "rank": 0}
-
-
-def test_first_divergence_skips_inherited_errors():
-    rows = [
-        row("A", "input", "pass"), row("A", "output", "pass"),
-        row("B", "input", "error"), row("B", "output", "error"),  # inherited
-        row("C", "input", "pass"), row("C", "output", "warning"),
-        row("D", "input", "pass"), row("D", "output", "error", slot=1),  # born here
-        row("E", "output", "error"),
-    ]
-    assert first_divergence(rows) is rows[7]
-
-
-def test_first_divergence_ops_without_inputs_and_none():
-    rows = [row("A", "output", "pass"), row("B", "output", "error")]
-    assert first_divergence(rows) is rows[1]
-    assert first_divergence([row("A", "output", "pass"), row("A", "input", "error")]) is None
-    assert first_divergence([]) is None
-
-
-def test_first_divergence_fallback_when_all_inherited():
-    rows = [row("B", "input", "error"), row("B", "output", "error"), row("C", "input", "error"), row("C", "output", "error")]
-    assert first_divergence(rows) is rows[1]
-
-
-def test_first_divergence_uses_producers_for_output_only_dumps():
-    rows = [row("A", "output", "error"), row("B", "output", "error")]
-    # A has an erroneous producer X that is not dumped → nothing known; B is fed by A
-    assert first_divergence(rows, {"B": ["A:0"]}) is rows[0]
-    rows2 = [row("X", "output", "error"), row("A", "output", "error")]
-    assert first_divergence(rows2, {"A": ["X:0"], "X": ["X:0"]}) is rows2[0]
-    # step keeps ops apart: an error of A at step 1 does not taint B at step 0
-    rows3 = [row("A", "output", "error", step=1), row("B", "output", "error", step=0)]
-    assert first_divergence(rows3, {"B": ["A"]}) is rows3[0]
-    assert first_divergence(rows3[1:], {"B": ["A"]}) is rows3[1]
+def test_pair_slots_by_position_inputs_first():
+    g = {("output", 0): "go0", ("input", 2): "gi2", ("input", 1): "gi1", ("output", 3): "go3"}
+    t = {("input", 1): "ti1", ("input", 2): "ti2", ("output", 0): "to0"}
+    pairs, missing = pair_slots(g, t)
+    assert [(k, a, b) for k, a, b in pairs] == [(("input", 1), "gi1", "ti1"), (("input", 2), "gi2", "ti2"),
+                                               (("output", 0), "go0", "to0")]
+    assert missing == [("output", 3)]

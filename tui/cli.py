@@ -103,12 +103,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_format(p, csv_ok=False)
     _add_common(p)
 
-    p = sub.add_parser("compare", help="compare a golden dump with a target dump")
+    from dumpscope.core.compare.verdict import RULES_HELP
+
+    p = sub.add_parser("compare", help="compare a golden dump with a target dump", epilog=RULES_HELP,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("golden", metavar="GOLDEN")
     p.add_argument("target", metavar="TARGET")
     _add_place(p)
-    p.add_argument("--rtol", type=float, metavar="X", help="relative tolerance (adds an allclose rule)")
-    p.add_argument("--atol", type=float, metavar="X", help="absolute tolerance (adds an allclose rule)")
+    p.add_argument("--rtol", type=float, metavar="X",
+                   help="relative tolerance: numpy allclose replaces the default element rules")
+    p.add_argument("--atol", type=float, metavar="X",
+                   help="absolute tolerance: numpy allclose replaces the default element rules")
     p.add_argument("--export-config", metavar="FILE",
                    help="write the diverging ops as a re-dump op list (MindSpore kernels / CANN dump_layer)")
     _add_format(p)
@@ -467,14 +472,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         _print_json(doc)
         return 0
     keys = ["name", "io", "slot", "step", "rank", "cosine", "euc_dist", "max_abs_err", "max_rel_err",
-            "one_thousandth_ratio", "five_thousandth_ratio", "verdict", "rule", "match"]
+            "one_thousandth_ratio", "five_thousandth_ratio", "verdict", "rule", "match", "kind", "origin",
+            "target_name"]
     if args.csv:
         _write_csv(keys, [[r.get(k) for k in keys] for r in doc["rows"]])
         return 0
     from rich.table import Table
 
     t = Table(show_edge=False, title="compare (golden vs target), execution order")
-    for col in ("", "name", "io", "cosine", "max_abs", "max_rel", "verdict", "rule"):
+    for col in ("", "name", "io", "cosine", "max_abs", "max_rel", "verdict", "origin", "rule"):
         t.add_column(col, overflow="fold")
     fd = doc.get("first_divergence") or {}
     glyph = {"pass": "✓", "warning": "~", "error": "✗"}
@@ -482,11 +488,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         first = fd and r["name"] == fd.get("name") and r["io"] == fd.get("io") and r["slot"] == fd.get("slot")
         t.add_row("▶" if first else "", inert(r["name"]), f"{r['io']}.{r['slot']}", _fmt_num(r["cosine"]),
                   _fmt_num(r["max_abs_err"]), _fmt_num(r["max_rel_err"]),
-                  f"{glyph.get(r['verdict'], '?')} {r['verdict']}", r["rule"])
+                  f"{glyph.get(r['verdict'], '?')} {r['verdict']}", r.get("origin") or "", inert(r["rule"]))
     con = _console()
     con.print(t)
-    con.print(f"first divergence: {inert(fd.get('name', '-'))} {fd.get('io', '')}.{fd.get('slot', '')}" if fd
-              else "first divergence: none")
+    con.print(f"first divergence: {inert(fd.get('name', '-'))} {fd.get('io', '')}.{fd.get('slot', '')} "
+              f"({fd.get('cause')}: {inert(fd.get('rule'))})" if fd else "first divergence: none")
     if doc["unmatched_golden"] or doc["unmatched_target"]:
         con.print(f"unmatched: {len(doc['unmatched_golden'])} golden, {len(doc['unmatched_target'])} target")
     return 0

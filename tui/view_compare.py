@@ -1,7 +1,8 @@
-"""Compare view: matched tensors with metrics and verdicts, first divergence highlighted.
+"""Compare view: matched tensors with metrics, verdicts and origins; the first divergence selected.
 
 The compare itself runs in the app's "compare" worker when the explorer starts with
-``--compare``; this view only shows (and sorts) the rows it produced.
+``--compare``; this view only shows (and sorts) the rows it produced.  ``n``/``N`` walk the
+rows where an error is born (origin "born" or "constant").
 """
 
 from __future__ import annotations
@@ -52,6 +53,21 @@ SORTS: dict[str, tuple[str, Callable[[dict[str, Any]], Any]]] = {
 }
 
 
+_ORIGIN_TEXT = {"born": "born", "constant": "const", "inherited": "inh"}
+
+
+def origin_text(row: dict[str, Any]) -> str:
+    """The origin column: born / const / inh, or the row kind for parameters and arguments."""
+    if row.get("origin"):
+        return _ORIGIN_TEXT.get(str(row["origin"]), str(row["origin"]))
+    return {"parameter": "param", "scalar": "arg"}.get(str(row.get("kind")), "")
+
+
+def is_born(row: dict[str, Any]) -> bool:
+    """An error row of an op where the error is born (what ``n``/``N`` walk)."""
+    return row.get("verdict") == "error" and row.get("origin") in ("born", "constant")
+
+
 def is_first_divergence(row: dict[str, Any], fd: Optional[dict[str, Any]]) -> bool:
     return bool(fd) and all(row.get(k) == fd.get(k) for k in ("name", "io", "slot", "step") if k in fd)  # type: ignore
 
@@ -74,6 +90,7 @@ class CompareScreen(TableView):
             Column("verdict", "", 2, fmt=verdict),
             Column("name", "op", keep_end=True),
             Column("io", "tensor", 6, fmt=lambda r: f"{'in' if r.get('io') == 'input' else 'out'}.{r.get('slot')}"),
+            Column("origin", "origin", 6, fmt=origin_text),
             Column("cosine", "cosine", 8, ">", fmt=_f("cosine", 6)),
             Column("max_abs_err", "max abs", 9, ">", fmt=_f("max_abs_err")),
             Column("max_rel_err", "max rel", 9, ">", fmt=_f("max_rel_err")),
@@ -86,7 +103,7 @@ class CompareScreen(TableView):
         return "linelist--origin" if row.get("_first") else None
 
     def is_problem(self, row: dict[str, Any]) -> bool:
-        return row.get("verdict") in ("error", "warning")
+        return is_born(row)
 
     def load(self) -> None:
         app = self.app
@@ -108,12 +125,14 @@ class CompareScreen(TableView):
         if fd:
             note.append("first divergence: ", "")
             note.append(f"{fd.get('name')} {fd.get('io')}.{fd.get('slot')}", "bold red")
+            if fd.get("cause"):
+                note.append(f" ({fd['cause']})", "red")
         else:
             note.append("no divergence", "green")
         ug, ut = len(result.get("unmatched_golden", [])), len(result.get("unmatched_target", []))
         if ug or ut:
             note.append(f"  unmatched {ug}/{ut}", "dim")
-        note.append(f"   sort: {SORTS[self.sort_key][0]} (0-5)", "dim")
+        note.append(f"   n/N: where errors are born   sort: {SORTS[self.sort_key][0]} (0-5)", "dim")
         self.note(note)
 
     def _apply_sort(self) -> None:
@@ -144,7 +163,9 @@ class CompareDetailScreen(Screen):
         head = Text.assemble((VERDICT_GLYPH.get(str(r.get("verdict")), "?") + " ", "bold"),
                              (f"{inert(r.get('name'))} {r.get('io')}.{r.get('slot')}", "bold"),
                              (f"  cosine {_f('cosine', 6)(r)}  max abs {_f('max_abs_err')(r)}  "
-                              f"rule {r.get('rule')}", "dim"))
+                              f"rule {r.get('rule')}", "dim"),
+                             (f"  origin {r.get('origin')}" + (f" via {r.get('origin_via')}" if r.get("origin_via")
+                                                                else "") if r.get("origin") else "", "dim"))
         yield Static(head, id="view-title")
         with Horizontal(id="side-by-side"):
             with Vertical():

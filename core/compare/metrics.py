@@ -1,4 +1,4 @@
-"""Golden-vs-target tensor metrics and the verdict rules (msprobe-compatible definitions).
+"""Golden-vs-target tensor metrics (msprobe definitions); the verdicts live in ``verdict``.
 
 ``golden`` is the bench side B, ``target`` the side under test N (usually the NPU), as in
 msprobe (FORMATS.md §9.3):
@@ -21,8 +21,14 @@ tensors are compared as interleaved (real, imag) real vectors, so cosine is
 Re⟨N,B⟩/(‖N‖‖B‖) and RE is per component.  bool/int/ml_dtypes floats are cast to float64
 (int64 beyond 2**53 loses precision).
 
+Besides msprobe's metrics the pass records what the verdict rules need and msprobe rows show:
+each side's min/max/mean/L2 norm over finite elements, and a histogram of the absolute
+difference (binary exponent) of the elements whose relative error exceeds the element
+tolerance ``rtol`` — so "how many elements moved by more than max(rtol·|golden|, atol)" can be
+answered afterwards for any ``atol`` (the noise floor depends on the op's other tensors).
+
 Everything here is module-level and the records are plain picklable dataclasses, so
-``compare_arrays`` can run inside a ``ProcessPoolExecutor`` worker.
+``measure_arrays`` can run inside a ``ProcessPoolExecutor`` worker.
 """
 
 from __future__ import annotations
@@ -33,10 +39,6 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Optional
 
 import numpy as np
-
-PASS = "pass"
-WARNING = "warning"
-ERROR = "error"
 
 #: Keys of one CLI ``compare`` row that this module fills (CLI.md).
 ROW_KEYS = (
@@ -54,27 +56,37 @@ ROW_KEYS = (
 _BLOCK = 1 << 17
 
 
-@dataclass(slots=True)
-class Thresholds:
-    """Verdict thresholds; defaults follow msprobe's "Accuracy Reached or Not".
+@dataclass(slots=True, frozen=True)
+class Tolerance:
+    """What the pass must know before it starts.
 
-    ``rtol``/``atol`` (CLI ``--rtol/--atol``) switch on an extra allclose rule; either may be
-    given alone (the other counts as 0).  ``stat_rel_warn``/``stat_rel_error`` only drive
-    :func:`compare_stats` (statistics-only dumps).
+    ``rtol``: an element "moved" when its relative error exceeds it (the histogram of moved
+    elements is kept by |difference|, so the absolute floor is chosen later).
+    ``allclose``: ``(atol, rtol)`` from ``--atol/--rtol``: count the elements with
+    |t−g| > atol + rtol·|g| exactly (numpy ``allclose``).
     """
 
-    cos_warn: float = 0.99
-    abs_warn: float = 0.001
-    cos_error: float = 0.9
-    abs_error: float = 1.0
-    rtol: Optional[float] = None
-    atol: Optional[float] = None
-    stat_rel_warn: float = 0.01
-    stat_rel_error: float = 0.5
+    rtol: float = 1e-3
+    allclose: Optional[tuple[float, float]] = None
 
-    @property
-    def allclose(self) -> bool:
-        return self.rtol is not None or self.atol is not None
+
+#: Histogram of moved elements: 4 bins per binary octave of |difference|, octaves -160..160.
+HIST_SUB = 4
+HIST_MIN_EXP = -160
+HIST_BINS = (320 + 1) * HIST_SUB
+
+
+def hist_bin_low(i: int) -> float:
+    """Lower edge of histogram bin ``i`` (bins split each octave [2^(e-1), 2^e) in 4 equal parts)."""
+    e, sub = divmod(i, HIST_SUB)
+    return (0.5 + sub / (2 * HIST_SUB)) * 2.0 ** (e + HIST_MIN_EXP)
+
+
+def moved_count(hist: Optional[list[int]], atol: float) -> int:
+    """Elements counted in ``hist`` whose |difference| is above ``atol`` (to within one bin, 1/8 octave)."""
+    if not hist:
+        return 0
+    return sum(c for i, c in enumerate(hist) if c and hist_bin_low(i) >= atol)
 
 
 @dataclass(slots=True)
@@ -107,6 +119,11 @@ class CompareResult:
     allclose_failed: Optional[int] = None  # elements failing |t-g| <= atol + rtol*|g|
     stat_diffs: Optional[dict[str, float]] = None  # compare_stats: target − golden per stat
     stat_rel_errs: Optional[dict[str, float]] = None  # compare_stats: |diff| / |golden|
+    golden_stats: Optional[dict[str, Optional[float]]] = None  # max, min, mean, l2norm (finite elements)
+    target_stats: Optional[dict[str, Optional[float]]] = None
+    rtol: Optional[float] = None  # the element tolerance the moved histogram was counted with
+    moved_hist: Optional[list[int]] = None  # see moved_count(); None for statistics-only pairs
+    size: int = 0  # elements of the golden tensor (complex: real components), finite or not; -1 unknown
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -221,7 +238,7 @@ class _Acc:
     __slots__ = (
         "sgg", "stt", "sgt", "sdd", "max_abs", "max_rel", "c1", "c5", "n",
         "g_nan", "g_inf", "t_nan", "t_inf", "mismatch", "g_only_nan", "t_only_nan",
-        "g_only_inf", "t_only_inf", "close_fail",
+        "g_only_inf", "t_only_inf", "close_fail", "gmin", "gmax", "tmin", "tmax", "gsum", "tsum", "hist",
     )
 
     def __init__(self) -> None:
@@ -231,6 +248,10 @@ class _Acc:
         self.g_nan = self.g_inf = self.t_nan = self.t_inf = 0
         self.mismatch = self.g_only_nan = self.t_only_nan = self.g_only_inf = self.t_only_inf = 0
         self.close_fail = 0
+        self.gmin = self.tmin = math.inf
+        self.gmax = self.tmax = -math.inf
+        self.gsum = self.tsum = 0.0
+        self.hist = np.zeros(HIST_BINS, np.int64)
 
 
 class _Buffers:
@@ -246,7 +267,7 @@ class _Buffers:
 
 
 def _finite_metrics(
-    g: np.ndarray, t: np.ndarray, buf: _Buffers, acc: _Acc, eps: float, th: Thresholds,
+    g: np.ndarray, t: np.ndarray, buf: _Buffers, acc: _Acc, eps: float, tol: Tolerance,
     sums: Optional[tuple[float, float, float]] = None,
 ) -> None:
     """Accumulate metrics of float64 blocks ``g``, ``t`` known to be all finite."""
@@ -259,6 +280,12 @@ def _finite_metrics(
     acc.stt += sums[1]
     acc.sgt += sums[2]
     acc.n += n
+    acc.gmin = min(acc.gmin, float(g.min()))
+    acc.gmax = max(acc.gmax, float(g.max()))
+    acc.tmin = min(acc.tmin, float(t.min()))
+    acc.tmax = max(acc.tmax, float(t.max()))
+    acc.gsum += float(np.add.reduce(g))
+    acc.tsum += float(np.add.reduce(t))
     d = buf.d[:n]
     w = buf.w[:n]
     b = buf.b[:n]
@@ -267,11 +294,11 @@ def _finite_metrics(
     np.abs(d, out=d)
     acc.max_abs = max(acc.max_abs, float(d.max()))
     np.abs(g, out=w)
-    if th.allclose:
-        tol = buf.x[:n]
-        np.multiply(w, th.rtol or 0.0, out=tol)
-        tol += th.atol or 0.0
-        np.greater(d, tol, out=b)
+    if tol.allclose is not None:
+        lim = buf.x[:n]
+        np.multiply(w, tol.allclose[1], out=lim)
+        lim += tol.allclose[0]
+        np.greater(d, lim, out=b)
         acc.close_fail += int(np.count_nonzero(b))
     np.divide(d, w, out=w)
     mr = float(w.max())
@@ -288,10 +315,21 @@ def _finite_metrics(
     acc.c1 += int(np.count_nonzero(b))
     np.less(w, 0.005, out=b)
     acc.c5 += int(np.count_nonzero(b))
+    np.greater(w, tol.rtol, out=b)
+    if b.any():
+        _histogram(d[b], acc.hist)
+
+
+def _histogram(moved: np.ndarray, hist: np.ndarray) -> None:
+    """Add |differences| ``moved`` (all > 0) to the 1/4-octave histogram."""
+    m, e = np.frexp(moved)
+    idx = (np.clip(e, HIST_MIN_EXP, -HIST_MIN_EXP) - HIST_MIN_EXP) * HIST_SUB
+    idx += np.minimum(((m - 0.5) * (2 * HIST_SUB)).astype(np.int64), HIST_SUB - 1)
+    hist += np.bincount(idx, minlength=HIST_BINS)[:HIST_BINS]
 
 
 def _nonfinite_block(
-    g: np.ndarray, t: np.ndarray, buf: _Buffers, acc: _Acc, eps: float, th: Thresholds
+    g: np.ndarray, t: np.ndarray, buf: _Buffers, acc: _Acc, eps: float, tol: Tolerance
 ) -> None:
     """Slow path for a block holding NaN/Inf: count them, compare the finite pairs."""
     g_nan, t_nan = np.isnan(g), np.isnan(t)
@@ -312,11 +350,11 @@ def _nonfinite_block(
     acc.t_only_inf += int((t_inf & ~g_inf).sum())
     gf, tf = g[both], t[both]
     # fancy indexing copied; recompute sums on the finite part (overflow-safe retry)
-    _finite_metrics(gf, tf, _Buffers(gf.size) if gf.size > buf.d.size else buf, acc, eps, th)
+    _finite_metrics(gf, tf, _Buffers(gf.size) if gf.size > buf.d.size else buf, acc, eps, tol)
 
 
 def _accumulate(
-    golden: np.ndarray, target: np.ndarray, th: Thresholds, chunk_elems: int, eps: float
+    golden: np.ndarray, target: np.ndarray, tol: Tolerance, chunk_elems: int, eps: float
 ) -> _Acc:
     acc = _Acc()
     reals = golden.size * (2 if golden.dtype.kind == "c" else 1)
@@ -324,12 +362,12 @@ def _accumulate(
     buf = _Buffers(block)
     with np.errstate(all="ignore"):  # once per call: errstate costs µs per entry
         for gc, tc in _pair_chunks(golden, target, max(1, chunk_elems)):
-            _accumulate_chunk(gc, tc, block, buf, acc, eps, th)
+            _accumulate_chunk(gc, tc, block, buf, acc, eps, tol)
     return acc
 
 
 def _accumulate_chunk(
-    gc: np.ndarray, tc: np.ndarray, block: int, buf: _Buffers, acc: _Acc, eps: float, th: Thresholds
+    gc: np.ndarray, tc: np.ndarray, block: int, buf: _Buffers, acc: _Acc, eps: float, tol: Tolerance
 ) -> None:
     """Feed one pair of 1-D chunks to the accumulator, block by block."""
     for s in range(0, gc.size, block):
@@ -342,88 +380,22 @@ def _accumulate_chunk(
         sgg, stt = _dot(g, g), _dot(t, t)
         if math.isfinite(sgg) and math.isfinite(stt):
             # NaN/Inf propagate into sums of squares, so finite sums ⇒ finite block
-            _finite_metrics(g, t, buf, acc, eps, th, (sgg, stt, _dot(g, t)))
+            _finite_metrics(g, t, buf, acc, eps, tol, (sgg, stt, _dot(g, t)))
         else:
-            _nonfinite_block(g, t, buf, acc, eps, th)
-
-
-# --------------------------------------------------------------------------------------
-# verdict
-
-
-def _nonfinite_rule(r: CompareResult) -> str:
-    ex = r.extra
-    parts = []
-    for kind in ("nan", "inf"):
-        g_only, t_only = ex.get(f"golden_only_{kind}", 0), ex.get(f"target_only_{kind}", 0)
-        if t_only and not g_only:
-            parts.append(f"{kind} only in target")
-        elif g_only and not t_only:
-            parts.append(f"{kind} only in golden")
-        elif g_only and t_only:
-            parts.append(f"{kind} at different positions")
-    text = ", ".join(parts) or "inf sign differs"
-    return f"{text} ({r.nonfinite_mismatch} elements)"
-
-
-def decide(r: CompareResult, th: Thresholds) -> tuple[str, str]:
-    """Return ``(verdict, rule)`` for a filled-in tensor result; the first rule that fires wins.
-
-    error:
-      1. dtype classes that cannot be compared (complex vs real, strings/objects);
-      2. shape mismatch;
-      3. NaN/Inf status differs at some position (e.g. NaN only in target);
-      4. cosine < ``cos_error`` (0.9);
-      5. max_abs_err > ``abs_error`` (1);
-      6. with rtol/atol: any element with |t−g| > atol + rtol·|g|;
-    warning:
-      7. cosine < ``cos_warn`` (0.99) and max_abs_err > ``abs_warn`` (0.001);
-    pass otherwise ("pass", or "pass (no finite elements)" when nothing was comparable).
-
-    Rules 4, 5 and 7 together are msprobe's "Accuracy Reached or Not" split into two levels.
-    """
-    gcls, tcls = _class_of_name(r.golden_dtype), _class_of_name(r.target_dtype)
-    if gcls == "other" or tcls == "other" or gcls != tcls:
-        return ERROR, f"dtype {r.golden_dtype} vs {r.target_dtype} not comparable"
-    if tuple(r.shape) != tuple(r.target_shape):
-        return ERROR, f"shape {_shape_text(r.shape)} vs {_shape_text(r.target_shape)}"
-    if r.nonfinite_mismatch:
-        return ERROR, _nonfinite_rule(r)
-    if r.cosine is not None and r.cosine < th.cos_error:
-        return ERROR, f"cosine {_fmt(r.cosine)} < {_fmt(th.cos_error)}"
-    if r.max_abs_err is not None and r.max_abs_err > th.abs_error:
-        return ERROR, f"max_abs_err {_fmt(r.max_abs_err)} > {_fmt(th.abs_error)}"
-    if r.allclose_failed:
-        return ERROR, (
-            f"allclose: {r.allclose_failed} of {r.count} elements exceed "
-            f"atol {_fmt(th.atol or 0.0)} + rtol {_fmt(th.rtol or 0.0)}*|golden|"
-        )
-    if (
-        r.cosine is not None
-        and r.max_abs_err is not None
-        and r.cosine < th.cos_warn
-        and r.max_abs_err > th.abs_warn
-    ):
-        return WARNING, (
-            f"cosine {_fmt(r.cosine)} < {_fmt(th.cos_warn)} and "
-            f"max_abs_err {_fmt(r.max_abs_err)} > {_fmt(th.abs_warn)}"
-        )
-    if r.count == 0 and r.stat_diffs is None:
-        return PASS, "pass (no finite elements)"
-    return PASS, "pass"
+            _nonfinite_block(g, t, buf, acc, eps, tol)
 
 
 # --------------------------------------------------------------------------------------
 # public entry points
 
 
-def compare_arrays(
+def measure_arrays(
     golden: np.ndarray,
     target: np.ndarray,
-    thresholds: Thresholds = Thresholds(),
+    tol: Tolerance = Tolerance(),
     chunk_elems: int = 1 << 22,
 ) -> CompareResult:
-    """Compare two tensors element-wise and judge the pair (see module docstring, :func:`decide`).
+    """Measure two tensors element-wise (see the module docstring); no verdict yet.
 
     Shapes must be equal (no broadcasting, no squeezing: a reshape is the loader's job);
     on a mismatch or an uncomparable dtype pair the metrics stay ``None``.
@@ -432,22 +404,29 @@ def compare_arrays(
     golden = np.asarray(golden) if not isinstance(golden, np.ndarray) else golden
     target = np.asarray(target) if not isinstance(target, np.ndarray) else target
     r = CompareResult(
-        verdict=PASS,
+        verdict="",
         rule="",
         shape=tuple(int(d) for d in golden.shape),
         target_shape=tuple(int(d) for d in target.shape),
         golden_dtype=_dtype_name(golden.dtype),
         target_dtype=_dtype_name(target.dtype),
+        rtol=tol.rtol,
+        size=int(golden.size) * (2 if golden.dtype.kind == "c" else 1),
     )
     gcls, tcls = _dtype_class(golden.dtype), _dtype_class(target.dtype)
     if gcls != "other" and gcls == tcls and r.shape == r.target_shape:
-        acc = _accumulate(golden, target, thresholds, chunk_elems, _eps(golden.dtype))
-        _fill(r, acc, thresholds)
-    r.verdict, r.rule = decide(r, thresholds)
+        acc = _accumulate(golden, target, tol, chunk_elems, _eps(golden.dtype))
+        _fill(r, acc, tol)
     return r
 
 
-def _fill(r: CompareResult, acc: _Acc, th: Thresholds) -> None:
+def _side_stats(n: int, lo: float, hi: float, total: float, sq: float) -> dict[str, Optional[float]]:
+    if n == 0:
+        return {"max": None, "min": None, "mean": None, "l2norm": None}
+    return {"max": hi, "min": lo, "mean": total / n, "l2norm": math.sqrt(sq)}
+
+
+def _fill(r: CompareResult, acc: _Acc, tol: Tolerance) -> None:
     r.count = acc.n
     r.golden_nan, r.golden_inf, r.target_nan, r.target_inf = acc.g_nan, acc.g_inf, acc.t_nan, acc.t_inf
     r.nonfinite_mismatch = acc.mismatch
@@ -455,8 +434,11 @@ def _fill(r: CompareResult, acc: _Acc, th: Thresholds) -> None:
         golden_only_nan=acc.g_only_nan, target_only_nan=acc.t_only_nan,
         golden_only_inf=acc.g_only_inf, target_only_inf=acc.t_only_inf,
     )
-    if th.allclose:
+    if tol.allclose is not None:
         r.allclose_failed = acc.close_fail
+    r.golden_stats = _side_stats(acc.n, acc.gmin, acc.gmax, acc.gsum, acc.sgg)
+    r.target_stats = _side_stats(acc.n, acc.tmin, acc.tmax, acc.tsum, acc.stt)
+    r.moved_hist = [int(c) for c in acc.hist] if acc.hist.any() else []
     if acc.n == 0:
         return
     ng, nt = math.sqrt(acc.sgg), math.sqrt(acc.stt)
@@ -487,12 +469,9 @@ _STAT_ALIASES: dict[str, tuple[str, ...]] = {
     "neginf": ("neginf", "negative inf count", "neg_inf"),
 }
 
-#: Statistics that drive the stats verdict (mean is reported only: a mean near zero makes
-#: its relative error explode without saying anything about accuracy).
-_JUDGED_STATS = ("max", "min", "l2norm")
 
-
-def _stat(d: Mapping[str, Any], name: str) -> Optional[float]:
+def stat_value(d: Mapping[str, Any], name: str) -> Optional[float]:
+    """Statistic ``name`` (max/min/mean/l2norm/nan/posinf/neginf) of a stats record, any spelling."""
     low = {str(k).strip().lower(): v for k, v in d.items()}
     for alias in _STAT_ALIASES[name]:
         v = low.get(alias)
@@ -505,40 +484,36 @@ def _stat(d: Mapping[str, Any], name: str) -> Optional[float]:
     return None
 
 
-def compare_stats(
-    golden: Mapping[str, Any], target: Mapping[str, Any], thresholds: Thresholds = Thresholds()
-) -> CompareResult:
-    """Compare statistics-only records (msprobe "statistics" mode).
+def measure_stats(golden: Mapping[str, Any], target: Mapping[str, Any]) -> CompareResult:
+    """Measure statistics-only records (msprobe "statistics" mode); no verdict yet.
 
     Stats are looked up case-insensitively (``max``/``Max Value``, ``mean``/``Avg Value``,
     ``l2norm``/``Norm``/``L2Norm Value``, ``nan``/``Nan Count``, …); optional ``shape`` and
-    ``dtype`` keys are checked too.  ``stat_diffs`` = target − golden, ``stat_rel_errs`` =
-    |diff| / |golden| as a fraction (msprobe prints ×100 %), golden eps rule at zero.
-    Verdict (first that fires):
-      error: dtype class/shape mismatch; NaN or Inf present on one side only (from the
-      counts, or a non-finite max/min/mean/l2norm on one side); a judged stat (max, min,
-      l2norm) with rel err > ``stat_rel_error`` (0.5) and |diff| > ``abs_warn``;
-      warning: a judged stat with rel err > ``stat_rel_warn`` (0.01) and |diff| > ``abs_warn``;
-      pass otherwise.  Tensor metrics (cosine …) stay ``None``.
+    ``dtype`` keys are read too.  ``stat_diffs`` = target − golden, ``stat_rel_errs`` =
+    |diff| / |golden| as a fraction (msprobe prints ×100 %), golden eps at zero.  A stat that
+    is non-finite on one side only is listed in ``extra["nonfinite_stats"]``.  Tensor metrics
+    (cosine …) stay ``None``.
     """
-    th = thresholds
     gdt, tdt = str(golden.get("dtype", "") or ""), str(target.get("dtype", "") or "")
     gsh = _shape_of(golden.get("shape"))
     tsh = _shape_of(target.get("shape"))
     r = CompareResult(
-        verdict=PASS, rule="pass",
+        verdict="", rule="",
         shape=gsh if gsh is not None else (), target_shape=tsh if tsh is not None else (),
         golden_dtype=gdt, target_dtype=tdt, stat_diffs={}, stat_rel_errs={},
     )
+    r.extra["shapes_known"] = gsh is not None and tsh is not None
+    r.size = math.prod(gsh) if gsh is not None else -1
     for side, d in (("golden", golden), ("target", target)):
-        nan = _stat(d, "nan")
-        inf = sum(x for x in (_stat(d, "posinf"), _stat(d, "neginf")) if x is not None)
+        nan = stat_value(d, "nan")
+        inf = sum(x for x in (stat_value(d, "posinf"), stat_value(d, "neginf")) if x is not None)
         setattr(r, f"{side}_nan", int(nan or 0))
         setattr(r, f"{side}_inf", int(inf))
+        setattr(r, f"{side}_stats", {k: stat_value(d, k) for k in ("max", "min", "mean", "l2norm")})
     eps = _stat_eps(gdt)
     nonfinite_one_side: list[str] = []
     for name in ("max", "min", "mean", "l2norm"):
-        g, t = _stat(golden, name), _stat(target, name)
+        g, t = stat_value(golden, name), stat_value(target, name)
         if g is None or t is None:
             continue
         if not (math.isfinite(g) and math.isfinite(t)):
@@ -548,7 +523,7 @@ def compare_stats(
         diff = t - g
         r.stat_diffs[name] = diff
         r.stat_rel_errs[name] = abs(diff) / (abs(g) if g != 0 else eps)
-    r.verdict, r.rule = _decide_stats(r, th, gsh, tsh, nonfinite_one_side)
+    r.extra["nonfinite_stats"] = nonfinite_one_side
     return r
 
 
@@ -569,33 +544,21 @@ def _stat_eps(dtype_name: str) -> float:
         return float(np.finfo(np.float64).eps)
 
 
-def _decide_stats(
-    r: CompareResult, th: Thresholds,
-    gsh: Optional[tuple[int, ...]], tsh: Optional[tuple[int, ...]], nonfinite: list[str],
-) -> tuple[str, str]:
-    if r.golden_dtype and r.target_dtype:
-        gc, tc = _class_of_name(r.golden_dtype), _class_of_name(r.target_dtype)
-        if gc != tc or gc == "other":
-            return ERROR, f"dtype {r.golden_dtype} vs {r.target_dtype} not comparable"
-    if gsh is not None and tsh is not None and gsh != tsh:
-        return ERROR, f"shape {_shape_text(gsh)} vs {_shape_text(tsh)}"
-    for kind in ("nan", "inf"):
-        g, t = getattr(r, f"golden_{kind}"), getattr(r, f"target_{kind}")
-        if t and not g:
-            return ERROR, f"{kind} only in target"
-        if g and not t:
-            return ERROR, f"{kind} only in golden"
-    if nonfinite:
-        return ERROR, "non-finite stat on one side: " + ", ".join(nonfinite)
-    assert r.stat_diffs is not None and r.stat_rel_errs is not None
-    for level, limit in ((ERROR, th.stat_rel_error), (WARNING, th.stat_rel_warn)):
-        for name in _JUDGED_STATS:
-            rel = r.stat_rel_errs.get(name)
-            if rel is not None and rel > limit and abs(r.stat_diffs[name]) > th.abs_warn:
-                return level, f"{name} rel err {_fmt(rel)} > {_fmt(limit)}"
-    if not r.stat_diffs:
-        return PASS, "pass (no statistics to compare)"
-    return PASS, "pass"
+def dtype_eps(name: str) -> float:
+    """Machine epsilon of a dtype given by name (float64 eps for ints, bool and unknown names)."""
+    try:
+        return _eps(np.dtype(name))
+    except TypeError:
+        if name.startswith("bfloat16"):
+            return 2.0 ** -7
+        if name.startswith("float8"):
+            return 2.0 ** -2 if "e5m2" in name else 2.0 ** -3
+        return float(np.finfo(np.float64).eps)
+
+
+def dtype_class(name: str) -> str:
+    """"real", "complex" or "other" for a dtype name (see ``_dtype_class``)."""
+    return _class_of_name(name)
 
 
 def to_row(result: CompareResult) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Pair ops of a golden dump with ops of a target dump, and find where they first diverge.
+"""Pair ops of a golden dump with ops of a target dump, and their tensors slot by slot.
 
 Matching runs in three passes, each over what the previous passes left unmatched, and every
 pair records the rule that made it:
@@ -24,9 +24,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Iterable, Mapping, Optional, Sequence
-
-from dumpscope.core.model import INPUT, OUTPUT
+from typing import Any, Callable, Hashable, Optional
 
 RULE_NAME = "name"
 RULE_NORMALIZED = "name_normalized"
@@ -114,48 +112,18 @@ def match_ops(golden: list[OpRef], target: list[OpRef]) -> MatchResult:
     return MatchResult(pairs=pairs, unmatched_golden=g, unmatched_target=t)
 
 
-def _op_key(row: Mapping[str, Any], name: Optional[str] = None) -> tuple[Any, Any, str]:
-    return (row.get("rank"), row.get("step"), row["name"] if name is None else name)
+def pair_slots(golden: dict[tuple[str, int], Any], target: dict[tuple[str, int], Any]
+               ) -> tuple[list[tuple[tuple[str, int], Any, Any]], list[tuple[str, int]]]:
+    """Pair two ops' tensors by (io, slot): inputs first, then outputs, slot order.
 
-
-def _strip_port(src: str) -> str:
-    """``"producer:0"`` (graph input spelling) → ``"producer"``."""
-    head, sep, tail = src.rpartition(":")
-    return head if sep and tail.isdigit() else src
-
-
-def first_divergence(
-    rows: Sequence[Mapping[str, Any]],
-    inputs_of: Optional[Mapping[str, Iterable[str]]] = None,
-) -> Optional[Mapping[str, Any]]:
-    """The first output row (in the given execution order) where the error starts.
-
-    ``rows`` are compare rows with at least ``name``, ``io`` ("input"/"output"), ``slot``
-    and ``verdict`` (``rank``/``step`` keep ops of different steps apart when present).
-    ``inputs_of`` optionally maps an op name to the names of the ops producing its inputs
-    (from a graph, ``"name:out_index"`` accepted); their output rows then count as the op's inputs too, which matters for
-    output-only dumps.
-
-    Returns the first output row with verdict "error" whose op has no compared input in
-    error (an op with no compared inputs qualifies): the error was born there rather than
-    inherited.  If every error output has an erroneous input (e.g. the culprit was not
-    dumped), falls back to the first error output row.  ``None`` when no output row errs.
+    Slots are positions as the dump records them (msprobe keeps a ``null`` entry's position,
+    so ``[null, t1, t2]`` gives slots 1 and 2 on both sides).  Returns the pairs and the golden
+    keys the target lacks.
     """
-    in_err: set[tuple[Any, Any, str]] = set()
-    out_err: set[tuple[Any, Any, str]] = set()
-    for r in rows:
-        if r.get("verdict") == "error":
-            (in_err if r.get("io") == INPUT else out_err).add(_op_key(r))
-    fallback: Optional[Mapping[str, Any]] = None
-    for r in rows:
-        if r.get("io") != OUTPUT or r.get("verdict") != "error":
-            continue
-        if fallback is None:
-            fallback = r
-        if _op_key(r) in in_err:
-            continue
-        producers = (_strip_port(p) for p in (inputs_of.get(r["name"], ()) if inputs_of else ()))
-        if any(p != r["name"] and _op_key(r, p) in out_err for p in producers):
-            continue
-        return r
-    return fallback
+    pairs, missing = [], []
+    for key in sorted(golden, key=lambda k: (0 if k[0] == "input" else 1, k[1])):
+        if key in target:
+            pairs.append((key, golden[key], target[key]))
+        else:
+            missing.append(key)
+    return pairs, missing

@@ -1,0 +1,331 @@
+"""Golden-vs-target compare of two indexed dumps: pairs, measures, judges, traces origins.
+
+Ops are matched by name, then normalised name, then type and execution order (``match``);
+tensors by io and slot.  Each tensor pair is measured in its logical layout in a common dtype
+(``metrics``), or by statistics when one side holds no tensor data; non-tensor arguments
+(msprobe/Troubleshooter ``storage == "value"``) by value.  The verdict of each row (``verdict``)
+sees the magnitude of its op's inputs; ``origin`` then walks the ops in execution order to say
+where each error was born.  Pairs run on a small thread pool: numpy releases the GIL in the
+heavy loops, so two cores are used without copying tensors between processes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from dumpscope.core.compare import origin as org
+from dumpscope.core.compare import verdict as vd
+from dumpscope.core.compare.match import OpRef, match_ops, pair_slots
+from dumpscope.core.compare.metrics import CompareResult, Tolerance, measure_arrays, measure_stats, to_row
+from dumpscope.core.model import INPUT, OUTPUT
+from dumpscope.core.tensor_io import TensorLoadError, load_tensor
+
+if TYPE_CHECKING:
+    from dumpscope.core.query import DumpQuery, OpRow, TensorRow
+
+STORAGE_VALUE = "value"  # INTERFACES.md §3: a non-tensor argument kept in its slot
+_LITERAL = re.compile(r"^[A-Za-z0-9_]*\(")  # graph literals: F32(1e-05), I64(-1), Bool(1), Tensor(...), (..)
+
+
+@dataclass(slots=True)
+class _Pair:
+    gop: "OpRow"
+    top: "OpRow"
+    match: str
+    g: "TensorRow"
+    t: "TensorRow"
+    kind: str = "tensor"
+    result: Optional[CompareResult] = None
+    error: Optional[str] = None  # unreadable tensor
+    value: Optional[tuple[Any, Any]] = None  # scalar values (golden, target)
+    verdict: str = vd.PASS
+    rule: str = ""
+
+
+@dataclass(slots=True)
+class _Op:
+    gop: "OpRow"
+    top: "OpRow"
+    match: str
+    pairs: list[_Pair] = field(default_factory=list)
+    facts: Optional[org.OpFacts] = None
+
+
+def is_parameter(op: "OpRow") -> bool:
+    """MindSpore ``Parameter.*`` dumps (``OpRow.kind`` once it exists, else the type)."""
+    kind = getattr(op, "kind", None)
+    if kind:
+        return kind == "parameter"
+    return op.type == "Parameter"
+
+
+def _strip_port(src: str) -> str:
+    head, sep, tail = src.rpartition(":")
+    return head if sep and tail.isdigit() else src
+
+
+def produced(src: str) -> bool:
+    """Whether a graph input names a producing op (not a Parameter, a Load of one, or a literal)."""
+    if not src or src.startswith("param:") or _LITERAL.match(src):
+        return False
+    return not _strip_port(src).rsplit("/", 1)[-1].startswith("Load-op")
+
+
+def _value(t: "TensorRow") -> Any:
+    return (t.extra or {}).get("value")
+
+
+def _scalar_value(r: Optional[CompareResult], side: str) -> Any:
+    if r is None:
+        return None
+    st = getattr(r, f"{side}_stats") or {}
+    v = st.get("max")
+    return v if r.size <= 1 else None
+
+
+def _stats_doc(t: "TensorRow") -> dict[str, Any]:
+    doc = dict(t.stats or {})
+    doc.setdefault("dtype", t.dtype)
+    doc.setdefault("shape", list(t.shape))
+    return doc
+
+
+def _measure(p: _Pair, th: vd.Thresholds) -> None:
+    g, t = p.g, p.t
+    if p.kind == "scalar" and (g.storage == STORAGE_VALUE or t.storage == STORAGE_VALUE):
+        p.value = (_value(g), _value(t))
+        return
+    if g.storage == "none" or t.storage == "none":
+        p.result = measure_stats(_stats_doc(g), _stats_doc(t))
+        return
+    try:
+        ga = load_tensor(g.ref())
+        ta = load_tensor(t.ref())
+    except TensorLoadError as exc:
+        p.error = f"unreadable: {exc}"
+        return
+    allclose = (th.atol or 0.0, th.rtol or 0.0) if th.allclose else None
+    tol = Tolerance(rtol=vd.element_rtol(str(ga.dtype), str(ta.dtype)), allclose=allclose)
+    p.result = measure_arrays(ga, ta, tol)
+
+
+def _side(t: "TensorRow", r: Optional[CompareResult], side: str, value: Any) -> dict[str, Any]:
+    st = (getattr(r, f"{side}_stats") if r is not None else None) or {}
+    if not st and t.stats:
+        from dumpscope.core.compare.metrics import stat_value
+
+        st = {k: stat_value(t.stats, k) for k in ("max", "min", "mean", "l2norm")}
+    return {"dtype": t.dtype, "shape": list(t.shape), "max": _num(st.get("max")), "min": _num(st.get("min")),
+            "mean": _num(st.get("mean")), "l2norm": _num(st.get("l2norm")), "file": t.path, "value": value}
+
+
+def _num(v: Any) -> Any:
+    return v if not isinstance(v, float) or math.isfinite(v) else None
+
+
+def _first_user_frame(frames: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    try:
+        from dumpscope.core.source_frames import first_user_frame  # INTERFACES.md §2 (mindspore branch)
+    except ImportError:
+        first_user_frame = None
+    if first_user_frame is not None:
+        return first_user_frame(frames)
+    for f in frames:
+        path = str(f.get("file", "")).replace("\\", "/")
+        if f.get("user") is False:
+            continue
+        if any(part in path for part in ("/site-packages/", "/dist-packages/", "/mindspore/", "/torch/",
+                                         "/msprobe/", "/lib/python3")):
+            continue
+        return {k: f.get(k) for k in ("file", "line", "code")}
+    return None
+
+
+_STACK_LINE = re.compile(r'File "?([^",]+)"?, line (\d+), in [^\n]*\n?\s*(.*)', re.S)
+
+
+def _frames(q: "DumpQuery", op: "OpRow", details: dict[str, Any], tensors: list["TensorRow"]) -> list[dict]:
+    if details.get("source"):
+        return list(details["source"])
+    for t in tensors:
+        stack = (t.extra or {}).get("stack")
+        if stack:
+            out = []
+            for line in stack:
+                m = _STACK_LINE.match(str(line).strip())
+                if m:
+                    out.append({"file": m.group(1), "line": int(m.group(2)), "code": m.group(3).strip()})
+            return out
+    return []
+
+
+def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] = None,
+                  step: Optional[int] = None, rtol: Optional[float] = None, atol: Optional[float] = None,
+                  progress: Optional[Callable[[int, int], None]] = None, workers: int = 2,
+                  thresholds: Optional[vd.Thresholds] = None) -> dict[str, Any]:
+    """CLI.md ``compare`` document for one rank/step of both dumps."""
+    g_rank, g_step = golden.default_place(rank, step)
+    t_ranks, t_steps = target.ranks(), target.steps()
+    t_rank = g_rank if g_rank in t_ranks or not t_ranks else t_ranks[0]
+    t_step = g_step if g_step in t_steps or not t_steps else t_steps[0]
+    th = thresholds or vd.Thresholds()
+    if rtol is not None or atol is not None:
+        th = vd.Thresholds(**{**{k: getattr(th, k) for k in th.__slots__}, "rtol": rtol, "atol": atol})
+    g_ops = golden.ops(g_rank, g_step)
+    t_ops = target.ops(t_rank, t_step)
+    g_by_id = {o.id: o for o in g_ops}
+    t_by_id = {o.id: o for o in t_ops}
+    match = match_ops([OpRef(o.name, o.type, o.exec_index or 0, o.id) for o in g_ops],
+                      [OpRef(o.name, o.type, o.exec_index or 0, o.id) for o in t_ops])
+    g_names = {o.name for o in g_ops}
+    joined_to_name = {o.joined: o.name for o in g_ops if o.joined}
+    ops: list[_Op] = []
+    unmatched_tensors: list[str] = []
+    details: dict[int, dict[str, Any]] = {}
+    g_tensors: dict[int, list["TensorRow"]] = {}
+    for gref, tref, rule in sorted(match.pairs, key=lambda p: p[0].exec_index):
+        gop, top = g_by_id[gref.key], t_by_id[tref.key]
+        gts_list = golden.tensors(gop.id)
+        g_tensors[gop.id] = gts_list
+        details[gop.id] = golden.graph_details(gop)
+        pairs, missing = pair_slots({(x.io, x.slot): x for x in gts_list},
+                                    {(x.io, x.slot): x for x in target.tensors(top.id)})
+        unmatched_tensors += [f"{gop.name} {io}.{slot}" for io, slot in missing]
+        ops.append(_Op(gop, top, rule, [_Pair(gop, top, rule, g, t) for _, g, t in pairs]))
+    _classify(ops, details, g_names, joined_to_name, golden)
+    jobs = [p for op in ops for p in op.pairs]
+    done = 0
+    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="dumpscope-compare") as pool:
+        for _ in pool.map(lambda p: _measure(p, th), jobs):
+            done += 1
+            if progress is not None:
+                progress(done, len(jobs))
+    for op in ops:
+        _judge_op(op, th)
+        op.facts = _facts(op, details[op.gop.id], joined_to_name, g_names)
+    origins = org.trace([op.facts for op in ops])
+    fd = org.first_divergence([op.facts for op in ops], origins)
+    rows: list[dict[str, Any]] = []
+    fd_row: Optional[dict[str, Any]] = None
+    for i, (op, origin) in enumerate(zip(ops, origins)):
+        source = None
+        if origin.kind is not None or any(p.verdict != vd.PASS for p in op.pairs):
+            source = _first_user_frame(_frames(golden, op.gop, details[op.gop.id], g_tensors[op.gop.id]))
+        for j, p in enumerate(op.pairs):
+            row = _row(p, origin, source)
+            rows.append(row)
+            if fd is not None and fd.op == i and fd.row == j:
+                fd_row = row
+    first = None
+    if fd is not None and fd_row is not None:
+        first = {k: fd_row[k] for k in ("name", "io", "slot", "step", "rank")}
+        first.update(rule=fd.rule, cause=fd.cause, type=fd_row["type"], origin=fd_row["origin"])
+    return {
+        "rows": rows,
+        "first_divergence": first,
+        "unmatched_golden": [r.name for r in match.unmatched_golden],
+        "unmatched_target": [r.name for r in match.unmatched_target],
+        "unmatched_tensors": unmatched_tensors,
+        "golden": {"path": golden.root, "rank": g_rank, "step": g_step},
+        "target": {"path": target.root, "rank": t_rank, "step": t_step},
+        "rules": "see `dumpscope compare --help` (core/compare/verdict.py)",
+    }
+
+
+def _classify(ops: list[_Op], details: dict[int, dict[str, Any]], g_names: set[str],
+              joined_to_name: dict[str, str], golden: "DumpQuery") -> None:
+    """Row kinds: parameter (Parameter dumps), scalar (arguments; constants with no producer), tensor."""
+    small_output_seen = False
+    for op in ops:
+        inputs_from = details[op.gop.id]["inputs_from"]
+        graph = bool(inputs_from)
+        for p in op.pairs:
+            if is_parameter(op.gop):
+                p.kind = "parameter"
+            elif p.g.storage == STORAGE_VALUE or p.t.storage == STORAGE_VALUE:
+                p.kind = "scalar"
+            elif p.g.io == INPUT and _size(p.g.shape) <= 1 and _size(p.t.shape) <= 1:
+                if graph:
+                    src = inputs_from[p.g.slot] if p.g.slot < len(inputs_from) else ""
+                    if src and not produced(src) and not src.startswith("param:"):
+                        p.kind = "scalar"
+                elif not small_output_seen and op.gop.producer not in ("msprobe", "troubleshooter"):
+                    p.kind = "scalar"  # no graph: a 1-element input nothing before produced
+        if any(p.g.io == OUTPUT and _size(p.g.shape) <= 1 for p in op.pairs):
+            small_output_seen = True
+
+
+def _size(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _judge_op(op: _Op, th: vd.Thresholds) -> None:
+    """Verdicts of one op's rows; outputs are judged against the magnitude of the op's inputs."""
+    mag_in = 0.0
+    for p in op.pairs:
+        if p.g.io == INPUT and p.result is not None and p.kind != "scalar":
+            mag_in = max(mag_in, vd.magnitude_of(p.result.golden_stats), vd.magnitude_of(p.result.target_stats))
+    for p in op.pairs:
+        if p.error is not None:
+            p.verdict, p.rule = vd.ERROR, p.error
+        elif p.value is not None:
+            p.verdict, p.rule = vd.judge_value(*p.value)
+        elif p.result is not None:
+            ctx = vd.Context(th, magnitude=mag_in if p.g.io == OUTPUT else 0.0, kind=p.kind)
+            p.verdict, p.rule = vd.judge(p.result, ctx)
+            p.result.verdict, p.result.rule = p.verdict, p.rule
+
+
+def _facts(op: _Op, det: dict[str, Any], joined_to_name: dict[str, str], g_names: set[str]) -> org.OpFacts:
+    inputs_from = det["inputs_from"]
+    rows, input_producers = [], {}
+    for p in op.pairs:
+        is_produced = True
+        if p.g.io == INPUT and inputs_from:
+            src = inputs_from[p.g.slot] if p.g.slot < len(inputs_from) else ""
+            is_produced = produced(src)
+            name = joined_to_name.get(_strip_port(src))
+            if is_produced and name is not None and name != op.gop.name:
+                input_producers[p.g.slot] = name
+        rows.append(org.RowFacts(p.g.io, p.g.slot, p.verdict, p.kind, is_produced, p.rule))
+    producers = []
+    for src in inputs_from:
+        name = joined_to_name.get(_strip_port(src), _strip_port(src))
+        if name in g_names:
+            producers.append(name)
+    return org.OpFacts(op.gop.name, rows, is_parameter(op.gop), producers, input_producers)
+
+
+def _row(p: _Pair, origin: org.Origin, source: Optional[dict[str, Any]]) -> dict[str, Any]:
+    gop, top = p.gop, p.top
+    row: dict[str, Any] = {"name": gop.name, "io": p.g.io, "slot": p.g.slot, "step": gop.step, "rank": gop.rank}
+    if p.result is not None:
+        row.update(to_row(p.result))
+        row["mode"] = "stats" if p.result.stat_diffs is not None else "tensor"
+    else:
+        row.update({k: None for k in ("cosine", "euc_dist", "max_abs_err", "max_rel_err",
+                                      "one_thousandth_ratio", "five_thousandth_ratio")})
+        row["mode"] = "value" if p.value is not None else "tensor"
+    row["verdict"], row["rule"] = p.verdict, p.rule
+    gval = p.value[0] if p.value is not None else _scalar_value(p.result, "golden")
+    tval = p.value[1] if p.value is not None else _scalar_value(p.result, "target")
+    row.update({
+        "match": p.match, "target_name": top.name, "golden_op_id": gop.id, "target_op_id": top.id,
+        "exec_index": gop.exec_index, "type": gop.type, "kind": p.kind,
+        "origin": origin.kind if p.kind != "parameter" else None,
+        "origin_via": origin.via,
+        "golden": _side(p.g, p.result, "golden", gval),
+        "target": _side(p.t, p.result, "target", tval),
+        "source": source,
+    })
+    if p.result is not None and p.result.stat_diffs is not None:
+        row["stat_diffs"] = p.result.stat_diffs
+        row["stat_rel_errs"] = p.result.stat_rel_errs
+    return row

@@ -1,0 +1,149 @@
+"""Where an error is born: the origin of each op's divergence and the first divergence.
+
+Walking ops in execution order, an op whose outputs are in error is
+
+* ``"constant"`` when one of its constant/scalar inputs changed (msprobe ParametersErrChecker:
+  "scalar parameters inconsistent" is its first error too) — also when no output moved;
+* ``"born"`` when none of its inputs that have a producer carries an error: the error starts
+  here (msprobe OneThousandthErrChecker / RelativeErrChecker: inputs fine, output not);
+* ``"inherited"`` otherwise, naming the input that carries it.
+
+An input *carries* an error when its row is in error, it has a producer (an op in the graph,
+not a Parameter, a Load of one or a literal; for API dumps without a graph every tensor input
+counts as produced) and some op before it in execution order has an output in error (the graph's
+producer is not required to be that op: MindSpore's graph files describe the graph before
+kernel expansion, whose input order can differ from the dumped kernel's) — an input
+that differs while nothing upstream did was changed outside the dumped ops (different weights or
+data), so the op reading it is where the difference first shows.  For output-only dumps the
+producers named by the graph stand in for the inputs.
+
+The first divergence is the first op (execution order) whose origin is ``born`` or ``constant``,
+never a parameter while any op diverges; if every error is inherited (the culprit was not dumped)
+it falls back to the first op with an error output.  Parameters (MindSpore writes them after the
+optimizer update, so they differ from step 0 on) only answer when no op diverges.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from dumpscope.core.model import INPUT, OUTPUT
+
+BORN = "born"
+INHERITED = "inherited"
+CONSTANT = "constant"
+
+CAUSE_TENSOR = "tensor"
+CAUSE_CONSTANT = "constant"
+
+ERROR = "error"
+
+
+@dataclass(slots=True)
+class RowFacts:
+    """What the walk needs of one compared tensor row."""
+
+    io: str
+    slot: int
+    verdict: str
+    kind: str = "tensor"  # "tensor" | "scalar" | "parameter"
+    produced: bool = True  # False: Parameter / Load / literal / graph input
+    rule: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.io}.{self.slot}"
+
+
+@dataclass(slots=True)
+class OpFacts:
+    """One matched op: its rows, and (graph) the names of the ops producing its inputs."""
+
+    name: str
+    rows: list[RowFacts]
+    parameter: bool = False
+    producers: list[str] = field(default_factory=list)
+    input_producers: dict[int, str] = field(default_factory=dict)  # input slot -> producing *dumped* op
+
+
+@dataclass(slots=True)
+class Origin:
+    """The judgement for one op: ``kind`` None when its outputs are fine and no constant changed."""
+
+    kind: Optional[str]
+    via: Optional[str] = None  # "input.5" (constant) / "input.0 ← producer" (inherited)
+    rule: Optional[str] = None
+
+
+@dataclass(slots=True)
+class FirstDivergence:
+    op: int  # index into the ops given to trace
+    row: int  # index into that op's rows
+    cause: str
+    rule: str
+
+
+def _bad(r: RowFacts) -> bool:
+    return r.verdict == ERROR
+
+
+def trace(ops: Sequence[OpFacts]) -> list[Origin]:
+    """The origin of every op, in the order given (execution order)."""
+    out: list[Origin] = []
+    seen_bad_output = False
+    bad_ops: set[str] = set()
+    for op in ops:
+        origin = _origin(op, seen_bad_output, bad_ops)
+        out.append(origin)
+        if not op.parameter and any(_bad(r) for r in op.rows if r.io == OUTPUT):
+            seen_bad_output = True
+            bad_ops.add(op.name)
+    return out
+
+
+def _origin(op: OpFacts, upstream_bad: bool, bad_ops: set[str]) -> Origin:
+    if op.parameter:
+        return Origin(None)
+    consts = [r for r in op.rows if r.io == INPUT and r.kind == "scalar" and _bad(r)]
+    if consts:
+        return Origin(CONSTANT, consts[0].label, consts[0].rule)
+    outs_bad = [r for r in op.rows if r.io == OUTPUT and _bad(r)]
+    if not outs_bad:
+        return Origin(None)
+    for r in op.rows:
+        if r.io != INPUT or r.kind == "scalar" or not _bad(r) or not r.produced:
+            continue
+        if not upstream_bad:
+            continue
+        producer = op.input_producers.get(r.slot)
+        via = f"{r.label} ← {producer}" if producer in bad_ops else r.label
+        return Origin(INHERITED, via, r.rule)
+    if not any(r.io == INPUT for r in op.rows):
+        for p in op.producers:
+            if p != op.name and p in bad_ops:
+                return Origin(INHERITED, f"← {p}", None)
+    return Origin(BORN, None, outs_bad[0].rule)
+
+
+def first_divergence(ops: Sequence[OpFacts], origins: Sequence[Origin]) -> Optional[FirstDivergence]:
+    """The first op where an error is born (module docstring), or ``None`` when nothing erred."""
+    fallback: Optional[FirstDivergence] = None
+    param_fd: Optional[FirstDivergence] = None
+    for i, (op, org) in enumerate(zip(ops, origins)):
+        bad_rows = [j for j, r in enumerate(op.rows) if _bad(r)]
+        if not bad_rows:
+            continue
+        if op.parameter:
+            if param_fd is None:
+                param_fd = FirstDivergence(i, bad_rows[0], CAUSE_TENSOR, op.rows[bad_rows[0]].rule)
+            continue
+        outs = [j for j in bad_rows if op.rows[j].io == OUTPUT]
+        if org.kind == CONSTANT:
+            j = outs[0] if outs else next(j for j in bad_rows if op.rows[j].label == org.via)
+            return FirstDivergence(i, j, CAUSE_CONSTANT, f"{org.via} {org.rule}")
+        if org.kind == BORN:
+            return FirstDivergence(i, outs[0], CAUSE_TENSOR, op.rows[outs[0]].rule)
+        if outs and fallback is None:
+            fallback = FirstDivergence(i, outs[0], CAUSE_TENSOR, op.rows[outs[0]].rule)
+    return fallback or param_fd

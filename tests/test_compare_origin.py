@@ -1,0 +1,88 @@
+"""compare.origin: born / inherited / constant, and the first divergence, on hand-made op facts."""
+
+from __future__ import annotations
+
+from dumpscope.core.compare.origin import OpFacts, RowFacts, first_divergence, trace
+
+
+def op(name, *rows, parameter=False, producers=(), input_producers=None):
+    return OpFacts(name, [RowFacts(*r) if isinstance(r, tuple) else r for r in rows], parameter,
+                   list(producers), dict(input_producers or {}))
+
+
+def i(slot, verdict, kind="tensor", produced=True, rule=""):
+    return RowFacts("input", slot, verdict, kind, produced, rule or verdict)
+
+
+def o(slot, verdict, rule=""):
+    return RowFacts("output", slot, verdict, "tensor", True, rule or verdict)
+
+
+def walk(ops):
+    origins = trace(ops)
+    return [x.kind for x in origins], first_divergence(ops, origins)
+
+
+def test_born_then_inherited():
+    ops = [op("A", i(0, "pass"), o(0, "pass")),
+           op("B", i(0, "pass"), o(0, "error", "moved")),
+           op("C", i(0, "error"), o(0, "error"), input_producers={0: "B"})]
+    kinds, fd = walk(ops)
+    assert kinds == [None, "born", "inherited"]
+    assert (fd.op, fd.row, fd.cause, fd.rule) == (1, 1, "tensor", "moved")
+    assert trace(ops)[2].via == "input.0 ← B"
+
+
+def test_changed_constant_is_the_origin_not_an_inheritance():
+    # the issue's LayerNorm: only its epsilon (a constant, no producer) changed
+    ln = op("LayerNorm", i(0, "pass"), i(5, "error", "scalar", False, "argument changed: 1e-05 → 0.5"),
+            o(0, "error", "98% moved"))
+    ops = [op("A", i(0, "pass"), o(0, "pass")), ln, op("Q", i(0, "error"), o(0, "error"))]
+    kinds, fd = walk(ops)
+    assert kinds == [None, "constant", "inherited"]
+    assert (fd.op, fd.row, fd.cause) == (1, 2, "constant")
+    assert fd.rule == "input.5 argument changed: 1e-05 → 0.5"
+
+
+def test_constant_changed_without_effect_points_at_the_constant():
+    ops = [op("M", i(0, "pass"), i(1, "error", "scalar", False, "argument changed: 1 → 2"), o(0, "pass"))]
+    kinds, fd = walk(ops)
+    assert kinds == ["constant"] and (fd.row, fd.cause) == (1, "constant")
+
+
+def test_parameters_never_first_while_an_op_diverges():
+    ops = [op("Parameter.w", o(0, "error"), parameter=True),
+           op("A", i(0, "pass"), o(0, "pass")),
+           op("B", i(0, "pass"), o(0, "error"))]
+    kinds, fd = walk(ops)
+    assert kinds == [None, None, "born"] and fd.op == 2
+    only_params = walk(ops[:2])[1]
+    assert only_params.op == 0 and only_params.cause == "tensor"
+
+
+def test_input_changed_outside_the_dumped_ops_makes_the_reader_the_origin():
+    # nothing before B erred, so B's bad input (different weights/data) shows first at B
+    ops = [op("A", i(0, "pass"), o(0, "pass")), op("B", i(0, "error"), i(1, "pass"), o(0, "error"))]
+    assert walk(ops)[0] == [None, "born"]
+
+
+def test_input_without_producer_does_not_carry_an_error():
+    ops = [op("A", i(0, "pass"), o(0, "error")),
+           op("B", i(0, "pass"), i(1, "error", produced=False), o(0, "error"))]
+    assert walk(ops)[0] == ["born", "born"]
+
+
+def test_first_erring_op_is_born_and_nothing_when_no_output_errs():
+    ops = [op("A", o(0, "pass"), producers=["X"]),
+           op("B", i(0, "error"), o(0, "error")), op("C", i(0, "error"), o(0, "error"))]
+    ops[1].rows[0].produced = True
+    kinds, fd = walk(ops)
+    assert kinds == [None, "born", "inherited"] and fd.op == 1
+    assert walk([op("A", i(0, "error"), o(0, "pass"))]) == ([None], None)
+    assert walk([]) == ([], None)
+
+
+def test_output_only_dumps_use_the_graph_producers():
+    ops = [op("X", o(0, "error")), op("A", o(0, "error"), producers=["X"]), op("B", o(0, "error"), producers=["Y"])]
+    kinds, fd = walk(ops)
+    assert kinds == ["born", "inherited", "born"] and fd.op == 0

@@ -1,0 +1,177 @@
+"""compare.verdict: each rule on its own (the table in verdict.py's docstring), in its order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dumpscope.core.compare import Thresholds, compare_arrays, compare_stats
+from dumpscope.core.compare.verdict import element_rtol, judge_value, noise_floor
+
+
+def test_rule1_dtype_mismatch_is_error_even_with_equal_values():
+    g = np.array([1.0, 2.0, 3.0], np.float32)
+    r = compare_arrays(g, g.astype(np.float16))
+    assert (r.verdict, r.rule) == ("error", "dtype float32 vs float16")
+    assert r.cosine == 1.0  # still measured
+    assert compare_arrays(g, g.copy()).verdict == "pass"
+
+
+def test_rule2_shape_mismatch():
+    r = compare_arrays(np.zeros((2, 3)), np.zeros((3, 2)))
+    assert (r.verdict, r.rule) == ("error", "shape (2,3) vs (3,2)")
+
+
+def test_rule3_nan_only_in_target():
+    g = np.ones(8, np.float32)
+    t = g.copy()
+    t[3] = np.nan
+    r = compare_arrays(g, t)
+    assert (r.verdict, r.rule) == ("error", "nan only in target (1 elements)")
+
+
+def test_rule4_argument_and_constant_values_are_compared_exactly_not_by_cosine():
+    g, t = np.array(1e-5, np.float32), np.array(0.5, np.float32)
+    r = compare_arrays(g, t, kind="scalar")
+    assert r.cosine == 1.0  # the cosine of two positive scalars says nothing
+    assert (r.verdict, r.rule) == ("error", "argument changed: 1e-05 → 0.5")
+    assert compare_arrays(g, g.copy(), kind="scalar").verdict == "pass"
+    assert compare_arrays(np.array([2.0]), np.array([2.0 + 1e-12]), kind="scalar").verdict == "error"
+
+
+def test_rule4_computed_one_element_tensor_by_abs_rel_error():
+    loss = compare_arrays(np.array(2.248174, np.float32), np.array(2.2659245, np.float32))
+    assert loss.verdict == "error" and loss.rule.startswith("value 2.24817 → 2.26592, rel err 0.00789")
+    flip = compare_arrays(np.array([1.0]), np.array([-1.0]))
+    assert flip.verdict == "error" and flip.rule.startswith("value 1 → -1")
+    close = compare_arrays(np.array(2.248174, np.float32), np.array(2.2481742, np.float32))
+    assert close.verdict == "pass"
+
+
+def test_judge_value_for_non_tensor_arguments():
+    assert judge_value(1e-5, 0.5) == ("error", "argument changed: 1e-05 → 0.5")
+    assert judge_value(False, False)[0] == "pass"
+    assert judge_value(None, None)[0] == "pass"
+    assert judge_value([1, None, 3], [1, None, 3])[0] == "pass"
+    assert judge_value([1, 2], [1, 3]) == ("error", "argument changed: [1, 2] → [1, 3]")
+    assert judge_value("mean", "sum") == ("error", "argument changed: 'mean' → 'sum'")
+    assert judge_value(1, True)[0] == "error"  # a bool is not the number 1
+    assert judge_value(2, 2.0)[0] == "pass"
+
+
+def test_rule5_allclose_replaces_the_default_rules():
+    g = np.ones(100)
+    t = g * 1.5  # every element moved: an error by default
+    loose = compare_arrays(g, t, Thresholds(rtol=0.6))
+    assert loose.verdict == "pass" and loose.rule.startswith("pass (allclose")
+    tight = compare_arrays(g, g + 1e-9, Thresholds(atol=1e-12))
+    assert tight.verdict == "error" and tight.rule.startswith("allclose: 100 of 100 elements")
+
+
+def test_rule6_near_zero_gradient_is_noise_whatever_its_cosine():
+    rng = np.random.default_rng(0)
+    g = (rng.standard_normal(64) * 1e-10).astype(np.float32)
+    t = (rng.standard_normal(64) * 1e-10).astype(np.float32)
+    # judged against the magnitude of the op's inputs (~1): 1e-10 is far below float32 rounding there
+    r = compare_arrays(g, t, magnitude=1.0)
+    assert r.cosine < 0.9 and r.verdict == "pass" and r.rule.startswith("pass (max_abs_err")
+    # on its own scale the same difference is everything: the context is what makes it noise
+    assert compare_arrays(g, t).verdict == "error"
+
+
+def test_rule7_a_change_of_scale_is_an_error_although_cosine_is_one():
+    rng = np.random.default_rng(1)
+    g = rng.standard_normal(512).astype(np.float32)
+    scaled = compare_arrays(g, g * np.float32(2.0))
+    assert scaled.cosine == pytest.approx(1.0, abs=1e-7) and scaled.verdict == "error"
+    assert scaled.rule.startswith("100.0% of elements moved (512 of 512 beyond 0.001·|golden|")
+    shifted = compare_arrays(g, g + np.float32(0.05))  # an offset: cosine 0.9988
+    assert shifted.cosine > 0.99 and shifted.verdict == "error" and "moved" in shifted.rule
+
+
+def test_rule8_cosine_error_when_few_elements_moved():
+    g = np.ones(1000)
+    t = g.copy()
+    t[0] = 100.0  # 0.1 % of the elements, cosine 0.33
+    r = compare_arrays(g, t)
+    assert (r.verdict, r.rule) == ("error", "cosine 0.331376 < 0.9")
+
+
+def test_rule9_a_few_percent_moved_is_a_warning():
+    g = np.linspace(1, 2, 1000)
+    t = g.copy()
+    t[:50] *= 1.01
+    r = compare_arrays(g, t)
+    assert r.verdict == "warning" and r.rule.startswith("5.0% of elements moved (50 of 1000")
+
+
+def test_rule10_cosine_warning():
+    g = np.ones(1000)
+    t = g.copy()
+    t[0] = 6.0  # cosine 0.988, one element moved
+    r = compare_arrays(g, t)
+    assert r.verdict == "warning" and r.rule.startswith("cosine 0.98")
+
+
+def test_rule11_max_abs_over_one_is_a_warning_when_few_elements_moved():
+    g = np.arange(1000, dtype=np.float64) + 1
+    t = g.copy()
+    t[10] += 3.2
+    r = compare_arrays(g, t)
+    assert r.cosine > 0.99
+    assert (r.verdict, r.rule) == ("warning", "max_abs_err 3.2 > 1")
+
+
+def test_float32_rounding_noise_passes():
+    rng = np.random.default_rng(2)
+    g = rng.standard_normal(4096).astype(np.float32)
+    t = (g.astype(np.float64) * (1 + rng.standard_normal(4096) * 2e-7)).astype(np.float32)
+    r = compare_arrays(g, t)
+    assert r.verdict == "pass" and r.max_abs_err > 0
+
+
+def test_element_tolerances_by_dtype():
+    assert element_rtol("float32", "float32") == 1e-3
+    assert element_rtol("float16", "float32") == 5e-3
+    assert element_rtol("bfloat16", "bfloat16") == pytest.approx(4 * 2 ** -7)
+    assert element_rtol("int64", "int64") == 0.0
+    th = Thresholds()
+    assert noise_floor("float32", "float32", 1.0, th) == pytest.approx(16 * 2 ** -23)
+    assert noise_floor("int32", "int32", 1e6, th) == 0.0
+
+
+# ---- statistics-only pairs -----------------------------------------------------------------
+
+
+def test_stats_rules():
+    g = {"Max": 2.0, "Min": -1.0, "Mean": 0.001, "Norm": 10.0, "dtype": "float32", "shape": [4, 8]}
+    same = compare_stats(g, dict(g))
+    assert (same.verdict, same.rule) == ("pass", "pass (identical statistics)")
+    mean_only = compare_stats(g, dict(g, Mean=0.002))  # the mean is reported, not judged
+    assert mean_only.verdict == "pass" and mean_only.stat_rel_errs["mean"] == pytest.approx(1.0)
+    warn = compare_stats(g, dict(g, Norm=10.2))
+    assert (warn.verdict, warn.rule) == ("warning", "l2norm rel err 0.02 > 0.005")
+    err = compare_stats(g, dict(g, Norm=8.2))  # a LayerNorm epsilon 1e-5 -> 0.5 shrinks the norm ~18 %
+    assert (err.verdict, err.rule) == ("error", "l2norm rel err 0.18 > 0.05")
+    nan = compare_stats(dict(g, nan=0), dict(g, nan=3))
+    assert (nan.verdict, nan.rule) == ("error", "nan only in target")
+    inf = compare_stats(g, dict(g, Max=float("inf")))
+    assert inf.verdict == "error" and "max" in inf.rule
+    dt = compare_stats(g, dict(g, dtype="float16"))
+    assert (dt.verdict, dt.rule) == ("error", "dtype float32 vs float16")
+    shp = compare_stats({"shape": "2x3", "max": 1}, {"shape": [3, 2], "max": 1})
+    assert shp.rule == "shape (2,3) vs (3,2)"
+
+
+def test_stats_noise_floor_uses_the_op_magnitude():
+    g = {"Max": 1e-10, "Min": -1e-10, "Norm": 3e-10, "dtype": "float32", "shape": [8]}
+    t = {"Max": 2e-10, "Min": -3e-10, "Norm": 5e-10, "dtype": "float32", "shape": [8]}
+    assert compare_stats(g, t, magnitude=1.0).verdict == "pass"
+    assert compare_stats(g, t).verdict == "error"
+
+
+def test_stats_scalar_value():
+    g = {"Max": 1e-5, "Min": 1e-5, "Mean": 1e-5, "Norm": 1e-5, "dtype": "float32", "shape": []}
+    t = {"Max": 0.5, "Min": 0.5, "Mean": 0.5, "Norm": 0.5, "dtype": "float32", "shape": []}
+    r = compare_stats(g, t, kind="scalar")
+    assert (r.verdict, r.rule) == ("error", "argument changed: 1e-05 → 0.5")
