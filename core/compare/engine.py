@@ -267,7 +267,10 @@ def _size(shape: tuple[int, ...]) -> int:
 
 
 def _judge_op(op: _Op, th: vd.Thresholds) -> None:
-    """Verdicts of one op's rows; outputs are judged against the magnitude of the op's inputs."""
+    """Verdicts of one op's rows, each judged against the largest magnitude among the op's tensor inputs.
+
+    A near-zero gradient stays noise where an optimizer reads it next to the weights it updates.
+    """
     mag_in = 0.0
     for p in op.pairs:
         if p.g.io == INPUT and p.result is not None and p.kind != "scalar":
@@ -278,7 +281,7 @@ def _judge_op(op: _Op, th: vd.Thresholds) -> None:
         elif p.value is not None:
             p.verdict, p.rule = vd.judge_value(*p.value)
         elif p.result is not None:
-            ctx = vd.Context(th, magnitude=mag_in if p.g.io == OUTPUT else 0.0, kind=p.kind)
+            ctx = vd.Context(th, magnitude=mag_in, kind=p.kind)
             p.verdict, p.rule = vd.judge(p.result, ctx)
             p.result.verdict, p.result.rule = p.verdict, p.rule
 

@@ -38,8 +38,8 @@ An element *moved* when |Δ| > max(rtol·|golden|, noise floor); rtol is 0.001 f
 floats (msprobe's One Thousandth), 0.005 for float16 (Five Thousandths), 4·eps for coarser
 formats (bfloat16, float8) and 0 for integers and bool.  The noise floor is
 ``noise_ulps`` (16) × eps of the coarser dtype × the magnitude (largest |value| of the tensor
-and, for outputs, of the op's inputs): a difference below what rounding of those values can
-produce is not a divergence, whatever the cosine.
+and of the op's tensor inputs): a difference below what rounding of those values can produce
+is not a divergence, whatever the cosine.
 
 Statistics-only pairs (msprobe ``statistics``, MindSpore ``statistic``) use rules 1-4, 6, then
 max/min/L2-norm relative error > 5 % error (msprobe RelativeErrChecker uses 50 % on the norm,
@@ -105,7 +105,7 @@ class Context:
     """What a rule may know beyond the pair: thresholds, the op-side magnitude, the row kind."""
 
     th: Thresholds
-    magnitude: float = 0.0  # largest |value| among the op's inputs (outputs are judged against it)
+    magnitude: float = 0.0  # largest |value| among the op's tensor inputs (every row is judged against it)
     kind: str = "tensor"  # "tensor" | "scalar" (argument / constant) | "parameter"
 
 
