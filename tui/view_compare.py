@@ -163,8 +163,8 @@ class CompareDetailScreen(Screen):
         head = Text.assemble((VERDICT_GLYPH.get(str(r.get("verdict")), "?") + " ", "bold"),
                              (f"{inert(r.get('name'))} {r.get('io')}.{r.get('slot')}", "bold"),
                              (f"  cosine {_f('cosine', 6)(r)}  max abs {_f('max_abs_err')(r)}  "
-                              f"rule {r.get('rule')}", "dim"),
-                             (f"  origin {r.get('origin')}" + (f" via {r.get('origin_via')}" if r.get("origin_via")
+                              f"rule {inert(r.get('rule'))}", "dim"),
+                             (f"  origin {r.get('origin')}" + (f" via {inert(r.get('origin_via'))}" if r.get("origin_via")
                                                                 else "") if r.get("origin") else "", "dim"))
         yield Static(head, id="view-title")
         with Horizontal(id="side-by-side"):
