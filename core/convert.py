@@ -60,7 +60,7 @@ def convert_tree(q: "DumpQuery", outdir: str, op: Optional[str] = None, rank: Op
         ops = q.ops(r, s)
     else:
         ops = q.ops()
-    tensors = [t for o in ops for t in q.tensors(o.id) if t.storage != "none"]
+    tensors = [t for o in ops for t in q.tensors(o.id) if t.storage not in ("none", "value")]
     os.makedirs(outdir, exist_ok=True)
     written = failed = 0
     mappings: dict[str, list[tuple[str, str]]] = {}

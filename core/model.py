@@ -19,6 +19,9 @@ STORAGE_CANN = "cann"  # a slice of a CANN binary dump file (device layout, need
 STORAGE_PT = "pt"  # a torch .pt zip read by the restricted reader
 STORAGE_H5 = "h5"  # a dataset inside an .h5 file (needs optional h5py)
 STORAGE_NONE = "none"  # statistics only: no tensor data exists
+#: a non-tensor argument (number, bool, string, None, list, slice) of an API call: ``dtype`` is its
+#: JSON type name, ``shape`` (), ``extra["value"]`` the value (INTERFACES.md §3)
+STORAGE_VALUE = "value"
 
 
 @dataclass(slots=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import os
 import re
 import sqlite3
@@ -204,7 +205,9 @@ class DumpQuery:
 
     def summary(self) -> dict[str, Any]:
         n_ops = self.index.query("SELECT COUNT(*) FROM ops WHERE graph_only=0")[0][0]
-        n_tensors = self.index.query("SELECT COALESCE(SUM(ntensors), 0) FROM units")[0][0]
+        n_tensors, n_values = self.index.query(
+            "SELECT COALESCE(SUM(CASE WHEN storage != 'value' THEN ntensors END), 0), "
+            "COALESCE(SUM(CASE WHEN storage = 'value' THEN ntensors END), 0) FROM units")[0]
         graphs = [{"rank": r, "graph": g, "name": n, "file": p, "kind": k} for r, g, n, p, k in
                   self.index.query("SELECT rank, graph, name, path, kind FROM graphs ORDER BY rank, graph")]
         n_files = self.index.query("SELECT COALESCE(SUM(nfiles),0), COALESCE(SUM(nclaimed),0) FROM dirs")[0]
@@ -217,6 +220,7 @@ class DumpQuery:
             "graph_files": graphs,
             "ops": n_ops,
             "tensors": n_tensors,
+            "values": n_values,  # non-tensor arguments kept as entries (msprobe), not counted as tensors
             "constants": self.count_ops(None, -1),
             "files": n_files[0],
             "skipped_files": n_files[0] - n_files[1],
@@ -396,8 +400,16 @@ class DumpQuery:
     # -- JSON documents ---------------------------------------------------------------------
 
     def tensor_json(self, t: TensorRow) -> dict[str, Any]:
-        return {"io": t.io, "slot": t.slot, "dtype": t.dtype, "shape": list(t.shape), "format": t.format,
-                "device_shape": list(t.device_shape), "file": t.path}
+        doc = {"io": t.io, "slot": t.slot, "dtype": t.dtype, "shape": list(t.shape), "format": t.format,
+               "device_shape": list(t.device_shape), "file": t.path, "storage": t.storage}
+        for key in ("arg", "pos"):  # argument names (msprobe/Troubleshooter), INTERFACES.md §3
+            if key in t.extra:
+                doc[key] = t.extra[key]
+        if t.extra.get("kind") == "parameters_grad":
+            doc["parameters_grad"] = True
+        if t.storage == "value":
+            doc["value"] = t.extra.get("value")
+        return doc
 
     def op_json(self, op: OpRow, tensors: Optional[list[TensorRow]] = None) -> dict[str, Any]:
         tensors = self.tensors(op.id) if tensors is None else tensors
@@ -416,7 +428,10 @@ class DumpQuery:
         doc["overflow_status"] = op.status
         stacks = [t.extra.get("stack") for t in tensors if t.extra.get("stack")]
         if stacks and not doc["source"]:
+            from dumpscope.core.layouts.py_stack import frames_from_stack
+
             doc["stack"] = stacks[0]
+            doc["source"] = frames_from_stack(stacks[0])
         return doc
 
     # -- statistics -------------------------------------------------------------------------
@@ -444,10 +459,20 @@ class DumpQuery:
         Raises ``TensorLoadError`` (one line naming the file) when the data cannot be read; for a
         statistics-only tensor, returns the stored statistics (fields unknown → ``None``).
         """
+        if t.storage == "value":
+            from dumpscope.core.tensor_io import TensorLoadError
+
+            raise TensorLoadError(f"{t.path}: {t.io} {t.slot} is a non-tensor argument "
+                                  f"({t.dtype} {_short_value(t.extra.get('value'))}): no statistics")
         if t.storage == "none":
             from dumpscope.core.stats import stats_from_row
 
-            st = stats_from_row(dict(t.stats or {}))
+            row = dict(t.stats or {})
+            row.setdefault("dtype", t.dtype)  # the record knows them even when the statistics do not
+            row.setdefault("shape", list(t.shape))
+            if t.dtype and "count" not in row:
+                row["count"] = math.prod(t.shape)
+            st = stats_from_row(row)
             doc = st.to_json()
             doc["source"] = "stats"
             return doc
@@ -465,6 +490,11 @@ class DumpQuery:
             self._remember("INSERT OR REPLACE INTO stats_cache VALUES(?, ?)",
                            [(sig, json.dumps(doc, default=_json_default))])
         return doc
+
+
+def _short_value(v: Any) -> str:
+    text = json.dumps(v, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _json_default(v: Any) -> Any:

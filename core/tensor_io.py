@@ -13,7 +13,8 @@ from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
 
-from dumpscope.core.model import STORAGE_CANN, STORAGE_H5, STORAGE_NONE, STORAGE_NPY, STORAGE_PT, STORAGE_RAW
+from dumpscope.core.model import (STORAGE_CANN, STORAGE_H5, STORAGE_NONE, STORAGE_NPY, STORAGE_PT, STORAGE_RAW,
+                                  STORAGE_VALUE)
 
 
 
@@ -81,6 +82,8 @@ def load_tensor(ref: TensorRef) -> np.ndarray:
             return load_dataset(ref.path, ref.extra.get("dataset", ""))
         if ref.storage == STORAGE_NONE:
             raise TensorLoadError(f"{ref.path}: statistics only, this dump holds no tensor data")
+        if ref.storage == STORAGE_VALUE:
+            raise TensorLoadError(f"{ref.path}: {ref.io} {ref.slot} is a non-tensor argument, not a tensor")
     except TensorLoadError:
         raise
     except MemoryError:

@@ -11,6 +11,7 @@ per-value cost of SQLite off the indexing hot path; ``finalize`` groups units in
 from __future__ import annotations
 
 import json
+import math
 import operator
 from typing import Any, NamedTuple, Optional
 
@@ -83,16 +84,28 @@ def slot_label(io: str, slot: int) -> str:
 
 
 def nonfinite_sums(entries: list[list]) -> tuple[Optional[int], Optional[int], Optional[int]]:
-    """Known NaN/+Inf/-Inf counts of the outputs (an op is bad when it *produces* bad values)."""
+    """Known NaN/+Inf/-Inf counts of the outputs (an op is bad when it *produces* bad values).
+
+    Statistics without counts (msprobe's Max/Min/Mean/Norm) still say *whether* there is one:
+    a NaN max or min, a +inf max, a -inf min count as one element each (a lower bound)."""
     known = False
     nan = pos = neg = 0
     for e in entries:
         st = e[10]
         if st and e[0] == "output":
             known = True
-            nan += int(st.get("nan") or 0)
-            pos += int(st.get("posinf") or 0)
-            neg += int(st.get("neginf") or 0)
+            if "nan" in st or "posinf" in st or "neginf" in st:
+                nan += int(st.get("nan") or 0)
+                pos += int(st.get("posinf") or 0)
+                neg += int(st.get("neginf") or 0)
+                continue
+            hi, lo = st.get("max"), st.get("min")
+            if (isinstance(hi, float) and math.isnan(hi)) or (isinstance(lo, float) and math.isnan(lo)):
+                nan += 1
+            if hi == math.inf:
+                pos += 1
+            if lo == -math.inf:
+                neg += 1
     return (nan, pos, neg) if known else (None, None, None)
 
 

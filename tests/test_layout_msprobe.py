@@ -63,7 +63,8 @@ def test_tensor_tree_records_and_payloads(tensor_tree):
     root, calls = tensor_tree
     items, listings = scan(root)
     recs = by_key(items)
-    assert len(recs) == sum(len(c.inputs) + len(c.outputs) for c in calls)
+    assert len([r for r in recs.values() if r.storage != "value"]) == sum(len(c.inputs) + len(c.outputs)
+                                                                          for c in calls)
     assert not [i for i in items if isinstance(i, Problem)]
     for call in calls:
         for io, arrays in (("input", call.inputs), ("output", call.outputs)):
@@ -74,7 +75,7 @@ def test_tensor_tree_records_and_payloads(tensor_tree):
                 assert rec.op_type == call.api_name and rec.file_name == rec.op_name
                 assert rec.dtype == "float32" and rec.shape == arr.shape
                 assert rec.extra["direction"] == "forward" and rec.extra["api_type"] == "Functional"
-                assert rec.extra["framework"] == "pytorch" and rec.extra["arg"] == str(slot)
+                assert rec.extra["framework"] == "pytorch" and rec.extra["pos"] == str(slot)
                 np.testing.assert_array_equal(load_tensor(rec), arr)
                 assert rec.stats["max"] == pytest.approx(float(arr.max()))
                 assert rec.stats["l2norm"] == pytest.approx(float(np.linalg.norm(arr.astype(np.float64))))
@@ -85,7 +86,8 @@ def test_tensor_tree_records_and_payloads(tensor_tree):
     assert conv_in.nbytes == arr_nbytes(calls[0].inputs[0])
     assert conv_in.extra["scope"] == ["Module.conv1.Conv2d.forward.0"]
     assert "self.conv1(x)" in conv_in.extra["stack"][0]
-    assert recs[("Functional.batch_norm.0.forward", "input", 0)].extra["op_args"] == {"eps": 1e-5}
+    eps = [r for r in records(items) if r.op_name == "Functional.batch_norm.0.forward" and r.storage == "value"]
+    assert [(r.extra["arg"], r.dtype, r.extra["value"]) for r in eps] == [("eps", "float", 1e-5)]
     orders = [i for i in items if isinstance(i, ExecOrder)]
     assert len(orders) == 1 and orders[0].rank == 1 and orders[0].source.endswith("dump.json")
     assert orders[0].names == [c.msprobe_name for c in calls]
@@ -105,11 +107,16 @@ def test_statistics_task_old_stack_and_rank_without_id(tmp_path):
                        stack_layout="old")
     items, _ = scan(str(tmp_path))
     recs = records(items)
-    assert recs and all(r.storage == "none" and r.rank == 0 for r in recs)
+    assert recs and all(r.storage in ("none", "value") and r.rank == 0 for r in recs)
     assert all(r.path.endswith("dump.json") for r in recs)
-    assert all(r.extra["framework"] == "mindspore" and r.extra["stack"] for r in recs)
-    assert {r.dtype for r in recs} == {"float32"}  # "Float32" normalised
-    assert all(set(r.stats) >= {"max", "min", "mean", "l2norm"} for r in recs)
+    assert all(r.extra["framework"] == "mindspore" for r in recs)
+    first = {}
+    for r in recs:
+        first.setdefault(r.op_name, r)
+    assert all(r.extra["stack"] for r in first.values())  # the stack goes on each op's first record
+    tensors = [r for r in recs if r.storage == "none"]
+    assert {r.dtype for r in tensors} == {"float32"}  # "Float32" normalised
+    assert all(set(r.stats) >= {"max", "min", "mean", "l2norm"} for r in tensors)
 
 
 def test_missing_tensor_file_is_problem_and_stats_only(tensor_tree):
@@ -151,24 +158,82 @@ def test_nested_args_kwargs_backward_and_param_grads(tmp_path):
             "parameters": {"weight": t},
             "output": [t]},
         "Torch.cat.0.backward": {"input": [t], "output": [t, None, t]},
-        "Module.fc.Linear.parameters_grad": {"weight": [t], "bias": [t]},
+        "Module.fc.Linear.parameters_grad": {"weight": [t], "bias": [t]},  # older form: no count
     }
     (rank / "dump.json").write_text(json.dumps({"task": "statistics", "framework": "pytorch",
                                                 "data": data}))
     items, _ = scan(str(tmp_path))
+    assert not [i for i in items if isinstance(i, Problem)]
     recs = by_key(items)
-    fwd_in = [recs[("Torch.cat.0.forward", "input", s)] for s in range(5)]
-    assert [r.extra["arg"] for r in fwd_in] == ["0.0", "0.1", "2", "alpha", "weight"]
+    fwd_in = [recs[("Torch.cat.0.forward", "input", s)] for s in range(6)]
+    # every leaf keeps its slot: the int and the None kwarg are value entries
+    assert [(r.storage, r.extra.get("pos"), r.extra.get("arg")) for r in fwd_in] == [
+        ("none", "0.0", None), ("none", "0.1", None), ("value", "1", None), ("none", "2", None),
+        ("value", None, "out"), ("none", None, "alpha")]
+    assert (fwd_in[2].dtype, fwd_in[2].shape, fwd_in[2].extra["value"]) == ("int", (), 0)
+    assert (fwd_in[4].dtype, fwd_in[4].extra["value"]) == ("none", None)
+    assert recs[("Torch.cat.0.forward", "input", 6)].extra["arg"] == "weight"
     assert all(r.rank == 0 and r.extra["proc"] == 4242 for r in fwd_in)
     assert fwd_in[0].dtype == "bfloat16" and fwd_in[0].stats["md5"] == "abcd1234"
-    assert fwd_in[0].extra["op_args"] == {"1": 0}
     bwd = [r for r in records(items) if r.op_name == "Torch.cat.0.backward"]
-    assert [(r.io, r.slot, r.extra["arg"]) for r in bwd] == [
-        ("input", 0, "0"), ("output", 0, "0"), ("output", 1, "2")]
+    assert [(r.io, r.slot, r.storage, r.extra.get("pos")) for r in bwd] == [
+        ("input", 0, "none", "0"), ("output", 0, "none", "0"), ("output", 1, "value", "1"),
+        ("output", 2, "none", "2")]
     assert all(r.extra["direction"] == "backward" for r in bwd)
+    # gradients of module parameters: outputs of the module's backward call, named
     grads = [r for r in records(items) if r.extra["kind"] == "parameters_grad"]
-    assert [(r.io, r.extra["arg"], r.op_type) for r in grads] == [
-        ("output", "weight.0", "Linear"), ("output", "bias.0", "Linear")]
+    assert [(r.op_name, r.io, r.slot, r.extra["arg"], r.op_type) for r in grads] == [
+        ("Module.fc.Linear.backward.0", "output", 0, "weight", "Linear"),
+        ("Module.fc.Linear.backward.0", "output", 1, "bias", "Linear")]
+
+
+def test_parameter_gradients_follow_the_backward_outputs(tmp_path):
+    rank = tmp_path / "step0" / "rank0"
+    rank.mkdir(parents=True)
+    t = {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [3], "Max": 1, "Min": 0, "Mean": 0.5,
+         "Norm": 1.0}
+    data = {"Module.fc.Linear.parameters_grad.1": {"weight": [t]},  # msprobe 26 writes it first
+            "Module.fc.Linear.backward.1": {"input": [t], "output": [t, t]}}
+    (rank / "dump.json").write_text(json.dumps({"task": "statistics", "framework": "pytorch", "data": data}))
+    items, _ = scan(str(tmp_path))
+    recs = records(items)
+    assert {r.op_name for r in recs} == {"Module.fc.Linear.backward.1"}
+    assert [(r.io, r.slot, r.extra.get("arg")) for r in recs if r.io == "output"] == [
+        ("output", 0, None), ("output", 1, None), ("output", 2, "weight")]
+    order = [i for i in items if isinstance(i, ExecOrder)][0]
+    assert order.names == ["Module.fc.Linear.backward.1"]
+
+
+@pytest.mark.parametrize("written", [float("nan"), "nan", "NaN", None])
+def test_nan_statistics_in_every_spelling_are_kept(tmp_path, written):
+    rank = tmp_path / "step0" / "rank0"
+    rank.mkdir(parents=True)
+    bad = {"type": "torch.Tensor", "dtype": "torch.float16", "shape": [4], "Max": written, "Min": written,
+           "Mean": written, "Norm": written}
+    data = {"Torch.sqrt.0.forward": {"input_args": [], "input_kwargs": {}, "output": [bad]}}
+    (rank / "dump.json").write_text(json.dumps({"task": "statistics", "framework": "pytorch", "data": data}))
+    items, _ = scan(str(tmp_path))
+    assert not [i for i in items if isinstance(i, Problem)]
+    (rec,) = records(items)
+    assert np.isnan(rec.stats["max"]) and np.isnan(rec.stats["min"])
+
+
+def test_infinite_statistics_strings_and_bool_tensors(tmp_path):
+    rank = tmp_path / "step0" / "rank0"
+    rank.mkdir(parents=True)
+    inf = {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [4], "Max": "inf", "Min": "-inf",
+           "Mean": "nan", "Norm": "inf"}
+    flag = {"type": "mindspore.Tensor", "dtype": "Bool", "shape": [], "Max": "True", "Min": "False",
+            "Mean": None, "Norm": None}
+    data = {"Torch.exp.0.forward": {"input_args": [flag], "input_kwargs": {}, "output": [inf]}}
+    (rank / "dump.json").write_text(json.dumps({"task": "statistics", "framework": "pytorch", "data": data}))
+    items, _ = scan(str(tmp_path))
+    assert not [i for i in items if isinstance(i, Problem)]
+    recs = by_key(items)
+    out = recs[("Torch.exp.0.forward", "output", 0)]
+    assert out.stats["max"] == np.inf and out.stats["min"] == -np.inf
+    flag_rec = recs[("Torch.exp.0.forward", "input", 0)]
+    assert (flag_rec.stats["max"], flag_rec.stats["min"]) == (1.0, 0.0) and "nan" not in str(flag_rec.stats)
 
 
 @pytest.mark.skipif(not os.path.isdir(REAL), reason="shared real samples not available")
@@ -185,11 +250,12 @@ def test_real_mindspore_mix_sample(tmp_path):
     assert add_in.stats == {"max": 3430.0, "min": 0.0, "mean": 926.5, "l2norm": 4977.4384765625}
     assert add_in.storage == "none" and add_in.extra["api_type"] == "Tensor"
     assert add_in.extra["stack"][0].startswith("File ")
-    # a scalar second argument makes no record but is kept on the op
-    assert ("Tensor.__add__.1.forward", "input", 1) not in recs
-    assert recs[("Tensor.__add__.1.forward", "input", 0)].extra["op_args"] == {"1": 1}
-    # NoneType outputs are skipped
-    assert ("Distributed.all_reduce.0.forward", "output", 1) not in recs
+    # a scalar second argument is a value entry in its own slot
+    scalar = recs[("Tensor.__add__.1.forward", "input", 1)]
+    assert (scalar.storage, scalar.dtype, scalar.extra["value"]) == ("value", "int", 1)
+    # a null output keeps its position
+    none_out = recs[("Distributed.all_reduce.0.forward", "output", 1)]
+    assert (none_out.storage, none_out.dtype) == ("value", "none")
     scope = recs[("Mint.cos.0.forward", "input", 0)].extra["scope"]
     assert scope[-1].endswith("attention.ParallelAttention.forward.0")
     assert scope[0].endswith("language_model.encoder.ParallelTransformer.forward.0")
@@ -199,7 +265,7 @@ def test_real_mindspore_mix_sample(tmp_path):
                  "FusedRMSNorm.backward.0", "output", 0)]
     assert cell.op_type == "FusedRMSNorm" and cell.extra["direction"] == "backward"
     fa_bwd = [r for r in records(items) if r.op_name == "Functional.flash_attention_score.0.backward"]
-    assert [r.io for r in fa_bwd].count("output") == 3
+    assert [(r.io, r.storage) for r in fa_bwd].count(("output", "none")) == 3  # + a null 4th output
     (order,) = [i for i in items if isinstance(i, ExecOrder)]
     assert len(order.names) == 13 and order.names[0] == "Tensor.__add__.0.forward"
 

@@ -10,13 +10,20 @@ Layout (FORMATS.md §9.1)::
 
 Conventions (shared with the Troubleshooter layout):
 
-* one record per tensor argument; non-tensor arguments (ints, None, strings …) make no
-  record; their values are kept on every record of the op in ``extra["op_args"]``
-  (``{arg_path: value}``) so the detail pane can show them;
-* ``slot`` counts the op's tensors per io in order (input_args, then input_kwargs, then
-  parameters; nested lists flattened depth first); ``extra["arg"]`` keeps the original
-  position ("0", "1.0", "attn_mask", "weight");
-* ``parameters`` and kwargs are inputs; ``parameters_grad`` entries are backward outputs;
+* one record per argument leaf (``core.layouts.api_args``): tensors, and non-tensor values
+  (storage "value", INTERFACES.md §3) so that a ``null`` or a number keeps its slot;
+  ``slot`` counts an op's leaves per io (input_args, input_kwargs, parameters; outputs);
+  ``extra["pos"]`` is the positional path ("0", "3.1"), ``extra["arg"]`` the name where there
+  is one (kwargs key, parameter name, gradient name);
+* ``{module}.parameters_grad.N`` entries (L0/mix) are outputs of the module's backward call
+  ``{module}.backward.N``, after its own outputs, named by ``arg`` ("weight", "bias") and
+  marked ``extra["kind"] = "parameters_grad"``;
+* ``stack.json`` lines go on the op's first record (``extra["stack"]``), for ``show.source``;
+* statistics keep non-finite values as floats (``NaN``, "nan", ``Infinity`` …), which the
+  index reads as overflow evidence;
+* a malformed entry or field is a named problem (a few per file, then a count); the rest of
+  the file stays; a ``dump.json`` next to msprobe's side files whose ``data`` is not an object
+  is one problem;
 * ``rank`` folder without id → 0; ``proc{pid}`` (a non-distributed run) → rank 0 with
   ``extra["proc"] = pid``; a ``graph``/``pynative`` ancestor (MindSpore
   ≥ 2.7 jit) is kept in ``extra["run_mode"]``;
@@ -28,11 +35,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional
 
 import numpy as np
 
+from dumpscope.core.layouts.api_args import VALUE_DTYPES, Leaf, entry_leaves, shape_of, tensor_stats, value_of
 from dumpscope.core.layouts.base import DirListing, Item, Layout
 from dumpscope.core.model import (
     INPUT,
@@ -40,6 +48,7 @@ from dumpscope.core.model import (
     STORAGE_NONE,
     STORAGE_NPY,
     STORAGE_PT,
+    STORAGE_VALUE,
     ExecOrder,
     Problem,
     TensorRecord,
@@ -105,8 +114,12 @@ def parse_msprobe_name(name: str) -> MsprobeName:
     if not isinstance(name, str):
         raise MsprobeNameError(f"not a string: {name!r}")
     parts = name.split(".")
-    if len(parts) >= 3 and parts[-1] == "parameters_grad":
+    if len(parts) >= 3 and parts[-1] == "parameters_grad":  # older writers: no call count
         return MsprobeName(parts[0], ".".join(parts[1:-1]), parts[-2], 0, "backward",
+                           "parameters_grad")
+    if (len(parts) >= 4 and parts[-2] == "parameters_grad" and parts[-1].isdigit()
+            and parts[-1].isascii()):  # msprobe 26: Module.fc1.Linear.parameters_grad.0
+        return MsprobeName(parts[0], ".".join(parts[1:-2]), parts[-3], int(parts[-1]), "backward",
                            "parameters_grad")
     if len(parts) >= 4 and parts[-1] in DIRECTIONS and parts[-2].isdigit() and parts[-2].isascii():
         body = parts[1:-2]
@@ -189,50 +202,6 @@ def step_rank_from_parts(parts: tuple[str, ...]) -> tuple[int, int, dict[str, An
     return step, rank, extra
 
 
-def _is_tensor(item: Any) -> bool:
-    return isinstance(item, dict) and (
-        str(item.get("type", "")).endswith("Tensor") or ("dtype" in item and "shape" in item
-                                                         and "type" not in item))
-
-
-def _flatten(value: Any, path: str) -> Iterator[tuple[str, Any]]:
-    """Depth-first (arg_path, leaf) pairs of a nested list/tuple argument."""
-    if isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from _flatten(v, f"{path}.{i}" if path else str(i))
-    else:
-        yield path, value
-
-
-def _stats(item: dict[str, Any]) -> Optional[dict[str, Any]]:
-    stats = {}
-    for src, dst in (("Max", "max"), ("Min", "min"), ("Mean", "mean"), ("Norm", "l2norm"),
-                     ("md5", "md5")):
-        if item.get(src) is not None:
-            stats[dst] = item[src]
-    return stats or None
-
-
-def _arg_groups(kind: str, direction: str, entry: dict[str, Any]) -> Iterator[tuple[str, str, Any]]:
-    """(io, arg_prefix, value) for every argument of a data entry, in slot order."""
-    if kind == "parameters_grad":
-        for pname, value in entry.items():
-            yield OUTPUT, pname, value
-        return
-    if direction == "forward" and ("input_args" in entry or "input_kwargs" in entry):
-        for i, v in enumerate(entry.get("input_args") or []):
-            yield INPUT, str(i), v
-        for k, v in (entry.get("input_kwargs") or {}).items():
-            yield INPUT, str(k), v
-    else:
-        for i, v in enumerate(entry.get("input") or []):
-            yield INPUT, str(i), v
-    for k, v in (entry.get("parameters") or {}).items():
-        yield INPUT, str(k), v
-    for i, v in enumerate(entry.get("output") or []):
-        yield OUTPUT, str(i), v
-
-
 # ----------------------------------------------------------------------------- layout
 
 
@@ -253,8 +222,14 @@ class MsprobeLayout(Layout):
                 listing.claimed.add("dump.json")
                 yield Problem(path, f"dump.json: unreadable msprobe dump.json ({_short(exc)})")
             return
-        if not (isinstance(meta, dict) and isinstance(meta.get("data"), dict)
-                and ("task" in meta or "framework" in meta)):
+        looks_msprobe = isinstance(meta, dict) and ("task" in meta or "framework" in meta or "level" in meta)
+        if not (looks_msprobe and isinstance(meta.get("data"), dict)):
+            if looks_msprobe or (siblings and isinstance(meta, dict) and "data" in meta):
+                listing.claimed.add("dump.json")
+                data = meta.get("data")
+                what = "missing" if data is None else f"a {type(data).__name__}"
+                yield Problem(path, f"dump.json: 'data' is {what}, expected an object of API/module "
+                                    "entries; nothing read from this file")
             return
         listing.claimed.update(f for f in OWNED_FILES if f in listing.files)
         if DATA_DIR in listing.subdirs:
@@ -277,10 +252,14 @@ def _load_side_json(listing: DirListing, name: str) -> tuple[Any, Optional[Probl
         return None, Problem(path, f"{name}: unreadable ({_short(exc)})")
 
 
+MAX_PROBLEMS_PER_FILE = 5
+
+
 def _scan_dump(listing: DirListing, path: str, meta: dict[str, Any]) -> Iterator[Item]:
     # the full path, so a tree opened at its step{N}/rank{R} folder keeps its ids
     step, rank, base_extra = step_rank_from_parts(tuple(listing.dirpath.split(os.sep)))
-    framework = str(meta.get("framework") or "")
+    framework = meta.get("framework")
+    framework = framework if isinstance(framework, str) else ""
     stack_obj, problem = _load_side_json(listing, "stack.json")
     if problem:
         yield problem
@@ -294,55 +273,117 @@ def _scan_dump(listing: DirListing, path: str, meta: dict[str, Any]) -> Iterator
         present = set(os.listdir(data_dir)) if DATA_DIR in listing.subdirs else set()
     except OSError:
         present = set()
-    names: list[str] = []
-    for index, (op_name, entry) in enumerate(meta["data"].items()):
+    problems: list[str] = []
+    ops: dict[str, _Op] = {}  # op name -> its leaves, first seen first
+    for index, (key, entry) in enumerate(meta["data"].items()):
         if not isinstance(entry, dict):
-            yield Problem(path, f"dump.json: entry {op_name[:80]!r} is not an object")
+            problems.append(f"entry {key[:80]!r} is {type(entry).__name__}, not an object; skipped")
             continue
         try:
-            parsed = parse_msprobe_name(op_name)
+            parsed = parse_msprobe_name(key)
         except MsprobeNameError:
-            parsed = MsprobeName(op_name.split(".")[0], op_name, op_name.split(".")[-1], 0,
-                                 "backward" if ".backward" in op_name else "forward", "api")
-        names.append(op_name)
+            parsed = MsprobeName(key.split(".")[0], key, key.split(".")[-1], 0,
+                                 "backward" if ".backward" in key else "forward", "api")
+        leaves, bad = entry_leaves(parsed.kind, parsed.direction, entry)
+        problems.extend(f"{key[:80]}: {b}" for b in bad)
+        op_name = owner_name(key, parsed)
+        op = ops.get(op_name)
+        if op is None:
+            op = ops[op_name] = _Op(op_name, parsed, index)
+        if parsed.kind == "parameters_grad":
+            op.grads.extend(leaves)
+        else:
+            op.parsed, op.leaves = parsed, leaves
+            op.stack = stacks.get(key)
+            op.scope = scopes.get(key)
+    for op in ops.values():
         extra = dict(base_extra)
-        extra.update(direction=parsed.direction, framework=framework, api_type=parsed.api_type,
-                     kind=parsed.kind)
-        if op_name in stacks:
-            extra["stack"] = stacks[op_name]
-        if scopes.get(op_name):
-            extra["scope"] = scopes[op_name]
-        leaves = [(io, arg, v) for io, prefix, value in _arg_groups(parsed.kind, parsed.direction, entry)
-                  for arg, v in _flatten(value, prefix)]
-        scalars = {arg: v.get("value") for io, arg, v in leaves
-                   if isinstance(v, dict) and not _is_tensor(v) and "value" in v}
-        if scalars:
-            extra["op_args"] = scalars
+        extra.update(direction=op.parsed.direction, framework=framework, api_type=op.parsed.api_type,
+                     kind=op.parsed.kind)
+        if op.scope:
+            extra["scope"] = op.scope
         slots = {INPUT: 0, OUTPUT: 0}
-        for io, arg, item in leaves:
-            if not _is_tensor(item):
-                continue
-            rec, problem = _record(item, op_name, parsed, io, slots[io], arg, path, data_dir,
-                                   present, rank, step, index, extra)
-            slots[io] += 1
-            if problem:
-                yield problem
+        first = True
+        for leaf, is_grad in [(x, False) for x in op.leaves] + [(x, True) for x in op.grads]:
+            rec_extra = dict(extra)
+            if first and op.stack:
+                rec_extra["stack"] = op.stack
+            first = False
+            rec, bad = _record(leaf, is_grad, op, slots[leaf.io], path, data_dir, present, rank, step, rec_extra)
+            slots[leaf.io] += 1
+            for b in bad:
+                if isinstance(b, Problem):
+                    yield b
+                else:
+                    problems.append(f"{op.name[:80]} {leaf.io}.{rec.slot}: {b}")
             yield rec
-    yield ExecOrder(rank=rank, graph="", names=names, source=path)
+    for text in problems[:MAX_PROBLEMS_PER_FILE]:
+        yield Problem(path, f"dump.json: {text}")
+    if len(problems) > MAX_PROBLEMS_PER_FILE:
+        yield Problem(path, f"dump.json: {len(problems)} malformed fields in total "
+                            f"({len(problems) - MAX_PROBLEMS_PER_FILE} more not listed)")
+    yield ExecOrder(rank=rank, graph="", names=list(ops), source=path)
 
 
-def _record(item: dict[str, Any], op_name: str, parsed: MsprobeName, io: str, slot: int, arg: str,
-            dump_path: str, data_dir: str, present: set[str], rank: int, step: int, index: int,
-            op_extra: dict[str, Any]) -> tuple[TensorRecord, Optional[Problem]]:
-    dtype = normalize_dtype(item.get("dtype", ""))
-    shape_raw = item.get("shape") or []
-    shape = tuple(int(d) for d in shape_raw if isinstance(d, (int, float))) \
-        if isinstance(shape_raw, list) else ()
-    extra = dict(op_extra)
-    extra["arg"] = arg
+@dataclass
+class _Op:
+    name: str
+    parsed: MsprobeName
+    index: int
+    leaves: list[Leaf] = field(default_factory=list)
+    grads: list[Leaf] = field(default_factory=list)
+    stack: Optional[list[str]] = None
+    scope: Optional[list[str]] = None
+
+
+def owner_name(key: str, parsed: MsprobeName) -> str:
+    """The op a data entry belongs to: itself, or for ``{module}.parameters_grad[.N]`` the module's
+    backward call ``{module}.backward.N`` (the gradients are outputs of that call)."""
+    if parsed.kind != "parameters_grad":
+        return key
+    return f"{parsed.api_type}.{parsed.api_name}.backward.{parsed.count}"
+
+
+_FLOAT_PREFIXES = ("float", "bfloat", "complex", "half", "double")
+
+
+def _record(leaf: Leaf, is_grad: bool, op: _Op, slot: int, dump_path: str, data_dir: str, present: set[str], rank: int,
+            step: int, extra: dict[str, Any]) -> tuple[TensorRecord, list[Any]]:
+    """One record of one leaf, plus what was wrong with it (texts, or a Problem naming a file)."""
+    bad: list[Any] = []
+    if leaf.arg is not None:
+        extra["arg"] = leaf.arg
+    if leaf.pos:
+        extra["pos"] = leaf.pos
+    common = dict(producer=PRODUCER, op_type=op.parsed.op_type, op_name=op.name, file_name=op.name,
+                  io=leaf.io, slot=slot, rank=rank, step=step, graph="", order_hint=float(op.index))
+    if is_grad:
+        extra["kind"] = "parameters_grad"
+    if not leaf.is_tensor:
+        dtype, value, kind = value_of(leaf.item)
+        extra["value"] = value
+        if kind and kind not in VALUE_DTYPES:
+            extra["type"] = kind
+        return TensorRecord(path=dump_path, dtype=dtype, shape=(), storage=STORAGE_VALUE, extra=extra,
+                            **common), bad
+    item = leaf.item
+    raw_dtype = item.get("dtype")
+    if isinstance(raw_dtype, str):
+        dtype = normalize_dtype(raw_dtype)
+    else:
+        dtype = ""
+        if raw_dtype is not None or "dtype" not in item:
+            bad.append(f"dtype {str(raw_dtype)[:20]!r} is not a string")
+    shape, problem = shape_of(item.get("shape"))
+    if problem:
+        bad.append(problem)
+    count = 1
+    for d in shape:
+        count *= d
+    stats, problems = tensor_stats(item, dtype.startswith(_FLOAT_PREFIXES), count)
+    bad.extend(problems)
     if "requires_grad" in item:
         extra["requires_grad"] = item["requires_grad"]
-    problem = None
     storage, file_path = STORAGE_NONE, dump_path
     data_name = item.get("data_name")
     if isinstance(data_name, str) and data_name:
@@ -351,19 +392,15 @@ def _record(item: dict[str, Any], op_name: str, parsed: MsprobeName, io: str, sl
             storage = STORAGE_PT if data_name.endswith(".pt") else STORAGE_NPY
             file_path = candidate
         else:
-            problem = Problem(candidate, f"{data_name}: listed in dump.json but missing; "
-                                         "using statistics only")
+            bad.append(Problem(candidate, f"{data_name}: listed in dump.json but missing; "
+                                          "using statistics only"))
         extra["data_name"] = data_name
-    count = 1
-    for d in shape:
-        count *= d
-    rec = TensorRecord(
-        producer=PRODUCER, path=file_path, op_type=parsed.op_type, op_name=op_name,
-        file_name=op_name, io=io, slot=slot, dtype=dtype, shape=shape, rank=rank, step=step,
-        graph="", storage=storage, nbytes=count * itemsize(dtype) if storage != STORAGE_NONE else 0,
-        order_hint=float(index), stats=_stats(item), extra=extra,
-    )
-    return rec, problem
+    elif data_name is not None and data_name != "-1":
+        bad.append(f"data_name {str(data_name)[:40]!r} is not a file name")
+    rec = TensorRecord(path=file_path, dtype=dtype, shape=shape, storage=storage,
+                       nbytes=count * itemsize(dtype) if storage != STORAGE_NONE else 0,
+                       stats=stats, extra=extra, **common)
+    return rec, bad
 
 
 def load_tensor(rec: TensorRecord) -> np.ndarray:

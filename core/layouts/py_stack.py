@@ -1,0 +1,49 @@
+"""Python call stacks as msprobe and Troubleshooter write them, turned into ``show.source`` frames.
+
+Both tools store ``traceback``-style lines, innermost call first::
+
+    "File /path/net.py, line 17, in forward, \\n x = torch.relu(self.bn(self.conv(x)))"
+
+A frame is ``{"file", "line", "code", "func", "user"}`` (the contract's ``source`` keys plus the
+function and whether the file is the user's own rather than the framework's).  A line that
+does not have this shape is kept whole as ``code`` with ``line`` 0, so nothing is dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+_LINE_RE = re.compile(r"^\s*File\s+\"?(?P<file>.+?)\"?,\s*line\s+(?P<line>\d+)(?:,\s*in\s+(?P<func>.*?))?"
+                      r"\s*(?:,\s*\n|,?\s*$|\n)(?P<code>.*)$", re.S)
+
+try:  # the shared rule (mindspore branch) once it is on main
+    from dumpscope.core.source_frames import is_user_file  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - until core/source_frames.py lands
+    _FRAMEWORK_DIRS = frozenset({"mindspore", "torch", "msprobe", "site-packages", "dist-packages", "torch_npu",
+                                 "troubleshooter", "mindtorch"})
+    _STDLIB_RE = re.compile(r"(?:^|/)lib(?:64)?/python\d+(?:\.\d+)*/")
+
+    def is_user_file(path: str) -> bool:
+        """False for the framework's own files (MindSpore, PyTorch, msprobe, site-packages, stdlib)."""
+        norm = path.replace("\\", "/")
+        if norm.startswith("<") or _STDLIB_RE.search(norm.lower()):
+            return False
+        parts = [p for p in norm.split("/") if p]
+        return not any(p in _FRAMEWORK_DIRS for p in parts[:-1])
+
+
+def parse_stack_line(text: Any) -> dict[str, Any]:
+    """One stack line → a frame (unparsable lines keep their text as ``code``)."""
+    s = str(text)
+    m = _LINE_RE.match(s)
+    if not m:
+        return {"file": "", "line": 0, "code": s.strip(), "func": "", "user": False}
+    file = m.group("file").strip()
+    return {"file": file, "line": int(m.group("line")), "code": m.group("code").strip(),
+            "func": (m.group("func") or "").strip(), "user": is_user_file(file)}
+
+
+def frames_from_stack(lines: Iterable[Any]) -> list[dict[str, Any]]:
+    """Stack lines (innermost first, as the tools write them) → frames in the same order."""
+    return [parse_stack_line(line) for line in lines]
