@@ -57,9 +57,9 @@ def convert_tree(q: "DumpQuery", outdir: str, op: Optional[str] = None, rank: Op
         ops = [q.resolve_op(op, rank, step)]
     elif rank is not None or step is not None:
         r, s = q.default_place(rank, step)
-        ops = q.ops(r, s)
+        ops = q.ops(r, s, kind="all")
     else:
-        ops = q.ops()
+        ops = q.ops(kind="all")
     tensors = [t for o in ops for t in q.tensors(o.id) if t.storage not in ("none", "value")]
     os.makedirs(outdir, exist_ok=True)
     written = failed = 0

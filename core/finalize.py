@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from dumpscope.core.errors import reason
+from dumpscope.core.layouts.paths import CONSTANTS_STEP
 from dumpscope.core.names import sanitize_name
 from dumpscope.core.model import Graph, GraphNode
 from dumpscope.core.units import dumps_entries, nonfinite_sums
@@ -57,6 +58,22 @@ class OpAcc:
         if self._sfile is None:
             self._sfile = sanitize_name(self.file_name)
         return self._sfile
+
+
+#: what an op-table row is: an executed op, or a value the graph holds (DESIGN.md: not ops)
+KIND_OP = "op"
+KIND_PARAMETER = "parameter"
+KIND_CONSTANT = "constant"
+
+
+def op_kind(op_type: str, step: int) -> str:
+    """MindSpore writes graph constants in ``constants/`` (no step) and every ``Parameter.*``
+    after the step's last kernel: neither ran, so neither is an op (no execution index)."""
+    if step == CONSTANTS_STEP:
+        return KIND_CONSTANT
+    if op_type == "Parameter":
+        return KIND_PARAMETER
+    return KIND_OP
 
 
 def _scope_of(name: str) -> str:
@@ -469,8 +486,8 @@ def finalize(index: DumpIndex) -> None:
             rows, unit_rows = _op_rows(rank, step, graphs_here, graphs, csv_maps, seq)
             cur.executemany("INSERT INTO ops(id, rank, step, graph, name, file_name, type, scope, exec_index, "
                             "first_ts, producer, joined, join_rule, graph_only, nan, posinf, neginf, status, "
-                            "evidence, folder, task, stream, watch_of, watch_after, seq) "
-                            "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+                            "evidence, folder, task, stream, watch_of, watch_after, seq, kind) "
+                            "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
             cur.executemany("UPDATE units SET op_id=? WHERE id=?", unit_rows)
         DumpIndex._create_indexes(cur, OP_INDEXES)
         seen_gkeys: set[str] = set()
@@ -628,15 +645,17 @@ def _op_rows(rank: int, step: int, graphs_here: dict[str, list[OpAcc]], graphs: 
                 acc.join_rule = "exec_order"
             scope = acc.scope if acc.scope is not None else _scope_of(name)
             snapshot = acc.watch_of is not None
-            # a watch snapshot shares the position of the op that ran just before it
-            rows.append((op_id, rank, step, graph, name, acc.file_name, acc.type, scope,
-                         max(exec_index - 1, 0) if snapshot else exec_index,
+            kind = op_kind(acc.type, step)
+            # a watch snapshot shares the position of the op that ran just before it; parameters
+            # and constants did not run: no position at all
+            position = None if kind != KIND_OP else max(exec_index - 1, 0) if snapshot else exec_index
+            rows.append((op_id, rank, step, graph, name, acc.file_name, acc.type, scope, position,
                          acc.first_ts, acc.producer, acc.joined, acc.join_rule, 2 if snapshot else 0,
                          acc.nan if acc.has_stats else None, acc.posinf if acc.has_stats else None,
                          acc.neginf if acc.has_stats else None, None, "stats" if acc.has_stats else None,
-                         acc.folder, acc.task, acc.stream, acc.watch_of, acc.watch_after, seq.next()))
+                         acc.folder, acc.task, acc.stream, acc.watch_of, acc.watch_after, seq.next(), kind))
             unit_rows.extend((op_id, uid) for uid in acc.unit_ids[1:])
-            if not snapshot:
+            if not snapshot and kind == KIND_OP:
                 exec_index += 1
         lg = graphs.get((rank, graph))
         if lg is not None and lg.graph.kind in ("ge_text", "ge_json", "ge_onnx"):
@@ -649,5 +668,5 @@ def _op_rows(rank: int, step: int, graphs_here: dict[str, list[OpAcc]], graphs: 
                     continue
                 rows.append((seq.next_graph_only(), rank, step, graph, node.name, sanitize_name(node.name),
                              node.type, _scope_of(node.name), None, None, "graph", node.name, "graph_only", 1, None,
-                             None, None, None, None, "", None, None, None, None, seq.next()))
+                             None, None, None, None, "", None, None, None, None, seq.next(), KIND_OP))
     return rows, unit_rows

@@ -17,13 +17,18 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from dumpscope.core.index import DumpIndex
 from dumpscope.core.names import sanitize_name
+from dumpscope.core.source_frames import first_user_frame, mark_frames
 from dumpscope.core.units import unpack
 
 if TYPE_CHECKING:  # numpy is only imported when tensor data is actually read
     from dumpscope.core.tensor_io import TensorRef
 
 _OP_COLS = ("id, rank, step, graph, name, file_name, type, scope, exec_index, producer, joined, join_rule, "
-            "graph_only, nan, posinf, neginf, status, evidence, folder, task, stream, first_ts, watch_of, watch_after")
+            "graph_only, nan, posinf, neginf, status, evidence, folder, task, stream, first_ts, watch_of, watch_after, kind")
+#: ``--kind`` choices: an op-table row is an executed op, a parameter or a constant (``finalize.op_kind``)
+KINDS = ("op", "parameter", "constant", "all")
+#: one rank/step, constants included (they belong to no step)
+_AT_STEP = "(step=? OR (step=-1 AND kind='constant'))"
 _U_COLS = "id, op_id, path, storage, producer, ts, tensors"
 
 
@@ -53,6 +58,7 @@ class OpRow:
     first_ts: Optional[int]
     watch_of: Optional[str] = None
     watch_after: Optional[str] = None
+    kind: str = "op"  # "op" | "parameter" | "constant"
 
     @property
     def short(self) -> str:
@@ -151,7 +157,7 @@ class DumpQuery:
             rank = ranks[0] if ranks else 0
         if step is None:
             steps = self.steps(rank)
-            step = steps[0] if steps else (-1 if self.count_ops(rank, -1) else 0)
+            step = steps[0] if steps else (-1 if self.count_ops(rank, -1, kind="all") else 0)
         return rank, step
 
     def problems(self) -> list[dict[str, str]]:
@@ -185,14 +191,15 @@ class DumpQuery:
     def bad_scope_counts(self, rank: int, step: int) -> dict[tuple[str, str], int]:
         """Ops with overflow status or non-finite outputs, per (graph, scope): badges on scope nodes."""
         return {(g, s): n for g, s, n in self.index.query(
-            "SELECT graph, scope, COUNT(*) FROM ops WHERE rank=? AND step=? AND graph_only=0 AND "
+            "SELECT graph, scope, COUNT(*) FROM ops WHERE rank=? AND step=? AND graph_only=0 AND kind='op' AND "
             "(COALESCE(status, 0) != 0 OR COALESCE(nan, 0) + COALESCE(posinf, 0) + COALESCE(neginf, 0) > 0) "
             "GROUP BY graph, scope", (rank, step))}
 
     def scope_order(self, rank: int, step: int) -> dict[tuple[str, str], int]:
         """First execution index per (graph, scope), so views can list scopes in execution order."""
         return {(g, s): e for g, s, e in self.index.query(
-            "SELECT graph, scope, MIN(exec_index) FROM ops WHERE rank=? AND step=? GROUP BY graph, scope",
+            "SELECT graph, scope, MIN(exec_index) FROM ops WHERE rank=? AND step=? AND kind='op' "
+            "GROUP BY graph, scope",
             (rank, step))}
 
     def _layout_root(self, producer: str) -> str:
@@ -204,7 +211,7 @@ class DumpQuery:
         return common
 
     def summary(self) -> dict[str, Any]:
-        n_ops = self.index.query("SELECT COUNT(*) FROM ops WHERE graph_only=0")[0][0]
+        kinds = dict(self.index.query("SELECT kind, COUNT(*) FROM ops WHERE graph_only=0 GROUP BY kind"))
         n_tensors, n_values = self.index.query(
             "SELECT COALESCE(SUM(CASE WHEN storage != 'value' THEN ntensors END), 0), "
             "COALESCE(SUM(CASE WHEN storage = 'value' THEN ntensors END), 0) FROM units")[0]
@@ -218,10 +225,11 @@ class DumpQuery:
             "steps": self.steps(),
             "graphs": self.graphs(),
             "graph_files": graphs,
-            "ops": n_ops,
+            "ops": kinds.get("op", 0),
+            "parameters": kinds.get("parameter", 0),
+            "constants": kinds.get("constant", 0),
             "tensors": n_tensors,
             "values": n_values,  # non-tensor arguments kept as entries (msprobe), not counted as tensors
-            "constants": self.count_ops(None, -1),
             "files": n_files[0],
             "skipped_files": n_files[0] - n_files[1],
             "problems": self.problems(),
@@ -230,14 +238,22 @@ class DumpQuery:
     # -- ops ----------------------------------------------------------------------------
 
     def _where(self, rank: Optional[int], step: Optional[int], grep: Optional[str],
-               graph_only: bool = False) -> tuple[str, list]:
+               graph_only: bool = False, kind: str = "op") -> tuple[str, list]:
+        if kind not in KINDS:
+            raise ValueError(f"unknown kind {kind!r} (one of {', '.join(KINDS)})")
         clauses, params = [], []
         if rank is not None:
             clauses.append("rank=?")
             params.append(rank)
         if step is not None:
-            clauses.append("step=?")
+            if kind in ("constant", "all"):  # constants belong to no step: listed with every step
+                clauses.append("(step=? OR (step=-1 AND kind='constant'))")
+            else:
+                clauses.append("step=?")
             params.append(step)
+        if kind != "all":
+            clauses.append("kind=?")
+            params.append(kind)
         if not graph_only:
             clauses.append("graph_only=0")
         if grep:
@@ -248,22 +264,26 @@ class DumpQuery:
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
     def ops(self, rank: Optional[int] = None, step: Optional[int] = None, grep: Optional[str] = None,
-            limit: Optional[int] = None, offset: int = 0, graph_only: bool = False) -> list[OpRow]:
-        where, params = self._where(rank, step, grep, graph_only)
-        if limit is not None and offset and rank is not None and step is not None and not grep and not graph_only:
+            limit: Optional[int] = None, offset: int = 0, graph_only: bool = False, kind: str = "op") -> list[OpRow]:
+        """Rows in execution order; ``kind`` "op" (the default) lists executed ops only,
+        "parameter"/"constant" those, "all" everything (parameters and constants last)."""
+        where, params = self._where(rank, step, grep, graph_only, kind)
+        if limit is not None and offset and rank is not None and step is not None and not grep and not graph_only \
+                and kind == "op":
             # Visible ops of one rank/step are numbered 0..n-1 in execution order, so a page is a
             # range of exec_index: no OFFSET scan, constant time however deep the page is.
             return [_op(r) for r in self.index.query(
                 f"SELECT {_OP_COLS} FROM ops{where} AND exec_index >= ? ORDER BY exec_index, seq LIMIT ?",
                 params + [offset, limit])]
-        sql = f"SELECT {_OP_COLS} FROM ops{where} ORDER BY rank, step, exec_index, seq"
+        sql = f"SELECT {_OP_COLS} FROM ops{where} ORDER BY rank, step < 0, step, exec_index IS NULL, exec_index, seq"
         if limit is not None:
             sql += " LIMIT ? OFFSET ?"
             params += [limit, offset]
         return [_op(r) for r in self.index.query(sql, params)]
 
-    def count_ops(self, rank: Optional[int] = None, step: Optional[int] = None, grep: Optional[str] = None) -> int:
-        where, params = self._where(rank, step, grep)
+    def count_ops(self, rank: Optional[int] = None, step: Optional[int] = None, grep: Optional[str] = None,
+                  kind: str = "op") -> int:
+        where, params = self._where(rank, step, grep, kind=kind)
         return self.index.query(f"SELECT COUNT(*) FROM ops{where}", params)[0][0]
 
     def op_by_id(self, op_id: int) -> Optional[OpRow]:
@@ -298,20 +318,20 @@ class DumpQuery:
             ("file_name=?", [s]),
             ("joined=?", [text]),
         ):
-            rows = self.index.query(f"SELECT {_OP_COLS} FROM ops WHERE {sql} AND rank=? AND step=? "
-                                    "AND graph_only=0 ORDER BY exec_index", params + [rank, step])
+            rows = self.index.query(f"SELECT {_OP_COLS} FROM ops WHERE {sql} AND rank=? AND {_AT_STEP} "
+                                    "AND graph_only=0 ORDER BY exec_index IS NULL, exec_index", params + [rank, step])
             if len(rows) == 1:
                 return _op(rows[0])
             if len(rows) > 1:
                 names = [f"{r[4]} (exec {r[8]})" for r in rows[:8]]
                 raise OpLookupError(f"op {text!r} is ambiguous at rank {rank} step {step}: {len(rows)} ops", names)
         # a unique suffix (e.g. "Conv2D-op0" or the last scope segments) is accepted too
-        rows = self.index.query(f"SELECT {_OP_COLS} FROM ops WHERE rank=? AND step=? AND graph_only=0 AND "
+        rows = self.index.query(f"SELECT {_OP_COLS} FROM ops WHERE rank=? AND {_AT_STEP} AND graph_only=0 AND "
                                 "(name LIKE ? ESCAPE '\\' OR file_name LIKE ? ESCAPE '\\')",
                                 [rank, step, "%/" + _like(text), "%_" + _like(s)])
         if len(rows) == 1:
             return _op(rows[0])
-        names = [r[0] for r in self.index.query("SELECT name FROM ops WHERE rank=? AND step=? AND graph_only=0",
+        names = [r[0] for r in self.index.query(f"SELECT name FROM ops WHERE rank=? AND {_AT_STEP} AND graph_only=0",
                                                 (rank, step))]
         if len(rows) > 1:
             raise OpLookupError(f"op {text!r} is ambiguous at rank {rank} step {step}: {len(rows)} ops",
@@ -327,15 +347,16 @@ class DumpQuery:
         """Fuzzy search over full names and types: substring hits first, then subsequence hits."""
         if not text:
             return self.ops(rank, step, limit=limit)
-        hits = self.ops(rank, step, grep=text, limit=limit)
+        # parameters and constants are found too (they are just not listed among ops)
+        hits = self.ops(rank, step, grep=text, limit=limit, kind="all")
         if len(hits) >= limit:
             return hits
         seen = {h.id for h in hits}
         pattern = "%" + "%".join(_like(c) for c in text.lower()) + "%"
-        where, params = self._where(rank, step, None)
+        where, params = self._where(rank, step, None, kind="all")
         rows = self.index.query(
             f"SELECT {_OP_COLS} FROM ops{where} AND (lower(name) LIKE ? ESCAPE '\\' OR lower(type) LIKE ? "
-            "ESCAPE '\\') ORDER BY exec_index LIMIT ?", params + [pattern, pattern, limit])
+            "ESCAPE '\\') ORDER BY exec_index IS NULL, exec_index LIMIT ?", params + [pattern, pattern, limit])
         more = [_op(r) for r in rows if r[0] not in seen]
         more.sort(key=lambda o: _fuzzy_score(text.lower(), o.name.lower()))
         return hits + more[: limit - len(hits)]
@@ -345,14 +366,26 @@ class DumpQuery:
     def scope_counts(self, rank: int, step: int) -> dict[tuple[str, str], int]:
         """Ops per (graph, scope) of one rank/step, to build the lazy scope tree."""
         return {(g, s): n for g, s, n in self.index.query(
-            "SELECT graph, scope, COUNT(*) FROM ops WHERE rank=? AND step=? GROUP BY graph, scope",
+            "SELECT graph, scope, COUNT(*) FROM ops WHERE rank=? AND step=? AND kind='op' GROUP BY graph, scope",
             (rank, step))}
 
     def ops_in_scope(self, rank: int, step: int, graph: str, scope: str) -> list[OpRow]:
         return [_op(r) for r in self.index.query(
-            f"SELECT {_OP_COLS} FROM ops WHERE rank=? AND step=? AND graph=? AND scope=? "
+            f"SELECT {_OP_COLS} FROM ops WHERE rank=? AND step=? AND graph=? AND scope=? AND kind='op' "
             "ORDER BY exec_index IS NULL, exec_index, seq",
             (rank, step, graph, scope))]
+
+    def kind_counts(self, rank: int, step: int) -> dict[tuple[str, str], int]:
+        """Parameters and constants per (graph, kind) of one rank/step: one tree node each."""
+        return {(g, k): n for g, k, n in self.index.query(
+            f"SELECT graph, kind, COUNT(*) FROM ops WHERE rank=? AND {_AT_STEP} AND kind != 'op' "
+            "GROUP BY graph, kind", (rank, step))}
+
+    def ops_of_kind(self, rank: int, step: int, graph: str, kind: str) -> list[OpRow]:
+        """The parameters (or constants) of one graph, by name."""
+        return [_op(r) for r in self.index.query(
+            f"SELECT {_OP_COLS} FROM ops WHERE rank=? AND {_AT_STEP} AND graph=? AND kind=? ORDER BY name, seq",
+            (rank, step, graph, kind))]
 
     # -- graph neighbourhood ----------------------------------------------------------------
 
@@ -375,7 +408,7 @@ class DumpQuery:
             "control_from": data.get("control", []),
             "consumers": data.get("consumers", []),
             "attrs": data.get("attrs", {}),
-            "source": data.get("source", []),
+            "source": mark_frames(data.get("source", [])),
             "graph": ({"name": gname[0][0], "file": gname[0][1]} if gname else None),
             "input_descs": data.get("input_descs", []),
             "output_descs": data.get("output_descs", []),
@@ -413,8 +446,8 @@ class DumpQuery:
 
     def op_json(self, op: OpRow, tensors: Optional[list[TensorRow]] = None) -> dict[str, Any]:
         tensors = self.tensors(op.id) if tensors is None else tensors
-        return {"name": op.name, "file_name": op.file_name, "type": op.type, "rank": op.rank, "step": op.step,
-                "graph": op.graph, "exec_index": op.exec_index,
+        return {"name": op.name, "file_name": op.file_name, "type": op.type, "kind": op.kind, "rank": op.rank,
+                "step": op.step, "graph": op.graph, "exec_index": op.exec_index,
                 "tensors": [self.tensor_json(t) for t in tensors]}
 
     def show_json(self, op: OpRow) -> dict[str, Any]:
@@ -422,6 +455,7 @@ class DumpQuery:
         doc = self.op_json(op, tensors)
         details = self.graph_details(op)
         doc.update({k: details[k] for k in ("inputs_from", "control_from", "consumers", "attrs", "source")})
+        doc["user_frame"] = first_user_frame(doc["source"])  # the user's line nearest the op, or None
         doc["graph_file"] = details["graph"]
         doc["join_rule"] = op.join_rule
         doc["scope"] = op.scope

@@ -36,8 +36,17 @@ def test_every_csv_op_with_a_file_is_listed_in_csv_order(real_lenet_tree):
         listed = [op.name for op in q.ops(0, step)]
         positions = [listed.index(n) for n in expected]
         assert positions == sorted(positions), "CSV order not kept"
-        # every dumped op appears, each exactly once
-        assert len({op.file_name for op in q.ops(0, step)}) == len(file_ops)
+        # every dumped op appears, each exactly once; MindSpore's Parameter.* files are apart
+        everything = q.ops(0, step, kind="all")
+        assert len({op.file_name for op in everything}) == len(file_ops)
+        params = q.ops(0, step, kind="parameter")
+        assert params and {p.file_name for p in params} == {p.name.split(".")[1] for p in step_dir.iterdir()
+                                                            if p.name.startswith("Parameter.")}
+        assert all(p.exec_index is None and p.kind == "parameter" for p in params)
+        ops = q.ops(0, step)
+        assert not any(op.type == "Parameter" for op in ops)
+        assert [op.exec_index for op in ops] == list(range(len(ops)))
+        assert q.count_ops(0, step) == len(ops)
 
 
 def test_renumbered_backward_ops_are_still_listed_and_joined(real_lenet_tree):
@@ -97,7 +106,12 @@ def test_summary_of_one_iteration_reports_that_step(real_lenet_copy):
     assert doc["steps"] == [2]
     assert doc["ranks"] == [0]
     assert doc["problems"] == []
-    assert doc["ops"] == 66
+    step_dir = real_lenet_copy / "rank_0/LeNet/0/2"
+    names = {p.name.split(".")[1] for p in step_dir.iterdir() if p.name.endswith(".npy")}
+    n_params = len({n for n in names if any(p.name.startswith("Parameter." + n + ".") for p in step_dir.iterdir())})
+    assert n_params == 21
+    assert doc["ops"] == len(names) - n_params == 45
+    assert doc["parameters"] == n_params
 
 
 def test_unknown_op_is_one_line_with_close_matches(real_lenet_tree):

@@ -90,11 +90,14 @@ def test_mindspore_lenet_sync():
     assert s["constants"] == 2
     assert [(g["graph"], g["name"]) for g in s["graph_files"]] == [("0", "kernel_graph0")]
     for step in (0, 1):
-        ops = q.ops(0, step)
-        kernels = [o for o in ops if o.type != "Parameter"]
+        kernels = q.ops(0, step)  # parameters and constants are not ops
         assert [o.name for o in kernels] == MS_KERNELS  # execution-order CSV order
         assert all(o.joined == o.name for o in kernels)
-        assert len([o for o in ops if o.type == "Parameter"]) == 10
+        params = q.ops(0, step, kind="parameter")
+        assert len(params) == 10 and all(o.type == "Parameter" and o.exec_index is None for o in params)
+        consts = q.ops(0, step, kind="constant")  # constants belong to no step: listed with every step
+        assert len(consts) == 2 and all(o.step == -1 for o in consts)
+        assert len(q.ops(0, step, kind="all")) == len(MS_KERNELS) + 10 + 2
     bf = q.resolve_op("Default/Cast-op1", step=0)
     t = [t for t in q.tensors(bf.id) if t.io == "output"][0]
     assert (t.dtype, t.stored_dtype) == ("bfloat16", "float32")

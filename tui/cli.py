@@ -63,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", metavar="PATH")
     _add_place(p)
     p.add_argument("--grep", metavar="TEXT", help="only ops whose name or type contains TEXT")
+    p.add_argument("--kind", choices=("op", "parameter", "constant", "all"), default="op",
+                   help="what to list: executed ops (default), parameters, constants, or all of them")
     _add_format(p)
     _add_common(p)
 
@@ -270,7 +272,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
         t.add_row(inert(lay["name"]), str(lay["files"]), inert(lay["root"]))
     con.print(t)
     con.print(f"ranks: {doc['ranks']}   steps: {doc['steps']}   graphs: {doc['graphs']}")
-    con.print(f"ops: {doc['ops']}   tensors: {doc['tensors']}   files: {doc['files']} "
+    con.print(f"ops: {doc['ops']}   parameters: {doc['parameters']}   constants: {doc['constants']}   "
+              f"tensors: {doc['tensors']}   files: {doc['files']} "
               f"(not recognised: {doc['skipped_files']})")
     for g in doc["graph_files"]:
         con.print(f"graph {inert(repr(g['graph']))} (rank {g['rank']}): {inert(g['name'])} from {inert(g['file'])}")
@@ -286,7 +289,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
 def cmd_ops(args: argparse.Namespace) -> int:
     q = _open(args.path, args)
     rank, step = q.default_place(args.rank, args.step)
-    ops = q.ops(rank, step, grep=args.grep)
+    kind = getattr(args, "kind", "op")
+    ops = q.ops(rank, step, grep=args.grep, kind=kind)
     if args.json:
         _print_json({"ops": [q.op_json(op) for op in ops]})
         return 0
@@ -295,13 +299,15 @@ def cmd_ops(args: argparse.Namespace) -> int:
         for op in ops:
             for t in q.tensors(op.id):
                 rows.append([op.exec_index, op.name, op.type, op.rank, op.step, op.graph, t.io, t.slot, t.dtype,
-                             "x".join(map(str, t.shape)), t.format, "x".join(map(str, t.device_shape)), t.path])
+                             "x".join(map(str, t.shape)), t.format, "x".join(map(str, t.device_shape)), t.path,
+                             op.kind])
         _write_csv(["exec_index", "name", "type", "rank", "step", "graph", "io", "slot", "dtype", "shape",
-                    "format", "device_shape", "file"], rows)
+                    "format", "device_shape", "file", "kind"], rows)
         return 0
     from rich.table import Table
 
-    t = Table(show_edge=False, title=f"rank {rank} step {step}: {len(ops)} ops")
+    noun = {"op": "ops", "parameter": "parameters", "constant": "constants"}.get(kind, "ops, parameters, constants")
+    t = Table(show_edge=False, title=f"rank {rank} step {step}: {len(ops)} {noun}")
     for col in ("#", "type", "name", "outputs"):
         t.add_column(col, overflow="fold")
     for op in ops:
@@ -309,7 +315,8 @@ def cmd_ops(args: argparse.Namespace) -> int:
         desc = ", ".join(f"{x.dtype}{list(x.shape)}" + (f" {x.format}" if x.format not in ("ND", "DefaultFormat")
                                                        else "") for x in outs[:3])
         badge = " !" if op.bad else ""
-        t.add_row(str(op.exec_index), inert(op.type), inert(op.name) + badge, inert(desc))
+        t.add_row("-" if op.exec_index is None else str(op.exec_index), inert(op.type), inert(op.name) + badge,
+                  inert(desc))
     _console().print(t)
     return 0
 
@@ -325,7 +332,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     head = _bold(doc["name"])
     head.append(f"  ({inert(doc['type'])})", style="")
     con.print(head)
-    con.print(f"rank {doc['rank']}  step {doc['step']}  graph {inert(doc['graph'])}  exec {doc['exec_index']}  "
+    where = f"exec {doc['exec_index']}" if doc.get("kind", "op") == "op" else f"{inert(doc['kind'])} (not executed)"
+    con.print(f"rank {doc['rank']}  step {doc['step']}  graph {inert(doc['graph'])}  {where}  "
               f"file name {inert(doc['file_name'])}")
     for t in doc["tensors"]:
         plain = t["format"] in ("ND", "DefaultFormat", "")
@@ -340,9 +348,14 @@ def cmd_show(args: argparse.Namespace) -> int:
         for k, v in list(doc["attrs"].items())[:60]:
             con.print(f"  {inert(k)}: {inert(v)}")
     if doc["source"]:
-        con.print("source:")
+        user = doc.get("user_frame")
+        if user:
+            con.print(f"your code: {inert(user['file'])}:{inert(user['line'])}  "
+                      f"{inert(str(user.get('code') or '').strip())}")
+        con.print("source (outermost first; > your code):")
         for s in doc["source"]:
-            con.print(f"  {inert(s['file'])}:{inert(s['line'])}  {inert(str(s.get('code') or '').strip())}")
+            mark = ">" if s.get("user") else " "
+            con.print(f" {mark}{inert(s['file'])}:{inert(s['line'])}  {inert(str(s.get('code') or '').strip())}")
     for line in doc.get("stack", []) or []:
         con.print(f"  {inert(line)}")
     if doc.get("graph_file"):

@@ -122,6 +122,8 @@ class OpDetail(VerticalScroll, can_focus=False):
             text.append("! " + ", ".join(bits) + (f" ({op.evidence})" if op.evidence else "") + "\n", "bold red")
         if op.graph_only:
             text.append("· graph-only node: no dump data\n", "dim")
+        if op.kind != "op":
+            text.append(f"· {inert(op.kind)}: a value the graph holds, not an executed op\n", "dim")
         text.append("name  ", "dim")
         text.append(inert(op.name) + "\n")
         if op.scope:
@@ -153,9 +155,17 @@ class OpDetail(VerticalScroll, can_focus=False):
         source = details.get("source") or []
         stack = next((t.extra.get("stack") for t in tensors if t.extra.get("stack")), None)
         if source:
-            text.append("\nSource (innermost last)\n", "bold dim")
+            from dumpscope.core.source_frames import first_user_frame
+
+            user = first_user_frame(source)
+            if user is not None:
+                text.append("\nYour code  ", "bold dim")
+                text.append(f"{inert(short_path(str(user.get('file', ''))))}:{inert(user.get('line', ''))}", "green")
+                text.append(f"  {inert(user.get('code', ''))}\n")
+            text.append("\nSource (innermost last; > your code)\n", "bold dim")
             for s in source[-MAX_SOURCE:]:
-                text.append(f"  {inert(short_path(str(s.get('file', ''))))}:{inert(s.get('line', ''))}", "green")
+                text.append(f"{'>' if s.get('user') else ' '} {inert(short_path(str(s.get('file', ''))))}:"
+                            f"{inert(s.get('line', ''))}", "green")
                 text.append(f"  {inert(s.get('code', ''))}\n")
         elif stack:
             text.append("\nStack\n", "bold dim")

@@ -47,9 +47,23 @@ class More:
     graph: str
     scope: str
     offset: int
+    kind: str = "op"
 
 
-NodeData = Union[Scope, OpRow, More, None]
+@dataclass
+class KindGroup:
+    """The parameters (or constants) of one graph: one collapsed node beside its scopes."""
+
+    graph: str
+    kind: str  # "parameter" | "constant"
+    count: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}s"
+
+
+NodeData = Union[Scope, OpRow, More, KindGroup, None]
 
 
 def build_scopes(counts: dict[tuple[str, str], int],
@@ -124,6 +138,7 @@ class OpTree(Tree[NodeData]):
         self.rank = 0
         self.step = 0
         self._populated: set[int] = set()
+        self._kinds: dict[tuple[str, str], int] = {}
 
     # -- building ---------------------------------------------------------------------
 
@@ -149,6 +164,11 @@ class OpTree(Tree[NodeData]):
         order_fn = getattr(q, "scope_order", None)  # proposed core API; optional
         roots = build_scopes(q.scope_counts(rank, step), order_fn(rank, step) if order_fn else None,
                              q.bad_scope_counts(rank, step))
+        kinds_fn = getattr(q, "kind_counts", None)
+        self._kinds = kinds_fn(rank, step) if kinds_fn else {}
+        have = {r.graph for r in roots}
+        for graph in sorted({g for g, _k in self._kinds} - have, key=_graph_key):
+            roots.append(Scope(graph, "", f"graph {graph}" if graph else "graph"))  # parameters only
         total = sum(r.total for r in roots)
         self.root.set_label(Text.assemble((f"rank {rank}", "bold"), f"  step {step}  ", (f"({total:,})", "dim")))
         self.root.data = None
@@ -206,24 +226,34 @@ class OpTree(Tree[NodeData]):
         if node.id in self._populated or self.q is None:
             return
         data = node.data
-        if not isinstance(data, Scope):
+        if not isinstance(data, (Scope, KindGroup)):
             return
         self._populated.add(node.id)
+        if isinstance(data, KindGroup):
+            self._add_ops(node, data.graph, "", 0, data.kind)
+            return
         for child in data.children.values():
             self._add_scope(node, child)
         if data.own:
             self._add_ops(node, data.graph, data.path, 0)
+        if data.path == "":  # a graph: its parameters and constants, one collapsed node each
+            for kind in ("parameter", "constant"):
+                n = self._kinds.get((data.graph, kind), 0)
+                if n:
+                    group = KindGroup(data.graph, kind, n)
+                    node.add(Text.assemble(group.label, (f" ({n:,})", "dim")), data=group, allow_expand=True)
 
-    def _add_ops(self, node: TreeNode[NodeData], graph: str, scope: str, offset: int) -> None:
+    def _add_ops(self, node: TreeNode[NodeData], graph: str, scope: str, offset: int, kind: str = "op") -> None:
         assert self.q is not None
-        ops = self.q.ops_in_scope(self.rank, self.step, graph, scope)
+        ops = self.q.ops_in_scope(self.rank, self.step, graph, scope) if kind == "op" else \
+            self.q.ops_of_kind(self.rank, self.step, graph, kind)
         batch = ops[offset:offset + OPS_PER_NODE]
         for op in batch:
             node.add_leaf(self._op_label(op), data=op)
         rest = len(ops) - offset - len(batch)
         if rest > 0:
             node.add_leaf(Text(f"… {rest:,} more (enter)", "dim italic"),
-                          data=More(graph, scope, offset + len(batch)))
+                          data=More(graph, scope, offset + len(batch), kind))
 
     def on_tree_node_expanded(self, event: Tree.NodeExpanded) -> None:
         self._populate(event.node)
@@ -234,7 +264,7 @@ class OpTree(Tree[NodeData]):
             more, parent = node.data, node.parent
             node.remove()
             if parent is not None:
-                self._add_ops(parent, more.graph, more.scope, more.offset)
+                self._add_ops(parent, more.graph, more.scope, more.offset, more.kind)
             event.stop()
 
     def action_expand_here(self) -> None:

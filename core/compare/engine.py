@@ -163,6 +163,11 @@ def _frames(q: "DumpQuery", op: "OpRow", details: dict[str, Any], tensors: list[
     return []
 
 
+def _position(op: "OpRow") -> int:
+    """Execution index; parameters and constants (none: they did not run) come after every op."""
+    return op.exec_index if op.exec_index is not None else 1 << 30
+
+
 def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] = None,
                   step: Optional[int] = None, rtol: Optional[float] = None, atol: Optional[float] = None,
                   progress: Optional[Callable[[int, int], None]] = None, workers: int = 2,
@@ -175,12 +180,12 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     th = thresholds or vd.Thresholds()
     if rtol is not None or atol is not None:
         th = vd.Thresholds(**{**{k: getattr(th, k) for k in th.__slots__}, "rtol": rtol, "atol": atol})
-    g_ops = golden.ops(g_rank, g_step)
-    t_ops = target.ops(t_rank, t_step)
+    g_ops = golden.ops(g_rank, g_step, kind="all")  # parameters are compared too (after the ops)
+    t_ops = target.ops(t_rank, t_step, kind="all")
     g_by_id = {o.id: o for o in g_ops}
     t_by_id = {o.id: o for o in t_ops}
-    match = match_ops([OpRef(o.name, o.type, o.exec_index or 0, o.id) for o in g_ops],
-                      [OpRef(o.name, o.type, o.exec_index or 0, o.id) for o in t_ops])
+    match = match_ops([OpRef(o.name, o.type, _position(o), o.id) for o in g_ops],
+                      [OpRef(o.name, o.type, _position(o), o.id) for o in t_ops])
     g_names = {o.name for o in g_ops}
     joined_to_name = {o.joined: o.name for o in g_ops if o.joined}
     ops: list[_Op] = []

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from dumpscope.core.model import Graph, GraphNode, SourceLine
+from dumpscope.core.source_frames import parse_frame
 
 from .common import GraphParseError, Source, ms_dtype, one_line, read_source
 
@@ -27,9 +28,6 @@ _RETURN_RE = re.compile(r"^([Rr]eturn)\s*(\(.*)$", re.S)
 _SUBGRAPH_RE = re.compile(r"^subgraph\s+@(\S+?)(?:\s+parent:.*?)?\((.*)$", re.S)
 _FULLNAME_RE = re.compile(r"full[ _]?name[ _]with[ _]scope\s*:\s*\((.*)\)\s*$", re.I)
 _SCOPE_RE = re.compile(r"^#\s*scope\s*:\s*\((.*)\)\s*$", re.I)
-_SOURCE_RE = re.compile(
-    r"#\s*In file (.+?)(?:\((\d+)\)|:(\d+)(?:~(\d+))?(?:,\s*(\d+)~(\d+))?)(?:/(.*))?$"
-)
 _GRAPH_PARAMS_RE = re.compile(r"^#\s*Parameters\s*:\s*\d+\s*,\s*(\(.*\))\s*$")
 _DEVICE_RE = re.compile(
     r"^<\s*([A-Za-z][A-Za-z0-9_]*?)x([A-Za-z][A-Za-z0-9_]*)\s*\[const vector\]\s*[\[{]([^\]}]*)[\]}]"
@@ -38,7 +36,6 @@ _TENSOR_DTYPE_RE = re.compile(r"Tensor[\[(]([A-Za-z0-9_]+)[\])]")
 _SHAPE_RE = re.compile(r"[\[(]\s*(-?\d+(?:\s*,\s*-?\d+)*\s*,?)?\s*[\])]")
 _INT_RE = re.compile(r"-?\d+")
 _TGI_INDEX_RE = re.compile(r"^(?:I64|I32|Int64|Int32)?\(?\s*(-?\d+)\s*\)?$")
-_SHARED_SUFFIX = "/<~~"
 _MAX_JOIN = 400
 
 _OPEN = {"(": ")", "[": "]", "{": "}"}
@@ -409,20 +406,13 @@ class _IrReader:
         if m:
             node.fullname = node.fullname or m.group(1).strip()
             return
-        m = _SOURCE_RE.match(text)
-        if m:
-            line = m.group(2) or m.group(3) or "0"
-            code = m.group(7) or ""
-            cut = code.find(_SHARED_SUFFIX)
-            if cut >= 0:
-                code = code[:cut]
-            elif code.endswith("/"):
-                code = code[:-1]
-            node.source.append(SourceLine(file=m.group(1).strip(), line=int(line), code=code.strip()))
-            return
         m = _SCOPE_RE.match(text)
         if m:
             node.attrs.setdefault("scope", m.group(1).strip())
+            return
+        frame = parse_frame(text)  # every source style of r1.x–r2.10, ``# inlined:`` frames included
+        if frame is not None:
+            node.source.append(SourceLine(file=frame["file"], line=frame["line"], code=frame["code"]))
 
     def finish_node(self) -> None:
         pend = self.node

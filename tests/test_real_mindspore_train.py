@@ -1,0 +1,135 @@
+"""Real MindSpore 2.10 and 2.7 training dumps (tests/data/real_mindspore_train.tar.gz, see its README):
+a shared conv stem whose backward holds several Conv2DBackpropFilter ops in one scope, and a tiny
+transformer block.  Every expectation is read off the files MindSpore wrote, not typed in."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import unpack_data
+from dumpscope.core.names import sanitize_name
+from dumpscope.core.query import OpRow, open_query
+from dumpscope.tui.cli import main
+
+TREES = ("ms210_stem", "ms210_transformer", "ms27_stem", "ms27_transformer")
+
+
+@pytest.fixture(scope="module")
+def dumps(tmp_path_factory) -> Path:
+    return unpack_data(tmp_path_factory, "real_mindspore_train")
+
+
+def cli_json(capsys, *args):
+    code = main([*args, "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)
+
+
+def step_dir(root: Path) -> Path:
+    (net,) = [p for p in (root / "rank_0").iterdir() if p.is_dir() and p.name not in ("graphs", "execution_order")
+              and not p.name.startswith(".")]
+    return net / "0" / "0"
+
+
+def file_ops(root: Path) -> dict[str, str]:
+    """file-side op name -> op type, from the npy names MindSpore wrote"""
+    out = {}
+    for p in step_dir(root).iterdir():
+        parts = p.name.split(".")
+        out[parts[1]] = parts[0]
+    return out
+
+
+def csv_names(root: Path) -> list[str]:
+    lines = (root / "rank_0/execution_order/ms_execution_order_graph_0.csv").read_text().split()
+    return [n for n in lines if not n.startswith("NodeExecutionOrder")]
+
+
+@pytest.mark.parametrize("tree", TREES)
+def test_parameters_are_apart_from_ops(capsys, dumps, tree):
+    root = dumps / tree
+    files = file_ops(root)
+    params = {n for n, t in files.items() if t == "Parameter"}
+    assert len(params) >= 9
+    doc = cli_json(capsys, "summary", str(root))
+    assert doc["parameters"] == len(params)
+    assert doc["ops"] == len(files) - len(params)
+    ops = cli_json(capsys, "ops", str(root))["ops"]
+    assert len(ops) == len(files) - len(params)
+    assert all(o["kind"] == "op" and o["type"] != "Parameter" for o in ops)
+    assert [o["exec_index"] for o in ops] == list(range(len(ops)))
+    listed = cli_json(capsys, "ops", str(root), "--kind", "parameter")["ops"]
+    assert {o["file_name"] for o in listed} == params
+    assert all(o["kind"] == "parameter" and o["exec_index"] is None for o in listed)
+    everything = cli_json(capsys, "ops", str(root), "--kind", "all")["ops"]
+    assert len(everything) == len(files)
+    assert [o["kind"] for o in everything] == ["op"] * len(ops) + ["parameter"] * len(params)
+
+
+@pytest.mark.parametrize("tree", TREES)
+def test_parameters_stay_stat_able_and_searchable(capsys, dumps, tree):
+    import numpy as np
+
+    root = dumps / tree
+    q = open_query(str(root))
+    (param,) = [p for p in q.ops(0, 0, kind="parameter") if p.file_name.endswith("weight")][:1]
+    assert any(hit.id == param.id for hit in q.search(param.name, 0, 0))
+    doc = cli_json(capsys, "stats", str(root), param.name)
+    (path,) = [p for p in step_dir(root).iterdir() if p.name.startswith(f"Parameter.{param.file_name}.")]
+    arr = np.load(path).astype(np.float64)
+    assert doc["count"] == arr.size
+    assert doc["max"] == pytest.approx(arr.max()) and doc["min"] == pytest.approx(arr.min())
+
+
+@pytest.mark.parametrize("tree", ("ms210_stem", "ms27_stem"))
+def test_show_reaches_the_users_net_py_line(capsys, dumps, tree):
+    root = dumps / tree
+    conv = [n for n in csv_names(root) if n.endswith("stem-Conv2d/Conv2D-op0")][0]
+    doc = cli_json(capsys, "show", str(root), conv)["op"]
+    user = doc["user_frame"]
+    assert user is not None and user["file"].endswith("net.py") and user["user"] is True
+    assert user["code"] == "a = self.act(self.stem(x))"
+    lines = (dumps / "net.py").read_text().splitlines()
+    assert lines[user["line"] - 1].strip() == user["code"]
+    # the frames inside MindSpore are there too, marked as not the user's
+    assert any(not s["user"] and "/mindspore/" in s["file"] for s in doc["source"])
+    assert sanitize_name(conv) == doc["file_name"]
+
+
+def test_explorer_tree_has_one_collapsed_parameters_node(dumps, tmp_path, monkeypatch):
+    pytest.importorskip("textual")
+    import asyncio
+
+    from test_tui_support import set_env, wait_ready
+    from dumpscope.tui.app import DumpscopeApp
+    from dumpscope.tui.optree import KindGroup, OpTree
+
+    set_env(monkeypatch, tmp_path)
+    root = dumps / "ms210_stem"
+    n_params = sum(1 for t in file_ops(root).values() if t == "Parameter")
+
+    async def run() -> None:
+        app = DumpscopeApp(str(root), display_name="dump")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_ready(pilot)
+            tree = app.screen.query_one(OpTree)
+            groups = [line.node for line in tree._tree_lines if isinstance(line.node.data, KindGroup)]
+            assert len(groups) == 1 and not groups[0].is_expanded
+            assert groups[0].data.count == n_params
+            assert groups[0].label.plain == f"parameters ({n_params})"
+            assert groups[0].parent.data.path == ""  # beside the graph's scopes
+            # no parameter is listed among the scopes' ops
+            assert not any(isinstance(line.node.data, OpRow) and line.node.data.kind == "parameter"
+                           for line in tree._tree_lines)
+            tree._populate(groups[0])
+            groups[0].expand()
+            await pilot.pause()
+            shown = [line.node.data for line in tree._tree_lines
+                     if isinstance(line.node.data, OpRow) and line.node.data.kind == "parameter"]
+            assert len(shown) == n_params
+
+    asyncio.run(run())
