@@ -43,7 +43,9 @@ def _tables(root: Path, tmp: Path, sql: bool, monkeypatch) -> tuple[list, list, 
     # builds: name units and ops by their file instead
     where = dict(idx.query("SELECT id, path FROM units"))
     # seq only orders ops within a place: compare that order, not its numbers
-    ops = sorted((str(where.get(r[0], r[0])),) + r[1:-1] for r in idx.query("SELECT * FROM ops"))
+    cols = [c[1] for c in idx.query("PRAGMA table_info(ops)")]
+    keep = [i for i, c in enumerate(cols) if c not in ("id", "seq")]
+    ops = sorted((str(where.get(r[0], r[0])),) + tuple(r[i] for i in keep) for r in idx.query("SELECT * FROM ops"))
     order = [str(where.get(i, i)) for (i,) in idx.query("SELECT id FROM ops ORDER BY rank, step, exec_index, seq")]
     links = sorted((where[u], where[o]) for u, o in idx.query("SELECT id, op_id FROM units"))
     idx.close()
@@ -200,7 +202,9 @@ def _pooled_build(root: Path, cache: Path, monkeypatch, before_finalize=None,
 
 def _ops_by_file(idx: DumpIndex) -> list[tuple]:
     where = dict(idx.query("SELECT id, path FROM units"))
-    return sorted((where[r[0]],) + r[1:-1] for r in idx.query("SELECT * FROM ops"))  # seq aside
+    cols = [c[1] for c in idx.query("PRAGMA table_info(ops)")]
+    keep = [i for i, c in enumerate(cols) if c not in ("id", "seq")]  # seq aside
+    return sorted((where[r[0]],) + tuple(r[i] for i in keep) for r in idx.query("SELECT * FROM ops"))
 
 
 def test_early_ops_equal_the_ops_of_a_build_without_them(tmp_path, monkeypatch):

@@ -54,7 +54,7 @@ def corpus(tmp_path_factory):
     clean = tmp_path_factory.mktemp("clean")
     write_good_trees(clean)
     q = DumpQuery(DumpIndex.open(str(clean), use_cache=False))
-    good = {_op_key(q.op_json(op), clean) for op in q.ops()}
+    good = {_op_key(q.op_json(op), clean) for op in q.ops(kind="all")}
     q.index.close()
     root = tmp_path_factory.mktemp("corpus")
     expected = write_fault_corpus(root)
