@@ -152,6 +152,34 @@ def _worker_start() -> None:
         pass
 
 
+def _pool_size(workers: Optional[int]) -> int:
+    return workers if workers is not None else int(os.environ.get("DUMPSCOPE_WORKERS", "0") or 0) or \
+        min(4, os.cpu_count() or 1)
+
+
+def _new_pool(workers: int):
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # fork: workers start in milliseconds and inherit the imported layouts; they only read
+    # files and return plain records, so the walker threads of the parent do not matter
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    return ProcessPoolExecutor(max_workers=workers, initializer=_worker_start,
+                               mp_context=multiprocessing.get_context(method))
+
+
+def process_pool(workers: Optional[int] = None):
+    """A process pool like the index's (same size, same start method, workers niced), or None where
+    none can be used (one core, or inside the explorer: forking a running Textual app is not safe)."""
+    n = _pool_size(workers)
+    if n <= 1 or "textual.app" in sys.modules:
+        return None
+    try:
+        return _new_pool(n)
+    except Exception:
+        return None
+
+
 class _Pool:
     """A lazily started process pool reading big folders in chunks.
 
@@ -161,8 +189,7 @@ class _Pool:
     """
 
     def __init__(self, workers: Optional[int]) -> None:
-        n = workers if workers is not None else int(os.environ.get("DUMPSCOPE_WORKERS", "0") or 0) or \
-            min(4, os.cpu_count() or 1)
+        n = _pool_size(workers)
         self.workers = n
         # Forking a process that runs a Textual app (threads, a terminal driver) is not safe;
         # the explorer indexes in its own worker thread instead.
@@ -173,16 +200,8 @@ class _Pool:
 
     def _executor(self):
         if self._pool is None:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
             all_layouts()  # import every layout before forking: children must not import under a lock
-
-            # fork: workers start in milliseconds and inherit the imported layouts; they only read
-            # files and return plain records, so the walker threads of the parent do not matter
-            method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-            self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_worker_start,
-                                             mp_context=multiprocessing.get_context(method))
+            self._pool = _new_pool(self.workers)
         return self._pool
 
     def _inline(self, scanned: Scanned, files: list[str], first: bool = True) -> "_Done":

@@ -1,92 +1,256 @@
-"""Quick overflow lookup: which op first produced Inf/NaN or raised an overflow status.
+"""Overflow lookup over the whole job: which op, on which rank and step, first produced Inf/NaN.
 
-Evidence comes three ways (issue "quick overflow op lookup"): Opdebug status files joined
-to the op they name, statistics CSVs (NaN/Inf counts without tensor data), and scanning the
-outputs of plain tensor dumps.  Rows come back in execution order; the first is the origin.
+Evidence comes three ways: Opdebug status files joined to the op they name, statistics
+(NaN/Inf counts without tensor data), and counting the outputs of plain tensor dumps
+(``overflow_scan``, cached in the index).  Every rank and step is covered unless narrowed,
+and the answer says what was covered (``scanned``): never "none found" about a place not
+looked at.  Rows come back ordered by step, then execution order; per rank the first bad op
+is judged (``overflow_origin``) and the rank that went bad first is named.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from dumpscope.core.formats.opdebug import status_words
-from dumpscope.core.tensor_io import TensorLoadError
+from dumpscope.core.overflow_origin import RankFirst, TensorSummary, first_rank, judge_op
+from dumpscope.core.overflow_scan import OpCount, count_ops, record_counts
 
 if TYPE_CHECKING:
-    from dumpscope.core.query import DumpQuery, OpRow, TensorRow
+    from dumpscope.core.query import DumpQuery, OpRow
+
+_BAD = "(COALESCE(status, 0) != 0 OR nan > 0 OR posinf > 0 OR neginf > 0)"
 
 
-def _output_counts(q: "DumpQuery", tensors: list["TensorRow"]) -> tuple[int, int, int, bool]:
-    nan = pos = neg = 0
-    known = False
-    for t in tensors:
-        if t.io != "output":
-            continue
-        try:
-            st = q.tensor_stats(t)
-        except TensorLoadError:
-            continue
-        if st.get("nan") is None and st.get("posinf") is None and st.get("neginf") is None:
-            continue
-        known = True
-        nan += int(st.get("nan") or 0)
-        pos += int(st.get("posinf") or 0)
-        neg += int(st.get("neginf") or 0)
-    return nan, pos, neg, known
+def _filters(rank: Optional[int], step: Optional[int], prefix: str = "") -> tuple[str, list]:
+    sql, params = "", []
+    if rank is not None:
+        sql += f" AND {prefix}rank=?"
+        params.append(rank)
+    if step is not None:
+        sql += f" AND {prefix}step=?"
+        params.append(step)
+    return sql, params
 
 
-def scan_nonfinite(q: "DumpQuery", ops: list["OpRow"], progress: Optional[Callable[[int, int], None]] = None,
-                   workers: int = 2) -> dict[int, tuple[int, int, int]]:
-    """Non-finite counts of every op's outputs (stats cached in the index), op id → (nan, +inf, -inf)."""
-    out: dict[int, tuple[int, int, int]] = {}
+def places(q: "DumpQuery", rank: Optional[int] = None, step: Optional[int] = None) -> list[dict[str, Any]]:
+    """Every (rank, step) with ops, and what evidence its ops carry, ordered by step then rank."""
+    where, params = _filters(rank, step)
+    rows = q.index.query(
+        "SELECT rank, step, COUNT(*), SUM(COALESCE(status, 0) != 0), "
+        "SUM(nan IS NULL AND COALESCE(status, 0) = 0), SUM(nan IS NOT NULL AND evidence='stats'), "
+        "SUM(nan IS NOT NULL AND evidence='tensor') "
+        f"FROM ops WHERE graph_only=0{where} GROUP BY rank, step ORDER BY step, rank", params)
+    return [{"rank": r, "step": s, "ops": n, "opdebug": od or 0, "unknown": unk or 0, "stats": st or 0,
+             "tensor": te or 0} for r, s, n, od, unk, st, te in rows]
 
-    def one(op: "OpRow") -> tuple[int, tuple[int, int, int, bool]]:
-        return op.id, _output_counts(q, q.tensors(op.id))
 
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dumpscope-scan") as pool:
-        for i, (op_id, (nan, pos, neg, known)) in enumerate(pool.map(one, ops)):
-            if known:
-                out[op_id] = (nan, pos, neg)
-            if progress is not None:
-                progress(i + 1, len(ops))
-    q.record_nonfinite(out)
+def _units_of_place(q: "DumpQuery", rank: int, step: int) -> list[tuple]:
+    return q.index.query("SELECT id, op_id, path, storage, tensors FROM units WHERE rank=? AND step=?",
+                         (rank, step))
+
+
+def _units_of_ops(q: "DumpQuery", op_ids: list[int]) -> list[tuple]:
+    out: list[tuple] = []
+    for op_id in op_ids:
+        out += q.index.query("SELECT id, op_id, path, storage, tensors FROM units WHERE id=? AND op_id=id "
+                             "UNION ALL SELECT id, op_id, path, storage, tensors FROM units WHERE op_id=? "
+                             "AND op_id != id", (op_id, op_id))
     return out
 
 
-def find_overflow(q: "DumpQuery", rank: Optional[int] = None, step: Optional[int] = None, scan: str = "auto",
-                  progress: Optional[Callable[[int, int], None]] = None) -> list[dict[str, Any]]:
-    """Ops with overflow evidence at one rank/step, in execution order (CLI.md ``overflow``).
+def _scan(q: "DumpQuery", todo: list[dict[str, Any]], scan: str,
+          progress: Optional[Callable[[int, int], None]], workers: Optional[int],
+          wanted: dict[tuple[int, int], set[int]]) -> dict[int, OpCount]:
+    """Count the outputs of every op without evidence in the places ``todo`` (``wanted``: the ops
+    looked at, per place)."""
+    cond = "nan IS NULL" if scan == "auto" else "(evidence IS NULL OR evidence != 'tensor')"
+    ops: set[int] = set()
+    units: list[tuple] = []
+    for p in todo:
+        ids = {i for (i,) in q.index.query(
+            f"SELECT id FROM ops WHERE rank=? AND step=? AND graph_only=0 AND COALESCE(status, 0) = 0 AND {cond}",
+            (p["rank"], p["step"]))}
+        if not ids:
+            continue
+        wanted[(p["rank"], p["step"])] = ids
+        ops |= ids
+        place_units = [u for u in _units_of_place(q, p["rank"], p["step"]) if u[1] in ids]
+        missing = ids - {u[1] for u in place_units}
+        units += place_units + (_units_of_ops(q, sorted(missing)) if missing else [])
+    if not ops:
+        return {}
+    counts = count_ops(q, ops, units, progress, workers)
+    record_counts(q, counts)
+    return counts
 
-    ``scan``: "all" computes output statistics of every op; "none" never reads tensors;
-    "auto" scans only when neither Opdebug nor statistics evidence exists.
+
+def _summaries(q: "DumpQuery", op: "OpRow", counted: Optional[OpCount]) -> list[TensorSummary]:
+    from dumpscope.core.tensor_io import TensorLoadError
+
+    out = []
+    for t in q.tensors(op.id):
+        if t.storage == "value":
+            continue
+        s = TensorSummary(t.io, t.slot, t.dtype)
+        try:
+            st = q.tensor_stats(t)
+        except (TensorLoadError, ValueError, OSError):
+            st = {}
+        s.min, s.max = st.get("min"), st.get("max")
+        s.nan, s.posinf, s.neginf = st.get("nan"), st.get("posinf"), st.get("neginf")
+        out.append(s)
+    return out
+
+
+def _first_bad_index(q: "DumpQuery", op: "OpRow", counted: Optional[OpCount]) -> Optional[dict[str, Any]]:
+    if counted is None or counted.first_bad is None:
+        return None
+    slot, flat = counted.first_bad
+    for t in q.tensors(op.id):
+        if t.io == "output" and t.slot == slot and t.shape:
+            try:
+                import numpy as np
+
+                return {"io": "output", "slot": slot, "index": [int(i) for i in np.unravel_index(flat, t.shape)]}
+            except ValueError:
+                break
+    return {"io": "output", "slot": slot, "index": [flat]}
+
+
+def _cached_first_bad(q: "DumpQuery", op: "OpRow") -> Optional[OpCount]:
+    """The counts of an op's outputs kept by an earlier scan (for the first bad index)."""
+    from dumpscope.core.overflow_scan import cached_results, ensure_table
+
+    ensure_table(q)
+    uids = [u[0] for u in _units_of_ops(q, [op.id])]
+    found = cached_results(q, uids)
+    if not found:
+        return None
+    c = OpCount()
+    for _uid, tensors, _err in found.values():
+        for _io, slot, nan, pos, neg, first in tensors:
+            c.add(slot, nan, pos, neg, first)
+    return c
+
+
+def overflow_report(q: "DumpQuery", rank: Optional[int] = None, step: Optional[int] = None, scan: str = "auto",
+                    progress: Optional[Callable[[int, int], None]] = None,
+                    workers: Optional[int] = None) -> dict[str, Any]:
+    """Overflow evidence of every rank and step (or those given), CLI.md ``overflow`` plus the judgement.
+
+    ``scan``: "auto" counts the outputs of ops without Opdebug or statistics evidence, in places
+    without Opdebug evidence (an Opdebug run flags every overflow of its place); "all" counts every
+    op's outputs (except Opdebug-flagged ones, counted anyway); "none" never reads tensor data.
     """
-    rank, step = q.default_place(rank, step)
-    ops = q.ops(rank, step)
-    opdebug = [op for op in ops if op.status]
-    stats_bad = [op for op in ops if (op.nan or op.posinf or op.neginf) and op.evidence != "tensor"]
-    scanned: dict[int, tuple[int, int, int]] = {}
-    if scan == "all" or (scan == "auto" and not opdebug and not stats_bad):
-        scanned = scan_nonfinite(q, [op for op in ops if not op.status], progress)
+    found = places(q, rank, step)
+    if scan == "auto":
+        todo = [p for p in found if not p["opdebug"] and p["unknown"]]
+    elif scan == "all":
+        todo = found
+    else:
+        todo = []
+    wanted: dict[tuple[int, int], set[int]] = {}
+    counts = _scan(q, todo, scan, progress, workers, wanted) if todo else {}
+    if todo:  # evidence changed: count again (and overlay what the index may not have taken)
+        found = places(q, rank, step)
+        for p in found:
+            ids = wanted.get((p["rank"], p["step"]))
+            if ids is not None:
+                left = sum(1 for i in ids if not (i in counts and counts[i].counted))
+                p["unknown"] = min(p["unknown"], left)
+                p["tensor"] = max(p["tensor"], len(ids) - left)
+    where, params = _filters(rank, step)
+    from dumpscope.core.query import _OP_COLS, _op
+
+    bad_ops = {r[0]: _op(r) for r in q.index.query(
+        f"SELECT {_OP_COLS} FROM ops WHERE graph_only=0{where} AND {_BAD}", params)}
+    for op_id, c in counts.items():  # scanned now, not yet visible in the index (a writer held it)
+        if c.bad and op_id not in bad_ops:
+            op = q.op_by_id(op_id)
+            if op is not None:
+                bad_ops[op_id] = op
+    flagged = [op for op in bad_ops.values() if op.status]
+    if flagged:  # Opdebug-flagged ops: count their outputs too (few)
+        fresh = count_ops(q, {op.id for op in flagged}, _units_of_ops(q, [op.id for op in flagged]))
+        counts.update(fresh)
     rows: list[dict[str, Any]] = []
-    for op in ops:
-        evidence = None
-        nan = pos = neg = 0
+    ordered = sorted(bad_ops.values(), key=lambda o: (o.step, o.exec_index is None, o.exec_index or 0, o.rank, o.id))
+    for op in ordered:
+        c = counts.get(op.id)
         if op.status:
             evidence = "opdebug"
-            nan, pos, neg, _known = _output_counts(q, q.tensors(op.id))
-        elif op.id in scanned and any(scanned[op.id]):
+            nan, pos, neg = (c.nan, c.posinf, c.neginf) if c is not None else (0, 0, 0)
+        elif c is not None and c.counted and (op.evidence in (None, "tensor") or scan == "all"):
             evidence = "tensor"
-            nan, pos, neg = scanned[op.id]
-        elif op.nan or op.posinf or op.neginf:
+            nan, pos, neg = c.nan, c.posinf, c.neginf
+        else:
             evidence = op.evidence if op.evidence in ("tensor", "stats") else "stats"
             nan, pos, neg = op.nan or 0, op.posinf or 0, op.neginf or 0
-        if evidence is None:
+        if not (op.status or nan or pos or neg):
             continue
         rows.append({
             "name": op.name, "type": op.type, "rank": op.rank, "step": op.step, "exec_index": op.exec_index,
             "evidence": evidence, "status": op.status if op.status else None,
             "status_words": status_words(op.status, "AI Core") if op.status else [],
-            "nan": nan, "posinf": pos, "neginf": neg, "op_id": op.id,
+            "nan": nan, "posinf": pos, "neginf": neg, "op_id": op.id, "first_ts": op.first_ts,
         })
-    return rows
+    firsts = _rank_firsts(q, rows, bad_ops, counts)
+    best, why = first_rank(firsts)
+    scanned = [p for p in found if p["unknown"] < p["ops"] or p["opdebug"]]
+    not_scanned = [{"rank": p["rank"], "step": p["step"], "ops": p["ops"]} for p in found if p not in scanned]
+    return {
+        "ops": rows,
+        "scanned": [{"rank": p["rank"], "step": p["step"], "ops": p["ops"],
+                     "evidence": "opdebug" if p["opdebug"] else _evidence(p),
+                     "unknown": 0 if p["opdebug"] else p["unknown"]}
+                    for p in scanned],
+        "not_scanned": not_scanned,
+        "first_bad": [_first_json(f) for f in firsts],
+        "origin": None if best is None else dict(_first_json(best), reason=why),
+        "problems": _problems(q, rank, step),
+    }
+
+
+def _evidence(p: dict[str, Any]) -> str:
+    kinds = [k for k in ("stats", "tensor") if p[k]]
+    return "+".join(kinds) or "none"
+
+
+def _rank_firsts(q: "DumpQuery", rows: list[dict[str, Any]], bad_ops: dict[int, "OpRow"],
+                 counts: dict[int, OpCount]) -> list[RankFirst]:
+    seen: set[int] = set()
+    out: list[RankFirst] = []
+    for r in rows:
+        if r["rank"] in seen:
+            continue
+        seen.add(r["rank"])
+        op = bad_ops[r["op_id"]]
+        c = counts.get(op.id) or (_cached_first_bad(q, op) if r["evidence"] != "stats" else None)
+        j = judge_op(op.type, _summaries(q, op, c))
+        out.append(RankFirst(op.rank, op.step, op.exec_index, op.name, op.type, op.first_ts, j,
+                             {"first_bad": _first_bad_index(q, op, c), "evidence": r["evidence"]}))
+    return out
+
+
+def _first_json(f: RankFirst) -> dict[str, Any]:
+    return {"rank": f.rank, "step": f.step, "exec_index": f.exec_index, "name": f.name, "type": f.type,
+            "first_ts": f.first_ts, "judgement": f.judgement.kind if f.judgement else None,
+            "reason": f.judgement.reason if f.judgement else "", **f.extra}
+
+
+def _problems(q: "DumpQuery", rank: Optional[int], step: Optional[int]) -> list[dict[str, str]]:
+    """Output tensors an overflow scan could not read (kept in the index, so warm runs say so too)."""
+    from dumpscope.core.overflow_scan import ensure_table
+
+    ensure_table(q)
+    where, params = _filters(rank, step, "u.")
+    return [{"path": p, "error": e} for p, e in q.index.query(
+        "SELECT u.path, n.error FROM nonfinite n JOIN units u ON u.id = n.unit_id "
+        f"WHERE n.error IS NOT NULL{where} ORDER BY u.path", params)]
+
+
+def find_overflow(q: "DumpQuery", rank: Optional[int] = None, step: Optional[int] = None, scan: str = "auto",
+                  progress: Optional[Callable[[int, int], None]] = None) -> list[dict[str, Any]]:
+    """The rows of ``overflow_report`` (every rank/step unless narrowed)."""
+    return overflow_report(q, rank, step, scan, progress)["ops"]

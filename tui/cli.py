@@ -93,7 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("overflow", help="ops with overflow / NaN / Inf evidence, first = origin")
     p.add_argument("path", metavar="PATH")
-    _add_place(p)
+    p.add_argument("--step", type=int, metavar="S", help="only this step (default: every step)")
+    p.add_argument("--rank", type=int, metavar="R", help="only this rank (default: every rank)")
     p.add_argument("--scan", choices=("auto", "all", "none"), default="auto",
                    help="scan tensor data for Inf/NaN (auto: when no Opdebug/stats evidence exists)")
     _add_format(p)
@@ -419,32 +420,75 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _places_text(places: list[dict[str, Any]]) -> str:
+    """"rank 0-1 × step 0-3 (8 places)" or the list when it is not a full grid."""
+    ranks = sorted({p["rank"] for p in places})
+    steps = sorted({p["step"] for p in places})
+
+    def span(v: list[int]) -> str:
+        return f"{v[0]}..{v[-1]}" if len(v) > 1 and v == list(range(v[0], v[-1] + 1)) else ",".join(map(str, v))
+    if len(ranks) * len(steps) == len(places):
+        return f"rank {span(ranks)} × step {span(steps)} ({len(places)} place{'s' if len(places) != 1 else ''})"
+    return ", ".join(f"rank {p['rank']} step {p['step']}" for p in places)
+
+
 def cmd_overflow(args: argparse.Namespace) -> int:
-    from dumpscope.core.overflow import find_overflow
+    from dumpscope.core.overflow import overflow_report
 
     q = _open(args.path, args)
-    rows = find_overflow(q, rank=args.rank, step=args.step, scan=args.scan)
+    from rich.progress import BarColumn, Progress, TextColumn
+
+    with Progress(TextColumn("counting NaN/Inf"), BarColumn(), TextColumn("{task.completed}/{task.total} files"),
+                  transient=True, disable=not sys.stderr.isatty(), console=_console(stderr=True)) as bar:
+        task = bar.add_task("scan", total=None)
+
+        def tick(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        doc = overflow_report(q, rank=args.rank, step=args.step, scan=args.scan, progress=tick)
+    rows = doc["ops"]
     if args.json:
-        _print_json({"ops": rows})
+        _print_json(doc)
         return 0
     if args.csv:
         keys = ["exec_index", "name", "type", "rank", "step", "evidence", "status", "nan", "posinf", "neginf"]
         _write_csv(keys, [[r.get(k) for k in keys] for r in rows])
         return 0
     con = _console()
+    scanned = doc["scanned"]
+    if scanned:
+        kinds: dict[str, int] = {}
+        for p in scanned:
+            kinds[p["evidence"]] = kinds.get(p["evidence"], 0) + 1
+        unknown = sum(p["unknown"] for p in scanned)
+        con.print(f"scanned {_places_text(scanned)}: evidence "
+                  + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+                  + (f"; {unknown} ops without readable outputs" if unknown else ""), markup=False)
+    if doc["not_scanned"]:
+        con.print(f"not looked at (no Opdebug or statistics evidence, tensors not scanned): "
+                  f"{_places_text(doc['not_scanned'])}", markup=False)
+    for p in doc["problems"]:
+        con.print(f"  ! {inert(p['path'])}: {inert(p['error'])}", markup=False)
     if not rows:
-        con.print("no overflow, NaN or Inf found")
+        con.print("no overflow, NaN or Inf found in what was scanned" if scanned else
+                  "nothing was scanned: no overflow evidence can be given", markup=False)
         return 0
     from rich.table import Table
 
-    t = Table(show_edge=False, title="overflow evidence in execution order (first = origin)")
-    for col in ("", "#", "type", "name", "evidence", "status", "nan", "+inf", "-inf"):
+    t = Table(show_edge=False, title="overflow evidence by step, then execution order (first = where it starts)")
+    for col in ("", "rank", "step", "#", "type", "name", "evidence", "status", "nan", "+inf", "-inf"):
         t.add_column(col)
     for i, r in enumerate(rows):
-        t.add_row("▶" if i == 0 else "", str(r["exec_index"]), inert(r["type"]), inert(r["name"]), r["evidence"],
+        t.add_row("▶" if i == 0 else "", str(r["rank"]), str(r["step"]), str(r["exec_index"]), inert(r["type"]),
+                  inert(r["name"]), r["evidence"],
                   "-" if r["status"] is None else f"{r['status']} ({', '.join(r.get('status_words', []))})",
                   str(r["nan"]), str(r["posinf"]), str(r["neginf"]))
     con.print(t)
+    for f in doc["first_bad"]:
+        con.print(f"rank {f['rank']}: first bad op {inert(f['name'])} (step {f['step']}, exec {f['exec_index']})"
+                  f" — {inert(f['reason'])}", markup=False)
+    if doc["origin"] and len(doc["first_bad"]) > 1:
+        con.print(inert(doc["origin"]["reason"]), markup=False)
     return 0
 
 

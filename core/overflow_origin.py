@@ -1,0 +1,182 @@
+"""Overflow origin judgement: was an op's NaN/Inf born there, and which rank went bad first.
+
+Rules (msprobe's, for multi-rank NaN analysis):
+- a compute op is the origin when its inputs are finite and its outputs are not;
+  an op whose input was already non-finite inherited it;
+- a collective whose inputs are finite but whose outputs are not *received* the values from
+  another rank (a recv follows its send; an all_reduce makes every rank bad at once), so the
+  rank that went bad before the collective is the origin; when every rank's inputs to the same
+  collective were finite, the collective itself overflowed.
+The reason texts are what views show ("inputs finite (max 88.7) → output +inf: float16 range
+exceeded").  Pure functions of plain values: no index, no files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+#: largest finite value per dtype: an Inf born from finite inputs exceeded it
+_RANGE = {"float16": 65504.0, "bfloat16": 3.3895e38, "float32": 3.4028e38, "float64": 1.7977e308,
+          "float8_e5m2": 57344.0, "float8_e4m3fn": 448.0}
+
+_COLLECTIVES = ("allreduce", "all_reduce", "allgather", "all_gather", "reducescatter", "reduce_scatter",
+                "broadcast", "alltoall", "all_to_all", "send", "recv", "receive", "hcom", "reduce")
+
+
+@dataclass(slots=True)
+class TensorSummary:
+    """What is known of one tensor: counts over all elements, extremes over finite ones."""
+
+    io: str
+    slot: int
+    dtype: str = ""
+    min: Optional[float] = None
+    max: Optional[float] = None
+    nan: Optional[int] = None
+    posinf: Optional[int] = None
+    neginf: Optional[int] = None
+
+    @property
+    def known(self) -> bool:
+        return self.nan is not None or self.posinf is not None or self.neginf is not None
+
+    @property
+    def bad(self) -> bool:
+        return bool(self.nan) or bool(self.posinf) or bool(self.neginf)
+
+
+@dataclass(slots=True)
+class Judgement:
+    """``kind``: "born" (this op made the non-finite values), "inherited" (an input already had them),
+    "received" (a collective brought them from another rank), "unknown" (inputs not dumped)."""
+
+    kind: str
+    reason: str
+
+
+def collective_kind(op_type: str) -> Optional[str]:
+    """"send", "recv", "all_reduce"… for communication ops, None for compute ops."""
+    t = (op_type or "").lower().replace("distributed.", "").replace("hcom", "")
+    flat = t.replace("_", "")
+    if "send" in flat:
+        return "send"
+    if "recv" in flat or "receive" in flat:
+        return "recv"
+    for name in ("allreduce", "allgather", "reducescatter", "broadcast", "alltoall"):
+        if name in flat:
+            return {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
+                    "broadcast": "broadcast", "alltoall": "all_to_all"}[name]
+    if (op_type or "").lower().startswith("hcom"):
+        return "collective"
+    return None
+
+
+def _what(t: TensorSummary) -> str:
+    parts = [w for w, n in (("nan", t.nan), ("+inf", t.posinf), ("-inf", t.neginf)) if n]
+    return " and ".join(parts) or "non-finite"
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.4g}"
+
+
+def _max_abs(ts: list[TensorSummary]) -> Optional[float]:
+    vals = [abs(v) for t in ts for v in (t.min, t.max) if isinstance(v, (int, float))]
+    return max(vals) if vals else None
+
+
+def judge_op(op_type: str, tensors: list[TensorSummary]) -> Judgement:
+    """Whether an op with non-finite outputs was their origin (see the module rules)."""
+    inputs = [t for t in tensors if t.io == "input" and t.dtype not in ("none", "str", "bool", "int", "list")]
+    outputs = [t for t in tensors if t.io == "output"]
+    bad_out = [t for t in outputs if t.bad]
+    out = bad_out[0] if bad_out else None
+    out_text = f"output {out.slot} {_what(out)}" if out is not None else "outputs non-finite"
+    bad_in = [t for t in inputs if t.bad]
+    if bad_in:
+        t = bad_in[0]
+        return Judgement("inherited", f"input {t.slot} already {_what(t)} → {out_text}: inherited from an "
+                                      "earlier op")
+    if not inputs or any(not t.known for t in inputs):
+        return Judgement("unknown", f"inputs not dumped → {out_text}: cannot tell whether it was born here")
+    m = _max_abs(inputs)
+    finite = f"inputs finite (max {_fmt(m)})" if m is not None else "inputs finite"
+    coll = collective_kind(op_type)
+    if coll is not None:
+        return Judgement("received", f"{finite} → {out_text}: received from another rank by {coll}")
+    if out is None:
+        return Judgement("born", f"{finite} → {out_text}")
+    if out.nan:
+        why = "invalid operation (0/0, inf-inf, 0*inf, sqrt or log of a negative…)"
+    else:
+        limit = _RANGE.get(out.dtype)
+        why = f"{out.dtype} range exceeded" + (f" (max {_fmt(limit)})" if limit else "") if out.dtype else \
+            "range exceeded"
+        if m is not None and limit is not None and m > limit:
+            why = f"an input exceeds the {out.dtype} range (max {_fmt(limit)})"
+    return Judgement("born", f"{finite} → {out_text}: {why}")
+
+
+@dataclass(slots=True)
+class RankFirst:
+    """One rank's first bad op."""
+
+    rank: int
+    step: int
+    exec_index: Optional[int]
+    name: str
+    type: str
+    first_ts: Optional[int] = None
+    judgement: Optional[Judgement] = None
+    extra: dict = field(default_factory=dict)
+
+
+_CLASS = {"born": 0, "inherited": 0, "unknown": 1, "received": 2}
+
+
+def first_rank(firsts: list[RankFirst]) -> tuple[Optional[RankFirst], str]:
+    """Which rank went bad first, and why (the text a view shows).
+
+    Earlier step first; within a step a rank whose trouble began in its own ops (born or
+    inherited before any collective) comes before one that received it through a collective;
+    then timestamps where every candidate has one, else execution index.
+    """
+    if not firsts:
+        return None, ""
+    if len(firsts) == 1:
+        f = firsts[0]
+        return f, f"rank {f.rank}: first bad op {f.name} (step {f.step}, exec {f.exec_index})"
+
+    def cls(f: RankFirst) -> int:
+        return _CLASS.get(f.judgement.kind, 1) if f.judgement else 1
+
+    step0 = min(f.step for f in firsts)
+    same = [f for f in firsts if f.step == step0]
+    use_ts = all(f.first_ts is not None for f in same)
+
+    def key(f: RankFirst) -> tuple:
+        when = f.first_ts if use_ts else (f.exec_index if f.exec_index is not None else 1 << 62)
+        return (cls(f), when, f.rank)
+
+    same.sort(key=key)
+    best = same[0]
+    clock = "timestamp" if use_ts else "execution index"
+    if len(same) == 1:
+        others = sorted({f.step for f in firsts if f is not best})
+        return best, (f"rank {best.rank} went bad first: step {best.step} ({best.name}, exec {best.exec_index}); "
+                      f"the other ranks first at step {others[0]}")
+    if all(cls(f) == 2 for f in same):
+        kinds = {collective_kind(f.type) for f in same}
+        return best, (f"every rank went bad at step {step0} in a collective ({', '.join(sorted(k for k in kinds if k))}) "
+                      "whose inputs were finite on every rank: the collective itself produced the values")
+    received = [f.rank for f in same if cls(f) == 2]
+    text = (f"rank {best.rank} went bad first: step {best.step}, {best.name} (exec {best.exec_index}"
+            + (f", ts {best.first_ts}" if best.first_ts is not None else "") + ")")
+    if received:
+        text += f"; rank(s) {', '.join(map(str, received))} received it through a collective"
+    elif cls(same[1]) == cls(best) and key(same[1])[1] == key(best)[1]:
+        text += f"; rank {same[1].rank} went bad at the same {clock} (independently)"
+    else:
+        text += f", before rank {same[1].rank} (by {clock})"
+    return best, text
