@@ -81,7 +81,7 @@ def count_block(block: np.ndarray, stored: str) -> Count:
         nanm = block == 0xFF
         n = int(np.count_nonzero(nanm))
         return Count(n, 0, 0, int(np.argmax(nanm)) if n else None)
-    # native floats (and decoded values of anything else)
+    # native floats, and decoded values of anything ("decoded")
     fin = np.isfinite(block)
     if fin.all():
         return Count()
@@ -127,7 +127,7 @@ def count_array(arr: np.ndarray) -> Count:
     if flat.dtype.kind not in "fc":
         return out
     for start in range(0, flat.size, CHUNK_ELEMS):
-        out.add(count_block(np.asarray(flat[start:start + CHUNK_ELEMS]), flat.dtype.name), start)
+        out.add(count_block(np.asarray(flat[start:start + CHUNK_ELEMS]), "decoded"), start)
     return out
 
 

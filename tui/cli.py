@@ -471,7 +471,7 @@ def cmd_overflow(args: argparse.Namespace) -> int:
         con.print(f"  ! {inert(p['path'])}: {inert(p['error'])}", markup=False)
     if not rows:
         con.print("no overflow, NaN or Inf found in what was scanned" if scanned else
-                  "nothing was scanned: no overflow evidence can be given", markup=False)
+                  "nothing was scanned: whether anything overflowed is not known", markup=False)
         return 0
     from rich.table import Table
 

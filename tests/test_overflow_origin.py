@@ -1,0 +1,75 @@
+"""Overflow origin judgement: born / inherited / received, and which rank went bad first."""
+
+from __future__ import annotations
+
+from dumpscope.core.overflow_origin import (
+    Judgement, RankFirst, TensorSummary, collective_kind, first_rank, judge_op,
+)
+
+
+def T(io, slot=0, dtype="float16", lo=-1.0, hi=1.0, nan=0, pos=0, neg=0):
+    return TensorSummary(io, slot, dtype, lo, hi, nan, pos, neg)
+
+
+def test_finite_inputs_inf_output_is_born_with_the_range_reason():
+    j = judge_op("Exp", [T("input", hi=88.7), T("output", hi=None, pos=3)])
+    assert j.kind == "born"
+    assert j.reason == "inputs finite (max 88.7) → output 0 +inf: float16 range exceeded (max 6.55e+04)"
+
+
+def test_nan_from_finite_inputs_is_an_invalid_operation():
+    j = judge_op("Sqrt", [T("input", lo=-3.0), T("output", nan=2)])
+    assert j.kind == "born" and "max 3" in j.reason and "output 0 nan" in j.reason and "invalid" in j.reason
+
+
+def test_bad_input_means_inherited():
+    j = judge_op("Add", [T("input", 0), T("input", 1, nan=1), T("output", nan=4)])
+    assert j.kind == "inherited" and j.reason.startswith("input 1 already nan")
+
+
+def test_inputs_not_dumped_is_unknown():
+    assert judge_op("Exp", [T("output", pos=1)]).kind == "unknown"
+    assert judge_op("Exp", [TensorSummary("input", 0, "float16"), T("output", pos=1)]).kind == "unknown"
+
+
+def test_collective_with_finite_inputs_received_it():
+    j = judge_op("HcomAllReduce", [T("input"), T("output", pos=1)])
+    assert j.kind == "received" and "all_reduce" in j.reason
+
+
+def test_collective_kinds():
+    assert collective_kind("HcomAllReduce") == "all_reduce"
+    assert collective_kind("Distributed.all_reduce") == "all_reduce"
+    assert collective_kind("HcomSend") == "send" and collective_kind("Distributed.recv") == "recv"
+    assert collective_kind("ReduceSum") is None and collective_kind("Exp") is None
+
+
+def R(rank, step, exec_index, kind, type_="Exp", ts=None):
+    return RankFirst(rank, step, exec_index, f"op{rank}", type_, ts, Judgement(kind, ""))
+
+
+def test_earlier_step_wins_whatever_the_rank():
+    best, why = first_rank([R(0, 2, 1, "born"), R(1, 1, 9, "received", "HcomAllReduce")])
+    assert best.rank == 1 and "step 1" in why
+
+
+def test_rank_that_received_through_all_reduce_is_not_the_origin():
+    best, why = first_rank([R(0, 0, 3, "received", "HcomAllReduce"), R(1, 0, 5, "born")])
+    assert best.rank == 1 and "rank(s) 0 received" in why
+
+
+def test_send_precedes_recv():
+    best, _ = first_rank([R(0, 0, 2, "received", "HcomRecv"), R(1, 0, 4, "inherited", "HcomSend")])
+    assert best.rank == 1
+
+
+def test_all_reduce_on_every_rank_with_finite_inputs_is_the_collective_itself():
+    best, why = first_rank([R(0, 0, 3, "received", "HcomAllReduce"), R(1, 0, 3, "received", "HcomAllReduce")])
+    assert best.rank == 0 and "collective itself" in why
+
+
+def test_timestamps_decide_when_every_rank_has_one():
+    best, why = first_rank([R(0, 0, 1, "born", ts=500), R(1, 0, 7, "born", ts=100)])
+    assert best.rank == 1 and "timestamp" in why
+    best, why = first_rank([R(0, 0, 1, "born", ts=500), R(1, 0, 7, "born")])
+    assert best.rank == 0 and "execution index" in why
