@@ -53,3 +53,15 @@ def test_plain_overflow_lists_the_log_first_and_covers_later_steps(capsys, dump,
             assert finite, op["name"]
         elif op["name"] == LOG:
             assert not finite
+
+
+def test_trend_of_the_log_has_one_point_per_step_with_numpys_nan_count(capsys, dump, tmp_path):
+    doc = cli_json(capsys, "trend", str(dump), LOG, "--cache-dir", str(tmp_path))
+    assert (doc["op"], doc["io"], doc["slot"]) == (LOG, "output", 0)
+    assert [(p["rank"], p["step"]) for p in doc["points"]] == [(0, 0), (0, 1), (0, 2)]
+    for p in doc["points"]:
+        out = np.load(_files(dump, p["step"], "Default_network-WithLossCell__backbone-Net_Log-op0", "output")[0])
+        assert (p["nan"], p["neginf"], p["posinf"], p["count"]) == \
+            (int(np.isnan(out).sum()), int(np.isneginf(out).sum()), int(np.isposinf(out).sum()), out.size)
+        fin = out[np.isfinite(out)]
+        assert p["max"] == pytest.approx(float(fin.max())) and p["min"] == pytest.approx(float(fin.min()))

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from dumpscope.core.inert import inert, inert_lines, json_safe
 
-COMMANDS = ("summary", "ops", "show", "stats", "convert", "overflow", "watch", "compare", "explore", "help")
+COMMANDS = ("summary", "ops", "show", "stats", "convert", "overflow", "watch", "compare", "trend", "explore", "help")
 
 
 class CliError(Exception):
@@ -97,6 +97,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rank", type=int, metavar="R", help="only this rank (default: every rank)")
     p.add_argument("--scan", choices=("auto", "all", "none"), default="auto",
                    help="scan tensor data for Inf/NaN (auto: when no Opdebug/stats evidence exists)")
+    _add_format(p)
+    _add_common(p)
+
+    p = sub.add_parser("trend", help="one tensor's statistics at every step (and rank)")
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("op", metavar="OP")
+    p.add_argument("--io", choices=("input", "output"), default="output")
+    p.add_argument("--slot", type=int, default=0, metavar="N")
+    p.add_argument("--rank", metavar="R|all", help="a rank, or all (default: lowest present)")
     _add_format(p)
     _add_common(p)
 
@@ -492,6 +501,51 @@ def cmd_overflow(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_trend(args: argparse.Namespace) -> int:
+    from dumpscope.core.query import OpLookupError
+    from dumpscope.core.trend import POINT_KEYS, marks, point_bad, sparkline, trend
+
+    rank: Any = args.rank
+    if rank is not None and rank != "all":
+        try:
+            rank = int(rank)
+        except ValueError:
+            raise CliError(f"--rank: expected a number or 'all', got {args.rank!r}") from None
+    q = _open(args.path, args)
+    try:
+        doc = trend(q, args.op, io=args.io, slot=args.slot, rank=rank)
+    except OpLookupError as exc:
+        hint = f"; closest: {', '.join(exc.matches)}" if exc.matches else ""
+        raise CliError(f"{exc}{hint}") from None
+    if args.json:
+        _print_json(doc)
+        return 0
+    keys = ["rank", "step", *POINT_KEYS]
+    if args.csv:
+        _write_csv(keys, [[p.get(k) for k in keys] for p in doc["points"]])
+        return 0
+    from rich.table import Table
+
+    con = _console()
+    t = Table(show_edge=False, title=f"{doc['op']} {doc['io']}.{doc['slot']} by step")
+    for col in ("rank", "step", "min", "max", "mean", "std", "nan", "+inf", "-inf"):
+        t.add_column(col, justify="right")
+    for p in doc["points"]:
+        t.add_row(str(p["rank"]), str(p["step"]), *(_fmt_num(p.get(k)) for k in
+                                                      ("min", "max", "mean", "std", "nan", "posinf", "neginf")))
+    con.print(t)
+    for r in sorted({p["rank"] for p in doc["points"]}):
+        pts = [p for p in doc["points"] if p["rank"] == r]
+        con.print(f"rank {r}  max  {sparkline([p.get('max') for p in pts])}   "
+                  f"mean {sparkline([p.get('mean') for p in pts])}", markup=False)
+        if any(point_bad(p) for p in pts):
+            con.print(f"{'':{len(str(r)) + 7}}     {marks(pts)}   {'':5}{marks(pts)}   (! = NaN/Inf at that step)",
+                      markup=False)
+    for p in doc["problems"]:
+        con.print(f"  ! rank {p['rank']} step {p['step']}: {p['error']}", markup=False)
+    return 0
+
+
 def cmd_watch(args: argparse.Namespace) -> int:
     from dumpscope.core.watch import watch_report
 
@@ -572,7 +626,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
 _HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "summary": cmd_summary, "ops": cmd_ops, "show": cmd_show, "stats": cmd_stats, "convert": cmd_convert,
-    "overflow": cmd_overflow, "watch": cmd_watch, "compare": cmd_compare, "explore": cmd_explore,
+    "overflow": cmd_overflow, "watch": cmd_watch, "trend": cmd_trend, "compare": cmd_compare, "explore": cmd_explore,
 }
 
 

@@ -1,0 +1,110 @@
+"""One tensor across the steps (and ranks) of a job: ``dumpscope trend`` and the detail sparkline.
+
+The op is found by name at every place; each point is that tensor's statistics there (computed
+from the data and cached in the index, or the dump's own statistics for stats-only dumps).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Optional, Union
+
+if TYPE_CHECKING:
+    from dumpscope.core.query import DumpQuery, OpRow
+
+POINT_KEYS = ("count", "min", "max", "mean", "std", "l2norm", "nan", "posinf", "neginf")
+_BARS = "▁▂▃▄▅▆▇█"
+
+
+def _same_name(q: "DumpQuery", op: "OpRow", rank: Optional[int]) -> list["OpRow"]:
+    """The op of that name at every step (and rank), the first run where a place has several."""
+    from dumpscope.core.query import _OP_COLS, _op
+
+    sql = f"SELECT {_OP_COLS} FROM ops WHERE name=? AND graph_only=0"
+    params: list[Any] = [op.name]
+    if rank is not None:
+        sql += " AND rank=?"
+        params.append(rank)
+    out: dict[tuple[int, int], "OpRow"] = {}
+    for row in q.index.query(sql + " ORDER BY rank, step, exec_index, seq", params):
+        o = _op(row)
+        out.setdefault((o.rank, o.step), o)
+    return [out[k] for k in sorted(out, key=lambda k: (k[1], k[0]))]
+
+
+def find_op(q: "DumpQuery", text: str, rank: Optional[int]) -> "OpRow":
+    """The op named ``text`` (graph or file spelling) at the first step (of ``rank``) that has it;
+    else the lookup rules of ``resolve_op`` at the lowest place (suffixes, close matches in the error)."""
+    from dumpscope.core.names import sanitize_name
+    from dumpscope.core.query import _OP_COLS, _op
+
+    sql = f"SELECT {_OP_COLS} FROM ops WHERE (name=? OR file_name=? OR file_name=?) AND graph_only=0"
+    params: list[Any] = [text, text, sanitize_name(text)]
+    if rank is not None:
+        sql += " AND rank=?"
+        params.append(rank)
+    rows = q.index.query(sql + " ORDER BY step, rank, exec_index LIMIT 1", params)
+    if rows:
+        return _op(rows[0])
+    return q.resolve_op(text, rank, None)
+
+
+def trend(q: "DumpQuery", text: str, io: str = "output", slot: int = 0,
+          rank: Union[int, str, None] = None) -> dict[str, Any]:
+    """``{"op", "io", "slot", "points": [...], "problems": [...]}`` (CLI.md ``trend``).
+
+    ``rank``: a rank, "all", or None (the lowest rank)."""
+    from dumpscope.core.tensor_io import TensorLoadError
+
+    want = None if rank == "all" else (int(rank) if rank is not None else (q.ranks() or [0])[0])
+    op = find_op(q, text, want)
+    return trend_of(q, op, io, slot, want, TensorLoadError)
+
+
+def trend_of(q: "DumpQuery", op: "OpRow", io: str, slot: int, rank: Optional[int],
+             load_error: type = Exception) -> dict[str, Any]:
+    points: list[dict[str, Any]] = []
+    problems: list[dict[str, Any]] = []
+    for o in _same_name(q, op, rank):
+        tensors = [t for t in q.tensors(o.id) if t.io == io and t.slot == slot]
+        if not tensors:
+            problems.append({"rank": o.rank, "step": o.step, "error": f"no {io} {slot} dumped"})
+            continue
+        t = tensors[0]
+        if t.storage == "value":
+            problems.append({"rank": o.rank, "step": o.step, "error": f"{io} {slot} is not a tensor"})
+            continue
+        try:
+            st = q.tensor_stats(t)
+        except (load_error, ValueError, OSError) as exc:
+            problems.append({"rank": o.rank, "step": o.step, "error": str(exc).splitlines()[0]})
+            continue
+        point = {"rank": o.rank, "step": o.step}
+        point.update({k: st.get(k) for k in POINT_KEYS})
+        point["source"] = st.get("source", "tensor")
+        points.append(point)
+    return {"op": op.name, "io": io, "slot": slot, "points": points, "problems": problems}
+
+
+def sparkline(values: list[Optional[float]]) -> str:
+    """One character per value (low ▁ … █ high); "·" where unknown or not finite."""
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    lo, hi = (min(finite), max(finite)) if finite else (0.0, 0.0)
+    out = []
+    for v in values:
+        if v is None or not math.isfinite(v):
+            out.append("·")
+        elif hi == lo:
+            out.append(_BARS[3])
+        else:
+            out.append(_BARS[min(len(_BARS) - 1, int((v - lo) / (hi - lo) * len(_BARS)))])
+    return "".join(out)
+
+
+def marks(points: list[dict[str, Any]]) -> str:
+    """"!" under each step whose tensor holds NaN/Inf, " " elsewhere (aligned with ``sparkline``)."""
+    return "".join("!" if point_bad(p) else " " for p in points)
+
+
+def point_bad(p: dict[str, Any]) -> bool:
+    return bool(p.get("nan") or p.get("posinf") or p.get("neginf"))
