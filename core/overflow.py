@@ -254,3 +254,20 @@ def find_overflow(q: "DumpQuery", rank: Optional[int] = None, step: Optional[int
                   progress: Optional[Callable[[int, int], None]] = None) -> list[dict[str, Any]]:
     """The rows of ``overflow_report`` (every rank/step unless narrowed)."""
     return overflow_report(q, rank, step, scan, progress)["ops"]
+
+
+def trouble_places(q: "DumpQuery") -> dict[tuple[int, int], tuple[int, int]]:
+    """Ops with overflow evidence already in the index, per (rank, step): (count, first exec index).
+
+    Evidence from Opdebug, statistics and earlier scans; nothing is read (explorer pickers, status)."""
+    return {(r, s): (n, e if e is not None else 0) for r, s, n, e in q.index.query(
+        f"SELECT rank, step, COUNT(*), MIN(exec_index) FROM ops WHERE graph_only=0 AND {_BAD} GROUP BY rank, step")}
+
+
+def start_place(q: "DumpQuery", trouble: dict[tuple[int, int], tuple[int, int]]) -> tuple[tuple[int, int], bool]:
+    """Where a view opens: the first place with trouble (earliest step, then execution index, then rank),
+    else the lowest rank and step; and whether it was trouble that chose it."""
+    if trouble:
+        (rank, step), _ = min(trouble.items(), key=lambda kv: (kv[0][1], kv[1][1], kv[0][0]))
+        return (rank, step), True
+    return q.default_place(), False

@@ -271,13 +271,14 @@ async def test_overflow_view_lists_origin_first(tiny):
         await pilot.press("o")
         await settle(pilot)
         assert type(app.screen).__name__ == "OverflowScreen"
-        rows = app.screen.table.rows
-        assert [r["name"] for r in rows] == [INF_OP, INF_DOWNSTREAM]
+        rows = app.screen.table.rows  # every step (the tree has the Inf at steps 0 and 1), step first
+        assert [(r["step"], r["name"]) for r in rows] == [(0, INF_OP), (0, INF_DOWNSTREAM), (1, INF_OP),
+                                                          (1, INF_DOWNSTREAM)]
         text = screen_text(app)
         assert "origin" in text and "MatMul-op4" in text
         # the origin row is the first table row, marked with ▶
         table_lines = [ln for ln in text.splitlines() if ln[:1] in ("▶", "!")]
-        assert len(table_lines) == 2
+        assert len(table_lines) == 4
         assert table_lines[0].startswith("▶") and "MatMul-op4" in table_lines[0] and "Add-op5" in table_lines[1]
         # Enter opens the op in the explorer; its tree label now carries the ! badge
         await pilot.press("enter")
@@ -390,7 +391,7 @@ async def test_overflow_view_exports_csv(tiny, tmp_path):
         await pilot.press("enter")
         await settle(pilot)
     lines = (tmp_path / "dumpscope-overflow.csv").read_text().splitlines()
-    assert lines[0].startswith("mark,exec_index,name") and INF_OP in lines[1]
+    assert lines[0].startswith("mark,rank,step,exec_index,name") and INF_OP in lines[1]
 
 
 async def test_problems_view(tiny):

@@ -38,12 +38,17 @@ class IndexProgress(Message):
 
 
 class IndexReady(Message):
-    def __init__(self, q: DumpQuery, refreshed: bool = False) -> None:
+    def __init__(self, q: DumpQuery, refreshed: bool = False, final: bool = True) -> None:
         super().__init__()
         self.q = q
         self.refreshed = refreshed
+        self.final = final  # False for the partial results of a cold build still running
         # summary facts are computed here, in the worker: some are full-table queries
         self.place = q.default_place()
+        from dumpscope.core.overflow import start_place, trouble_places
+
+        self.trouble = trouble_places(q)
+        self.start, self.start_by_trouble = start_place(q, self.trouble)
         self.layouts = q.layouts()
         self.problems = len(q.problems())
 
@@ -128,6 +133,10 @@ class DumpscopeApp(App[int]):
         self.badges = BadgeState()
         self.bookmarks: dict[int, OpRow] = {}
         self.overflow_results: dict[tuple[int, int], list[dict[str, Any]]] = {}
+        self.overflow_doc: Optional[dict[str, Any]] = None  # the last whole-job overflow scan
+        #: ops with overflow evidence per (rank, step): (count, first exec index) — picker/status marks
+        self.trouble: dict[tuple[int, int], tuple[int, int]] = {}
+        self._place_settled = False  # the opening place was chosen on a finished index, or by the user
         self.watch_results: dict[tuple[int, int], dict[str, Any]] = {}
         self.compare_result: Optional[dict[str, Any]] = None
         self.compare_error: Optional[str] = None
@@ -205,9 +214,9 @@ class DumpscopeApp(App[int]):
                     return
                 if not shown:
                     shown.append(DumpQuery(DumpIndex(self.path, index.db_path)))
-                    self.post_message(IndexReady(shown[0]))
+                    self.post_message(IndexReady(shown[0], final=False))
                 else:
-                    self.post_message(IndexReady(shown[0], refreshed=True))
+                    self.post_message(IndexReady(shown[0], refreshed=True, final=False))
                 self.post_message(IndexProgress(progress_text(prog)))
 
             index.update(progress=progress, cancel=self._cancel, partial=partial)
@@ -266,13 +275,25 @@ class DumpscopeApp(App[int]):
         q = message.q
         self.q = q
         self.progress = ""
-        if not message.refreshed:
-            self.rank, self.step = message.place
-        else:
+        self.trouble = message.trouble
+        moved = False
+        if not message.refreshed or (message.final and not self._place_settled):
+            # open on the first place with trouble, else the lowest; chosen again once a cold build
+            # ends (its partial results may lack the lowest step), then never moved by the index
+            moved = (self.rank, self.step) != message.start or not message.refreshed
+            self.rank, self.step = message.start
+            if message.final:
+                self._place_settled = True
+                if message.start_by_trouble:
+                    n = message.trouble.get(message.start, (0, 0))[0]
+                    self.notify(f"opened on rank {self.rank} step {self.step}: the first with overflow evidence "
+                                f"({n} ops; o lists them all)", title="overflow", timeout=6)
+        if message.refreshed:
             # results of engines describe the old tree
             self.overflow_results.clear()
+            self.overflow_doc = None
             self.watch_results.clear()
-        self._main().index_ready(q, message.layouts, message.problems, refreshed=message.refreshed)
+        self._main().index_ready(q, message.layouts, message.problems, refreshed=message.refreshed and not moved)
         if self.compare_with and not message.refreshed:
             self.compare_status = "comparing…"
             self._run_compare(q, self.rank, self.step)
@@ -341,6 +362,7 @@ class DumpscopeApp(App[int]):
         """Switch rank and/or step everywhere."""
         if self.q is None:
             return
+        self._place_settled = True  # the user's choice: a finishing build does not move it
         if rank is not None and rank != self.rank:
             self.rank = rank
             steps = self.q.steps(rank)
@@ -353,6 +375,23 @@ class DumpscopeApp(App[int]):
             self.compare_result = None
             self.compare_status = "comparing…"
             self._run_compare(self.q, self.rank, self.step)
+
+    def overflow_scanned(self, doc: dict[str, Any]) -> None:
+        """A whole-job overflow scan finished: keep it, per place too, and refresh badges and marks."""
+        self.overflow_doc = doc
+        self.overflow_results.clear()
+        for p in doc.get("scanned", []):
+            self.overflow_results[(p["rank"], p["step"])] = []
+        trouble: dict[tuple[int, int], tuple[int, int]] = {}
+        for r in doc.get("ops", []):
+            key = (r["rank"], r["step"])
+            self.overflow_results.setdefault(key, []).append(r)
+            n, first = trouble.get(key, (0, r["exec_index"] or 0))
+            trouble[key] = (n + 1, min(first, r["exec_index"] or 0))
+        self.trouble = trouble
+        self.badges.overflow.update(r["op_id"] for r in doc.get("ops", []) if r.get("op_id") is not None)
+        self._main().badges_changed()
+        self._main().update_status()
 
     def _main(self):
         from dumpscope.tui.main_screen import MainScreen
@@ -447,7 +486,8 @@ class DumpscopeApp(App[int]):
             return
         assert self.q is not None
         steps = self.q.steps(self.rank) or [self.step]
-        self.push_screen(PickerScreen("step", steps, self.step),
+        marks = {s: self.trouble[(self.rank, s)][0] for s in steps if (self.rank, s) in self.trouble}
+        self.push_screen(PickerScreen("step", steps, self.step, marks),
                          lambda v: v is not None and self.set_place(step=v))
 
     def action_pick_rank(self) -> None:
@@ -456,7 +496,10 @@ class DumpscopeApp(App[int]):
         if not self._index_ok() or isinstance(self.screen, PickerScreen):
             return
         assert self.q is not None
-        self.push_screen(PickerScreen("rank", self.q.ranks() or [self.rank], self.rank),
+        marks: dict[int, int] = {}
+        for (r, _s), (n, _e) in self.trouble.items():
+            marks[r] = marks.get(r, 0) + n
+        self.push_screen(PickerScreen("rank", self.q.ranks() or [self.rank], self.rank, marks),
                          lambda v: v is not None and self.set_place(rank=v))
 
     def action_export(self) -> None:

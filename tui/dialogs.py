@@ -26,14 +26,17 @@ class PickerScreen(ModalScreen[Optional[int]]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="dialog.cancel")]
 
-    def __init__(self, what: str, values: list[int], current: int) -> None:
+    def __init__(self, what: str, values: list[int], current: int, marks: Optional[dict[int, int]] = None) -> None:
         super().__init__()
         self.what, self.values, self.current = what, values, current
+        self.marks = marks or {}  # value -> ops with overflow evidence there ("step 1 ! 3")
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Static(Text(f"Pick a {self.what}", "bold"))
-            yield OptionList(*[Option(f"{self.what} {v}" + ("  (current)" if v == self.current else ""))
+            yield Static(Text(f"Pick a {self.what}" + ("  (! n: ops with overflow / NaN / Inf)" if self.marks else ""),
+                              "bold"))
+            yield OptionList(*[Option(f"{self.what} {v}" + (f" ! {self.marks[v]}" if self.marks.get(v) else "")
+                                      + ("  (current)" if v == self.current else ""))
                                for v in self.values], id="picker")
 
     def on_mount(self) -> None:

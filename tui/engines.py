@@ -30,6 +30,10 @@ def find_overflow() -> Callable[..., list[dict[str, Any]]]:
     return _engine("overflow", "find_overflow")
 
 
+def overflow_report() -> Callable[..., dict[str, Any]]:
+    return _engine("overflow", "overflow_report")
+
+
 def watch_report() -> Callable[..., dict[str, Any]]:
     return _engine("watch", "watch_report")
 

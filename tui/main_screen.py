@@ -103,6 +103,9 @@ class MainScreen(Screen):
             layouts = ",".join(sorted({lay["name"] for lay in self._layouts}))
             bits.append((layouts or "no dump found", "" if layouts else "bold red"))
             bits.append((f"rank {app.rank} step {app.step}", ""))  # type: ignore[attr-defined]
+            bad = getattr(app, "trouble", {}).get((app.rank, app.step))  # type: ignore[attr-defined]
+            if bad:
+                bits[-1] = (f"rank {app.rank} step {app.step} ! {bad[0]}", "bold red")  # type: ignore[attr-defined]
             bits.append((f"{self._count:,} ops", ""))
             if self._problems:
                 bits.append((f"! {self._problems:,} problems (p)", "bold yellow"))

@@ -1,13 +1,14 @@
-"""Overflow view: ops with overflow status / NaN / Inf, in execution order, origin first.
+"""Overflow view: ops with overflow status / NaN / Inf over every rank and step, origin first.
 
-``find_overflow`` may scan tensor data, so it runs in a thread worker; results are kept on
-the app per rank/step (instant on reopening) and feed the ``!`` badges of the explorer.
+``overflow_report`` may count tensor data, so it runs in a thread worker with progress; until it
+ends the view says it is scanning (never "none found" about places not yet looked at).  The
+result is kept on the app (instant on reopening) and feeds the ``!`` badges and the step/rank
+trouble marks of the explorer.
 """
 
 from __future__ import annotations
 
 import time
-
 from typing import Any, Optional
 
 from rich.text import Text
@@ -25,24 +26,36 @@ def _n(key: str):
     return f
 
 
+def places_text(places: list[dict[str, Any]]) -> str:
+    ranks = sorted({p["rank"] for p in places})
+    steps = sorted({p["step"] for p in places})
+
+    def span(v: list[int]) -> str:
+        return f"{v[0]}..{v[-1]}" if len(v) > 1 and v == list(range(v[0], v[-1] + 1)) else ",".join(map(str, v))
+    return f"rank {span(ranks)} × step {span(steps)}" if len(ranks) * len(steps) == len(places) else \
+        f"{len(places)} rank/step places"
+
+
 class OverflowScreen(TableView):
-    title_text = "Overflow / NaN / Inf — execution order, first row = origin"
+    title_text = "Overflow / NaN / Inf — every rank and step, by step then execution order, first = origin"
     export_name = "overflow"
-    empty_text = "no overflow, NaN or Inf found"
+    empty_text = "scanning…"
 
     def columns(self) -> list[Column]:
         return [
             Column("mark", "", 2, fmt=lambda r: ("▶" if r.get("_first") else "!", "linelist--bad")),
+            Column("rank", "rank", 4, ">"),
+            Column("step", "step", 4, ">"),
             Column("exec_index", "exec", 5, ">"),
             Column("name", "op", keep_end=True),
-            Column("type", "type", 12),
+            Column("type", "type", 10),
             Column("evidence", "from", 7),
-            Column("status_words", "status", 10,
+            Column("status_words", "status", 8,
                    fmt=lambda r: ",".join(r.get("status_words") or []) or
                    (f"{r['status']:#x}" if r.get("status") else "")),
-            Column("nan", "nan", 6, ">", fmt=_n("nan")),
-            Column("posinf", "+inf", 6, ">", fmt=_n("posinf")),
-            Column("neginf", "-inf", 6, ">", fmt=_n("neginf")),
+            Column("nan", "nan", 5, ">", fmt=_n("nan")),
+            Column("posinf", "+inf", 5, ">", fmt=_n("posinf")),
+            Column("neginf", "-inf", 5, ">", fmt=_n("neginf")),
         ]
 
     def row_class(self, index: int, row: dict[str, Any]) -> Optional[str]:
@@ -50,60 +63,67 @@ class OverflowScreen(TableView):
 
     def load(self) -> None:
         app = self.app
-        key = (app.rank, app.step)  # type: ignore[attr-defined]
-        cached = app.overflow_results.get(key)  # type: ignore[attr-defined]
+        cached = getattr(app, "overflow_doc", None)
         if cached is not None:
             self._show(cached)
             return
-        self.note(f"scanning rank {key[0]} step {key[1]} for overflow / NaN / Inf…", "italic")
-        self._scan(app.q, *key)  # type: ignore[attr-defined]
+        self.table.empty_text = "scanning…"
+        self.note("scanning every rank and step for overflow / NaN / Inf…", "italic")
+        self._scan(app.q)  # type: ignore[attr-defined]
 
     @work(thread=True, exclusive=True, group="overflow", name="overflow scan")
-    def _scan(self, q, rank: int, step: int) -> None:
-        from dumpscope.tui.engines import EngineMissing, find_overflow
+    def _scan(self, q) -> None:
+        from dumpscope.tui.engines import EngineMissing, overflow_report
 
         last = [0.0]
 
         def progress(done: int, total: int) -> None:
-            # at most a few redraws a second: the scan runs over every op's outputs
+            # at most a few redraws a second: the scan reads every output tensor without evidence
             now = time.monotonic()
             if now - last[0] > 0.25 and not get_current_worker().is_cancelled:
                 last[0] = now
                 self.app.call_from_thread(
-                    self.note, f"scanning rank {rank} step {step} for overflow / NaN / Inf… {done:,}/{total:,} ops",
+                    self.note, f"scanning every rank and step for overflow / NaN / Inf… {done:,}/{total:,} files",
                     "italic")
 
         try:
-            rows = find_overflow()(q, rank=rank, step=step, progress=progress)
+            doc = overflow_report()(q, progress=progress)
             error = None
         except EngineMissing as exc:
-            rows, error = None, str(exc)
+            doc, error = None, str(exc)
         except Exception as exc:
-            rows, error = None, f"overflow scan failed: {type(exc).__name__}: {exc}".splitlines()[0]
+            doc, error = None, f"overflow scan failed: {type(exc).__name__}: {exc}".splitlines()[0]
         if not get_current_worker().is_cancelled:
-            self.app.call_from_thread(self._done, rank, step, rows, error)
+            self.app.call_from_thread(self._done, doc, error)
 
-    def _done(self, rank: int, step: int, rows: Optional[list[dict[str, Any]]], error: Optional[str]) -> None:
-        if error is not None or rows is None:
+    def _done(self, doc: Optional[dict[str, Any]], error: Optional[str]) -> None:
+        if error is not None or doc is None:
+            self.table.empty_text = "scan failed"
+            self.table.refresh()
             self.note(f"! {error}", "bold red")
             return
-        app = self.app
-        app.overflow_results[(rank, step)] = rows  # type: ignore[attr-defined]
-        app.badges.overflow.update(r["op_id"] for r in rows if r.get("op_id") is not None)  # type: ignore
-        app.main.badges_changed()  # type: ignore[attr-defined]
-        self._show(rows)
+        self.app.overflow_scanned(doc)  # type: ignore[attr-defined]
+        self._show(doc)
 
-    def _show(self, rows: list[dict[str, Any]]) -> None:
-        shown = [dict(r, _first=(i == 0)) for i, r in enumerate(rows)]
-        self.table.set_rows(shown)
-        app = self.app
-        where = f"rank {app.rank} step {app.step}"  # type: ignore[attr-defined]
+    def _show(self, doc: dict[str, Any]) -> None:
+        rows = doc["ops"]
+        scanned = doc.get("scanned", [])
+        where = places_text(scanned) if scanned else "nothing"
+        self.table.empty_text = (f"no overflow, NaN or Inf found in {where} scanned" if scanned
+                                 else "nothing was scanned")
+        self.table.set_rows([dict(r, _first=(i == 0)) for i, r in enumerate(rows)])
+        self.table.refresh()
+        missing = doc.get("not_scanned") or []
+        tail = f"  not looked at: {places_text(missing)}" if missing else ""
         if rows:
-            first = rows[0]
-            text = Text.assemble((f"{len(rows)} ops at {where}; origin: ", ""), (str(first.get("name")), "bold red"),
-                                 ("   enter: open op  n/N: next/prev  e: csv", "dim"))
+            origin = doc.get("origin") or {}
+            first = origin if origin.get("name") else rows[0]
+            text = Text.assemble((f"{len(rows)} ops in {where}; origin: ", ""), (str(first.get("name")), "bold red"),
+                                 (f" (rank {first['rank']} step {first['step']})", ""),
+                                 (f" — {origin.get('reason', '')}" if origin.get("reason") else "", ""),
+                                 (tail, "yellow"), ("   enter: open op  n/N: next/prev  e: csv", "dim"))
         else:
-            text = Text(f"nothing found at {where}", "green")
+            text = Text.assemble((f"nothing found in {where} scanned", "green"), (tail, "yellow"))
         self.note(text)
 
     def open_row(self, row: dict[str, Any]) -> None:

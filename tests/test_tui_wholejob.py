@@ -1,0 +1,108 @@
+"""The explorer over a whole job: it opens on the lowest step, or on the first with overflow evidence,
+whatever its partial results held first, and never moves afterwards; `o` covers every step."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from test_tui_support import screen_text, set_env, settle, wait_ready
+
+pytest.importorskip("textual")
+
+from dumpscope.core import index as index_mod  # noqa: E402
+from dumpscope.core.synth.job_tree import write_cann_job  # noqa: E402
+from dumpscope.tui import app as app_mod  # noqa: E402
+from dumpscope.tui.app import DumpscopeApp  # noqa: E402
+
+SIZE = (80, 24)
+
+
+class RecordingApp(DumpscopeApp):
+    """Notes the place after every index message (partial ones included)."""
+
+    CSS_PATH = str(Path(app_mod.__file__).parent / "app.tcss")  # relative paths resolve beside the subclass
+
+    def __init__(self, *a, **kw) -> None:
+        super().__init__(*a, **kw)
+        self.seen: list[tuple[bool, int, int]] = []
+
+    def on_index_ready(self, message) -> None:
+        super().on_index_ready(message)
+        if self.q is message.q:
+            self.seen.append((message.final, self.rank, self.step))
+
+
+@pytest.fixture
+def slow_partial_build(monkeypatch, tmp_path):
+    """A cold build that shows partial results after its first folder, walking the highest step first,
+    and storing each folder slowly (the explorer sees the partial results before the build ends)."""
+    set_env(monkeypatch, tmp_path)
+    monkeypatch.setattr(index_mod, "PARTIAL_AFTER_S", 0.0)
+    real_scan, real_store = index_mod.scan_tree, index_mod.DumpIndex._store_result
+
+    def highest_step_first(root, *a, **kw):
+        folders = list(real_scan(root, *a, **kw))
+        yield from sorted(folders, key=lambda s: s.dirpath, reverse=True)
+
+    def slow_store(self, *a, **kw):
+        time.sleep(0.15)
+        return real_store(self, *a, **kw)
+    monkeypatch.setattr(index_mod, "scan_tree", highest_step_first)
+    monkeypatch.setattr(index_mod.DumpIndex, "_store_result", slow_store)
+
+
+async def _open(root: Path) -> RecordingApp:
+    app = RecordingApp(str(root), display_name="job")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        for _ in range(200):  # until the cold build has finished
+            if any(final for final, _r, _s in app.seen):
+                break
+            await pilot.pause(0.05)
+        await settle(pilot)
+        app.status_text = screen_text(app)
+    return app
+
+
+@pytest.mark.parametrize("trouble", [None, (0, 1)])
+async def test_opens_on_lowest_or_first_trouble_step_after_a_slow_partial_build(tmp_path, slow_partial_build,
+                                                                                trouble):
+    root = write_cann_job(tmp_path / "job", ranks=(0,), steps=(0, 1, 2), overflow=[trouble] if trouble else [],
+                          opdebug=True)
+    app = await _open(root)
+    partial = [s for s in app.seen if not s[0]]
+    assert partial and partial[0][2] == 2, app.seen  # the first partial results held only step 2
+    final_at = next(i for i, s in enumerate(app.seen) if s[0])
+    want = (0, 1) if trouble else (0, 0)
+    assert all((r, s) == want for _f, r, s in app.seen[final_at:]), app.seen  # chosen once, never moved
+    assert (app.rank, app.step) == want
+    if trouble:
+        assert "rank 0 step 1 ! 1" in app.status_text
+
+
+async def test_o_scans_every_step_and_pickers_mark_trouble(tmp_path, monkeypatch):
+    set_env(monkeypatch, tmp_path)
+    root = write_cann_job(tmp_path / "job", ranks=(0, 1), steps=(0, 1, 2), overflow={(1, 1)})
+    app = DumpscopeApp(str(root), display_name="job")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        assert (app.rank, app.step) == (0, 0)  # tensors only: no evidence before a scan
+        await pilot.press("o")
+        await settle(pilot)
+        rows = app.screen.table.rows
+        assert (rows[0]["rank"], rows[0]["step"], rows[0]["name"]) == (1, 1, "model/act/Exp")
+        text = screen_text(app)
+        assert "rank 0..1 × step 0..2" in text and "scanning" not in text
+        await pilot.press("escape")
+        await settle(pilot)
+        await pilot.press("s")
+        await settle(pilot)
+        text = screen_text(app)
+        assert "step 1 ! 2" in text and "step 0 !" not in text  # rank 0: all-reduce and Add went bad
+        await pilot.press("escape")
+        await pilot.press("r")
+        await settle(pilot)
+        assert "rank 1 ! " in screen_text(app)
