@@ -34,6 +34,7 @@ def hostile_runs(tree: Path, out: Path) -> dict[str, list[tuple[list[str], list[
         "convert": [(["convert", t, str(out / "conv")], [])],
         "overflow": [(["overflow", t], [OVERFLOW_OP]), (["overflow", t, "--csv"], [OVERFLOW_OP])],
         "watch": [(["watch", t], [WATCHED, LAYER])],
+        "trend": [(["trend", t, n], [n]) for n in HOSTILE_NAMES] + [(["trend", t, OVERFLOW_OP, "--csv"], [])],
         "compare": [(["compare", t, t], all_names), (["compare", t, t, "--csv"], all_names)],
         "explore": [],  # the explorer: tests/test_inert_tui.py
         "help": [(["help"], [])],

@@ -527,7 +527,7 @@ def cmd_trend(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     con = _console()
-    t = Table(show_edge=False, title=f"{doc['op']} {doc['io']}.{doc['slot']} by step")
+    t = Table(show_edge=False, title=f"{inert(doc['op'])} {doc['io']}.{doc['slot']} by step")
     for col in ("rank", "step", "min", "max", "mean", "std", "nan", "+inf", "-inf"):
         t.add_column(col, justify="right")
     for p in doc["points"]:
@@ -542,7 +542,7 @@ def cmd_trend(args: argparse.Namespace) -> int:
             con.print(f"{'':{len(str(r)) + 7}}     {marks(pts)}   {'':5}{marks(pts)}   (! = NaN/Inf at that step)",
                       markup=False)
     for p in doc["problems"]:
-        con.print(f"  ! rank {p['rank']} step {p['step']}: {p['error']}", markup=False)
+        con.print(f"  ! rank {p['rank']} step {p['step']}: {inert(p['error'])}", markup=False)
     return 0
 
 
