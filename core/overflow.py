@@ -10,6 +10,7 @@ is judged (``overflow_origin``) and the rank that went bad first is named.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from dumpscope.core.formats.opdebug import status_words
@@ -200,6 +201,7 @@ def overflow_report(q: "DumpQuery", rank: Optional[int] = None, step: Optional[i
     scanned = [p for p in found if p["unknown"] < p["ops"] or p["opdebug"]]
     not_scanned = [{"rank": p["rank"], "step": p["step"], "ops": p["ops"]} for p in found if p not in scanned]
     return {
+        "path": q.root,
         "ops": rows,
         "scanned": [{"rank": p["rank"], "step": p["step"], "ops": p["ops"],
                      "evidence": "opdebug" if p["opdebug"] else _evidence(p),
@@ -245,9 +247,18 @@ def _problems(q: "DumpQuery", rank: Optional[int], step: Optional[int]) -> list[
 
     ensure_table(q)
     where, params = _filters(rank, step, "u.")
-    return [{"path": p, "error": e} for p, e in q.index.query(
+    return [{"path": _rel(q, p), "error": e} for p, e in q.index.query(
         "SELECT u.path, n.error FROM nonfinite n JOIN units u ON u.id = n.unit_id "
         f"WHERE n.error IS NOT NULL{where} ORDER BY u.path", params)]
+
+
+def _rel(q: "DumpQuery", path: str) -> str:
+    """Paths relative to PATH: documents of several hosts' trees concatenate without clashes."""
+    try:
+        rel = os.path.relpath(path, q.root)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
 
 
 def find_overflow(q: "DumpQuery", rank: Optional[int] = None, step: Optional[int] = None, scan: str = "auto",

@@ -83,7 +83,7 @@ def trend_of(q: "DumpQuery", op: "OpRow", io: str, slot: int, rank: Optional[int
         point.update({k: st.get(k) for k in POINT_KEYS})
         point["source"] = st.get("source", "tensor")
         points.append(point)
-    return {"op": op.name, "io": io, "slot": slot, "points": points, "problems": problems}
+    return {"path": q.root, "op": op.name, "io": io, "slot": slot, "points": points, "problems": problems}
 
 
 def sparkline(values: list[Optional[float]]) -> str:
