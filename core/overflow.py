@@ -10,6 +10,7 @@ is judged (``overflow_origin``) and the rank that went bad first is named.
 
 from __future__ import annotations
 
+import math
 import os
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
@@ -100,8 +101,27 @@ def _summaries(q: "DumpQuery", op: "OpRow", counted: Optional[OpCount]) -> list[
             st = {}
         s.min, s.max = st.get("min"), st.get("max")
         s.nan, s.posinf, s.neginf = st.get("nan"), st.get("posinf"), st.get("neginf")
+        if t.storage == "none" and not s.known:
+            _from_extremes(s, t.stats or {})
         out.append(s)
     return out
+
+
+def _from_extremes(s: TensorSummary, raw: dict[str, Any]) -> None:
+    """Statistics without NaN/Inf counts (msprobe's max/min/mean/l2norm): a NaN or an infinite
+    extreme says the tensor held such values (at least one); all finite says it held none."""
+    vals = [raw.get(k) for k in ("max", "min", "mean", "l2norm")]
+    nums = [float(v) for v in vals if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if not nums:
+        return
+    if any(math.isnan(v) for v in nums):
+        s.nan, s.posinf, s.neginf = 1, 0, 0
+    elif any(math.isinf(v) for v in nums):
+        s.nan = 0
+        s.posinf = int(any(v == math.inf for v in nums))
+        s.neginf = int(any(v == -math.inf for v in nums))
+    elif len(nums) == len([v for v in vals if v is not None]):
+        s.nan = s.posinf = s.neginf = 0
 
 
 def _first_bad_index(q: "DumpQuery", op: "OpRow", counted: Optional[OpCount]) -> Optional[dict[str, Any]]:
@@ -209,7 +229,8 @@ def overflow_report(q: "DumpQuery", rank: Optional[int] = None, step: Optional[i
                     for p in scanned],
         "not_scanned": not_scanned,
         "first_bad": [_first_json(f) for f in firsts],
-        "origin": None if best is None else dict(_first_json(best), reason=why),
+        "origin": None if best is None else dict(_first_json(best), reason=why,
+                                                  op_reason=best.judgement.reason if best.judgement else ""),
         "problems": _problems(q, rank, step),
     }
 

@@ -120,7 +120,7 @@ class OverflowScreen(TableView):
             first = origin if origin.get("name") else rows[0]
             text = Text.assemble((f"{len(rows)} ops in {where}; origin: ", ""), (str(first.get("name")), "bold red"),
                                  (f" (rank {first['rank']} step {first['step']})", ""),
-                                 (f" — {origin.get('reason', '')}" if origin.get("reason") else "", ""),
+                                 (f" — {origin.get('op_reason', '')}" if origin.get("op_reason") else "", ""),
                                  (tail, "yellow"), ("   enter: open op  n/N: next/prev  e: csv", "dim"))
         else:
             text = Text.assemble((f"nothing found in {where} scanned", "green"), (tail, "yellow"))
