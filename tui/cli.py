@@ -128,6 +128,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="absolute tolerance: numpy allclose replaces the default element rules")
     p.add_argument("--export-config", metavar="FILE",
                    help="write the diverging ops as a re-dump op list (MindSpore kernels / CANN dump_layer)")
+    p.add_argument("--layer-mapping", metavar="FILE",
+                   help="msprobe layer_mapping.yaml: pair MindSpore and PyTorch calls through renamed modules")
+    p.add_argument("--api-mapping", metavar="FILE",
+                   help="msprobe api_mapping.yaml (ms_api/pt_api entries) on top of the built-in MindSpore-PyTorch pairs")
     _add_format(p)
     _add_common(p)
     return parser
@@ -574,7 +578,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     golden = _open(args.golden, args)
     target = _open(args.target, args)
-    doc = compare_dumps(golden, target, rank=args.rank, step=args.step, rtol=args.rtol, atol=args.atol)
+    from dumpscope.core.compare.api_mapping import MappingFileError
+
+    try:
+        doc = compare_dumps(golden, target, rank=args.rank, step=args.step, rtol=args.rtol, atol=args.atol,
+                            layer_mapping=args.layer_mapping, api_mapping=args.api_mapping)
+    except MappingFileError as exc:
+        raise CliError(str(exc)) from None
     if args.export_config:
         from dumpscope.core.compare import export_redump_config
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from dumpscope.core.compare import origin as org
 from dumpscope.core.compare import verdict as vd
+from dumpscope.core.compare.api_mapping import match_across_frameworks
 from dumpscope.core.compare.match import OpRef, match_ops, pair_slots
 from dumpscope.core.compare.metrics import CompareResult, Tolerance, measure_arrays, measure_stats, to_row
 from dumpscope.core.model import INPUT, OUTPUT
@@ -171,8 +172,12 @@ def _position(op: "OpRow") -> int:
 def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] = None,
                   step: Optional[int] = None, rtol: Optional[float] = None, atol: Optional[float] = None,
                   progress: Optional[Callable[[int, int], None]] = None, workers: int = 2,
-                  thresholds: Optional[vd.Thresholds] = None) -> dict[str, Any]:
-    """CLI.md ``compare`` document for one rank/step of both dumps."""
+                  thresholds: Optional[vd.Thresholds] = None, layer_mapping: Optional[str] = None,
+                  api_mapping: Optional[str] = None) -> dict[str, Any]:
+    """CLI.md ``compare`` document for one rank/step of both dumps.
+
+    MindSpore-vs-PyTorch API dumps (or any pair given ``layer_mapping``/``api_mapping`` files, msprobe's
+    formats) are paired by ``api_mapping.match_across_frameworks`` instead of by name."""
     g_rank, g_step = golden.default_place(rank, step)
     t_ranks, t_steps = target.ranks(), target.steps()
     t_rank = g_rank if g_rank in t_ranks or not t_ranks else t_ranks[0]
@@ -184,8 +189,9 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     t_ops = target.ops(t_rank, t_step, kind="all")
     g_by_id = {o.id: o for o in g_ops}
     t_by_id = {o.id: o for o in t_ops}
-    match = match_ops([OpRef(o.name, o.type, _position(o), o.id) for o in g_ops],
-                      [OpRef(o.name, o.type, _position(o), o.id) for o in t_ops])
+    match = match_across_frameworks(golden, target, g_ops, t_ops, layer_mapping, api_mapping, _position) or \
+        match_ops([OpRef(o.name, o.type, _position(o), o.id) for o in g_ops],
+                  [OpRef(o.name, o.type, _position(o), o.id) for o in t_ops])
     g_names = {o.name for o in g_ops}
     joined_to_name = {o.joined: o.name for o in g_ops if o.joined}
     ops: list[_Op] = []

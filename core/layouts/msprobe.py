@@ -255,11 +255,23 @@ def _load_side_json(listing: DirListing, name: str) -> tuple[Any, Optional[Probl
 MAX_PROBLEMS_PER_FILE = 5
 
 
+def _framework_from_types(data: dict[str, Any]) -> str:
+    """No ``framework`` field (older msprobe): the first tensor ``type`` tells ("torch.Tensor")."""
+    for k, entry in enumerate(data.values()):
+        if k >= 50:
+            break
+        text = json.dumps(entry, default=str)[:20000]
+        for fw, mark in (("mindspore", '"type": "mindspore.'), ("pytorch", '"type": "torch.')):
+            if mark in text:
+                return fw
+    return ""
+
+
 def _scan_dump(listing: DirListing, path: str, meta: dict[str, Any]) -> Iterator[Item]:
     # the full path, so a tree opened at its step{N}/rank{R} folder keeps its ids
     step, rank, base_extra = step_rank_from_parts(tuple(listing.dirpath.split(os.sep)))
     framework = meta.get("framework")
-    framework = framework if isinstance(framework, str) else ""
+    framework = framework if isinstance(framework, str) else _framework_from_types(meta["data"])
     stack_obj, problem = _load_side_json(listing, "stack.json")
     if problem:
         yield problem
@@ -286,6 +298,8 @@ def _scan_dump(listing: DirListing, path: str, meta: dict[str, Any]) -> Iterator
                                  "backward" if ".backward" in key else "forward", "api")
         leaves, bad = entry_leaves(parsed.kind, parsed.direction, entry)
         problems.extend(f"{key[:80]}: {b}" for b in bad)
+        if not leaves and not bad:
+            problems.append(f"{key[:80]}: no arguments or outputs recorded; not listed")
         op_name = owner_name(key, parsed)
         op = ops.get(op_name)
         if op is None:
