@@ -117,7 +117,7 @@ def _merge_stats_only(index: DumpIndex) -> None:
     if drop:
         with index._lock:
             cur = index.conn.cursor()
-            cur.execute("BEGIN")
+            cur.execute("BEGIN IMMEDIATE")
             cur.executemany("UPDATE units SET tensors=?, nan=?, posinf=?, neginf=? WHERE id=?",
                             [(dumps_entries(entries), *nonfinite_sums(entries), uid)
                              for uid, entries in rewrite.items()])
@@ -441,7 +441,7 @@ def finalize(index: DumpIndex) -> None:
     kept = _kept_early(index, graphs, csv_maps) if index.early else set()
     with index._lock:
         cur = index.conn.cursor()
-        cur.execute("BEGIN")
+        cur.execute("BEGIN IMMEDIATE")
         # every unit is its own op until grouped with others below (as stored, in a cold build)
         if not index.early_only:
             cur.execute("UPDATE units SET op_id=id WHERE op_id IS NOT id")
@@ -573,7 +573,7 @@ def finalize_early(index: DumpIndex, place: tuple[int, int], lo: int, hi: int, g
     """Make the ops of a plain place whose units are ``lo..hi`` of one folder (see ``index._EarlyOps``)."""
     with index._lock:
         cur = index.conn.cursor()
-        cur.execute("BEGIN")
+        cur.execute("BEGIN IMMEDIATE")
         cur.execute(_PLAIN_INSERT.format(order=_ORDER_RANGE), (index.early_seq, lo, lo, hi))
         index.early_seq += cur.rowcount
         cur.execute("COMMIT")

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 from dumpscope.core.cache import index_path
+from dumpscope.core.index_lock import writer_lock
 from dumpscope.core.layouts import all_layouts
 from dumpscope.core.layouts.base import DirListing, Item
 from dumpscope.core.model import (
@@ -393,6 +394,8 @@ class DumpIndex:
         self.early_seq = 0
         self.early_only = False  # True while the ops table holds early ops only (a cold build)
         self._early_ops: Optional[_EarlyOps] = None
+        #: one line each: why this index is not the cache file it should be (shown by the CLI / explorer)
+        self.warnings: list[str] = []
         # WAL readers never wait for a writer; writers (another dumpscope updating the same tree,
         # best-effort cache writes from worker threads) wait up to the busy timeout
         self.conn = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None, timeout=30.0)
@@ -425,30 +428,30 @@ class DumpIndex:
             raise FileNotFoundError(f"{root}: no such file or directory")
         if not os.path.isdir(root):
             raise NotADirectoryError(f"{root}: not a directory")
-        db = ":memory:"
-        if use_cache:
-            path = index_path(root, cache_directory)
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                db = str(path)
-            except OSError:
-                db = ":memory:"
-        try:
-            index = cls(root, db)
-        except sqlite3.DatabaseError:
-            # a corrupt cache file is ours to discard
-            try:
-                os.unlink(db)
-            except OSError:
-                pass
-            index = cls(root, db)
-        if update:
-            index.update(progress=progress, cancel=cancel)
-        return index
+        if not use_cache:
+            index = cls(root, ":memory:")
+            if update:
+                index.update(progress=progress, cancel=cancel)
+            return index
+        from dumpscope.core import index_faults
+
+        return index_faults.open_with_fallback(cls, root, index_path(root, cache_directory), progress, cancel,
+                                               update)
+
+    def _schema_current(self) -> bool:
+        with self._lock:
+            cur = self.conn.cursor()
+            if not cur.execute("SELECT name FROM sqlite_master WHERE type='table' AND name='meta'").fetchone():
+                return False
+            rows = cur.execute("SELECT key, value FROM meta WHERE key IN ('schema', 'root')").fetchall()
+            return dict(rows) == {"schema": _schema_key(), "root": self.root}
 
     def _ensure_schema(self) -> None:
-        """Create the tables; an index written by another schema version is dropped and rebuilt."""
-        with self._lock:
+        """Create the tables; an index written by another schema version is dropped and rebuilt.
+        An index already current is not written to (a reader must not wait for a building writer)."""
+        if self._schema_current():
+            return
+        with writer_lock(self.db_path), self._lock:
             cur = self.conn.cursor()
             version = None
             if cur.execute("SELECT name FROM sqlite_master WHERE type='table' AND name='meta'").fetchone():
@@ -502,6 +505,18 @@ class DumpIndex:
     def update(self, progress: Optional[Callable[[Progress], None]] = None,
                cancel: Optional[threading.Event] = None, workers: Optional[int] = None,
                partial: Optional[Callable[[Progress], None]] = None) -> Progress:
+        """:meth:`_update` holding the index's writer lock: another process building the same index
+        finishes first, and this one then finds its work done (``core.index_lock``)."""
+        def waiting() -> None:
+            if progress is not None:
+                progress(Progress(phase="waiting for another dumpscope indexing this tree"))
+
+        with writer_lock(self.db_path, cancelled=lambda: cancel is not None and cancel.is_set(), waiting=waiting):
+            return self._update(progress, cancel, workers, partial)
+
+    def _update(self, progress: Optional[Callable[[Progress], None]] = None,
+                cancel: Optional[threading.Event] = None, workers: Optional[int] = None,
+                partial: Optional[Callable[[Progress], None]] = None) -> Progress:
         """Walk the tree, re-read changed folders, and finalize if anything changed.
 
         Small folders are read inline (their layouts may claim subfolders before the walker
@@ -596,7 +611,7 @@ class DumpIndex:
             changed = True
             with self._lock:
                 cur = self.conn.cursor()
-                cur.execute("BEGIN")
+                cur.execute("BEGIN IMMEDIATE")
                 for row in removed:
                     self._delete_dir(cur, row[0])
                     cur.execute("DELETE FROM dirs WHERE id=?", (row[0],))
@@ -702,7 +717,7 @@ class DumpIndex:
         used = json.dumps(sorted({u[0] for u in units}))
         with self._lock:
             cur = self.conn.cursor()
-            cur.execute("BEGIN")
+            cur.execute("BEGIN IMMEDIATE")
             first = self._next_unit_id(cur)
             last = first + len(units) - 1 if units else None
             first_unit = first if units else None

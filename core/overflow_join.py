@@ -22,7 +22,7 @@ def attach_overflow(index: "DumpIndex") -> int:
     marked = 0
     with index._lock:
         cur = index.conn.cursor()
-        cur.execute("BEGIN")
+        cur.execute("BEGIN IMMEDIATE")
         for folder, task, stream, status, kind, context, thread, path in rows:
             cands = cur.execute("SELECT id FROM ops WHERE folder=? AND task=? AND stream=? ORDER BY exec_index",
                                 (folder, task, stream)).fetchall()

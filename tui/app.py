@@ -8,6 +8,7 @@ Screens read that state; they never open files themselves.
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 import threading
 from pathlib import Path
@@ -219,7 +220,17 @@ class DumpscopeApp(App[int]):
                     self.post_message(IndexReady(shown[0], refreshed=True, final=False))
                 self.post_message(IndexProgress(progress_text(prog)))
 
-            index.update(progress=progress, cancel=self._cancel, partial=partial)
+            try:
+                index.update(progress=progress, cancel=self._cancel, partial=partial)
+            except (sqlite3.DatabaseError, OSError) as exc:  # a full or broken cache: build in memory
+                if index.db_path == ":memory:":
+                    raise
+                from dumpscope.core.index_faults import rebuild_in_memory
+
+                index = rebuild_in_memory(DumpIndex, index, exc, progress, self._cancel)
+                shown.clear()
+            for w in index.warnings:
+                self.notify(w, title="index", severity="warning", timeout=8)
             if shown:
                 if not get_current_worker().is_cancelled:
                     self.post_message(IndexReady(shown[0], refreshed=True))

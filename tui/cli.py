@@ -149,9 +149,17 @@ def _open(path: str, args: argparse.Namespace):
 
         kwargs["cache_directory"] = Path(args.cache_dir)
     try:
-        return open_query(path, **kwargs)
+        q = open_query(path, **kwargs)
     except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
         raise CliError(str(exc)) from None
+    _OPENED.append(q.index.db_path)
+    for w in q.index.warnings:  # the cache could not be used: the answer comes from memory
+        print(f"dumpscope: warning: {inert(w)}", file=sys.stderr)
+    return q
+
+
+#: index files opened by the running command (discarded and rebuilt if they turn out damaged)
+_OPENED: list[str] = []
 
 
 def _print_json(doc: Any) -> None:
@@ -667,8 +675,27 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import sqlite3
+
+    _OPENED.clear()
     try:
-        return _HANDLERS[args.command](args)
+        try:
+            return _HANDLERS[args.command](args)
+        except sqlite3.DatabaseError as exc:
+            # damaged pages that opening could not see: discard those index files and answer from fresh ones
+            from pathlib import Path
+
+            from dumpscope.core.index_faults import discard, is_damage
+
+            files = [p for p in _OPENED if p != ":memory:"]
+            if not files or not is_damage(exc):
+                raise
+            for p in files:
+                discard(Path(p))
+                print(f"dumpscope: warning: index cache {inert(p)} was damaged ({inert(exc)}): rebuilt",
+                      file=sys.stderr)
+            _OPENED.clear()
+            return _HANDLERS[args.command](args)
     except CliError as exc:
         print(f"dumpscope: {inert(exc)}", file=sys.stderr)
         return 1
