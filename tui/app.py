@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 from rich.segment import Segment
 from textual import work
+from textual.css.query import NoMatches
 from textual.filter import LineFilter
 from textual.app import App
 from textual.binding import Binding
@@ -272,7 +273,10 @@ class DumpscopeApp(App[int]):
 
     def on_index_progress(self, message: IndexProgress) -> None:
         self.progress = message.text
-        self._main().update_status()
+        try:
+            self._main().update_status()
+        except (NoMatches, RuntimeError):  # the app is closing: a worker's last word arrives late
+            pass
 
     def on_index_failed(self, message: IndexFailed) -> None:
         self.index_error = message.error
