@@ -45,6 +45,7 @@ class _Pair:
     value: Optional[tuple[Any, Any]] = None  # scalar values (golden, target)
     verdict: str = vd.PASS
     rule: str = ""
+    stats_differ: bool = False
 
 
 @dataclass(slots=True)
@@ -218,6 +219,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     for op in ops:
         _judge_op(op, th)
         op.facts = _facts(op, details[op.gop.id], joined_to_name, g_names)
+        op.facts.saved_from = _forward_of(op.gop, g_names)
     origins = org.trace([op.facts for op in ops])
     fd = org.first_divergence([op.facts for op in ops], origins)
     rows: list[dict[str, Any]] = []
@@ -264,7 +266,7 @@ def _classify(ops: list[_Op], details: dict[int, dict[str, Any]], g_names: set[s
                     src = inputs_from[p.g.slot] if p.g.slot < len(inputs_from) else ""
                     if src and not produced(src) and not src.startswith("param:"):
                         p.kind = "scalar"
-                elif not small_output_seen and op.gop.producer not in ("msprobe", "troubleshooter"):
+                elif not small_output_seen and op.gop.producer not in _API_PRODUCERS:
                     p.kind = "scalar"  # no graph: a 1-element input nothing before produced
         if any(p.g.io == OUTPUT and _size(p.g.shape) <= 1 for p in op.pairs):
             small_output_seen = True
@@ -295,6 +297,7 @@ def _judge_op(op: _Op, th: vd.Thresholds) -> None:
             ctx = vd.Context(th, magnitude=mag_in, kind=p.kind)
             p.verdict, p.rule = vd.judge(p.result, ctx)
             p.result.verdict, p.result.rule = p.verdict, p.rule
+            p.stats_differ = p.result.stat_diffs is not None and vd.beyond_noise(p.result, ctx)
 
 
 def _facts(op: _Op, det: dict[str, Any], joined_to_name: dict[str, str], g_names: set[str]) -> org.OpFacts:
@@ -308,13 +311,28 @@ def _facts(op: _Op, det: dict[str, Any], joined_to_name: dict[str, str], g_names
             name = joined_to_name.get(_strip_port(src))
             if is_produced and name is not None and name != op.gop.name:
                 input_producers[p.g.slot] = name
-        rows.append(org.RowFacts(p.g.io, p.g.slot, p.verdict, p.kind, is_produced, p.rule))
+        rows.append(org.RowFacts(p.g.io, p.g.slot, p.verdict, p.kind, is_produced, p.rule, p.stats_differ))
     producers = []
     for src in inputs_from:
         name = joined_to_name.get(_strip_port(src), _strip_port(src))
         if name in g_names:
             producers.append(name)
     return org.OpFacts(op.gop.name, rows, is_parameter(op.gop), producers, input_producers)
+
+
+_API_PRODUCERS = ("msprobe", "troubleshooter")
+
+
+def _forward_of(op: "OpRow", names: set[str]) -> Optional[str]:
+    """API dumps: the forward call of a backward call (msprobe ``X.N.backward`` ↔ ``X.N.forward``,
+    Troubleshooter ``X_N_backward`` ↔ ``X_N_forward``), when it was dumped."""
+    if op.producer not in _API_PRODUCERS:
+        return None
+    for back, fwd in ((".backward", ".forward"), ("_backward", "_forward")):
+        if op.name.endswith(back):
+            cand = op.name[: -len(back)] + fwd
+            return cand if cand in names else None
+    return None
 
 
 def _row(p: _Pair, origin: org.Origin, source: Optional[dict[str, Any]]) -> dict[str, Any]:

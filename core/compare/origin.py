@@ -8,14 +8,17 @@ Walking ops in execution order, an op whose outputs are in error is
   here (msprobe OneThousandthErrChecker / RelativeErrChecker: inputs fine, output not);
 * ``"inherited"`` otherwise, naming the input that carries it.
 
-An input *carries* an error when its row is in error, it has a producer (an op in the graph,
+An input *carries* an error when its row is in error (or a warning, or for statistics-only pairs
+any move beyond noise: after an upstream error that is the error, diluted), it has a producer (an op in the graph,
 not a Parameter, a Load of one or a literal; for API dumps without a graph every tensor input
 counts as produced) and some op before it in execution order has an output in error (the graph's
 producer is not required to be that op: MindSpore's graph files describe the graph before
 kernel expansion, whose input order can differ from the dumped kernel's) — an input
 that differs while nothing upstream did was changed outside the dumped ops (different weights or
 data), so the op reading it is where the difference first shows.  For output-only dumps the
-producers named by the graph stand in for the inputs.
+producers named by the graph stand in for the inputs, and in API dumps (msprobe,
+Troubleshooter) a backward call also carries what its forward call's tensors carry: it computes
+from tensors the forward call saved, which the dump does not list as its inputs.
 
 The first divergence is the first op (execution order) whose origin is ``born`` or ``constant``,
 never a parameter while any op diverges; if every error is inherited (the culprit was not dumped)
@@ -38,6 +41,7 @@ CAUSE_TENSOR = "tensor"
 CAUSE_CONSTANT = "constant"
 
 ERROR = "error"
+WARNING = "warning"
 
 
 @dataclass(slots=True)
@@ -50,6 +54,7 @@ class RowFacts:
     kind: str = "tensor"  # "tensor" | "scalar" | "parameter"
     produced: bool = True  # False: Parameter / Load / literal / graph input
     rule: str = ""
+    stats_differ: bool = False  # statistics-only pair whose stats moved beyond noise (verdict may be pass)
 
     @property
     def label(self) -> str:
@@ -65,6 +70,7 @@ class OpFacts:
     parameter: bool = False
     producers: list[str] = field(default_factory=list)
     input_producers: dict[int, str] = field(default_factory=dict)  # input slot -> producing *dumped* op
+    saved_from: Optional[str] = None  # API dumps: the forward call whose saved tensors a backward call uses
 
 
 @dataclass(slots=True)
@@ -88,21 +94,30 @@ def _bad(r: RowFacts) -> bool:
     return r.verdict == ERROR
 
 
+def _off(r: RowFacts) -> bool:
+    """An error or a warning — or, for statistics, any move beyond noise: after an upstream error
+    that is the error, diluted (aggregates hide element moves that a tensor compare would see)."""
+    return r.verdict in (ERROR, WARNING) or r.stats_differ
+
+
 def trace(ops: Sequence[OpFacts]) -> list[Origin]:
     """The origin of every op, in the order given (execution order)."""
     out: list[Origin] = []
     seen_bad_output = False
     bad_ops: set[str] = set()
+    off_ops: set[str] = set()
     for op in ops:
-        origin = _origin(op, seen_bad_output, bad_ops)
+        origin = _origin(op, seen_bad_output, bad_ops, off_ops)
         out.append(origin)
         if not op.parameter and any(_bad(r) for r in op.rows if r.io == OUTPUT):
             seen_bad_output = True
             bad_ops.add(op.name)
+        if not op.parameter and any(_off(r) for r in op.rows):
+            off_ops.add(op.name)
     return out
 
 
-def _origin(op: OpFacts, upstream_bad: bool, bad_ops: set[str]) -> Origin:
+def _origin(op: OpFacts, upstream_bad: bool, bad_ops: set[str], off_ops: set[str]) -> Origin:
     if op.parameter:
         return Origin(None)
     consts = [r for r in op.rows if r.io == INPUT and r.kind == "scalar" and _bad(r)]
@@ -112,13 +127,15 @@ def _origin(op: OpFacts, upstream_bad: bool, bad_ops: set[str]) -> Origin:
     if not outs_bad:
         return Origin(None)
     for r in op.rows:
-        if r.io != INPUT or r.kind == "scalar" or not _bad(r) or not r.produced:
+        if r.io != INPUT or r.kind == "scalar" or not _off(r) or not r.produced:
             continue
         if not upstream_bad:
             continue
         producer = op.input_producers.get(r.slot)
         via = f"{r.label} ← {producer}" if producer in bad_ops else r.label
         return Origin(INHERITED, via, r.rule)
+    if upstream_bad and op.saved_from is not None and op.saved_from in off_ops:
+        return Origin(INHERITED, f"saved tensors of {op.saved_from}", None)
     if not any(r.io == INPUT for r in op.rows):
         for p in op.producers:
             if p != op.name and p in bad_ops:

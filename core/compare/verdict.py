@@ -43,7 +43,9 @@ is not a divergence, whatever the cosine.
 
 Statistics-only pairs (msprobe ``statistics``, MindSpore ``statistic``) use rules 1-4, 6, then
 max/min/L2-norm relative error > 5 % error (msprobe RelativeErrChecker uses 50 % on the norm,
-but only for an output whose inputs are within 10 %) and > 0.5 % warning.
+but only for an output whose inputs are within 10 %) and > 0.5 % warning; max and min are
+taken relative to the tensor's largest |value| (a minimum near zero has no scale of its own),
+the L2 norm relative to itself.
 """
 
 from __future__ import annotations
@@ -318,11 +320,20 @@ def rule_max_abs(r: CompareResult, ctx: Context) -> Optional[Verdict]:
 def rule_stat_rel(r: CompareResult, ctx: Context) -> Optional[Verdict]:
     """Statistics: max/min/L2-norm relative error (msprobe RelativeErrChecker / RelativeWarnChecker)."""
     assert r.stat_diffs is not None and r.stat_rel_errs is not None
-    floor = noise_floor(r.golden_dtype, r.target_dtype, _magnitude(r, ctx), ctx.th)
+    mag = _magnitude(r, ctx)
+    floor = noise_floor(r.golden_dtype, r.target_dtype, mag, ctx.th)
+    own = magnitude_of(r.golden_stats) or magnitude_of(r.target_stats)
     for level, limit in ((ERROR, ctx.th.stat_rel_error), (WARNING, ctx.th.stat_rel_warn)):
         for name in ("max", "min", "l2norm"):
-            rel = r.stat_rel_errs.get(name)
-            if rel is not None and rel > limit and abs(r.stat_diffs[name]) > max(floor, 0.0):
+            diff = r.stat_diffs.get(name)
+            if diff is None or abs(diff) <= floor:
+                continue
+            # max/min relative to the tensor's largest |value|: a min near zero moving by 1e-6 in a
+            # tensor reaching 1.7 is no change; the L2 norm relative to itself (msprobe NormRelativeErr)
+            g = (r.golden_stats or {}).get(name)
+            base = abs(g) if name == "l2norm" and g else own
+            rel = abs(diff) / base if base else r.stat_rel_errs.get(name, 0.0)
+            if rel > limit:
                 return level, f"{name} rel err {fmt(rel)} > {fmt(limit)}"
     if not r.stat_diffs:
         return PASS, "pass (no statistics to compare)"
@@ -341,6 +352,14 @@ def rule_stat_noise(r: CompareResult, ctx: Context) -> Optional[Verdict]:
     if worst <= floor:
         return PASS, f"pass (stat diffs ≤ noise floor {fmt(floor)})"
     return None
+
+
+def beyond_noise(r: CompareResult, ctx: Context) -> bool:
+    """Whether the pair differs by more than the noise floor at all (whatever its verdict)."""
+    floor = noise_floor(r.golden_dtype, r.target_dtype, _magnitude(r, ctx), ctx.th)
+    if r.stat_diffs is not None:
+        return any(abs(v) > floor for v in r.stat_diffs.values()) or bool(r.extra.get("nonfinite_stats"))
+    return (r.max_abs_err or 0.0) > floor or bool(r.nonfinite_mismatch)
 
 
 Rule = Callable[[CompareResult, Context], Optional[Verdict]]
