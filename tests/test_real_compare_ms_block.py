@@ -66,6 +66,8 @@ def test_layernorm_epsilon_names_that_layernorm_with_cause_constant(docs):
     (eps2,) = rows_of(doc, LN2, "input", 5)  # the other LayerNorm's epsilon did not change
     assert (eps2["kind"], eps2["verdict"]) == ("scalar", "pass")
     assert origin_ops(doc) == {LN1}
+    # the row points at the line the user wrote (from the .ir stack), not at MindSpore's own files
+    assert out["source"]["file"].endswith("block.py") and out["source"]["code"] == "h = self.ln1(x)"
 
 
 def test_scale_before_softmax_names_the_mul_that_applies_it(docs, dumps):
@@ -76,6 +78,8 @@ def test_scale_before_softmax_names_the_mul_that_applies_it(docs, dumps):
     show = open_query(str(dumps / "golden"), use_cache=False).show_json(
         open_query(str(dumps / "golden"), use_cache=False).resolve_op(fd["name"]))
     assert any("Softmax" in c for c in show["consumers"])
+    (row,) = rows_of(doc, fd["name"], "output", 0)
+    assert "* scale" in row["source"]["code"]
     # its backward twin multiplies by the same constant: the only other origin
     assert all(r["type"] == "Mul" and r["origin"] == "constant" for r in doc["rows"] if r["name"] in origin_ops(doc))
     assert len(origin_ops(doc)) == 2

@@ -22,7 +22,9 @@ from dumpscope.core.compare import verdict as vd
 from dumpscope.core.compare.api_mapping import match_across_frameworks
 from dumpscope.core.compare.match import OpRef, match_ops, pair_slots
 from dumpscope.core.compare.metrics import CompareResult, Tolerance, measure_arrays, measure_stats, to_row
+from dumpscope.core.layouts.py_stack import frames_from_stack
 from dumpscope.core.model import INPUT, OUTPUT
+from dumpscope.core.source_frames import first_user_frame
 from dumpscope.core.tensor_io import TensorLoadError, load_tensor
 
 if TYPE_CHECKING:
@@ -58,11 +60,13 @@ class _Op:
 
 
 def is_parameter(op: "OpRow") -> bool:
-    """MindSpore ``Parameter.*`` dumps (``OpRow.kind`` once it exists, else the type)."""
-    kind = getattr(op, "kind", None)
-    if kind:
-        return kind == "parameter"
-    return op.type == "Parameter"
+    """MindSpore ``Parameter.*`` dumps (``OpRow.kind``; older indexes: the type)."""
+    return op.kind == "parameter" or op.type == "Parameter"
+
+
+def is_aside(op: "OpRow") -> bool:
+    """Parameters and constants live beside the ops: compared, never where an error is born."""
+    return is_parameter(op) or op.kind == "constant"
 
 
 def _strip_port(src: str) -> str:
@@ -129,40 +133,15 @@ def _num(v: Any) -> Any:
     return v if not isinstance(v, float) or math.isfinite(v) else None
 
 
-def _first_user_frame(frames: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
-    try:
-        from dumpscope.core.source_frames import first_user_frame  # INTERFACES.md §2 (mindspore branch)
-    except ImportError:
-        first_user_frame = None
-    if first_user_frame is not None:
-        return first_user_frame(frames)
-    for f in frames:
-        path = str(f.get("file", "")).replace("\\", "/")
-        if f.get("user") is False:
-            continue
-        if any(part in path for part in ("/site-packages/", "/dist-packages/", "/mindspore/", "/torch/",
-                                         "/msprobe/", "/lib/python3")):
-            continue
-        return {k: f.get(k) for k in ("file", "line", "code")}
-    return None
-
-
-_STACK_LINE = re.compile(r'File "?([^",]+)"?, line (\d+), in [^\n]*\n?\s*(.*)', re.S)
-
-
-def _frames(q: "DumpQuery", op: "OpRow", details: dict[str, Any], tensors: list["TensorRow"]) -> list[dict]:
-    if details.get("source"):
-        return list(details["source"])
-    for t in tensors:
-        stack = (t.extra or {}).get("stack")
+def _user_frame(details: dict[str, Any], tensors: list["TensorRow"]) -> Optional[dict[str, Any]]:
+    """The user's source line nearest the op: the graph's stack (MindSpore .ir, outermost first) or
+    the API dump's stack (msprobe/Troubleshooter, innermost first)."""
+    frames = [f for f in (details.get("source") or []) if isinstance(f, dict)]
+    if not frames:
+        stack = next(((t.extra or {}).get("stack") for t in tensors if (t.extra or {}).get("stack")), None)
         if stack:
-            out = []
-            for line in stack:
-                m = _STACK_LINE.match(str(line).strip())
-                if m:
-                    out.append({"file": m.group(1), "line": int(m.group(2)), "code": m.group(3).strip()})
-            return out
-    return []
+            frames = [f for f in reversed(frames_from_stack(stack)) if isinstance(f, dict)]
+    return first_user_frame(frames)
 
 
 def _position(op: "OpRow") -> int:
@@ -227,7 +206,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     for i, (op, origin) in enumerate(zip(ops, origins)):
         source = None
         if origin.kind is not None or any(p.verdict != vd.PASS for p in op.pairs):
-            source = _first_user_frame(_frames(golden, op.gop, details[op.gop.id], g_tensors[op.gop.id]))
+            source = _user_frame(details[op.gop.id], g_tensors[op.gop.id])
         for j, p in enumerate(op.pairs):
             row = _row(p, origin, source)
             rows.append(row)
@@ -259,6 +238,8 @@ def _classify(ops: list[_Op], details: dict[int, dict[str, Any]], g_names: set[s
         for p in op.pairs:
             if is_parameter(op.gop):
                 p.kind = "parameter"
+            elif op.gop.kind == "constant":
+                p.kind = "scalar" if _size(p.g.shape) <= 1 else "tensor"
             elif p.g.storage == STORAGE_VALUE or p.t.storage == STORAGE_VALUE:
                 p.kind = "scalar"
             elif p.g.io == INPUT and _size(p.g.shape) <= 1 and _size(p.t.shape) <= 1:
@@ -317,7 +298,7 @@ def _facts(op: _Op, det: dict[str, Any], joined_to_name: dict[str, str], g_names
         name = joined_to_name.get(_strip_port(src), _strip_port(src))
         if name in g_names:
             producers.append(name)
-    return org.OpFacts(op.gop.name, rows, is_parameter(op.gop), producers, input_producers)
+    return org.OpFacts(op.gop.name, rows, is_aside(op.gop), producers, input_producers)
 
 
 _API_PRODUCERS = ("msprobe", "troubleshooter")
@@ -351,7 +332,7 @@ def _row(p: _Pair, origin: org.Origin, source: Optional[dict[str, Any]]) -> dict
     row.update({
         "match": p.match, "target_name": top.name, "golden_op_id": gop.id, "target_op_id": top.id,
         "exec_index": gop.exec_index, "type": gop.type, "kind": p.kind,
-        "origin": origin.kind if p.kind != "parameter" else None,
+        "origin": origin.kind,
         "origin_via": origin.via,
         "golden": _side(p.g, p.result, "golden", gval),
         "target": _side(p.t, p.result, "target", tval),
