@@ -21,6 +21,7 @@ from dumpscope.core.names import sanitize_name
 from dumpscope.core.model import Graph, GraphNode
 from dumpscope.core.units import dumps_entries, nonfinite_sums
 
+from dumpscope.core import graph_only
 from dumpscope.core.index import OP_INDEXES, DumpIndex
 
 _OP_SUFFIX = re.compile(r"-op\d+$")
@@ -222,14 +223,19 @@ def _prepare(gkey: str, graph: Graph) -> LoadedGraph:
     return LoadedGraph(gkey, graph, graph.nodes, by_sname, by_short, by_base)
 
 
-def _load_graphs(index: DumpIndex, wanted: set[tuple[int, str]]) -> tuple[dict[tuple[int, str], LoadedGraph], list]:
-    """Find, for each (rank, graph) of the dump, the graph file describing it."""
+def _load_graphs(index: DumpIndex, wanted: set[tuple[int, str]],
+                 parsed: Optional[dict[str, Optional[list[Graph]]]] = None,
+                 ) -> tuple[dict[tuple[int, str], LoadedGraph], list]:
+    """Find, for each (rank, graph) of the dump, the graph file describing it.
+
+    ``parsed`` receives every file read here (path → graphs, None when unreadable)."""
     from dumpscope.core.graphs import load_graph_file
 
     problems: list[tuple[str, str]] = []
     files = index.query("SELECT path, kind, rank, graph FROM graph_files ORDER BY path")
     found: dict[tuple[int, str], LoadedGraph] = {}
     partial: set[tuple[int, str]] = set()  # keys whose graph was read with skipped lines
+    parsed = {} if parsed is None else parsed
     # MindSpore: graphs/ms_output_trace_code_graph_{id}.ir beside rank_{r}
     for path, kind, rank, graph in files:
         if kind != "ms_ir":
@@ -242,7 +248,9 @@ def _load_graphs(index: DumpIndex, wanted: set[tuple[int, str]]) -> tuple[dict[t
             graphs = load_graph_file(path, kind, warnings=warnings)
         except Exception as exc:  # a broken graph file is a named problem, the dump still opens
             problems.append((path, reason(exc, path)))
+            parsed[path] = None
             continue
+        parsed[path] = graphs
         _partial_problem(problems, path, warnings)
         if not graphs:
             continue
@@ -258,7 +266,6 @@ def _load_graphs(index: DumpIndex, wanted: set[tuple[int, str]]) -> tuple[dict[t
     ge_files = [f for f in files if f[1] in ("ge_text", "ge_onnx", "ge_json")]
     ge_files.sort(key=lambda f: (0 if f[0].endswith("_Build.txt") else 1 if "Build" in f[0] else 2, f[0]))
     missing = {k for k in wanted if (k not in found or k in partial) and k[1]}
-    parsed: dict[str, Optional[list[Graph]]] = {}
     fallback: dict[tuple[int, str], LoadedGraph] = {}  # partially read graphs, used if nothing better
 
     def graphs_of(path: str, kind: str) -> Optional[list[Graph]]:
@@ -430,9 +437,12 @@ def finalize(index: DumpIndex) -> None:
     """Rebuild the op table, one rank/step at a time so memory follows the largest step."""
     _merge_stats_only(index)
     places = index.query("SELECT DISTINCT rank, step FROM units ORDER BY rank, step")
-    wanted = {(r, g) for r, g in index.query("SELECT DISTINCT rank, graph FROM units")} \
-        if index.query("SELECT 1 FROM graph_files LIMIT 1") else set()
-    graphs, problems = _load_graphs(index, wanted)
+    graph_files = index.query("SELECT path, kind, rank, graph FROM graph_files ORDER BY path")
+    wanted = {(r, g) for r, g in index.query("SELECT DISTINCT rank, graph FROM units")} if graph_files else set()
+    parsed: dict[str, Optional[list[Graph]]] = {}
+    graphs, problems = _load_graphs(index, wanted, parsed)
+    graph_only.read_all(graph_files, parsed, problems)  # every graph file is read or a named problem
+    listed = graph_only.listed_graphs(graph_files, parsed) if not places else []
     orders: dict[tuple[int, str], list[str]] = {}
     for rank, graph, names in index.query("SELECT rank, graph, names FROM exec_orders"):
         orders[(rank, graph)] = json.loads(names)
@@ -489,7 +499,18 @@ def finalize(index: DumpIndex) -> None:
                             "evidence, folder, task, stream, watch_of, watch_after, seq, kind) "
                             "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
             cur.executemany("UPDATE units SET op_id=? WHERE id=?", unit_rows)
+        # a tree without tensors: its graphs' nodes are the ops
+        cur.executemany("INSERT INTO ops(id, rank, step, graph, name, file_name, type, scope, exec_index, "
+                        "first_ts, producer, joined, join_rule, graph_only, nan, posinf, neginf, status, "
+                        "evidence, folder, task, stream, watch_of, watch_after, seq) "
+                        "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        graph_only.node_rows(listed, seq.next_graph_only, seq.next))
         DumpIndex._create_indexes(cur, OP_INDEXES)
+        for item in listed:
+            graphs[(item.rank, item.key)] = LoadedGraph(item.gkey, item.graph, {}, {}, {}, {})
+        used = {lg.graph.name: lg.graph.path for lg in graphs.values()}
+        cur.execute("INSERT OR REPLACE INTO meta VALUES('graph_file_status', ?)",
+                    (json.dumps(graph_only.file_status(graph_files, parsed, used, problems)),))
         seen_gkeys: set[str] = set()
         for (rank, graph), lg in graphs.items():
             cur.execute("INSERT OR REPLACE INTO graphs VALUES(?,?,?,?,?,?)",

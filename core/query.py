@@ -188,6 +188,19 @@ class DumpQuery:
                 if self.index.conn.in_transaction:
                     cur.execute("ROLLBACK")
 
+    def graph_files(self) -> list[dict[str, Any]]:
+        """Every graph file found: the graphs joined to the dump (``joined: true``) or, in a tree
+        without tensors, listed as its ops (``listed: true``), then the files nothing was taken
+        from (``joined: false``, with ``error`` when unreadable, ``note`` when another file
+        describes the same graph)."""
+        graph_only = not self.index.query("SELECT 1 FROM units LIMIT 1")
+        out: list[dict[str, Any]] = [
+            {"rank": r, "graph": g, "name": n, "file": p, "kind": k, "joined": not graph_only, "listed": graph_only}
+            for r, g, n, p, k in self.index.query("SELECT rank, graph, name, path, kind FROM graphs "
+                                                  "ORDER BY rank, graph")]
+        status = self.index.query("SELECT value FROM meta WHERE key='graph_file_status'")
+        return out + (json.loads(status[0][0]) if status else [])
+
     def bad_scope_counts(self, rank: int, step: int) -> dict[tuple[str, str], int]:
         """Ops with overflow status or non-finite outputs, per (graph, scope): badges on scope nodes."""
         return {(g, s): n for g, s, n in self.index.query(
@@ -215,8 +228,7 @@ class DumpQuery:
         n_tensors, n_values = self.index.query(
             "SELECT COALESCE(SUM(CASE WHEN storage != 'value' THEN ntensors END), 0), "
             "COALESCE(SUM(CASE WHEN storage = 'value' THEN ntensors END), 0) FROM units")[0]
-        graphs = [{"rank": r, "graph": g, "name": n, "file": p, "kind": k} for r, g, n, p, k in
-                  self.index.query("SELECT rank, graph, name, path, kind FROM graphs ORDER BY rank, graph")]
+        graphs = self.graph_files()
         n_files = self.index.query("SELECT COALESCE(SUM(nfiles),0), COALESCE(SUM(nclaimed),0) FROM dirs")[0]
         return {
             "path": self.root,

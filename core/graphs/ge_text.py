@@ -62,6 +62,16 @@ def _as_str(value: Any) -> str:
     return value if isinstance(value, str) else ("" if value is None else str(value))
 
 
+_BINARY = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f\ufffd]")
+
+
+def _bytes_text(value: Any) -> str:
+    """A ``bytes`` attr (``bt``): its text when it is text (JSON, names), else a short placeholder —
+    GE keeps kernel binaries (``_tbe_kernel_buffer``) there, which mean nothing on a terminal."""
+    text = _as_str(value)
+    return text if not _BINARY.search(text) else f"<binary data, {len(text)} characters>"
+
+
 def _as_bool(value: Any) -> bool:
     if isinstance(value, str):
         return value.lower() in ("true", "1", "t")
@@ -127,9 +137,10 @@ def _attr_value(value: Tree) -> Any:
     if "list_list_float" in value:
         llf = _first(value, "list_list_float", {})
         return [[_as_float(x) for x in row.get("list_f", [])] for row in llf.get("list_list_f", [])]
-    for key in ("bt", "expression"):
-        if key in value:
-            return _as_str(_first(value, key))
+    if "bt" in value:
+        return _bytes_text(_first(value, "bt"))
+    if "expression" in value:
+        return _as_str(_first(value, "expression"))
     return None
 
 
@@ -138,8 +149,10 @@ def _list_value(lst: Tree) -> list[Any]:
     if not field or field not in lst:
         field = next((f for f in _LIST_ORDER if f in lst), "")
     items = lst.get(field, []) if field else []
-    if field in ("s", "bt"):
+    if field == "s":
         return [_as_str(x) for x in items]
+    if field == "bt":
+        return [_bytes_text(x) for x in items]
     if field == "i":
         return [_as_int(x) for x in items]
     if field == "f":
@@ -353,7 +366,7 @@ _SQ_STR = re.compile(r"'((?:[^'\\\n]|\\.)*)'")
 _VALUE_SCALAR = {n: re.compile(rf" {{{n}}}({_NAME}): ([^\n]*)\n") for n in (8, 10)}
 _VALUE_LIST = {n: re.compile(rf" {{{n}}}list \{{\n((?:[^}}]*\n)?) {{{n}}}\}}\n") for n in (8, 10)}
 _LIST_ITEM = {n: re.compile(rf"(?<![^\n]) {{{n + 2}}}({_NAME}): ([^\n]*)\n") for n in (8, 10)}
-_SIMPLE_VALUE = {"s": _as_str, "i": _as_int, "f": _as_float, "b": _as_bool, "dt": ge_dtype, "bt": _as_str,
+_SIMPLE_VALUE = {"s": _as_str, "i": _as_int, "f": _as_float, "b": _as_bool, "dt": ge_dtype, "bt": _bytes_text,
                  "expression": _as_str}
 _OP_SCALARS = frozenset({"name", "type", "input", "id", "stream_id", "subgraph_name", "attr", "input_desc",
                          "output_desc"})
