@@ -21,6 +21,7 @@ from dumpscope.core.source_frames import first_user_frame, mark_frames
 from dumpscope.core.units import unpack
 
 if TYPE_CHECKING:  # numpy is only imported when tensor data is actually read
+    from dumpscope.core.source_match import SourceSpec
     from dumpscope.core.tensor_io import TensorRef
 
 _OP_COLS = ("id, rank, step, graph, name, file_name, type, scope, exec_index, producer, joined, join_rule, "
@@ -427,6 +428,49 @@ class DumpQuery:
             "join_rule": op.join_rule,
         }
 
+    def ops_at_source(self, spec: "SourceSpec", rank: Optional[int] = None, step: Optional[int] = None,
+                      grep: Optional[str] = None, kind: str = "op") -> list[OpRow]:
+        """The ops whose source stack holds a frame matching ``spec`` (``FILE[:LINE]``), forward and
+        backward alike, in execution order: stacks from the joined graph (``.ir`` ``# In file``
+        lines, which backward ops carry for their forward code) and from msprobe/Troubleshooter
+        stack files."""
+        names_by_gkey: dict[str, set[str]] = {}
+        for gkey, name, data in self.index.query(
+                "SELECT gkey, name, data FROM graph_nodes WHERE instr(data, ?) > 0", (spec.needle,)):
+            if spec.in_stack(json.loads(data).get("source") or []):
+                names_by_gkey.setdefault(gkey, set()).add(name)
+        ids: set[int] = set()
+        if names_by_gkey:
+            for key, gkey in self.index.query("SELECT key, value FROM meta WHERE key LIKE 'gkey:%'"):
+                names = names_by_gkey.get(gkey)
+                if not names:
+                    continue
+                g_rank, _, graph = key[len("gkey:"):].partition(":")
+                if rank is not None and int(g_rank) != rank:
+                    continue
+                for chunk in _chunks(sorted(names), 500):
+                    marks = ",".join("?" * len(chunk))
+                    ids.update(i for (i,) in self.index.query(
+                        f"SELECT id FROM ops WHERE rank=? AND graph=? AND joined IN ({marks})",
+                        [int(g_rank), graph, *chunk]))
+        from dumpscope.core.source_match import frames_from_lines
+
+        for (uid, op_id, path, storage, producer, ts, packed) in self.index.query(
+                f"SELECT {_U_COLS} FROM units WHERE instr(tensors, ?) > 0", (spec.needle,)):
+            if any(spec.in_stack(frames_from_lines(t.extra.get("stack") or []))
+                   for t in _tensors_of_unit((uid, op_id, path, storage, producer, ts, packed))):
+                ids.add(op_id if op_id is not None else uid)
+        if not ids:
+            return []
+        where, params = self._where(rank, step, grep, kind=kind)
+        rows: list[tuple] = []
+        for chunk in _chunks(sorted(ids), 500):
+            marks = ",".join("?" * len(chunk))
+            rows.extend(self.index.query(f"SELECT {_OP_COLS}, seq FROM ops{where} AND id IN ({marks})",
+                                         params + list(chunk)))
+        rows.sort(key=lambda r: (r[1], r[2], r[8] if r[8] is not None else 1 << 62, r[-1]))
+        return [_op(r[:-1]) for r in rows]
+
     def find_by_graph_name(self, name: str, rank: int, step: int, graph: Optional[str] = None) -> Optional[OpRow]:
         """The dumped op joined to graph node ``name`` (for following input/consumer links)."""
         producer = name.rsplit(":", 1)[0] if re.search(r":-?\d+$", name) else name
@@ -469,6 +513,12 @@ class DumpQuery:
         doc.update({k: details[k] for k in ("inputs_from", "control_from", "consumers", "attrs", "source")})
         doc["user_frame"] = first_user_frame(doc["source"])  # the user's line nearest the op, or None
         doc["graph_file"] = details["graph"]
+        original = details["attrs"].get("_datadump_original_op_names")
+        if isinstance(original, list):  # GE: the framework ops fused into this node
+            doc["original_op_names"] = [str(n) for n in original]
+        if not tensors:  # a node of a graph without tensors: what the graph says its tensors are
+            doc["input_descs"] = details["input_descs"]
+            doc["output_descs"] = details["output_descs"]
         doc["join_rule"] = op.join_rule
         doc["scope"] = op.scope
         doc["overflow_status"] = op.status
@@ -547,6 +597,11 @@ def _json_default(v: Any) -> Any:
     if hasattr(v, "item"):
         return v.item()
     return str(v)
+
+
+def _chunks(items: list, size: int):
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
 
 
 def _like(text: str) -> str:

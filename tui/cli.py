@@ -65,6 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grep", metavar="TEXT", help="only ops whose name or type contains TEXT")
     p.add_argument("--kind", choices=("op", "parameter", "constant", "all"), default="op",
                    help="what to list: executed ops (default), parameters, constants, or all of them")
+    p.add_argument("--source", metavar="FILE[:LINE]",
+                   help="only ops whose source stack holds FILE (matched by suffix) at LINE, forward and backward")
+    p.add_argument("--export-config", metavar="FILE",
+                   help="write the listed ops as a re-dump config (CANN dump_layer, MindSpore kernels, msprobe list)")
     _add_format(p)
     _add_common(p)
 
@@ -309,10 +313,21 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
+    spec = None
+    if args.source:
+        from dumpscope.core.source_match import SourceSpec, SourceSpecError
+
+        try:
+            spec = SourceSpec.parse(args.source)
+        except SourceSpecError as exc:
+            raise CliError(f"--source {exc}") from None
     q = _open(args.path, args)
     rank, step = q.default_place(args.rank, args.step)
     kind = getattr(args, "kind", "op")
-    ops = q.ops(rank, step, grep=args.grep, kind=kind)
+    ops = q.ops(rank, step, grep=args.grep, kind=kind) if spec is None else \
+        q.ops_at_source(spec, rank, step, grep=args.grep, kind=kind)
+    if args.export_config:
+        _export_config(q, [op.name for op in ops], args.export_config)
     if args.json:
         _print_json({"ops": [q.op_json(op) for op in ops]})
         return 0
@@ -329,8 +344,10 @@ def cmd_ops(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     noun = {"op": "ops", "parameter": "parameters", "constant": "constants"}.get(kind, "ops, parameters, constants")
-    t = Table(show_edge=False, title=f"rank {rank} step {step}: {len(ops)} {noun}")
-    for col in ("#", "type", "name", "outputs"):
+    what = f" at {spec}" if spec is not None else ""
+    t = Table(show_edge=False, title=f"rank {rank} step {step}: {len(ops)} {noun}{what}")
+    several_graphs = len({op.graph for op in ops}) > 1
+    for col in ("#", "type", "name", *(("graph",) if several_graphs else ()), "outputs"):
         t.add_column(col, overflow="fold")
     for op in ops:
         outs = [x for x in q.tensors(op.id) if x.io == "output"]
@@ -338,9 +355,21 @@ def cmd_ops(args: argparse.Namespace) -> int:
                                                        else "") for x in outs[:3])
         badge = " !" if op.bad else ""
         t.add_row("-" if op.exec_index is None else str(op.exec_index), inert(op.type), inert(op.name) + badge,
-                  inert(desc))
+                  *((inert(op.graph),) if several_graphs else ()), inert(desc))
     _console().print(t)
     return 0
+
+
+def _export_config(q, names: list[str], path: str) -> None:
+    """Write ``names`` as the re-dump config (never inside the dump tree); the note goes to stderr."""
+    from dumpscope.core.redump_config import RedumpConfigError, write_redump_config
+
+    try:
+        left_out = write_redump_config(names, path, [q.root])
+    except RedumpConfigError as exc:
+        raise CliError(str(exc)) from None
+    note = f"; {len(left_out)} names hold spaces and are not in dump_layer" if left_out else ""
+    print(f"wrote the re-dump config of {len(dict.fromkeys(names))} ops to {path}{note}", file=sys.stderr)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -362,9 +391,16 @@ def cmd_show(args: argparse.Namespace) -> int:
         dev = f"  device {t['format']} {t['device_shape']}" if t["device_shape"] and (
             t["device_shape"] != t["shape"] or not plain) else ""
         con.print(f"  {t['io']:6} {t['slot']}: {inert(t['dtype'])} {t['shape']}{inert(dev)}  {inert(t['file'])}")
+    for io, key in (("input", "input_descs"), ("output", "output_descs")):
+        for slot, d in enumerate(doc.get(key) or []):
+            dev = f"  device {d.get('format', '')} {d.get('device_shape')}" if d.get("device_shape") not in (
+                None, d.get("shape")) or d.get("format") not in (None, "", "ND", "DefaultFormat") else ""
+            con.print(f"  {io:6} {slot}: {inert(str(d.get('dtype') or '?'))} {d.get('shape')}{inert(dev)}  (graph)")
     for key in ("inputs_from", "control_from", "consumers"):
         if doc[key]:
             con.print(f"{key}: " + ", ".join(inert(x) for x in doc[key]))
+    if doc.get("original_op_names"):
+        con.print("fused from (_datadump_original_op_names): " + ", ".join(inert(x) for x in doc["original_op_names"]))
     if doc["attrs"]:
         con.print("attrs:")
         for k, v in list(doc["attrs"].items())[:60]:
@@ -595,8 +631,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     if args.export_config:
         from dumpscope.core.compare import export_redump_config
+        from dumpscope.core.redump_config import RedumpConfigError
 
-        export_redump_config(doc, args.export_config)
+        try:
+            export_redump_config(doc, args.export_config)
+        except RedumpConfigError as exc:
+            raise CliError(str(exc)) from None
     if args.json:
         _print_json(doc)
         return 0

@@ -1,18 +1,17 @@
-"""Dump configs that re-dump only the ops a compare flagged."""
+"""Dump configs that re-dump only the ops a compare flagged (written by ``core.redump_config``,
+the one writer shared with ``ops --export-config`` and the explorer's marked ops)."""
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Any
 
 
 def export_redump_config(doc: dict[str, Any], path: str) -> str:
-    """Write the ops worth re-dumping (error rows, first divergence first) as dump configs.
+    """Write the ops worth re-dumping (error rows, first divergence first) as dump configs:
+    the MindSpore ``kernels`` list, the CANN/torchair ``dump_layer`` string and the msprobe
+    ``list`` in one JSON file; never inside either compared dump tree."""
+    from dumpscope.core.redump_config import write_redump_config
 
-    One JSON file holding the MindSpore ``kernels`` list, the CANN/torchair ``dump_layer``
-    string and the msprobe ``list``, so the user copies the part their tool reads.
-    """
     names: list[str] = []
     fd = doc.get("first_divergence")
     if fd:
@@ -20,11 +19,6 @@ def export_redump_config(doc: dict[str, Any], path: str) -> str:
     for r in doc.get("rows", []):
         if r.get("verdict") == "error" and r["name"] not in names:
             names.append(r["name"])
-    config = {
-        "mindspore": {"common_dump_settings": {"dump_mode": 1, "kernels": names}},
-        "cann": {"dump_layer": " ".join(n.replace("/", "_") for n in names)},
-        "msprobe": {"list": names},
-    }
-    with open(os.path.expanduser(path), "w", encoding="utf-8") as fh:
-        json.dump(config, fh, indent=1)
+    roots = [(doc.get(side) or {}).get("path", "") for side in ("golden", "target")]
+    write_redump_config(names, path, roots)
     return path
