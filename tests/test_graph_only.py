@@ -167,3 +167,23 @@ def test_graph_only_index_in_the_query_api(ge_graphs):
     assert op.producer == "graph" and q.tensors(op.id) == []
     details = q.graph_details(op)
     assert details["graph"]["name"] == "ResNet-50_0"
+
+
+def test_show_graph_two_hops_from_the_graph_text(ge_graphs):
+    """``show --graph``: levels -2..+2 are the producers/consumers found by walking the text's inputs."""
+    graphs = _text_graphs(ge_graphs / "complie_path" / "ge_proto_00000062_Build.txt")
+    ops = {name: [i.rsplit(":", 1)[0] for i in inputs if i] for name, _t, inputs in graphs[0][1]}
+    consumers: dict[str, list[str]] = {}
+    for name, inputs in ops.items():
+        for src in inputs:
+            consumers.setdefault(src, []).append(name)
+    up1 = set(ops[FUSED])
+    up2 = {p for n in up1 for p in ops.get(n, [])} - up1 - {FUSED}
+    down1 = set(consumers.get(FUSED, []))
+    down2 = {c for n in down1 for c in consumers.get(n, [])} - down1 - {FUSED}
+    nb = _json("show", str(ge_graphs), FUSED, "--graph")["op"]["neighbourhood"]
+    got = {lv: {n["name"] for n in nodes} for lv, nodes in nb.items()}
+    assert got == {"-2": up2, "-1": up1, "0": {FUSED}, "1": down1, "2": down2}
+    assert all(n["links"] == [FUSED] for n in nb["-1"] + nb["1"])
+    text = _run("show", str(ge_graphs), FUSED, "--graph").stdout
+    assert "▶ Conv2D" in text and "← conv1conv1_relu" in text

@@ -134,6 +134,7 @@ class DumpscopeApp(App[int]):
         self.step = 0
         self.badges = BadgeState()
         self.bookmarks: dict[int, OpRow] = {}
+        self.marked: dict[int, OpRow] = {}  # ops chosen for the re-dump config (space, exported with e)
         self.overflow_results: dict[tuple[int, int], list[dict[str, Any]]] = {}
         self.overflow_doc: Optional[dict[str, Any]] = None  # the last whole-job overflow scan
         #: ops with overflow evidence per (rank, step): (count, first exec index) — picker/status marks
@@ -452,6 +453,18 @@ class DumpscopeApp(App[int]):
         self._main().badges_changed()
         return added
 
+    def toggle_mark(self, op: OpRow) -> bool:
+        if op.id in self.marked:
+            del self.marked[op.id]
+            self.badges.marked.discard(op.id)
+            added = False
+        else:
+            self.marked[op.id] = op
+            self.badges.marked.add(op.id)
+            added = True
+        self._main().badges_changed()
+        return added
+
     # -- actions --------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> Optional[bool]:
@@ -526,7 +539,12 @@ class DumpscopeApp(App[int]):
         default = "./dumpscope-report.md"
         if table is not None:
             default = f"./dumpscope-{getattr(self.screen, 'export_name', 'table')}.csv"
-        redump = getattr(self.screen, "export_name", "") == "compare" and bool(self.compare_result)
+        redump = ""
+        if getattr(self.screen, "export_name", "") == "compare" and self.compare_result:
+            redump = "diverging ops"
+        elif table is None and self.marked:
+            redump = f"{len(self.marked)} marked ops"
+            default = "./dumpscope-redump.json"
         self.push_screen(ExportScreen(default, csv_ok=table is not None, redump_ok=redump))
 
     def action_refresh(self) -> None:

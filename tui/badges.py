@@ -1,7 +1,8 @@
 """Per-op badges: a glyph for every meaning (colour only repeats it), so NO_COLOR loses nothing.
 
 ``!`` overflow / NaN / Inf   ``✓ ~ ✗`` compare verdict pass / warning / error   ``W`` watched
-tensor changed   ``★`` bookmarked   ``·`` graph-only node (no dump data, drawn dim).
+tensor changed   ``★`` bookmarked   ``+`` marked for the re-dump config   ``·`` graph-only node
+(no dump data, drawn dim).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class BadgeState:
     verdicts: dict[int, str] = field(default_factory=dict)
     watched: set[int] = field(default_factory=set)
     bookmarks: set[int] = field(default_factory=set)
+    marked: set[int] = field(default_factory=set)
 
     def add_verdict(self, op_id: Optional[int], verdict: Optional[str]) -> None:
         """Keep the worst verdict per op (an op has several tensors)."""
@@ -43,8 +45,8 @@ class BadgeState:
             ("!" if bad else " ", "linelist--bad" if bad else None),
             (VERDICT_GLYPH.get(verdict, " ") if verdict else " ", VERDICT_CLASS.get(verdict or "")),
             ("W" if op.id in self.watched else " ", "linelist--warn"),
-            ("★" if op.id in self.bookmarks else ("·" if op.graph_only else " "),
-             "linelist--mark" if op.id in self.bookmarks else "linelist--dim"),
+            ("★" if op.id in self.bookmarks else "+" if op.id in self.marked else ("·" if op.graph_only else " "),
+             "linelist--mark" if op.id in self.bookmarks or op.id in self.marked else "linelist--dim"),
         ]
 
     def text(self, op: OpRow) -> str:

@@ -75,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("show", help="everything known about one op")
     p.add_argument("path", metavar="PATH")
     p.add_argument("op", metavar="OP")
+    p.add_argument("--graph", action="store_true",
+                   help="also the producers and consumers two hops out (the explorer's g view)")
     _add_place(p)
     _add_format(p, csv_ok=False)
     _add_common(p)
@@ -376,6 +378,14 @@ def cmd_show(args: argparse.Namespace) -> int:
     q = _open(args.path, args)
     op = _lookup(q, args.op, args.rank, args.step)
     doc = q.show_json(op)
+    nb = None
+    if args.graph:
+        from dumpscope.core.neighbourhood import neighbourhood
+
+        nb = neighbourhood(q, op)
+        doc["neighbourhood"] = None if nb is None else {
+            str(lv): [{"name": n.name, "type": n.type, "links": n.links, "listed": n.op_id is not None}
+                      for n in nodes] for lv, nodes in sorted(nb.levels.items())}
     if args.json:
         _print_json({"op": doc})
         return 0
@@ -418,6 +428,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         con.print(f"  {inert(line)}")
     if doc.get("graph_file"):
         con.print(f"graph: {inert(doc['graph_file']['name'])} ({inert(doc['graph_file']['file'])})")
+    if args.graph:
+        from dumpscope.core.neighbourhood import draw
+
+        con.print(inert_lines("\n".join(draw(nb, con.width or 80, nb.center).lines)) if nb is not None
+                  else "no graph describes this op")
     return 0
 
 

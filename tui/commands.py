@@ -32,8 +32,13 @@ class DumpscopeCommands(Provider):
         main = app.main
         yield ("Toggle tree / flat list", main.action_toggle_view, "t")
         yield ("Search ops", main.action_search, "/")
+        yield ("Search ops of a source line (@file.py:LINE)", partial(main.action_search, "@"), "/ @")
         if main.current is not None:
             yield (f"Bookmark {main.current.short}", main.action_bookmark, "b")
+            yield (f"Mark / unmark {main.current.short} for the re-dump config", main.action_mark, "space")
+            yield (f"Graph view of {main.current.short}", main.action_graph, "g")
+        if app.marked:
+            yield (f"Export the {len(app.marked)} marked ops as a re-dump config", app.action_export, "e")
         for step in app.q.steps(app.rank):
             if step != app.step:
                 yield (f"Switch to step {step}", partial(app.set_place, step=step), f"rank {app.rank}")

@@ -83,7 +83,8 @@ class OpDetail(VerticalScroll, can_focus=False):
 
     def compose(self) -> ComposeResult:
         yield Static(self._placeholder, id="detail-head")
-        yield Static("Links  (enter: go to op, esc: back)", classes="detail-title", id="detail-links-title")
+        yield Static("Links  (enter: go to op / ops of a source line, esc: back)", classes="detail-title",
+                     id="detail-links-title")
         yield OptionList(id="detail-links")
         yield Static("", id="detail-rest")
 
@@ -100,16 +101,34 @@ class OpDetail(VerticalScroll, can_focus=False):
         details = q.graph_details(op)
         self.query_one("#detail-head", Static).update(self._head(q, op, tensors))
         self._links = ([("in", n) for n in details["inputs_from"]] + [("ctl", n) for n in details["control_from"]]
-                       + [("out", n) for n in details["consumers"]])
+                       + [("out", n) for n in details["consumers"]] + self._source_links(details, tensors))
         links = self.query_one("#detail-links", OptionList)
         links.clear_options()
-        glyph = {"in": "← in  ", "ctl": "⇠ ctl ", "out": "→ to  "}
-        links.add_options([Option(Text.assemble((glyph[k], "bold"), inert(n))) for k, n in self._links])
+        glyph = {"in": "← in  ", "ctl": "⇠ ctl ", "out": "→ to  ", "src": "@ src "}
+        links.add_options([Option(Text.assemble((glyph[k], "bold"), inert(short_path(n, 1) if k == "src" else n)))
+                           for k, n in self._links])
         has = bool(self._links)
         self.query_one("#detail-links-title").display = has
         links.display = has
         self.query_one("#detail-rest", Static).update(self._rest(q, op, tensors, details))
         self.scroll_home(animate=False)
+
+    @staticmethod
+    def _source_links(details: dict[str, Any], tensors: list[TensorRow]) -> list[tuple[str, str]]:
+        """Source frames as links (``file:line``; Enter lists the ops made by that line), innermost last,
+        each frame once."""
+        frames = details.get("source") or []
+        if not frames:
+            from dumpscope.core.source_match import frames_from_lines
+
+            stack = next((t.extra.get("stack") for t in tensors if t.extra.get("stack")), None)
+            frames = frames_from_lines(stack if isinstance(stack, list) else str(stack or "").splitlines())
+        out: list[tuple[str, str]] = []
+        for f in frames[-MAX_SOURCE:]:
+            link = ("src", f"{f.get('file', '')}:{f.get('line', '')}")
+            if link not in out:
+                out.append(link)
+        return out
 
     def _head(self, q: DumpQuery, op: OpRow, tensors: list[TensorRow]) -> Text:
         text = Text()

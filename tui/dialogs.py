@@ -68,7 +68,8 @@ class SearchScreen(ModalScreen[Optional[tuple[OpRow, list[OpRow]]]]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="search-dialog"):
-            yield Input(self.initial, placeholder="search op names and types (fuzzy)", id="search-input")
+            yield Input(self.initial, placeholder="search op names and types (fuzzy); @net.py:55: ops of a source line",
+                        id="search-input")
             yield Static("", id="search-count")
             yield OptionList(id="search-results")
 
@@ -83,12 +84,21 @@ class SearchScreen(ModalScreen[Optional[tuple[OpRow, list[OpRow]]]]):
 
     @work(thread=True, exclusive=True, group="search", name="op search")
     def _search(self, text: str) -> None:
-        hits = self.q.search(text.strip(), self.rank, self.step, limit=SEARCH_LIMIT) if text.strip() else []
+        text = text.strip()
+        if text.startswith("@"):  # ops whose source stack holds FILE[:LINE]
+            from dumpscope.core.source_match import SourceSpec, SourceSpecError
+
+            try:
+                hits = self.q.ops_at_source(SourceSpec.parse(text), self.rank, self.step)
+            except SourceSpecError:
+                hits = []
+        else:
+            hits = self.q.search(text, self.rank, self.step, limit=SEARCH_LIMIT) if text else []
         if not get_current_worker().is_cancelled:
             self.app.call_from_thread(self._show, text, hits)
 
     def _show(self, text: str, hits: list[OpRow]) -> None:
-        if text != self.query_one(Input).value:
+        if text.strip() != self.query_one(Input).value.strip():
             return
         self.hits = hits
         results = self.query_one(OptionList)
@@ -147,7 +157,7 @@ class ExportScreen(ModalScreen[Optional[str]]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="dialog.cancel")]
 
-    def __init__(self, default: str, csv_ok: bool = False, redump_ok: bool = False) -> None:
+    def __init__(self, default: str, csv_ok: bool = False, redump_ok: str = "") -> None:
         super().__init__()
         self.default = default
         self.csv_ok = csv_ok
@@ -155,7 +165,7 @@ class ExportScreen(ModalScreen[Optional[str]]):
 
     def compose(self) -> ComposeResult:
         kinds = ".md: triage report" + ("; .csv: this table" if self.csv_ok else "") + (
-            "; .json: re-dump config of the diverging ops" if self.redump_ok else "")
+            f"; .json: re-dump config of the {self.redump_ok}" if self.redump_ok else "")
         with Vertical(classes="dialog"):
             yield Static(Text.assemble(("Export", "bold"), (f"  ({kinds}; enter: write, esc: cancel)", "dim")))
             yield Input(self.default, id="export-path")
@@ -178,7 +188,7 @@ class ExportScreen(ModalScreen[Optional[str]]):
             self._error("CSV export is for table views (overflow, compare, watch, problems)")
             return
         if path.endswith(".json") and not self.redump_ok:
-            self._error("a .json re-dump config is exported from the compare view")
+            self._error("a .json re-dump config is exported from the compare view or of marked ops (space)")
             return
         try:
             write_export(self.app, path)

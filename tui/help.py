@@ -25,6 +25,7 @@ def _sections() -> list[tuple[str, list[Binding]]]:
     from dumpscope.tui.optree import OpTree
     from dumpscope.tui.table_view import TableView
     from dumpscope.tui.view_compare import CompareScreen
+    from dumpscope.tui.view_graph import GraphScreen
 
     return [
         ("Everywhere", [b for b in DumpscopeApp.BINDINGS if isinstance(b, Binding)]),
@@ -34,6 +35,7 @@ def _sections() -> list[tuple[str, list[Binding]]]:
         ("Search dialog", list(SearchScreen.BINDINGS)),  # type: ignore[arg-type]
         ("Overflow / compare / watch / problems views", list(TableView.BINDINGS)),  # type: ignore[arg-type]
         ("Compare view", list(CompareScreen.BINDINGS)),  # type: ignore[arg-type]
+        ("Graph view (g)", list(GraphScreen.BINDINGS)),  # type: ignore[arg-type]
     ]
 
 

@@ -53,6 +53,12 @@ class MainScreen(Screen):
                 tooltip="Slice: type a numpy index (0, :, 3) for the current tensor", id="dumpscope.slice"),
         Binding("escape", "back", "Back", show=False, tooltip="Back to the previously visited op",
                 id="dumpscope.back"),
+        Binding("space", "mark", "Mark", show=False,
+                tooltip="Mark/unmark the current op for the re-dump config (e, .json); in the tree: on an op",
+                id="dumpscope.mark"),
+        Binding("g", "graph", "Graph", show=False,
+                tooltip="Graph view: producers and consumers two hops out, as boxes and arrows",
+                id="dumpscope.graph"),
     ]
 
     def __init__(self) -> None:
@@ -113,6 +119,8 @@ class MainScreen(Screen):
                 bits.append(("0 problems", "dim"))
             if app.bookmarks:  # type: ignore[attr-defined]
                 bits.append((f"★ {len(app.bookmarks)}", ""))  # type: ignore[attr-defined]
+            if app.marked:  # type: ignore[attr-defined]
+                bits.append((f"✓ {len(app.marked)} marked", "bold"))  # type: ignore[attr-defined]
         err = getattr(app, "index_error", None)
         if err:
             bits.append((f"! {err}", "bold red"))
@@ -266,6 +274,9 @@ class MainScreen(Screen):
         q, cur = self.q, self.current
         if q is None or cur is None:
             return
+        if event.kind == "src":  # a source frame: list the ops made by that line
+            self.action_search(f"@{event.name}")
+            return
         op = q.find_by_graph_name(event.name, cur.rank, cur.step, cur.graph)
         if op is None:
             self.notify(f"{event.name} was not dumped (parameter, constant or graph-only node)", timeout=3)
@@ -318,7 +329,7 @@ class MainScreen(Screen):
 
         self.app.push_screen(FilterScreen(self.grep), done)
 
-    def action_search(self) -> None:
+    def action_search(self, initial: str = "") -> None:
         from dumpscope.tui.dialogs import SearchScreen
 
         if self.q is None:
@@ -334,7 +345,7 @@ class MainScreen(Screen):
             self.jump_to(op)
 
         app = self.app
-        self.app.push_screen(SearchScreen(self.q, app.rank, app.step), done)  # type: ignore[attr-defined]
+        self.app.push_screen(SearchScreen(self.q, app.rank, app.step, initial), done)  # type: ignore[attr-defined]
 
     def action_next_hit(self, delta: int) -> None:
         if not self.hits:
@@ -349,6 +360,21 @@ class MainScreen(Screen):
             return
         added = self.app.toggle_bookmark(self.current)  # type: ignore[attr-defined]
         self.notify(("bookmarked " if added else "removed bookmark ") + self.current.short, timeout=2)
+
+    def action_mark(self) -> None:
+        if self.current is None:
+            return
+        added = self.app.toggle_mark(self.current)  # type: ignore[attr-defined]
+        self.notify(("marked " if added else "unmarked ") + self.current.short
+                    + f" ({len(self.app.marked)} marked; e: export as .json)", timeout=2)  # type: ignore[attr-defined]
+
+    def action_graph(self) -> None:
+        from dumpscope.tui.view_graph import GraphScreen
+
+        if self.current is None:
+            self.notify("no op selected", timeout=2)
+            return
+        self.app.push_screen(GraphScreen(self.current))
 
     def action_slot(self, delta: int) -> None:
         self.query_one(TensorPanel).step_slot(delta)

@@ -122,7 +122,8 @@ class OpTree(Tree[NodeData]):
 
     BINDINGS = [
         Binding("enter", "select_cursor", "Open", show=False, id="tree.select"),
-        Binding("space", "toggle_node", "Expand", show=False, id="tree.toggle"),
+        Binding("space", "toggle_node", "Expand / mark", show=False,
+                tooltip="Expand or collapse a scope; on an op: mark it for the re-dump config", id="tree.toggle"),
         Binding("right,l", "expand_here", "Expand", show=False, id="tree.expand"),
         Binding("left,h", "collapse_here", "Collapse", show=False, id="tree.collapse"),
         Binding("k", "cursor_up", show=False, id="tree.up"),
@@ -266,6 +267,13 @@ class OpTree(Tree[NodeData]):
             if parent is not None:
                 self._add_ops(parent, more.graph, more.scope, more.offset, more.kind)
             event.stop()
+
+    def action_toggle_node(self) -> None:
+        node = self.cursor_node
+        if node is not None and isinstance(node.data, OpRow):  # an op has nothing to expand: mark it
+            self.screen.action_mark()  # type: ignore[attr-defined]
+            return
+        super().action_toggle_node()
 
     def action_expand_here(self) -> None:
         node = self.cursor_node

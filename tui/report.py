@@ -103,12 +103,24 @@ def build_report(q: DumpQuery, bookmarks: Iterable[OpRow], overflow: dict[tuple[
 def write_export(app: Any, path: str) -> None:
     """Write the report, or (``.csv``) the table of the view under the export dialog."""
     if path.endswith(".json"):
-        # the diverging ops as MindSpore ``kernels`` / CANN ``dump_layer`` / msprobe ``list``
-        from dumpscope.core.compare import export_redump_config
+        # the diverging (compare view) or marked ops as MindSpore ``kernels`` / CANN ``dump_layer`` /
+        # msprobe ``list``, through the one writer of ``core.redump_config``
+        from dumpscope.core.redump_config import RedumpConfigError, write_redump_config
 
-        if not app.compare_result:
-            raise OSError(f"{path}: no compare result to export")
-        export_redump_config(app.compare_result, path)
+        below = app.screen_stack[-2] if len(app.screen_stack) >= 2 else app.screen
+        try:
+            if getattr(below, "export_name", "") == "compare" and app.compare_result:
+                from dumpscope.core.compare import export_redump_config
+
+                export_redump_config(app.compare_result, path)
+            elif app.marked:
+                ops = sorted(app.marked.values(), key=lambda o: (o.rank, o.step, o.exec_index is None,
+                                                                  o.exec_index or 0, o.id))
+                write_redump_config([o.name for o in ops], path, app.forbidden_roots())
+            else:
+                raise OSError(f"{path}: no compare result and no marked ops to export")
+        except RedumpConfigError as exc:
+            raise OSError(str(exc)) from None
         return
     if path.endswith(".csv"):
         screen = app.screen_stack[-2] if len(app.screen_stack) >= 2 else app.screen

@@ -1,0 +1,117 @@
+"""The ``g`` view: the selected op's producers and consumers two hops out, as boxes and arrows.
+
+The drawing comes from ``core.neighbourhood`` (the same text ``dumpscope show --graph``
+prints).  Arrow keys move a cursor from box to box (the selected box is drawn heavy and
+marked ``▶``), the view scrolls to keep it visible, Enter moves the explorer there (or
+redraws the view around a node that has no op row), esc goes back.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import ScrollableContainer
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from dumpscope.core.neighbourhood import Neighbourhood, draw, neighbourhood
+from dumpscope.core.query import OpRow
+
+
+class GraphScreen(Screen):
+    BINDINGS = [
+        Binding("escape", "close", "Back", id="graph.close"),
+        Binding("enter", "open", "Go there", tooltip="Graph view: move the explorer to the selected node",
+                id="graph.open"),
+        Binding("down,j", "move_level(1)", "Next level", show=False,
+                tooltip="Graph view: next level (towards consumers)", id="graph.down"),
+        Binding("up,k", "move_level(-1)", "Prev level", show=False,
+                tooltip="Graph view: previous level (towards producers)", id="graph.up"),
+        Binding("right,l", "move(1)", "Next node", show=False, tooltip="Graph view: next node in the level",
+                id="graph.right"),
+        Binding("left,h", "move(-1)", "Prev node", show=False, tooltip="Graph view: previous node in the level",
+                id="graph.left"),
+    ]
+
+    def __init__(self, op: OpRow) -> None:
+        super().__init__()
+        self.op = op
+        self.nb: Optional[Neighbourhood] = None
+        self.selected: Optional[str] = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text.assemble(("graph · ", "bold"), (self.op.short, "bold"),
+                                   ("  arrows: move  enter: go there  esc: back", "dim")), id="view-title")
+        with ScrollableContainer(id="graph-body", can_focus=False):  # keys move the cursor, it scrolls along
+            yield Static("", id="graph-drawing")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        q = self.app.q  # type: ignore[attr-defined]
+        self.nb = neighbourhood(q, self.op) if q is not None else None
+        self.selected = self.nb.center if self.nb else None
+        self._redraw()
+
+    def on_resize(self) -> None:
+        self._redraw()
+
+    def _redraw(self) -> None:
+        drawing = self.query_one("#graph-drawing", Static)
+        if self.nb is None:
+            drawing.update(Text("no graph describes this op (no graph file joined, or not a graph node)",
+                                "italic"))
+            return
+        width = max(self.size.width - 2, 40)
+        d = draw(self.nb, width, self.selected)
+        drawing.update(Text("\n".join(d.lines)))
+        if self.selected in d.boxes:
+            line, _ = d.boxes[self.selected]
+            body = self.query_one("#graph-body", ScrollableContainer)
+            body.scroll_to(y=max(line - 2, 0), animate=False)
+
+    def _levels(self) -> list[list[Any]]:
+        assert self.nb is not None
+        return [self.nb.levels[lv] for lv in sorted(self.nb.levels)]
+
+    def _where(self) -> tuple[int, int]:
+        for li, nodes in enumerate(self._levels()):
+            for ni, node in enumerate(nodes):
+                if node.name == self.selected:
+                    return li, ni
+        return 0, 0
+
+    def action_move(self, delta: int) -> None:
+        if self.nb is None:
+            return
+        li, ni = self._where()
+        nodes = self._levels()[li]
+        self.selected = nodes[(ni + delta) % len(nodes)].name
+        self._redraw()
+
+    def action_move_level(self, delta: int) -> None:
+        if self.nb is None:
+            return
+        levels = self._levels()
+        li, ni = self._where()
+        li2 = max(0, min(len(levels) - 1, li + delta))
+        if li2 != li:
+            self.selected = levels[li2][min(ni, len(levels[li2]) - 1)].name
+            self._redraw()
+
+    def action_open(self) -> None:
+        if self.nb is None or self.selected is None:
+            return
+        node = next(n for n in self.nb.nodes() if n.name == self.selected)
+        q = self.app.q  # type: ignore[attr-defined]
+        op = q.op_by_id(node.op_id) if node.op_id is not None else None
+        if op is None:
+            self.notify(f"{node.short} is not in the op list (parameter or constant)", timeout=3)
+            return
+        self.app.pop_screen()
+        self.app.open_op(op)  # type: ignore[attr-defined]
+
+    def action_close(self) -> None:
+        self.app.pop_screen()
