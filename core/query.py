@@ -453,11 +453,11 @@ class DumpQuery:
                     ids.update(i for (i,) in self.index.query(
                         f"SELECT id FROM ops WHERE rank=? AND graph=? AND joined IN ({marks})",
                         [int(g_rank), graph, *chunk]))
-        from dumpscope.core.source_match import frames_from_lines
+        from dumpscope.core.layouts.py_stack import frames_from_stack
 
         for (uid, op_id, path, storage, producer, ts, packed) in self.index.query(
                 f"SELECT {_U_COLS} FROM units WHERE instr(tensors, ?) > 0", (spec.needle,)):
-            if any(spec.in_stack(frames_from_lines(t.extra.get("stack") or []))
+            if any(spec.in_stack(frames_from_stack(t.extra.get("stack") or []))
                    for t in _tensors_of_unit((uid, op_id, path, storage, producer, ts, packed))):
                 ids.add(op_id if op_id is not None else uid)
         if not ids:

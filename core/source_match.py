@@ -65,16 +65,3 @@ class SourceSpec:
         """A text every matching frame's JSON holds (the file's base name): a cheap SQL prefilter."""
         return self.file.rsplit("/", 1)[-1]
 
-
-_STACK_LINE = re.compile(r'^\s*File "?(?P<file>.+?)"?, line (?P<line>\d+)(?:, in (?P<func>[^,\n]*))?,?\s*(?P<code>.*)$',
-                         re.S)
-
-
-def frames_from_lines(lines: Iterable[Any]) -> list[dict[str, Any]]:
-    """msprobe / Troubleshooter stack lines (``File /x/net.py, line 17, in forward, \\n code``) → frames."""
-    frames: list[dict[str, Any]] = []
-    for text in lines:
-        m = _STACK_LINE.match(str(text))
-        if m:
-            frames.append({"file": m.group("file"), "line": int(m.group("line")), "code": m.group("code").strip()})
-    return frames

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import unpack_data
 from dumpscope.core.redump_config import RedumpConfigError, redump_config, write_redump_config
-from dumpscope.core.source_match import SourceSpec, SourceSpecError, frames_from_lines
+from dumpscope.core.source_match import SourceSpec, SourceSpecError
 
 
 def _ops(*args: str) -> list[dict]:
@@ -115,13 +115,6 @@ def test_source_spec_parsing_and_matching():
         SourceSpec.parse(":5")
 
 
-def test_stack_lines_to_frames():
-    frames = frames_from_lines(["File /tmp/x/net.py, line 17, in forward, \n x = self.conv(x)",
-                                'File "/tmp/y.py", line 3, in <module>', "not a frame"])
-    assert frames == [{"file": "/tmp/x/net.py", "line": 17, "code": "x = self.conv(x)"},
-                      {"file": "/tmp/y.py", "line": 3, "code": ""}]
-
-
 def test_redump_config_shape_and_refusal(tmp_path):
     cfg, left_out = redump_config(["a/b", "a/b", "with space", "c"])
     assert cfg == {"mindspore": {"common_dump_settings": {"dump_mode": 1, "kernels": ["a/b", "with space", "c"]}},
@@ -134,3 +127,15 @@ def test_redump_config_shape_and_refusal(tmp_path):
     assert not (tree / "sub" / "c.json").exists()
     write_redump_config(["x"], str(tmp_path / "c.json"), [str(tree)])
     assert json.loads((tmp_path / "c.json").read_text())["cann"]["dump_layer"] == "x"
+
+
+def test_msprobe_stack_lines_are_searched_too(tmp_path_factory):
+    """msprobe 26.2 ``stack.json``: the ops listed under stacks naming ``msp_net.py, line 17``."""
+    root = unpack_data(tmp_path_factory, "real_api_dumps")
+    dump = root / "msp_a"
+    stack = json.loads(next(dump.rglob("stack.json")).read_text())
+    expected = {n for names, lines in stack.values() for n in names
+                if any(re.search(r"msp_net\.py, line 17,", ln) for ln in lines)}
+    assert expected
+    got = {o["name"] for o in _ops(str(dump), "--source", "msp_net.py:17")}
+    assert got == expected
