@@ -83,8 +83,7 @@ class OpDetail(VerticalScroll, can_focus=False):
 
     def compose(self) -> ComposeResult:
         yield Static(self._placeholder, id="detail-head")
-        yield Static("Links  (enter: go to op / ops of a source line, esc: back)", classes="detail-title",
-                     id="detail-links-title")
+        yield Static("Links  (enter: go to op, esc: back)", classes="detail-title", id="detail-links-title")
         yield OptionList(id="detail-links")
         yield Static("", id="detail-rest")
 
