@@ -502,8 +502,8 @@ def finalize(index: DumpIndex) -> None:
         # a tree without tensors: its graphs' nodes are the ops
         cur.executemany("INSERT INTO ops(id, rank, step, graph, name, file_name, type, scope, exec_index, "
                         "first_ts, producer, joined, join_rule, graph_only, nan, posinf, neginf, status, "
-                        "evidence, folder, task, stream, watch_of, watch_after, seq) "
-                        "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        "evidence, folder, task, stream, watch_of, watch_after, seq, kind) "
+                        "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                         graph_only.node_rows(listed, seq.next_graph_only, seq.next))
         DumpIndex._create_indexes(cur, OP_INDEXES)
         for item in listed:

@@ -115,14 +115,17 @@ def node_rows(listed: list[ListedGraph], next_id, next_seq) -> list[tuple]:
     positions: dict[int, int] = {}
     for lg in listed:
         for name in topological_names(lg.graph):
-            position = positions.get(lg.rank, 0)
-            positions[lg.rank] = position + 1
             node = lg.graph.nodes[name]
+            # a MindSpore parameter is not an op (DESIGN.md): listed beside the ops, no position
+            kind = "parameter" if node.type == "Parameter" and lg.graph.kind == "ms_ir" else "op"
+            position = positions.get(lg.rank, 0) if kind == "op" else None
+            if kind == "op":
+                positions[lg.rank] = position + 1
             scope = name.rsplit("/", 1)[0] if "/" in name else ""
             stream = node.attrs.get("stream_id") if isinstance(node.attrs.get("stream_id"), int) else None
             rows.append((next_id(), lg.rank, 0, lg.key, name, sanitize_name(name), node.type, scope, position,
                          None, GRAPH_PRODUCER, name, GRAPH_TREE_RULE, 0, None, None, None, None, None,
-                         os.path.dirname(lg.graph.path), None, stream, None, None, next_seq()))
+                         os.path.dirname(lg.graph.path), None, stream, None, None, next_seq(), kind))
     return rows
 
 

@@ -156,6 +156,11 @@ def test_a_mindspore_graphs_folder_alone_is_browsable(real_lenet_tree, tmp_path)
     ops = _json("ops", str(tree))["ops"]
     names = [o["name"] for o in ops]
     assert set(fullnames) <= set(names)
+    assert [o["exec_index"] for o in ops] == list(range(len(ops)))
+    # parameters are listed apart (--kind parameter), like a dump's Parameter files
+    params = {o["name"] for o in _json("ops", str(tree), "--kind", "parameter")["ops"]}
+    declared = set(re.findall(r"^%para\d+_(\S+?)\s*:", ir, re.M))
+    assert declared and declared <= params and not params & set(names)
     op = _json("show", str(tree), "Default/network-WithLossCell/_backbone-LeNet/conv1-Conv2d/Conv2D-op0")["op"]
     assert any(s["file"].endswith("net.py") and s["line"] == 17 for s in op["source"])
     assert op["consumers"]
