@@ -44,6 +44,26 @@ def _safe_component(name: str) -> str:
     return name
 
 
+def _write_mapping(path: str, pairs: list[tuple[str, str]]) -> None:
+    """Rewrite ``mapping.csv`` with the aliases of this run merged into those already there: a
+    second ``convert`` (or one ``--op`` after another) never duplicates or drops a line."""
+    entries: dict[str, str] = {}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                alias, sep, original = line.rstrip("\n").partition(",")
+                if sep and alias:
+                    entries[alias] = original
+    except FileNotFoundError:
+        pass
+    entries.update(pairs)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for alias in sorted(entries):
+            fh.write(f"{alias},{entries[alias]}\n")
+    os.replace(tmp, path)
+
+
 def convert_tree(q: "DumpQuery", outdir: str, op: Optional[str] = None, rank: Optional[int] = None,
                  step: Optional[int] = None, progress: Optional[Callable[[int, int], None]] = None,
                  errors: Optional[list[str]] = None) -> ConvertResult:
@@ -90,7 +110,8 @@ def convert_tree(q: "DumpQuery", outdir: str, op: Optional[str] = None, rank: Op
         try:
             arr = load_tensor(t.ref())  # packed int4 arrives as int8, bf16/fp8 as exact float32
             os.makedirs(target_dir, exist_ok=True)
-            np.save(dest, np.ascontiguousarray(arr), allow_pickle=False)
+            # reshape: ascontiguousarray makes a 0-d array 1-d, and a scalar must stay a scalar
+            np.save(dest, np.ascontiguousarray(arr).reshape(arr.shape), allow_pickle=False)
             written += 1
         except (TensorLoadError, OSError, ValueError) as exc:
             failed += 1
@@ -99,7 +120,5 @@ def convert_tree(q: "DumpQuery", outdir: str, op: Optional[str] = None, rank: Op
         if progress is not None:
             progress(i + 1, len(tensors))
     for target_dir, pairs in mappings.items():
-        with open(os.path.join(target_dir, "mapping.csv"), "a", encoding="utf-8") as fh:
-            for alias, original in pairs:
-                fh.write(f"{alias},{original}\n")
+        _write_mapping(os.path.join(target_dir, "mapping.csv"), pairs)
     return ConvertResult(outdir, written, failed)

@@ -144,7 +144,7 @@ def _finish(canon_arr: np.ndarray, canon: str, tgt: str, original: tuple[int, ..
     out = canon_arr.transpose(_perm_from(tgt, canon)) if tgt != canon else canon_arr
     if original and out.shape != original:
         out = out.reshape(original)
-    return np.ascontiguousarray(out)
+    return np.ascontiguousarray(out).reshape(out.shape)  # a 0-d tensor stays 0-d
 
 
 def _ceil_div(a: int, b: int) -> int:

@@ -162,8 +162,12 @@ class DumpQuery:
         return rank, step
 
     def problems(self) -> list[dict[str, str]]:
-        return [{"path": p, "error": e} for p, e in self.index.query(
-            "SELECT path, error FROM problems ORDER BY path")]
+        from dumpscope.core.freshness import truncated_files
+
+        stored = self.index.query("SELECT path, error FROM problems ORDER BY path")
+        known = {p for p, _ in stored}
+        late = [(p, e) for p, e in truncated_files(self.index) if p not in known]  # changed in place since
+        return [{"path": p, "error": e} for p, e in sorted(stored + late)]
 
     def layouts(self) -> list[dict[str, Any]]:
         """Producers found, with their file counts (computed once per index build)."""

@@ -8,6 +8,8 @@ tensor never needs to be decoded at once).
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
 
@@ -49,10 +51,34 @@ def _err(ref: TensorRef, exc: BaseException | str) -> TensorLoadError:
     return TensorLoadError(text)
 
 
-def _cann_tensor(ref: TensorRef):
+#: the last few CANN headers read, by (path, size, mtime): the tensors of one file are loaded one
+#: after another (convert, compare, slots in the explorer), and a file with 3,000 inputs must not
+#: have its 3,000-entry header decoded 3,000 times
+_HEADER_MEMO: "OrderedDict[tuple, Any]" = OrderedDict()
+_HEADER_MEMO_MAX = 4
+_HEADER_LOCK = threading.Lock()
+
+
+def _cann_header(path: str):
     from dumpscope.core.formats.cann_dump import read_header
 
-    header = read_header(ref.path)
+    st = os.stat(path)
+    key = (path, st.st_size, st.st_mtime_ns, st.st_ino)
+    with _HEADER_LOCK:
+        header = _HEADER_MEMO.get(key)
+        if header is not None:
+            _HEADER_MEMO.move_to_end(key)
+            return header
+    header = read_header(path)
+    with _HEADER_LOCK:
+        _HEADER_MEMO[key] = header
+        while len(_HEADER_MEMO) > _HEADER_MEMO_MAX:
+            _HEADER_MEMO.popitem(last=False)
+    return header
+
+
+def _cann_tensor(ref: TensorRef):
+    header = _cann_header(ref.path)
     group = header.inputs if ref.io == "input" else header.outputs
     if ref.slot >= len(group):
         raise TensorLoadError(f"{ref.path}: no {ref.io} {ref.slot} in this dump file (it has {len(group)})")

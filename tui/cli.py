@@ -19,6 +19,10 @@ from dumpscope.core.inert import inert, inert_lines, json_safe
 COMMANDS = ("summary", "ops", "show", "stats", "convert", "overflow", "watch", "compare", "trend", "explore", "help")
 
 
+#: human ``summary`` lists this many problems, then says how many more ``--json`` holds
+MAX_PROBLEMS_SHOWN = 50
+
+
 class CliError(Exception):
     """A user-facing error: printed as one line, exit code 1."""
 
@@ -306,9 +310,12 @@ def cmd_summary(args: argparse.Namespace) -> int:
     for g in doc["graph_files"]:
         con.print(f"graph {inert(repr(g['graph']))} (rank {g['rank']}): {inert(g['name'])} from {inert(g['file'])}")
     if doc["problems"]:
-        con.print(_bold(f"problems ({len(doc['problems'])}):"))
-        for p in doc["problems"]:
-            con.print(f"  ! {inert(p['path'])}: {inert(p['error'])}")
+        problems = doc["problems"]
+        con.print(_bold(f"problems ({len(problems):,}):"))
+        # one line per problem, all in one print: 100k problems print in a second, not a minute
+        con.print("\n".join(f"  ! {inert(p['path'])}: {inert(p['error'])}" for p in problems[:MAX_PROBLEMS_SHOWN]))
+        if len(problems) > MAX_PROBLEMS_SHOWN:
+            con.print(f"  … and {len(problems) - MAX_PROBLEMS_SHOWN:,} more; --json for all")
     else:
         con.print("problems: none")
     return 0

@@ -125,6 +125,9 @@ def parse_npy_header(head: bytes, file_size: int, name: str = "<npy>") -> NpyHea
 def _header_from_dict(meta: object, data_offset: int, file_size: int, name: str) -> NpyHeader:
     if not isinstance(meta, dict) or not {"descr", "fortran_order", "shape"} <= set(meta):
         raise NpyFormatError(f"{name}: .npy header is not a descr/fortran_order/shape dict")
+    extra = sorted(str(k)[:40] for k in meta if k not in ("descr", "fortran_order", "shape"))
+    if extra:  # numpy itself refuses these headers: no writer of dumps produces them
+        raise NpyFormatError(f"{name}: unexpected key {', '.join(map(repr, extra[:3]))} in .npy header")
     descr, fortran, shape = meta["descr"], meta["fortran_order"], meta["shape"]
     if not isinstance(fortran, bool):
         raise NpyFormatError(f"{name}: bad fortran_order in .npy header")
