@@ -142,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="msprobe layer_mapping.yaml: pair MindSpore and PyTorch calls through renamed modules")
     p.add_argument("--api-mapping", metavar="FILE",
                    help="msprobe api_mapping.yaml (ms_api/pt_api entries) on top of the built-in MindSpore-PyTorch pairs")
+    p.add_argument("--output", "-o", metavar="FILE",
+                   help="also write the results to FILE: .csv / .xlsx with msprobe's compare columns "
+                        "(NPU = TARGET, Bench = GOLDEN; .xlsx needs dumpscope[xlsx]), .json = the --json document")
     _add_format(p)
     _add_common(p)
     return parser
@@ -644,6 +647,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     golden = _open(args.golden, args)
     target = _open(args.target, args)
+    out_path = _check_output(args.output, (args.golden, args.target)) if args.output else None
     from dumpscope.core.compare.api_mapping import MappingFileError
 
     try:
@@ -651,6 +655,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                             layer_mapping=args.layer_mapping, api_mapping=args.api_mapping)
     except MappingFileError as exc:
         raise CliError(str(exc)) from None
+    if out_path:
+        _write_compare_output(doc, out_path, golden, target)
     if args.export_config:
         from dumpscope.core.compare import export_redump_config
         from dumpscope.core.redump_config import RedumpConfigError
@@ -687,6 +693,42 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if doc["unmatched_golden"] or doc["unmatched_target"]:
         con.print(f"unmatched: {len(doc['unmatched_golden'])} golden, {len(doc['unmatched_target'])} target")
     return 0
+
+
+def _check_output(path: str, roots: Sequence[str]) -> str:
+    """Refuse before the (possibly long) compare: a bad extension, a dump tree, a missing extra."""
+    from dumpscope.core import compare_report as cr
+
+    path = os.path.abspath(os.path.expanduser(path))
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in (".csv", ".xlsx", ".json"):
+        raise CliError(f"--output {path}: unknown output type {ext or '(none)'!r}: use .csv, .xlsx or .json")
+    if ext == ".xlsx" and not cr.xlsx_available():
+        raise CliError(cr.XLSX_MISSING)
+    try:
+        cr.check_outside(path, roots)
+    except cr.ExportError as exc:
+        raise CliError(str(exc)) from None
+    if not os.path.isdir(os.path.dirname(path)):
+        raise CliError(f"--output {path}: no such directory {os.path.dirname(path)}")
+    return path
+
+
+def _write_compare_output(doc: dict[str, Any], path: str, golden, target) -> None:
+    from dumpscope.core import compare_report as cr
+
+    try:
+        if path.lower().endswith(".json"):
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(json.dumps(_clean(doc), indent=1, ensure_ascii=False) + "\n")
+            n = len(doc.get("rows", []))
+        else:
+            n = cr.write_table(doc, path, cr.describe_sides(doc, golden, target))
+    except OSError as exc:
+        raise CliError(f"{path}: {exc.strerror or exc}") from None
+    except cr.ExportError as exc:
+        raise CliError(str(exc)) from None
+    print(f"wrote {n} rows to {path}", file=sys.stderr)
 
 
 def cmd_explore(args: argparse.Namespace) -> int:

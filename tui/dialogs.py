@@ -165,6 +165,7 @@ class ExportScreen(ModalScreen[Optional[str]]):
 
     def compose(self) -> ComposeResult:
         kinds = ".md: triage report" + ("; .csv: this table" if self.csv_ok else "") + (
+            " (msprobe's columns); .xlsx: the same, highlighted" if self._compare_view() else "") + (
             f"; .json: re-dump config of the {self.redump_ok}" if self.redump_ok else "")
         with Vertical(classes="dialog"):
             yield Static(Text.assemble(("Export", "bold"), (f"  ({kinds}; enter: write, esc: cancel)", "dim")))
@@ -190,12 +191,46 @@ class ExportScreen(ModalScreen[Optional[str]]):
         if path.endswith(".json") and not self.redump_ok:
             self._error("a .json re-dump config is exported from the compare view or of marked ops (space)")
             return
+        if path.endswith((".csv", ".xlsx")) and self._compare_view():
+            self._compare_table(path, event.value.strip() or self.default)
+            return
+        if path.endswith(".xlsx"):
+            self._error(".xlsx export is for the compare view")
+            return
         try:
             write_export(self.app, path)
         except OSError as exc:
             self._error(f"cannot write {path}: {exc.strerror or exc}")
             return
         self.app.notify(f"wrote {event.value.strip() or self.default}", timeout=3)
+        self.dismiss(path)
+
+    def _compare_view(self) -> bool:
+        """Exporting from the compare view (with its result): tables go out in msprobe's shape."""
+        app = self.app
+        under = app.screen_stack[-2] if len(app.screen_stack) >= 2 and app.screen is self else app.screen
+        return getattr(under, "export_name", "") == "compare" and bool(getattr(app, "compare_result", None))
+
+    def _compare_table(self, path: str, shown: str) -> None:
+        """msprobe-shaped compare table, written by a worker thread (it reads both indexes)."""
+        from dumpscope.core import compare_report as cr
+
+        if path.endswith(".xlsx") and not cr.xlsx_available():
+            self._error(cr.XLSX_MISSING)
+            return
+        app = self.app
+
+        def work() -> None:
+            from dumpscope.tui.report import write_compare_table
+
+            try:
+                n = write_compare_table(app, path)
+            except (OSError, cr.ExportError) as exc:
+                app.call_from_thread(app.notify, f"! {exc}", severity="error", timeout=6)
+                return
+            app.call_from_thread(app.notify, f"wrote {n} rows to {shown}", timeout=3)
+
+        app.run_worker(work, name="compare-export", thread=True, exclusive=False)
         self.dismiss(path)
 
     def _error(self, text: str) -> None:

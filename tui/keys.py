@@ -44,8 +44,8 @@ def load_keymap(path: Optional[Path] = None) -> tuple[dict[str, str], Optional[s
         if path.suffix == ".toml":
             try:
                 import tomllib
-            except ImportError:  # Python 3.10
-                return {}, f"{path}: TOML needs Python 3.11+; use keys.json instead"
+            except ImportError:  # Python 3.10: the same parser, installed as tomli
+                import tomli as tomllib  # type: ignore[no-redef]
             doc = tomllib.loads(raw.decode("utf-8"))
         else:
             doc = json.loads(raw.decode("utf-8"))

@@ -100,6 +100,20 @@ def build_report(q: DumpQuery, bookmarks: Iterable[OpRow], overflow: dict[tuple[
     return inert_lines("\n".join(out).rstrip() + "\n")  # names from the dump: no escape reaches a `cat`
 
 
+def write_compare_table(app: Any, path: str) -> int:
+    """The compare view's rows as msprobe's compare table (``.csv`` / ``.xlsx``, ``core.compare_report``).
+
+    Reads the indexes (sides, stacks): run it off the UI thread.
+    """
+    from dumpscope.core import compare_report as cr
+
+    result = app.compare_result
+    if not result:
+        raise cr.ExportError(f"{path}: no compare result to export")
+    doc = dict(result, rows=[dict(r) for r in result.get("rows", [])])  # the view keeps its own rows
+    return cr.write_table(doc, path, cr.describe_sides(doc, app.q, app.target_q))
+
+
 def write_export(app: Any, path: str) -> None:
     """Write the report, or (``.csv``) the table of the view under the export dialog."""
     if path.endswith(".json"):

@@ -1,0 +1,333 @@
+"""Compare results as msprobe writes them: its column names and order, then ours.
+
+msprobe users (and their scripts, and their colleagues' spreadsheets) read compare results by
+msprobe's column names.  The facts below were taken from mindstudio-probe 26.2.0 itself
+(``msprobe compare -tp TARGET -gp GOLDEN`` on the real dumps in ``tests/data/real_api_dumps``):
+
+* columns, in order: ``MSPROBE_COLUMNS``; the device under test ("NPU") is the *target*, the
+  benchmark ("Bench") the *golden* side;
+* ``Result`` is ``pass`` / ``warning`` / ``error``; tensor shapes are written as Python lists
+  (``[2, 3, 8, 8]``); non-tensor arguments get ``unsupported`` metrics; ``Data_name`` is the list
+  ``[npu file, bench file]`` (``-1`` for a non-tensor); ``NPU_Stack_Info`` is filled on an API's
+  first row and ``N/A`` after it; in CSV an infinite value is written `` inf`` / `` -inf``
+  (a leading space, so a spreadsheet does not read it as a formula name).
+* xlsx: one sheet ``Sheet1``.  msprobe 26.2 writes it without fills; the msprobe releases that
+  highlighted rows filled every cell of an error row red (``FFFF0000``) and of a warning row
+  yellow (``FFFF00``), solid — we do that, and the ``Result`` column says the same in words.
+
+Ours: ``Result`` is dumpscope's verdict and ``Err_message`` the rule that set it; our own
+columns (place, io/slot, match rule, origin…) follow msprobe's.  The table is built from the
+rows of a ``compare`` document only; sides the document does not describe (dtype, shape,
+statistics, files, stacks) can be filled from the indexes by ``describe_sides``.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, Sequence
+
+if TYPE_CHECKING:
+    from dumpscope.core.query import DumpQuery
+
+MSPROBE_COLUMNS = [
+    "NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape", "Bench Tensor Shape",
+    "NPU Requires_grad", "Bench Requires_grad",
+    "Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio", "Five Thousandths Err Ratio",
+    "NPU max", "NPU min", "NPU mean", "NPU l2norm", "Bench max", "Bench min", "Bench mean", "Bench l2norm",
+    "Requires_grad Consistent", "Result", "Err_message", "NPU_Stack_Info", "Data_name",
+]
+#: ours, after msprobe's (snake_case, as in ``compare --json``)
+EXTRA_COLUMNS = ["step", "rank", "io", "slot", "kind", "origin", "match", "mode", "first_divergence",
+                 "type", "exec_index"]
+COLUMNS = MSPROBE_COLUMNS + EXTRA_COLUMNS
+
+_METRICS = [("Cosine", "cosine"), ("EucDist", "euc_dist"), ("MaxAbsErr", "max_abs_err"),
+            ("MaxRelativeErr", "max_rel_err"), ("One Thousandth Err Ratio", "one_thousandth_ratio"),
+            ("Five Thousandths Err Ratio", "five_thousandth_ratio")]
+_STATS = ("max", "min", "mean", "l2norm")
+
+#: msprobe's highlight colours, spelled as msprobe spelled them (openpyxl stores "FFFF00" as "00FFFF00")
+ERROR_FILL = "FFFF0000"
+WARNING_FILL = "FFFF00"
+#: rows per sheet: msprobe splits its tables below Excel's 1,048,576-row limit at this size
+MAX_SHEET_ROWS = 1048500
+
+NA = "N/A"
+
+
+class ExportError(Exception):
+    """The table cannot be written: one line naming the file and the problem."""
+
+
+def _side(row: dict[str, Any], which: str) -> dict[str, Any]:
+    side = row.get(which)
+    return side if isinstance(side, dict) else {}
+
+
+def _cell_text(text: Any) -> str:
+    """Dump-derived text made inert for a spreadsheet: no control characters, no formula."""
+    s = str(text)
+    try:
+        from dumpscope.core.inert import inert  # type: ignore[import-not-found]
+
+        s = inert(s)
+    except ImportError:
+        s = "".join(c if c.isprintable() or c in "\n" else f"\\x{ord(c):02x}" for c in s)
+    if s[:1] in ("=", "+", "-", "@", "\t", "\r") and not _is_number(s):
+        s = "'" + s  # a leading quote keeps a spreadsheet from running it (what msprobe refuses outright)
+    return s
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
+def _shape(value: Any) -> str:
+    if value is None:
+        return NA
+    return str([int(v) for v in value]) if isinstance(value, (list, tuple)) else _cell_text(value)
+
+
+def _stack(frames: Any) -> str:
+    if not frames:
+        return NA
+    return _cell_text(str([str(f) for f in frames]))
+
+
+def _tensor_name(name: str, row: dict[str, Any]) -> str:
+    """msprobe names a tensor ``{api}.{input|output}.{slot}``; ours are op name + io + slot."""
+    return f"{name}.{row.get('io')}.{row.get('slot')}"
+
+
+def is_first(row: dict[str, Any], fd: Optional[dict[str, Any]]) -> bool:
+    return bool(fd) and all(row.get(k) == fd.get(k) for k in ("name", "io", "slot", "step") if k in fd)  # type: ignore
+
+
+def table_rows(doc: dict[str, Any], stacks: Optional[Callable[[dict[str, Any]], Any]] = None
+               ) -> Iterator[tuple[list[Any], Optional[str]]]:
+    """``(cells in COLUMNS order, verdict)`` for each row of a ``compare`` document.
+
+    Numbers stay numbers (``None`` when unknown); text is made inert.  ``stacks(row)`` gives
+    the target op's call stack (list of frames), asked once per op.
+    """
+    fd = doc.get("first_divergence")
+    last_op: Any = object()
+    for row in doc.get("rows", []):
+        golden, target = _side(row, "golden"), _side(row, "target")
+        scalar = row.get("kind") == "scalar"
+        name = str(row.get("name", ""))
+        cells: dict[str, Any] = {
+            "NPU Name": _cell_text(_tensor_name(str(row.get("target_name") or name), row)),
+            "Bench Name": _cell_text(_tensor_name(name, row)),
+            "NPU Dtype": _cell_text(target["dtype"]) if target.get("dtype") else NA,
+            "Bench Dtype": _cell_text(golden["dtype"]) if golden.get("dtype") else NA,
+            "NPU Tensor Shape": _shape(target.get("shape")),
+            "Bench Tensor Shape": _shape(golden.get("shape")),
+            "NPU Requires_grad": target.get("requires_grad", NA),
+            "Bench Requires_grad": golden.get("requires_grad", NA),
+            "Result": row.get("verdict"),
+            "Err_message": _cell_text(row.get("rule") or ""),
+            "step": row.get("step"), "rank": row.get("rank"), "io": row.get("io"), "slot": row.get("slot"),
+            "kind": row.get("kind"), "origin": row.get("origin"), "match": row.get("match"),
+            "mode": row.get("mode"), "first_divergence": "yes" if is_first(row, fd) else "",
+            "type": _cell_text(row["type"]) if row.get("type") is not None else None,
+            "exec_index": row.get("exec_index"),
+        }
+        for col, key in _METRICS:
+            v = row.get(key)
+            cells[col] = "unsupported" if scalar and v is None else (NA if v is None else v)
+        for prefix, side in (("NPU", target), ("Bench", golden)):
+            for k in _STATS:
+                v = side.get(k)
+                if v is None and scalar and "value" in side:
+                    v = side["value"]
+                cells[f"{prefix} {k}"] = NA if v is None else (v if isinstance(v, (int, float)) else _cell_text(v))
+        rg_t, rg_g = cells["NPU Requires_grad"], cells["Bench Requires_grad"]
+        cells["Requires_grad Consistent"] = NA if NA in (rg_t, rg_g) else rg_t == rg_g
+        op_key = (row.get("target_op_id"), row.get("target_name") or name, row.get("step"), row.get("rank"))
+        first_of_op = op_key != last_op
+        last_op = op_key
+        frames = stacks(row) if (stacks is not None and first_of_op) else None
+        cells["NPU_Stack_Info"] = _stack(frames)
+        files = [target.get("file"), golden.get("file")]
+        if scalar:
+            cells["Data_name"] = str(["-1", "-1"])
+        elif any(files):
+            cells["Data_name"] = _cell_text(str([os.path.basename(f) if f else NA for f in files]))
+        else:
+            cells["Data_name"] = NA
+        yield [cells[c] for c in COLUMNS], (str(row.get("verdict")) if row.get("verdict") else None)
+
+
+def _csv_value(v: Any) -> Any:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return " inf" if v > 0 else " -inf"
+    return v
+
+
+def write_csv(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[str, Any]], Any]] = None) -> int:
+    """Write the msprobe-shaped CSV; returns the number of data rows."""
+    n = 0
+    try:
+        with open(path, "w", encoding="utf-8", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(COLUMNS)
+            for cells, _ in table_rows(doc, stacks):
+                w.writerow([_csv_value(v) for v in cells])
+                n += 1
+    except OSError as exc:
+        raise ExportError(f"{path}: {exc.strerror or exc}") from None
+    return n
+
+
+def xlsx_available() -> bool:
+    try:
+        import openpyxl  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+XLSX_MISSING = "writing .xlsx needs openpyxl: pip install 'dumpscope[xlsx]' (or write .csv)"
+
+
+def _xlsx_value(v: Any) -> Any:
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    return v
+
+
+def write_xlsx(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[str, Any]], Any]] = None) -> int:
+    """Write the msprobe-shaped workbook, error rows red and warning rows yellow; returns the row count."""
+    try:
+        from openpyxl import Workbook
+        from openpyxl.cell import WriteOnlyCell
+        from openpyxl.styles import PatternFill
+    except ImportError:
+        raise ExportError(XLSX_MISSING) from None
+    wb = Workbook(write_only=True)  # streams rows: memory stays flat on a million-row compare
+    fills = {"error": PatternFill(fill_type="solid", start_color=ERROR_FILL, end_color=ERROR_FILL),
+             "warning": PatternFill(fill_type="solid", start_color=WARNING_FILL, end_color=WARNING_FILL)}
+    ws = None
+    n = 0
+    sheets = 0
+    for cells, verdict in table_rows(doc, stacks):
+        if ws is None or (n and n % MAX_SHEET_ROWS == 0):
+            sheets += 1
+            ws = wb.create_sheet("Sheet1" if sheets == 1 else f"Sheet{sheets}")
+            ws.append(COLUMNS)
+        fill = fills.get(verdict or "")
+        if fill is None:
+            ws.append([_xlsx_value(v) for v in cells])
+        else:
+            row = []
+            for v in cells:
+                c = WriteOnlyCell(ws, value=_xlsx_value(v))
+                c.fill = fill
+                row.append(c)
+            ws.append(row)
+        n += 1
+    if ws is None:
+        ws = wb.create_sheet("Sheet1")
+        ws.append(COLUMNS)
+    try:
+        wb.save(path)
+    except OSError as exc:
+        raise ExportError(f"{path}: {exc.strerror or exc}") from None
+    return n
+
+
+def write_table(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[str, Any]], Any]] = None) -> int:
+    """``.csv`` or ``.xlsx`` by the file's extension; returns the number of data rows."""
+    ext = os.path.splitext(path)[1].lower()
+    if ext == ".csv":
+        return write_csv(doc, path, stacks)
+    if ext == ".xlsx":
+        return write_xlsx(doc, path, stacks)
+    raise ExportError(f"{path}: unknown output type {ext or '(none)'!r}: use .csv, .xlsx or .json")
+
+
+# -- sides the compare document does not describe ------------------------------------------------
+
+
+def describe_sides(doc: dict[str, Any], golden_q: Optional["DumpQuery"], target_q: Optional["DumpQuery"]
+                   ) -> Callable[[dict[str, Any]], Any]:
+    """Fill ``golden``/``target`` (dtype, shape, file, stored statistics) from the indexes where a
+    row lacks them, in place; return the ``stacks(row)`` lookup of the target side.
+
+    Only what the indexes already hold is used (dump statistics, statistics computed earlier):
+    no tensor is read here.
+    """
+    cache: dict[tuple[int, int], dict[tuple[str, int], Any]] = {}
+
+    def tensors(q: Optional["DumpQuery"], side: int, op_id: Any) -> dict[tuple[str, int], Any]:
+        if q is None or op_id is None:
+            return {}
+        key = (side, int(op_id))
+        if key not in cache:
+            cache[key] = {(t.io, t.slot): t for t in q.tensors(int(op_id))}
+        return cache[key]
+
+    for row in doc.get("rows", []):
+        for side, which, q in ((0, "golden", golden_q), (1, "target", target_q)):
+            have = _side(row, which)
+            if have.get("dtype") and have.get("shape") is not None:
+                continue
+            t = tensors(q, side, row.get(f"{which}_op_id")).get((row.get("io"), row.get("slot")))
+            if t is None:
+                continue
+            filled = dict(have)
+            filled.setdefault("dtype", t.dtype)
+            filled.setdefault("shape", list(t.shape))
+            filled.setdefault("file", t.path)
+            if t.storage == "value" and "value" in t.extra:
+                filled.setdefault("value", t.extra["value"])
+            st = t.stats or (q.cached_stats(t) if q is not None and t.storage not in ("none", "value") else None) or {}
+            for k in _STATS:
+                if filled.get(k) is None and st.get(k) is not None:
+                    filled[k] = st[k]
+            row[which] = filled
+
+    shown: dict[Any, Any] = {}
+
+    def stacks(row: dict[str, Any]) -> Any:
+        op_id = row.get("target_op_id")
+        if target_q is None or op_id is None:
+            return None
+        if op_id not in shown:
+            op = target_q.op_by_id(int(op_id))
+            frames = None
+            if op is not None:
+                show = target_q.show_json(op)
+                frames = show.get("stack") or [
+                    f"File {s.get('file')}, line {s.get('line')}, {str(s.get('code', '')).strip()}"
+                    for s in show.get("source") or []] or None
+            shown[op_id] = frames
+        return shown[op_id]
+
+    return stacks
+
+
+def inside(path: str, root: str) -> bool:
+    """Is ``path`` at or under ``root`` (symlinks resolved)?"""
+    path, root = os.path.realpath(path), os.path.realpath(root)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def check_outside(path: str, roots: Iterable[str]) -> None:
+    """Results never go inside a dump tree."""
+    for root in roots:
+        if root and inside(path, root):
+            raise ExportError(f"{path}: inside the dump tree {root}; write it elsewhere (dumps are read-only)")
+
