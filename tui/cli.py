@@ -16,7 +16,26 @@ from typing import Any, Callable, Optional, Sequence
 
 from dumpscope.core.inert import inert, inert_lines, json_safe
 
-COMMANDS = ("summary", "ops", "show", "stats", "convert", "overflow", "watch", "compare", "trend", "explore", "help")
+COMMANDS = ("summary", "ops", "show", "stats", "convert", "overflow", "watch", "compare", "trend", "explore", "help",
+            "serve", "completion")
+
+#: one example per subcommand, shown at the end of its --help (a subcommand without one fails a test)
+EXAMPLES = {
+    "explore": "dumpscope ./dump                      # or: dumpscope explore golden/ --compare target/",
+    "summary": "dumpscope summary /data/dump --json",
+    "ops": "dumpscope ops ./dump --step 1 --grep Conv2D --csv > ops.csv",
+    "show": "dumpscope show ./dump Default/network-WithLossCell/_backbone-LeNet/conv1-Conv2d/Conv2D-op0",
+    "stats": "dumpscope stats ./dump Conv2D-op0 --io input --slot 1",
+    "convert": "dumpscope convert ./dump ./npy --op Conv2D-op0",
+    "overflow": "dumpscope overflow ./dump --csv",
+    "watch": "dumpscope watch ./dump --json",
+    "trend": "dumpscope trend ./dump Default/network/fc/MatMul-op4 --io output --rank all",
+    "compare": "dumpscope compare golden/ target/ --output result.xlsx   # msprobe's columns; NPU = target",
+    "serve": "dumpscope serve ./dump --port 8000   # then, on your laptop: ssh -L 8000:localhost:8000 HOST\n"
+             "                                       # and open http://localhost:8000",
+    "completion": "dumpscope completion bash > ~/.local/share/bash-completion/completions/dumpscope",
+    "help": "dumpscope help compare",
+}
 
 
 #: human ``summary`` lists this many problems, then says how many more ``--json`` holds
@@ -45,11 +64,15 @@ def _add_format(p: argparse.ArgumentParser, csv_ok: bool = True) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from dumpscope import __version__
+
     parser = argparse.ArgumentParser(
         prog="dumpscope",
         description="Explore Ascend NPU operator dumps (MindSpore, CANN/TF adapter/ACL/torchair, msprobe, "
                     "Troubleshooter) in the terminal. Run `dumpscope PATH` to open the explorer.",
+        epilog="`dumpscope help COMMAND` (or `dumpscope COMMAND --help`) shows a command's options and an example.",
     )
+    parser.add_argument("-V", "--version", action="version", version=f"dumpscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("explore", help="open the explorer (the default command)")
@@ -147,16 +170,88 @@ def build_parser() -> argparse.ArgumentParser:
                         "(NPU = TARGET, Bench = GOLDEN; .xlsx needs dumpscope[xlsx]), .json = the --json document")
     _add_format(p)
     _add_common(p)
+
+    p = sub.add_parser("serve", help="the explorer in a web browser (needs dumpscope[serve])",
+                       description="Serve the same explorer to a web browser with textual-serve.\n"
+                                   "It listens on 127.0.0.1 (this machine only) unless --host says otherwise.\n"
+                                   "On a remote machine, forward the port from your laptop:\n"
+                                   "    ssh -L 8000:localhost:8000 HOST\n"
+                                   "then open http://localhost:8000 in the laptop's browser.")
+    p.add_argument("path", nargs="?", default=".", metavar="PATH")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; 0.0.0.0 exposes the dumps to your network)")
+    p.add_argument("--port", type=int, default=8000, metavar="P",
+                   help="port (default 8000); forward the same port number: ssh -L 8000:localhost:8000 HOST")
+    p.add_argument("--public-url", metavar="URL",
+                   help="the address the browser uses, when it is not http://HOST:PORT (a proxy, another port)")
+    p.add_argument("--compare", metavar="TARGET", help="compare PATH (golden) with TARGET in the explorer")
+    _add_common(p)
+
+    p = sub.add_parser("completion", help="print a shell completion script (bash, zsh or fish)",
+                       description="Print a completion script generated from this command line.\n"
+                                   "  bash: source <(dumpscope completion bash)   (e.g. in ~/.bashrc)\n"
+                                   "  zsh:  dumpscope completion zsh > ~/.zfunc/_dumpscope  (a folder in $fpath)\n"
+                                   "  fish: dumpscope completion fish > ~/.config/fish/completions/dumpscope.fish")
+    p.add_argument("shell", choices=("bash", "zsh", "fish"))
+
+    p = sub.add_parser("help", help="show the help of a command")
+    p.add_argument("topic", nargs="?", metavar="COMMAND")
+    _add_examples(sub)
     return parser
 
 
+def _add_examples(sub: "argparse._SubParsersAction") -> None:
+    for name, p in sub.choices.items():
+        if name in EXAMPLES:  # after any epilog the command has (compare's rules)
+            p.epilog = ((p.epilog.rstrip() + "\n\n") if p.epilog else "") + "example:\n  " + EXAMPLES[name]
+            p.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
 # -- helpers --------------------------------------------------------------------------------
+
+
+class _IndexProgress:
+    """One line on stderr while an index is built, so a cold 100k-file tree is not 20 s of silence.
+
+    Only on a terminal, only once the build has taken a moment (a warm reopen shows nothing), and
+    never when ``--json`` output goes to a pipe (scripts).  The line is erased when the build ends.
+    """
+
+    DELAY_S = 0.5
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.shown = False
+
+    @staticmethod
+    def wanted(args: argparse.Namespace) -> bool:
+        if not sys.stderr.isatty():
+            return False
+        return not (getattr(args, "json", False) and not sys.stdout.isatty())
+
+    def __call__(self, prog) -> None:
+        elapsed = float(getattr(prog, "elapsed", 0.0))
+        if prog.done:
+            if self.shown:
+                err = _raw(sys.stderr)  # our own erase sequence: past the inert stream
+                err.write("\r\x1b[K")
+                err.flush()
+            return
+        if elapsed < self.DELAY_S:
+            return
+        err = _raw(sys.stderr)
+        err.write(f"\r\x1b[Kindexing {inert(self.path)}: {prog.phase}, {prog.files:,} files, "
+                  f"{prog.records:,} records, {elapsed:.0f} s")
+        err.flush()
+        self.shown = True
 
 
 def _open(path: str, args: argparse.Namespace):
     from dumpscope.core.query import open_query
 
     kwargs: dict[str, Any] = {"use_cache": not getattr(args, "no_cache", False)}
+    if _IndexProgress.wanted(args):
+        kwargs["progress"] = _IndexProgress(path)
     if getattr(args, "cache_dir", None):
         from pathlib import Path
 
@@ -728,7 +823,7 @@ def _write_compare_output(doc: dict[str, Any], path: str, golden, target) -> Non
         raise CliError(f"{path}: {exc.strerror or exc}") from None
     except cr.ExportError as exc:
         raise CliError(str(exc)) from None
-    print(f"wrote {n} rows to {path}", file=sys.stderr)
+    print(f"wrote {n} rows to {inert(path)}", file=sys.stderr)
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
@@ -746,29 +841,57 @@ def cmd_explore(args: argparse.Namespace) -> int:
     return app.return_code or 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from dumpscope.tui.serve import serve
+
+    if not os.path.isdir(args.path):
+        raise CliError(f"{args.path}: no such directory")
+    if args.compare and not os.path.isdir(args.compare):
+        raise CliError(f"{args.compare}: no such directory")
+    try:
+        serve(args.path, host=args.host, port=args.port, compare=args.compare, no_cache=args.no_cache,
+              cache_dir=args.cache_dir, public_url=args.public_url)
+    except (ImportError, OSError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    return 0
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    from dumpscope.tui.completion import script
+
+    sys.stdout.write(script(args.shell, build_parser()))
+    return 0
+
+
+def cmd_help(args: argparse.Namespace) -> int:
+    parser = build_parser()
+    if not args.topic:
+        parser.print_help()
+        return 0
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    if args.topic not in sub.choices:
+        raise CliError(f"no command {args.topic!r}; commands: {', '.join(sub.choices)}")
+    sub.choices[args.topic].print_help()
+    return 0
+
+
 _HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "summary": cmd_summary, "ops": cmd_ops, "show": cmd_show, "stats": cmd_stats, "convert": cmd_convert,
     "overflow": cmd_overflow, "watch": cmd_watch, "trend": cmd_trend, "compare": cmd_compare, "explore": cmd_explore,
+    "serve": cmd_serve, "completion": cmd_completion, "help": cmd_help,
 }
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
+    if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "-V", "--version")):
         argv = ["explore", *argv]
-    if argv[0] == "--version":
-        from dumpscope import __version__
-
-        print(f"dumpscope {__version__}")
-        return 0
-    if argv[0] == "help":
-        argv = ["--help"]
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
-    if args.command == "explore":  # the explorer owns the terminal (and makes its text inert itself)
+    if args.command in ("explore", "serve"):  # the explorer owns the terminal (and makes its text inert itself)
         return _run(args)
     out, err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _InertStream(out), _InertStream(err)
