@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from dumpscope.core import finalize as fin
-from dumpscope.core.index import DumpIndex
+from dumpscope.core.index import OP_INDEXES, DumpIndex
 from dumpscope.core.query import DumpQuery
 from dumpscope.core.synth import trees
 from dumpscope.core.synth.cann_writer import SynthTensor, write_dump
@@ -217,7 +217,7 @@ def test_early_ops_equal_the_ops_of_a_build_without_them(tmp_path, monkeypatch):
     assert _ops_by_file(early_idx) == _ops_by_file(plain)
     assert early_idx.query("SELECT COUNT(*) FROM ops")[0][0] == 500
     assert {n for (n,) in early_idx.query("SELECT name FROM sqlite_master WHERE type='index' AND name LIKE 'ops_%'")} \
-        == {"ops_order", "ops_name", "ops_file_name", "ops_scope"}
+        == set(OP_INDEXES)
 
 
 def test_an_early_place_that_changed_before_the_last_finalize_is_made_again(tmp_path, monkeypatch):
@@ -301,7 +301,7 @@ def test_a_later_finalize_keeps_unchanged_plain_places_and_redoes_changed_ones(t
     assert idx.query("SELECT id, seq FROM ops WHERE step=0 ORDER BY id") == kept_before  # kept as it was
     # 400 ops kept, 99 made again: the op indexes were kept and extended, not rebuilt
     assert {n for (n,) in idx.query("SELECT name FROM sqlite_master WHERE type='index' AND name LIKE 'ops_%'")} \
-        == {"ops_order", "ops_name", "ops_file_name", "ops_scope"}
+        == set(OP_INDEXES)
     assert q.resolve_op(q.ops(0, 1)[5].name, 0, 1).exec_index == 5
 
 
