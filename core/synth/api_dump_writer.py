@@ -7,6 +7,8 @@ numpy conv → batchnorm → relu network so two runs can be compared meaningful
 
 from __future__ import annotations
 
+import math
+
 import io
 import json
 import os
@@ -201,8 +203,9 @@ def _stats(a: np.ndarray) -> dict[str, Any]:
     f = np.asarray(a, dtype=np.float64)
     if f.size == 0:
         return {"Max": None, "Min": None, "Mean": None, "Norm": None}
-    return {"Max": float(f.max()), "Min": float(f.min()), "Mean": float(f.mean()),
-            "Norm": float(np.sqrt((f * f).sum()))}
+    # exactly rounded sums (math.fsum): the same digits whatever numpy's summation order
+    return {"Max": float(f.max()), "Min": float(f.min()), "Mean": math.fsum(f.reshape(-1).tolist()) / f.size,
+            "Norm": math.sqrt(math.fsum((f * f).reshape(-1).tolist()))}
 
 
 def write_msprobe_tree(root: str, calls: Sequence[ApiCall], *, framework: str = "pytorch",
@@ -297,7 +300,8 @@ def write_troubleshooter_tree(root: str, calls: Sequence[ApiCall], *, framework:
     def put(prefix: str, a: np.ndarray) -> None:
         f = np.asarray(a, dtype=np.float64)
         dtype = f"torch.{a.dtype.name}" if framework != "mindspore" else _MS_DTYPES.get(a.dtype.name, a.dtype.name)
-        stats = [float(f.max()), float(f.min()), float(f.mean())] if f.size else [float("nan")] * 3
+        stats = ([float(f.max()), float(f.min()), math.fsum(f.reshape(-1).tolist()) / f.size] if f.size
+                 else [float("nan")] * 3)
         l2 = float(np.sqrt((f * f).sum())) if f.size else float("nan")
         rows.append(json.dumps([prefix, dump_step, [], dtype, list(a.shape), stats, [], l2]))
         if prefix not in skip_npy:
