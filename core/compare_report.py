@@ -26,7 +26,9 @@ from __future__ import annotations
 import csv
 import math
 import os
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
+
+from dumpscope.core.inert import inert_lines
 
 if TYPE_CHECKING:
     from dumpscope.core.query import DumpQuery
@@ -68,13 +70,7 @@ def _side(row: dict[str, Any], which: str) -> dict[str, Any]:
 
 def _cell_text(text: Any) -> str:
     """Dump-derived text made inert for a spreadsheet: no control characters, no formula."""
-    s = str(text)
-    try:
-        from dumpscope.core.inert import inert  # type: ignore[import-not-found]
-
-        s = inert(s)
-    except ImportError:
-        s = "".join(c if c.isprintable() or c in "\n" else f"\\x{ord(c):02x}" for c in s)
+    s = inert_lines(str(text))
     if s[:1] in ("=", "+", "-", "@", "\t", "\r") and not _is_number(s):
         s = "'" + s  # a leading quote keeps a spreadsheet from running it (what msprobe refuses outright)
     return s
