@@ -35,9 +35,12 @@ def hostile_runs(tree: Path, out: Path) -> dict[str, list[tuple[list[str], list[
         "overflow": [(["overflow", t], [OVERFLOW_OP]), (["overflow", t, "--csv"], [OVERFLOW_OP])],
         "watch": [(["watch", t], [WATCHED, LAYER])],
         "trend": [(["trend", t, n], [n]) for n in HOSTILE_NAMES] + [(["trend", t, OVERFLOW_OP, "--csv"], [])],
-        "compare": [(["compare", t, t], all_names), (["compare", t, t, "--csv"], all_names)],
+        "compare": [(["compare", t, t], all_names), (["compare", t, t, "--csv"], all_names),
+                    (["compare", t, t, "--output", str(out / "cmp.csv")], all_names)],
         "explore": [],  # the explorer: tests/test_inert_tui.py
-        "help": [(["help"], [])],
+        "serve": [],  # the same explorer behind textual-serve: tests/test_serve.py
+        "completion": [(["completion", "bash"], [])],
+        "help": [(["help"], []), (["help", "compare"], [])],
     }
 
 
@@ -54,7 +57,7 @@ def tree(tmp_path_factory) -> Path:
 
 
 def run(argv: list[str], capsys) -> tuple[int, str, str]:
-    code = cli.main(argv + (["--no-cache"] if argv[0] not in ("help",) else []))
+    code = cli.main(argv + (["--no-cache"] if argv[0] not in ("help", "completion") else []))
     out, err = capsys.readouterr()
     return code, out, err
 
