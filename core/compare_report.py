@@ -141,8 +141,6 @@ def table_rows(doc: dict[str, Any], stacks: Optional[Callable[[dict[str, Any]], 
         for prefix, side in (("NPU", target), ("Bench", golden)):
             for k in _STATS:
                 v = side.get(k)
-                if v is None and scalar and "value" in side:
-                    v = side["value"]
                 cells[f"{prefix} {k}"] = NA if v is None else (v if isinstance(v, (int, float)) else _cell_text(v))
         rg_t, rg_g = cells["NPU Requires_grad"], cells["Bench Requires_grad"]
         cells["Requires_grad Consistent"] = NA if NA in (rg_t, rg_g) else rg_t == rg_g
@@ -158,7 +156,47 @@ def table_rows(doc: dict[str, Any], stacks: Optional[Callable[[dict[str, Any]], 
             cells["Data_name"] = _cell_text(str([os.path.basename(f) if f else NA for f in files]))
         else:
             cells["Data_name"] = NA
-        yield [cells[c] for c in COLUMNS], (str(row.get("verdict")) if row.get("verdict") else None)
+        verdict = str(row.get("verdict")) if row.get("verdict") else None
+        if not scalar:
+            yield [cells[c] for c in COLUMNS], verdict
+            continue
+        # a non-tensor argument: msprobe shows its value as every statistic, one row per list item
+        # (``input.3.0``, ``input.3.1``), each carrying the argument's verdict
+        for suffix, t_val, g_val in _value_parts(target, golden):
+            part = dict(cells)
+            if suffix:
+                part["NPU Name"] += suffix
+                part["Bench Name"] += suffix
+                part["NPU Dtype"] = _json_type(t_val)
+                part["Bench Dtype"] = _json_type(g_val)
+            for prefix, side, v in (("NPU", target, t_val), ("Bench", golden, g_val)):
+                for k in _STATS:
+                    if side.get(k) is None:
+                        part[f"{prefix} {k}"] = NA if v is _ABSENT or v is None else (
+                            v if isinstance(v, (int, float)) else _cell_text(v))
+            yield [part[c] for c in COLUMNS], verdict
+
+
+_ABSENT = object()
+
+
+def _json_type(v: Any) -> str:
+    """The type name of one list item, spelled as the argument dtypes are (``int``, ``float``, …)."""
+    if v is _ABSENT:
+        return NA
+    if v is None:
+        return "none"
+    return {bool: "bool", int: "int", float: "float", str: "str", list: "list"}.get(type(v), type(v).__name__)
+
+
+def _value_parts(target: dict[str, Any], golden: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    t_val, g_val = target.get("value", _ABSENT), golden.get("value", _ABSENT)
+    if not (isinstance(t_val, list) or isinstance(g_val, list)):
+        return [("", t_val, g_val)]
+    t_list = t_val if isinstance(t_val, list) else []
+    g_list = g_val if isinstance(g_val, list) else []
+    return [(f".{i}", t_list[i] if i < len(t_list) else _ABSENT, g_list[i] if i < len(g_list) else _ABSENT)
+            for i in range(max(len(t_list), len(g_list)))] or [("", t_val, g_val)]
 
 
 def _csv_value(v: Any) -> Any:
