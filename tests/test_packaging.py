@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -77,12 +78,20 @@ def test_installed_script_prints_the_version(wheel_file, tmp_path):
     res = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel_file)],
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
+    # the dependencies (numpy, textual…) come from this test's environment, offline: its site-packages
+    # is put on the new venv's path as a plain entry (its .pth files, e.g. an editable dumpscope, stay unread)
+    purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, timeout=60, check=True).stdout.strip()
+    Path(purelib, "zz_test_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     for flag in ("--version", "-V"):
         res = subprocess.run([str(venv / "bin" / "dumpscope"), flag], capture_output=True, text=True, timeout=60,
                              cwd=tmp_path, env=env)
         assert res.returncode == 0, res.stderr
         assert res.stdout.strip() == f"dumpscope {__version__}"
+    res = subprocess.run([str(venv / "bin" / "dumpscope"), "help", "compare"], capture_output=True, text=True,
+                         timeout=60, cwd=tmp_path, env=env)
+    assert res.returncode == 0 and "--output" in res.stdout, res.stderr
     # it really is the installed copy that answered, not this checkout
     where = subprocess.run([str(py), "-c", "import dumpscope; print(dumpscope.__file__)"], capture_output=True,
                            text=True, timeout=60, cwd=tmp_path, env=env).stdout.strip()
