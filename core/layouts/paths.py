@@ -42,7 +42,7 @@ class DumpPlace:
 
 
 def _digits(text: str) -> bool:
-    return text.isdigit()
+    return text.isdigit() and text.isascii()  # "²".isdigit() is True, int("²") raises
 
 
 def place_of(parts: tuple[str, ...]) -> DumpPlace:
