@@ -144,3 +144,28 @@ def test_yaml_subset_and_bad_mapping_files(tmp_path, capsys, pair):
     code = main(["compare", str(pair / "pt"), str(pair / "ms"), "--layer-mapping", str(bad)])
     err = capsys.readouterr().err
     assert code == 1 and "lm.yaml" in err and len(err.strip().splitlines()) == 1
+
+
+def test_real_mindspore_vs_pytorch_pair_is_paired_as_msprobe_compare_am_did(capsys, tmp_path_factory):
+    import csv
+
+    root = unpack_data(tmp_path_factory, "real_ms_pt_pair")
+    with open(root / "msprobe_compare_am.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+
+    def op(name: str) -> str:  # "Mint.cos.0.forward.input.0" -> "Mint.cos.0.forward"
+        parts = name.split(".")
+        cut = max(i for i, p in enumerate(parts) if p in ("input", "output"))
+        return ".".join(parts[:cut])
+
+    msprobe_pairs = {(op(r["NPU Name"]), op(r["Bench Name"])) for r in rows if r["Bench Name"] != "N/A"}
+    msprobe_unmatched = {op(r["NPU Name"]) for r in rows if r["Bench Name"] == "N/A"}
+    assert ("Mint.cos.0.forward", "Torch.cos.0.forward") in msprobe_pairs and msprobe_unmatched == {
+        "Mint.cos.1.forward"}
+    doc = cli_json(capsys, "compare", str(root / "pt"), str(root / "ms"))
+    assert {(r["target_name"], r["name"]) for r in doc["rows"]} == msprobe_pairs
+    assert {r["match"] for r in doc["rows"]} == {"api_mapping"}
+    assert set(doc["unmatched_target"]) == msprobe_unmatched and doc["unmatched_golden"] == []
+    # the same pair, golden and target the other way round
+    doc = cli_json(capsys, "compare", str(root / "ms"), str(root / "pt"))
+    assert {(r["name"], r["target_name"]) for r in doc["rows"]} == msprobe_pairs

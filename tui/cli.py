@@ -778,7 +778,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     glyph = {"pass": "✓", "warning": "~", "error": "✗"}
     for r in doc["rows"]:
         first = fd and r["name"] == fd.get("name") and r["io"] == fd.get("io") and r["slot"] == fd.get("slot")
-        t.add_row("▶" if first else "", inert(r["name"]), f"{r['io']}.{r['slot']}", _fmt_num(r["cosine"]),
+        name = r["name"] if r.get("target_name") in (None, r["name"]) else f"{r['name']} ↔ {r['target_name']}"
+        t.add_row("▶" if first else "", inert(name), f"{r['io']}.{r['slot']}", _fmt_num(r["cosine"]),
                   _fmt_num(r["max_abs_err"]), _fmt_num(r["max_rel_err"]),
                   f"{glyph.get(r['verdict'], '?')} {r['verdict']}", r.get("origin") or "", inert(r["rule"]))
     con = _console()

@@ -17,20 +17,7 @@ from typing import Any, Iterable
 _LINE_RE = re.compile(r"^\s*File\s+\"?(?P<file>.+?)\"?,\s*line\s+(?P<line>\d+)(?:,\s*in\s+(?P<func>.*?))?"
                       r"\s*(?:,\s*\n|,?\s*$|\n)(?P<code>.*)$", re.S)
 
-try:  # the shared rule (mindspore branch) once it is on main
-    from dumpscope.core.source_frames import is_user_file  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - until core/source_frames.py lands
-    _FRAMEWORK_DIRS = frozenset({"mindspore", "torch", "msprobe", "site-packages", "dist-packages", "torch_npu",
-                                 "troubleshooter", "mindtorch"})
-    _STDLIB_RE = re.compile(r"(?:^|/)lib(?:64)?/python\d+(?:\.\d+)*/")
-
-    def is_user_file(path: str) -> bool:
-        """False for the framework's own files (MindSpore, PyTorch, msprobe, site-packages, stdlib)."""
-        norm = path.replace("\\", "/")
-        if norm.startswith("<") or _STDLIB_RE.search(norm.lower()):
-            return False
-        parts = [p for p in norm.split("/") if p]
-        return not any(p in _FRAMEWORK_DIRS for p in parts[:-1])
+from dumpscope.core.source_frames import is_user_file
 
 
 def parse_stack_line(text: Any) -> dict[str, Any]:
