@@ -20,6 +20,10 @@ unpickled; it drives the record list and the call order.  Choices made here:
   path (``layer1.0.conv1`` → ["layer1", "layer1.0", "layer1.0.conv1"]) until the next
   marker; backward APIs get no scope (markers only mark forward calls).  A marker file
   not listed in the info file has no known position and sets no scope;
+* statistics written as NaN are "not collected" (Troubleshooter writes NaN for every statistic
+  outside ``statistic_category``: the mean of every row by default) unless the file collects
+  that statistic elsewhere and the tensor is floating point: then the NaN is the tensor's own
+  and counts as overflow evidence (``_real_nans``);
 * ``step`` is the row's ``dump_step`` when it is an integer; ``pt_net.pth``/``ad_net.pth``
   state dicts are claimed and ignored (they would need unpickling).
 * The 1.0.10 ``toolbox/dump`` layout (user-named info file) is not recognised.
@@ -124,6 +128,7 @@ class InfoRow:
     dtype: str
     shape: tuple[int, ...]
     stats: Optional[dict[str, Any]]
+    nan_keys: tuple[str, ...] = ()  # statistics written as NaN: unused, or a real NaN (see _real_nans)
 
 
 def _clean(value: Any) -> Any:
@@ -139,16 +144,38 @@ def parse_info_line(line: str) -> InfoRow:
     shape_raw = row[4] if isinstance(row[4], list) else []
     shape = tuple(int(d) for d in shape_raw if isinstance(d, (int, float)) and not isinstance(d, bool))
     stats: dict[str, Any] = {}
+    nan_keys: list[str] = []
     if len(row) > 5 and isinstance(row[5], list):
         for key, value in zip(("max", "min", "mean"), row[5]):
             if _clean(value) is not None:
                 stats[key] = value
+            elif isinstance(value, float):
+                nan_keys.append(key)
     if len(row) > 6 and row[6] not in ([], None, ""):
         stats["md5"] = row[6]
-    if len(row) > 7 and isinstance(row[7], (int, float)) and _clean(row[7]) is not None:
-        stats["l2norm"] = row[7]
+    if len(row) > 7 and isinstance(row[7], (int, float)):
+        if _clean(row[7]) is not None:
+            stats["l2norm"] = row[7]
+        else:
+            nan_keys.append("l2norm")
     dtype = normalize_dtype(row[3]) if isinstance(row[3], str) else ""
-    return InfoRow(row[0], step, dtype, shape, stats or None)
+    return InfoRow(row[0], step, dtype, shape, stats or None, tuple(nan_keys))
+
+
+_FLOAT_DTYPES = ("float", "bfloat", "complex")
+
+
+def _real_nans(rows: list[InfoRow]) -> None:
+    """Troubleshooter writes every statistic it did not collect as NaN (mean, with the default
+    ``statistic_category`` max/min/l2norm, is NaN on every row).  A NaN is kept as the tensor's
+    own value (overflow evidence) only in a column the file collects (a number on some row) and
+    on a floating-point tensor; every other NaN means "not collected" and is dropped."""
+    collected = {k for r in rows for k in ("max", "min", "mean", "l2norm") if r.stats and k in r.stats}
+    for r in rows:
+        real = [k for k in r.nan_keys if k in collected and r.dtype.startswith(_FLOAT_DTYPES)]
+        if real:
+            r.stats = dict(r.stats or {})
+            r.stats.update({k: math.nan for k in real})
 
 
 def _info_names(files: list[str]) -> dict[str, str]:
@@ -235,6 +262,7 @@ def _read_info(path: str) -> tuple[list[InfoRow], list[Problem]]:
                 problems.append(Problem(path, f"{name} line {lineno}: {str(exc)[:80]}"))
     if bad > 3:
         problems.append(Problem(path, f"{name}: {bad} unreadable lines in total"))
+    _real_nans([r for r in rows if not r.prefix.startswith("LAYER_")])
     return rows, problems
 
 
