@@ -192,3 +192,32 @@ def test_show_graph_two_hops_from_the_graph_text(ge_graphs):
     assert all(n["links"] == [FUSED] for n in nb["-1"] + nb["1"])
     text = _run("show", str(ge_graphs), FUSED, "--graph").stdout
     assert "▶ Conv2D" in text and "← conv1conv1_relu" in text
+
+
+def test_a_mindspore_pb_alone_reads_like_its_ir(real_lenet_tree, tmp_path):
+    """MindSpore 2.10 wrote both files of the LeNet graph: the .pb alone gives the same nodes, edges
+    and (for forward ops) the same source frames as the .ir; and ``--source`` works on it."""
+    from dumpscope.core.graphs import load_graph_file
+
+    graphs = real_lenet_tree / "rank_0" / "graphs"
+    ir = load_graph_file(graphs / "ms_output_trace_code_graph_0.ir")[0]
+    tree = tmp_path / "pbonly" / "rank_0" / "graphs"
+    tree.mkdir(parents=True)
+    shutil.copy(graphs / "ms_output_trace_code_graph_0.pb", tree)
+    doc = _json("summary", str(tmp_path / "pbonly"))
+    assert doc["problems"] == [] and doc["graphs"] == ["0"]
+    pb = load_graph_file(tree / "ms_output_trace_code_graph_0.pb")[0]
+    real = {n for n, x in ir.nodes.items() if x.type not in ("Parameter", "Return")}
+    assert real <= set(pb.nodes)
+
+    def refs(node):
+        return [i for i in node.inputs if "/" in i or i.startswith("param:")]
+
+    for name in real:
+        assert pb.nodes[name].type == ir.nodes[name].type
+        assert refs(pb.nodes[name]) == refs(ir.nodes[name]), name
+        if name.startswith("Default/network"):
+            assert [(s.file, s.line) for s in pb.nodes[name].source] == \
+                   [(s.file, s.line) for s in ir.nodes[name].source], name
+    ops = _json("ops", str(tmp_path / "pbonly"), "--source", "net.py:18")["ops"]
+    assert {o["name"] for o in ops} >= {"Default/network-WithLossCell/_backbone-LeNet/conv2-Conv2d/Conv2D-op0"}

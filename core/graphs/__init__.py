@@ -82,5 +82,7 @@ def load_graph_file(path: str | os.PathLike[str], kind: Optional[str] = None, *,
     if kind == "ge_onnx":
         return parse_ge_onnx(path, warnings=warnings)
     if kind == "ms_pb":
-        raise GraphParseError(f"{spath}: MindSpore .pb graphs are not read yet (use the .ir beside it)")
+        from .ms_pb import parse_ms_pb
+
+        return [parse_ms_pb(spath, warnings=warnings)]
     raise GraphParseError(f"{spath}: not a known graph file kind ({kind!r})")
