@@ -365,7 +365,10 @@ def test_load_graph_file_errors(tmp_path: Path) -> None:
     pb = tmp_path / "graphs" / "ms_output_trace_code_graph_0.pb"
     pb.parent.mkdir()
     pb.write_bytes(b"\x0a\x00")
-    with pytest.raises(GraphParseError, match="not read yet"):
+    with pytest.raises(GraphParseError, match="not a MindSpore graph"):
+        load_graph_file(pb)
+    pb.write_bytes(b"\x22\xff\xff\x03garbage")  # a graph field longer than the file
+    with pytest.raises(GraphParseError, match="not a MindSpore graph"):
         load_graph_file(pb)
     with pytest.raises(GraphParseError, match="not a known graph"):
         load_graph_file(tmp_path / "x.bin")
