@@ -237,8 +237,9 @@ def _load_graphs(index: DumpIndex, wanted: set[tuple[int, str]],
     partial: set[tuple[int, str]] = set()  # keys whose graph was read with skipped lines
     parsed = {} if parsed is None else parsed
     # MindSpore: graphs/ms_output_trace_code_graph_{id}.ir beside rank_{r}
+    pb_beside_ir = graph_only.pb_with_ir(files)  # a .pb is read only where no .ir describes the graph
     for path, kind, rank, graph in files:
-        if kind != "ms_ir":
+        if kind not in ("ms_ir", "ms_pb") or path in pb_beside_ir:
             continue
         targets = [k for k in wanted if (rank is None or k[0] == rank) and (not graph or k[1] == graph)]
         if not targets:

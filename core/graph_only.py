@@ -46,7 +46,7 @@ def file_priority(path: str, kind: str) -> tuple[int, int, str]:
     return (stage, _KIND_RANK.get(kind, 9), path)
 
 
-def _pb_with_ir(files: list[FileRow]) -> set[str]:
+def pb_with_ir(files: list[FileRow]) -> set[str]:
     """MindSpore ``.pb`` files that have an ``.ir`` of the same graph beside them (the ``.ir`` is read)."""
     irs = {(os.path.dirname(p), r, g) for p, k, r, g in files if k == "ms_ir"}
     return {p for p, k, r, g in files if k == "ms_pb" and (os.path.dirname(p), r, g) in irs}
@@ -57,7 +57,7 @@ def read_all(files: list[FileRow], parsed: dict[str, Optional[list[Graph]]],
     """Read every graph file not read yet (by the joins) into ``parsed``; failures become problems."""
     from dumpscope.core.graphs import load_graph_file
 
-    skip = _pb_with_ir(files)
+    skip = pb_with_ir(files)
     for path, kind, _rank, _graph in files:
         if path in parsed or path in skip:
             continue
@@ -89,7 +89,7 @@ class ListedGraph:
 
 def listed_graphs(files: list[FileRow], parsed: dict[str, Optional[list[Graph]]]) -> list[ListedGraph]:
     """The graphs a tree without tensors is browsed as: one per (rank, graph), best file first."""
-    skip = _pb_with_ir(files)
+    skip = pb_with_ir(files)
     chosen: dict[tuple[int, str], ListedGraph] = {}
     for path, kind, rank, graph_id in sorted(files, key=lambda f: file_priority(f[0], f[1])):
         graphs = parsed.get(path)
@@ -136,7 +136,7 @@ def file_status(files: list[FileRow], parsed: dict[str, Optional[list[Graph]]], 
     ``used``: graph name → the file it was joined or listed from (a file describing only graphs
     already taken from another file says so)."""
     errors = {p: e for p, e in problems}
-    skip = _pb_with_ir(files)
+    skip = pb_with_ir(files)
     out: list[dict] = []
     for path, kind, rank, _graph in files:
         if path in used.values():

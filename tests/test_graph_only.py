@@ -221,3 +221,11 @@ def test_a_mindspore_pb_alone_reads_like_its_ir(real_lenet_tree, tmp_path):
                    [(s.file, s.line) for s in ir.nodes[name].source], name
     ops = _json("ops", str(tmp_path / "pbonly"), "--source", "net.py:18")["ops"]
     assert {o["name"] for o in ops} >= {"Default/network-WithLossCell/_backbone-LeNet/conv2-Conv2d/Conv2D-op0"}
+
+
+def test_a_dump_with_only_the_pb_still_joins_its_graph(real_lenet_copy):
+    """MindSpore dump whose ``graphs/`` holds only the ``.pb``: ops still get graph names, edges, source."""
+    (real_lenet_copy / "rank_0" / "graphs" / "ms_output_trace_code_graph_0.ir").unlink()
+    op = _json("show", str(real_lenet_copy), "Default/network-WithLossCell/_backbone-LeNet/conv1-Conv2d/Conv2D-op0")["op"]
+    assert op["graph_file"]["file"].endswith(".pb") and op["consumers"]
+    assert any(s["file"].endswith("net.py") and s["line"] == 17 for s in op["source"])
