@@ -146,9 +146,13 @@ def test_all_nan_both_sides():
 
 
 def test_shape_mismatch():
-    r = compare_arrays(np.zeros((2, 3)), np.zeros((3, 2)))
-    assert (r.verdict, r.rule) == ("error", "shape (2,3) vs (3,2)")
+    r = compare_arrays(np.zeros((2, 3)), np.zeros(7))
+    assert (r.verdict, r.rule) == ("error", "shape (2,3) vs (7)")
     assert r.cosine is None and r.max_abs_err is None
+    # the same number of elements: measured in C order
+    x = np.arange(1.0, 7.0)
+    same = compare_arrays(x.reshape(2, 3), x[::-1].reshape(3, 2))
+    assert_metrics(same, truth(x, x[::-1]))
 
 
 def test_dtype_class_mismatch():

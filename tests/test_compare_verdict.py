@@ -18,8 +18,18 @@ def test_rule1_dtype_mismatch_is_error_even_with_equal_values():
 
 
 def test_rule2_shape_mismatch():
-    r = compare_arrays(np.zeros((2, 3)), np.zeros((3, 2)))
-    assert (r.verdict, r.rule) == ("error", "shape (2,3) vs (3,2)")
+    r = compare_arrays(np.zeros((2, 3)), np.zeros(5))
+    assert (r.verdict, r.rule) == ("error", "shape (2,3) vs (5)") and r.cosine is None
+    x = np.arange(6.0).reshape(2, 3)
+    other = compare_arrays(x, x.reshape(3, 2) * 2)
+    assert other.verdict == "error" and other.rule.startswith("shape (2,3) vs (3,2); 83.3% of elements moved")
+
+
+def test_rule2_same_values_in_another_shape_is_a_warning():
+    """MindSpore 2.10 dumps a Flatten output in its input's shape, 2.7 flat: a view, not a divergence."""
+    x = np.arange(32.0).reshape(2, 2, 2, 4)
+    r = compare_arrays(x, x.reshape(2, 16))
+    assert (r.verdict, r.rule) == ("warning", "shape (2,2,2,4) vs (2,16): the same values in another shape")
 
 
 def test_rule3_nan_only_in_target():
@@ -160,7 +170,10 @@ def test_stats_rules():
     dt = compare_stats(g, dict(g, dtype="float16"))
     assert (dt.verdict, dt.rule) == ("error", "dtype float32 vs float16")
     shp = compare_stats({"shape": "2x3", "max": 1}, {"shape": [3, 2], "max": 1})
-    assert shp.rule == "shape (2,3) vs (3,2)"
+    assert shp.rule == "shape (2,3) vs (3,2): the same values in another shape"
+    shp = compare_stats({"shape": "2x3", "max": 1}, {"shape": [3, 2], "max": 2})
+    assert (shp.verdict, shp.rule) == ("error", "shape (2,3) vs (3,2); max rel err 1 > 0.05")
+    assert compare_stats({"shape": "2x3", "max": 1}, {"shape": [7], "max": 1}).verdict == "error"
 
 
 def test_stats_noise_floor_uses_the_op_magnitude():

@@ -397,8 +397,9 @@ def measure_arrays(
 ) -> CompareResult:
     """Measure two tensors element-wise (see the module docstring); no verdict yet.
 
-    Shapes must be equal (no broadcasting, no squeezing: a reshape is the loader's job);
-    on a mismatch or an uncomparable dtype pair the metrics stay ``None``.
+    No broadcasting: tensors of different shapes but the same element count are compared in
+    C order (the verdict still names the shape difference); with different counts or an
+    uncomparable dtype pair the metrics stay ``None``.
     Memory: O(block) float64 buffers plus, for non-C-contiguous inputs, one chunk copy.
     """
     golden = np.asarray(golden) if not isinstance(golden, np.ndarray) else golden
@@ -414,7 +415,9 @@ def measure_arrays(
         size=int(golden.size) * (2 if golden.dtype.kind == "c" else 1),
     )
     gcls, tcls = _dtype_class(golden.dtype), _dtype_class(target.dtype)
-    if gcls != "other" and gcls == tcls and r.shape == r.target_shape:
+    if gcls != "other" and gcls == tcls and golden.size == target.size:
+        if r.shape != r.target_shape:  # same elements in another shape: compared in C order
+            golden, target = golden.reshape(-1), target.reshape(-1)
         acc = _accumulate(golden, target, tol, chunk_elems, _eps(golden.dtype))
         _fill(r, acc, tol)
     return r

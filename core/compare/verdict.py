@@ -19,7 +19,8 @@ Defaults (``--rtol/--atol`` replace rules 6-11 by numpy ``allclose``):
  #    rule                                          verdict   mirrors (msprobe)
 ====  ===========================================  ========  ==========================================
  1    dtypes differ                                 error     DTypeErrChecker
- 2    shapes differ                                 error     ShapeErrChecker
+ 2    shapes differ                                 error     ShapeErrChecker (a warning when the same
+                                                              values fill another shape: a view)
  3    NaN/Inf where the other side is finite        error     InfNanErrChecker
  4    scalar / 0-d / 1-element: value differs       error     ParametersErrChecker ("scalar parameters
       (exactly for arguments and constants, beyond             inconsistent"); never cosine
@@ -183,10 +184,22 @@ def rule_dtype(r: CompareResult, ctx: Context) -> Optional[Verdict]:
 
 
 def rule_shape(r: CompareResult, ctx: Context) -> Optional[Verdict]:
-    """2. msprobe ShapeErrChecker: the shapes differ."""
-    if r.extra.get("shapes_known", True) and tuple(r.shape) != tuple(r.target_shape):
-        return ERROR, f"shape {_shape_text(r.shape)} vs {_shape_text(r.target_shape)}"
-    return None
+    """2. msprobe ShapeErrChecker: the shapes differ.
+
+    Unlike msprobe, the same number of elements holding the same values (by the remaining
+    rules) is only a warning: a view or reshape recorded in another shape (MindSpore 2.10
+    dumps a Flatten's output in its input's shape, 2.7 in the flat one) is not a divergence.
+    """
+    if not r.extra.get("shapes_known", True) or tuple(r.shape) == tuple(r.target_shape):
+        return None
+    text = f"shape {_shape_text(r.shape)} vs {_shape_text(r.target_shape)}"
+    if math.prod(r.shape) != math.prod(r.target_shape) or (r.count == 0 and r.stat_diffs is None):
+        return ERROR, text
+    rules = STATS_RULES if r.stat_diffs is not None else TENSOR_RULES
+    rest = _first(rules[rules.index(rule_shape) + 1:], r, ctx)
+    if rest is None or rest[0] == PASS:
+        return WARNING, f"{text}: the same values in another shape"
+    return ERROR, f"{text}; {rest[1]}"
 
 
 def rule_nonfinite(r: CompareResult, ctx: Context) -> Optional[Verdict]:
@@ -371,13 +384,19 @@ TENSOR_RULES: tuple[Rule, ...] = (
 STATS_RULES: tuple[Rule, ...] = (rule_dtype, rule_shape, rule_nonfinite, rule_scalar, rule_stat_noise, rule_stat_rel)
 
 
-def judge(r: CompareResult, ctx: Context) -> Verdict:
-    """Run the rules in order on a measured pair; the first that answers decides."""
-    rules = STATS_RULES if r.stat_diffs is not None else TENSOR_RULES
+def _first(rules: tuple[Rule, ...], r: CompareResult, ctx: Context) -> Optional[Verdict]:
     for rule in rules:
         v = rule(r, ctx)
         if v is not None:
             return v
+    return None
+
+
+def judge(r: CompareResult, ctx: Context) -> Verdict:
+    """Run the rules in order on a measured pair; the first that answers decides."""
+    v = _first(STATS_RULES if r.stat_diffs is not None else TENSOR_RULES, r, ctx)
+    if v is not None:
+        return v
     if r.stat_diffs is None and r.count == 0:
         return PASS, "pass (no finite elements)"
     return PASS, "pass"
