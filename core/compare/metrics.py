@@ -70,23 +70,22 @@ class Tolerance:
     allclose: Optional[tuple[float, float]] = None
 
 
-#: Histogram of moved elements: 4 bins per binary octave of |difference|, octaves -160..160.
-HIST_SUB = 4
-HIST_MIN_EXP = -160
-HIST_BINS = (320 + 1) * HIST_SUB
+#: Histogram of moved elements by |difference|: the bin is the float64's exponent and top two
+#: mantissa bits (``bits >> 50``), i.e. 4 bins per binary octave; bin 0 holds the unmoved.
+HIST_SHIFT = 50
+HIST_BINS = 1 << (63 - HIST_SHIFT)
 
 
 def hist_bin_low(i: int) -> float:
-    """Lower edge of histogram bin ``i`` (bins split each octave [2^(e-1), 2^e) in 4 equal parts)."""
-    e, sub = divmod(i, HIST_SUB)
-    return (0.5 + sub / (2 * HIST_SUB)) * 2.0 ** (e + HIST_MIN_EXP)
+    """Lower edge of histogram bin ``i`` (an octave [2^e, 2^(e+1)) in 4 equal parts)."""
+    return float(np.array([i << HIST_SHIFT], np.int64).view(np.float64)[0])
 
 
-def moved_count(hist: Optional[list[int]], atol: float) -> int:
-    """Elements counted in ``hist`` whose |difference| is above ``atol`` (to within one bin, 1/8 octave)."""
+def moved_count(hist: Optional[dict[int, int]], atol: float) -> int:
+    """Elements counted in ``hist`` whose |difference| is above ``atol`` (to within one bin, 1/4 octave)."""
     if not hist:
         return 0
-    return sum(c for i, c in enumerate(hist) if c and hist_bin_low(i) >= atol)
+    return sum(c for i, c in hist.items() if i and hist_bin_low(i) >= atol)
 
 
 @dataclass(slots=True)
@@ -122,7 +121,7 @@ class CompareResult:
     golden_stats: Optional[dict[str, Optional[float]]] = None  # max, min, mean, l2norm (finite elements)
     target_stats: Optional[dict[str, Optional[float]]] = None
     rtol: Optional[float] = None  # the element tolerance the moved histogram was counted with
-    moved_hist: Optional[list[int]] = None  # see moved_count(); None for statistics-only pairs
+    moved_hist: Optional[dict[int, int]] = None  # bin -> count, see moved_count(); None for statistics
     size: int = 0  # elements of the golden tensor (complex: real components), finite or not; -1 unknown
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -317,15 +316,10 @@ def _finite_metrics(
     acc.c5 += int(np.count_nonzero(b))
     np.greater(w, tol.rtol, out=b)
     if b.any():
-        _histogram(d[b], acc.hist)
-
-
-def _histogram(moved: np.ndarray, hist: np.ndarray) -> None:
-    """Add |differences| ``moved`` (all > 0) to the 1/4-octave histogram."""
-    m, e = np.frexp(moved)
-    idx = (np.clip(e, HIST_MIN_EXP, -HIST_MIN_EXP) - HIST_MIN_EXP) * HIST_SUB
-    idx += np.minimum(((m - 0.5) * (2 * HIST_SUB)).astype(np.int64), HIST_SUB - 1)
-    hist += np.bincount(idx, minlength=HIST_BINS)[:HIST_BINS]
+        # |difference| where moved, 0 elsewhere; its bit pattern >> 50 is the bin (no copy, no log)
+        moved = buf.x[:n]
+        np.multiply(d, b, out=moved)
+        acc.hist += np.bincount(moved.view(np.int64) >> HIST_SHIFT, minlength=HIST_BINS)
 
 
 def _nonfinite_block(
@@ -441,7 +435,7 @@ def _fill(r: CompareResult, acc: _Acc, tol: Tolerance) -> None:
         r.allclose_failed = acc.close_fail
     r.golden_stats = _side_stats(acc.n, acc.gmin, acc.gmax, acc.gsum, acc.sgg)
     r.target_stats = _side_stats(acc.n, acc.tmin, acc.tmax, acc.tsum, acc.stt)
-    r.moved_hist = [int(c) for c in acc.hist] if acc.hist.any() else []
+    r.moved_hist = {int(i): int(acc.hist[i]) for i in np.flatnonzero(acc.hist[1:]) + 1}
     if acc.n == 0:
         return
     ng, nt = math.sqrt(acc.sgg), math.sqrt(acc.stt)
