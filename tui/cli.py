@@ -788,6 +788,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
               f"({fd.get('cause')}: {inert(fd.get('rule'))})" if fd else "first divergence: none")
     if doc["unmatched_golden"] or doc["unmatched_target"]:
         con.print(f"unmatched: {len(doc['unmatched_golden'])} golden, {len(doc['unmatched_target'])} target")
+    if not doc["rows"]:
+        c = doc.get("compared", {})
+        con.print(f"nothing compared: no matched tensors (golden {c.get('golden_ops', 0)} ops, "
+                  f"target {c.get('target_ops', 0)} ops)")
     return 0
 
 

@@ -225,6 +225,9 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
         "golden": {"path": golden.root, "rank": g_rank, "step": g_step},
         "target": {"path": target.root, "rank": t_rank, "step": t_step},
         "rules": "see `dumpscope compare --help` (core/compare/verdict.py)",
+        "compared": {"ops": len(ops), "tensors": len(rows), "golden_ops": len(g_ops), "target_ops": len(t_ops)},
+        "problems": [dict(p, side="golden") for p in golden.problems()]
+        + [dict(p, side="target") for p in target.problems()],
     }
 
 
