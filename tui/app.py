@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from rich.segment import Segment
-from textual import work
+from textual import events, work
 from textual.css.query import NoMatches
 from textual.filter import LineFilter
 from textual.app import App
@@ -115,12 +115,16 @@ class DumpscopeApp(App[int]):
                 id="dumpscope.palette"),
         Binding("f5,ctrl+r", "refresh", "Refresh", show=False, tooltip="Refresh: re-index new/changed files",
                 id="dumpscope.refresh"),
+        Binding("ctrl+s", "screenshot", "Screenshot", show=False,
+                tooltip="Screenshot: save this screen as SVG in the export directory", id="dumpscope.screenshot"),
     ]
 
     def __init__(self, path: str, compare_with: Optional[str] = None, use_cache: bool = True,
                  watch: bool = False, cache_dir: Optional[str] = None, display_name: Optional[str] = None,
-                 keymap_path: Optional[str] = None) -> None:
+                 keymap_path: Optional[str] = None, export_dir: Optional[str] = None) -> None:
         super().__init__()
+        #: where screenshots (and the export dialog's default) go: --export-dir, else the working directory
+        self.export_dir = export_dir
         self.path = path
         self.compare_with = compare_with
         self.use_cache = use_cache
@@ -148,6 +152,7 @@ class DumpscopeApp(App[int]):
         self.index_error: Optional[str] = None
         self._cancel = threading.Event()
         self._refreshing = False
+        self._quitting = False
 
     # -- text safety: every widget's lines and every notification pass here ---------------------
 
@@ -180,6 +185,23 @@ class DumpscopeApp(App[int]):
 
     def on_unmount(self) -> None:
         self._cancel.set()
+
+    async def on_event(self, event: events.Event) -> None:
+        # Keys typed ahead after ``q`` (over SSH they arrive in one read) would open screens in a
+        # closing app; they are dropped, never a traceback.
+        if isinstance(event, events.Key):
+            if self._quitting:
+                return
+            if not event.is_forwarded:
+                event._dumpscope_screen = self.screen  # type: ignore[attr-defined]
+            elif getattr(event, "_dumpscope_screen", self.screen) is not self.screen:
+                # typed before the key that opened this screen was handled (``/Exp-op0⏎`` in one
+                # read): it belongs to the screen now shown, not to the one it was queued on
+                take = getattr(self.screen, "type_ahead", None)
+                if take is not None:
+                    take(event)
+                return
+        await super().on_event(event)
 
     def _cache_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"use_cache": self.use_cache}
@@ -536,15 +558,16 @@ class DumpscopeApp(App[int]):
         if not self._index_ok() or isinstance(self.screen, ExportScreen):
             return
         table = getattr(self.screen, "export_table", None)
-        default = "./dumpscope-report.md"
+        folder = self.export_dir or "."
+        default = os.path.join(folder, "dumpscope-report.md")
         if table is not None:
-            default = f"./dumpscope-{getattr(self.screen, 'export_name', 'table')}.csv"
+            default = os.path.join(folder, f"dumpscope-{getattr(self.screen, 'export_name', 'table')}.csv")
         redump = ""
         if getattr(self.screen, "export_name", "") == "compare" and self.compare_result:
             redump = "diverging ops"
         elif table is None and self.marked:
             redump = f"{len(self.marked)} marked ops"
-            default = "./dumpscope-redump.json"
+            default = os.path.join(folder, "dumpscope-redump.json")
         self.push_screen(ExportScreen(default, csv_ok=table is not None, redump_ok=redump))
 
     def action_refresh(self) -> None:
@@ -561,7 +584,41 @@ class DumpscopeApp(App[int]):
             roots.append(os.path.abspath(self.compare_with))
         return roots
 
+    def export_directory(self) -> str:
+        return os.path.abspath(os.path.expanduser(self.export_dir or "."))
+
+    def deliver_screenshot(self, filename: Optional[str] = None, path: Optional[str] = None,
+                           time_format: Optional[str] = None) -> Optional[str]:
+        """ctrl+s and the palette's Screenshot: an SVG in the export directory, never in the dump tree."""
+        from textual._files import generate_datetime_filename
+
+        folder = os.path.abspath(os.path.expanduser(path or self.export_directory()))
+        from dumpscope.tui.dialogs import inside
+
+        if any(inside(folder, root) for root in self.forbidden_roots()):
+            self.notify(f"not saving a screenshot inside the dump tree ({folder}): start with --export-dir DIR",
+                        title="screenshot", severity="error", timeout=6)
+            return None
+        name = filename or generate_datetime_filename("dumpscope", ".svg", time_format)
+        self._write_file(os.path.join(folder, name), self.export_screenshot(), "screenshot")
+        return name
+
+    @work(thread=True, group="write", name="write file")
+    def _write_file(self, path: str, text: str, what: str) -> None:
+        try:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            self.call_from_thread(self.notify, f"cannot write {path}: {exc.strerror or exc}", title=what,
+                                  severity="error", timeout=6)
+            return
+        self.call_from_thread(self.notify, f"saved {path}", title=what, timeout=6)
+
+    def action_screenshot(self, filename: Optional[str] = None, path: Optional[str] = None) -> None:
+        self.deliver_screenshot(filename, path)
+
     def action_quit(self) -> None:
+        self._quitting = True
         self._cancel.set()
         self.exit(0)
 

@@ -79,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", nargs="?", default=".", metavar="PATH")
     p.add_argument("--compare", metavar="TARGET", help="compare PATH (golden) with TARGET in the explorer")
     p.add_argument("--watch", action="store_true", help="pick up new files while the explorer is open")
+    p.add_argument("--export-dir", metavar="DIR",
+                   help="where screenshots (ctrl+s) and exports go (default: the working directory)")
     _add_common(p)
 
     p = sub.add_parser("summary", help="what was found under PATH")
@@ -838,10 +840,12 @@ def cmd_explore(args: argparse.Namespace) -> int:
         raise CliError(f"{args.path}: not a directory")
     if args.compare and not os.path.isdir(args.compare):
         raise CliError(f"{args.compare}: no such directory")
+    if args.export_dir and not os.path.isdir(args.export_dir):
+        raise CliError(f"{args.export_dir}: --export-dir is not a directory")
     from dumpscope.tui.app import DumpscopeApp
 
     app = DumpscopeApp(args.path, compare_with=args.compare, use_cache=not args.no_cache, watch=args.watch,
-                       cache_dir=args.cache_dir)
+                       cache_dir=args.cache_dir, export_dir=args.export_dir)
     app.run()
     return app.return_code or 0
 

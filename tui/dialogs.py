@@ -6,7 +6,7 @@ import os
 from typing import Optional
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -19,6 +19,36 @@ from dumpscope.core.inert import inert
 from dumpscope.core.query import DumpQuery, OpRow
 
 SEARCH_LIMIT = 200
+
+
+class TypeAhead:
+    """Keys typed right after the key that opened a dialog (``/Exp-op0⏎`` in one burst over SSH)
+    reach the screen before its input has focus: they go into the input instead of being lost.
+
+    A printable key that reaches the screen never went through the ``Input`` (it consumes those),
+    and Enter is handled here for both routes so it submits exactly once.
+    """
+
+    def on_key(self, event: events.Key) -> None:
+        if self.type_ahead(event):
+            event.stop()
+            event.prevent_default()
+
+    def type_ahead(self, event: events.Key) -> bool:
+        """Put a printable key into the dialog's input, or submit it on Enter; True when taken."""
+        inputs = self.query(Input)  # type: ignore[attr-defined]
+        if not inputs:
+            return False
+        field = inputs.first()
+        if event.key == "enter":
+            field.post_message(Input.Submitted(field, field.value))
+            return True
+        if event.is_printable and event.character:
+            if self.focused is not field:  # type: ignore[attr-defined]
+                field.focus()
+            field.insert_text_at_cursor(event.character)
+            return True
+        return False
 
 
 class PickerScreen(ModalScreen[Optional[int]]):
@@ -51,7 +81,7 @@ class PickerScreen(ModalScreen[Optional[int]]):
         self.dismiss(None)
 
 
-class SearchScreen(ModalScreen[Optional[tuple[OpRow, list[OpRow]]]]):
+class SearchScreen(TypeAhead, ModalScreen[Optional[tuple[OpRow, list[OpRow]]]]):
     """Fuzzy search over full names and types (``q.search``), run in a worker as you type."""
 
     BINDINGS = [
@@ -73,8 +103,9 @@ class SearchScreen(ModalScreen[Optional[tuple[OpRow, list[OpRow]]]]):
             yield Static("", id="search-count")
             yield OptionList(id="search-results")
 
+    AUTO_FOCUS = "#search-input"
+
     def on_mount(self) -> None:
-        self.query_one(Input).focus()
         if self.initial:
             self._search(self.initial)
 
@@ -152,7 +183,7 @@ def inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-class ExportScreen(ModalScreen[Optional[str]]):
+class ExportScreen(TypeAhead, ModalScreen[Optional[str]]):
     """Ask where to write the report (``.md``) or the current table (``.csv``)."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="dialog.cancel")]
@@ -172,8 +203,7 @@ class ExportScreen(ModalScreen[Optional[str]]):
             yield Input(self.default, id="export-path")
             yield Static("", id="export-error")
 
-    def on_mount(self) -> None:
-        self.query_one(Input).focus()
+    AUTO_FOCUS = "#export-path"
 
     @on(Input.Submitted, "#export-path")
     def _submitted(self, event: Input.Submitted) -> None:
@@ -240,7 +270,7 @@ class ExportScreen(ModalScreen[Optional[str]]):
         self.dismiss(None)
 
 
-class FilterScreen(ModalScreen[Optional[str]]):
+class FilterScreen(TypeAhead, ModalScreen[Optional[str]]):
     """Text filter for the flat list (SQL substring match on name, type and file name)."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="dialog.cancel")]
@@ -255,8 +285,7 @@ class FilterScreen(ModalScreen[Optional[str]]):
                                        ("  (name/type substring; empty: no filter; esc: cancel)", "dim")))
             yield Input(self.current, placeholder="e.g. MatMul or fc1", id="filter-input")
 
-    def on_mount(self) -> None:
-        self.query_one(Input).focus()
+    AUTO_FOCUS = "#filter-input"
 
     @on(Input.Submitted, "#filter-input")
     def _submitted(self, event: Input.Submitted) -> None:

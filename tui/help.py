@@ -39,6 +39,15 @@ def _sections() -> list[tuple[str, list[Binding]]]:
     ]
 
 
+def describe(b: Binding) -> str:
+    """What a key does, in words: the tooltip, else the description, else the action made readable
+    (``cursor_down`` -> "Cursor down"), never a raw action name."""
+    if b.tooltip or b.description:
+        return b.tooltip or b.description
+    name = b.action.split("(", 1)[0].rsplit(".", 1)[-1].replace("_", " ").strip()
+    return name[:1].upper() + name[1:]
+
+
 class HelpScreen(Screen):
     BINDINGS = [Binding("escape,q,question_mark,f1", "close", "Close help", id="help.close")]
 
@@ -73,7 +82,7 @@ class HelpScreen(Screen):
             table.add_column("what", ratio=1)
             table.add_column("id", style="dim", no_wrap=True)
             for b in bindings:
-                table.add_row(self._keys(b), b.tooltip or b.description or b.action, b.id or "")
+                table.add_row(self._keys(b), describe(b), b.id or "")
             parts.append(table)
         return Group(*parts)
 

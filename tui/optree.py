@@ -126,8 +126,8 @@ class OpTree(Tree[NodeData]):
                 tooltip="Expand or collapse a scope; on an op: mark it for the re-dump config", id="tree.toggle"),
         Binding("right,l", "expand_here", "Expand", show=False, id="tree.expand"),
         Binding("left,h", "collapse_here", "Collapse", show=False, id="tree.collapse"),
-        Binding("k", "cursor_up", show=False, id="tree.up"),
-        Binding("j", "cursor_down", show=False, id="tree.down"),
+        Binding("k", "cursor_up", "Up", show=False, id="tree.up"),
+        Binding("j", "cursor_down", "Down", show=False, id="tree.down"),
     ]
 
     def __init__(self, badges: BadgeState, **kwargs) -> None:
