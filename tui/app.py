@@ -444,12 +444,21 @@ class DumpscopeApp(App[int]):
         return self._main()
 
     def open_op(self, op: OpRow) -> None:
-        """Jump to ``op`` in the explorer (from any view), remembering where we were."""
+        """Jump to ``op`` in the explorer (from any view), remembering where we were: ``esc`` in
+        the explorer brings the views back (cursor kept)."""
+        came_from = self._reopeners()
         self._back_to_main()
         if op.rank != self.rank or op.step != self.step:
             self.rank, self.step = op.rank, op.step
             self._main().place_changed(select=op)
-        self._main().jump_to(op)
+        self._main().jump_to(op, came_from=came_from)
+
+    def _reopeners(self):
+        """A function rebuilding the views above the main screen (each view's ``reopen``), or None."""
+        makers = [m for m in (getattr(s, "reopen", None) for s in self.screen_stack[1:]) if m is not None]
+        if not makers:
+            return None
+        return lambda: [make() for make in makers]
 
     def _back_to_main(self) -> None:
         from dumpscope.tui.main_screen import MainScreen

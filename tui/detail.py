@@ -7,10 +7,12 @@ keyboard: Enter on a link posts ``OpDetail.LinkChosen`` and the screen jumps the
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Optional
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import OptionList, Static
@@ -18,9 +20,12 @@ from textual.widgets.option_list import Option
 
 from dumpscope.core.inert import inert
 from dumpscope.core.query import DumpQuery, OpRow, TensorRow
+from dumpscope.tui.badges import VERDICT_GLYPH
+
+VERDICT_STYLE = {"pass": "green", "warning": "yellow", "error": "bold red"}
 
 MAX_ATTRS = 40
-MAX_SOURCE = 12
+MAX_SOURCE = 60
 
 
 def short_path(path: str, keep: int = 2) -> str:
@@ -53,8 +58,56 @@ def tensor_line(t: TensorRow) -> Text:
     return text
 
 
-class OpDetail(VerticalScroll, can_focus=False):
-    """Detail of one op; call ``show(q, op)``."""
+_FRAMEWORK_PARTS = {"mindspore", "torch", "msprobe", "site-packages", "dist-packages", "torch_npu",
+                    "troubleshooter", "mindtorch", "tensorflow", "npu_bridge"}
+_PY_FRAME = re.compile(r"^\s*File\s+\"?(?P<file>[^,\"]+)\"?,\s*line\s+(?P<line>\d+)(?:,\s*in\s+[^,\n]*)?,?\s*(?P<code>.*)$",
+                       re.S)
+
+
+def _is_user_file(path: str) -> bool:
+    norm = path.replace("\\", "/")
+    if norm.startswith("<") or re.search(r"(?:^|/)lib(?:64)?/python\d+(?:\.\d+)*/", norm.lower()):
+        return False
+    return not any(p in _FRAMEWORK_PARTS for p in norm.split("/")[:-1])
+
+
+def stack_frames(stack: Any) -> list[dict[str, Any]]:
+    """msprobe/Troubleshooter stack lines (``File x.py, line 5, in f, \\n code``, innermost first)
+    as frames outermost first, like a graph's ``source``."""
+    lines = stack if isinstance(stack, list) else str(stack).splitlines()
+    frames = []
+    for line in lines:
+        m = _PY_FRAME.match(str(line))
+        if m:
+            frames.append({"file": m.group("file").strip(), "line": int(m.group("line")),
+                           "code": " ".join(m.group("code").split())})
+    return frames[::-1]
+
+
+def first_user_frame(frames: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """The user's frame nearest the op (core/source_frames when present, else the same rule here)."""
+    try:
+        from dumpscope.core.source_frames import first_user_frame as core_rule
+    except ImportError:
+        core_rule = None
+    if core_rule is not None:
+        return core_rule(frames)
+    for f in reversed(frames):
+        user = f.get("user")
+        if user if user is not None else _is_user_file(str(f.get("file", ""))):
+            return f
+    return None
+
+
+def frame_text(frame: dict[str, Any]) -> Text:
+    """``net.py:55  h = ops.sqrt(h - 100.0)`` — the file's name only, the full path is in the stack."""
+    name = str(frame.get("file", "")).replace("\\", "/").rsplit("/", 1)[-1]
+    return Text.assemble((inert(f"{name}:{frame.get('line', '')}"), "bold green"), "  ",
+                         (inert(str(frame.get("code", "")).strip()), ""))
+
+
+class OpDetail(VerticalScroll, can_focus=True):
+    """Detail of one op; call ``show(q, op)``.  Focusable: arrows and page keys scroll it."""
 
     DEFAULT_CSS = """
     OpDetail { padding: 0 1; }
@@ -63,6 +116,9 @@ class OpDetail(VerticalScroll, can_focus=False):
     OpDetail > .detail-title { text-style: bold; color: $text-muted; margin-top: 1; }
     OpDetail > #detail-links-title, OpDetail > #detail-links { display: none; }
     """
+
+    BINDINGS = [Binding("enter", "links", "Links", show=False,
+                        tooltip="Op detail: Enter goes to its links (inputs / consumers)", id="detail.links")]
 
     class LinkChosen(Message):
         """Enter on a producer/consumer link: ``name`` is the graph-side node name."""
@@ -94,11 +150,23 @@ class OpDetail(VerticalScroll, can_focus=False):
         self.query_one("#detail-links").display = False
         self.query_one("#detail-rest", Static).update("")
 
-    def show(self, q: DumpQuery, op: OpRow, tensors: Optional[list[TensorRow]] = None) -> None:
+    def show(self, q: DumpQuery, op: OpRow, tensors: Optional[list[TensorRow]] = None,
+             details: Optional[dict[str, Any]] = None, badges: Any = "app") -> None:
+        """Show ``op``: header, the user's source line, findings, tensors, links, attributes, stack.
+
+        ``badges`` is the app's badge state by default; ``None`` for an op of another dump
+        (the compare target), whose ids the badges do not describe.
+        """
         self.q, self.op = q, op
         tensors = q.tensors(op.id) if tensors is None else tensors
-        details = q.graph_details(op)
-        self.query_one("#detail-head", Static).update(self._head(q, op, tensors))
+        details = q.graph_details(op) if details is None else details
+        if badges == "app":
+            badges = getattr(self.app, "badges", None)
+        frames = list(details.get("source") or [])
+        if not frames:
+            stack = next((t.extra.get("stack") for t in tensors if t.extra.get("stack")), None)
+            frames = stack_frames(stack) if stack else []
+        self.query_one("#detail-head", Static).update(self._head(op, tensors, frames, badges))
         self._links = ([("in", n) for n in details["inputs_from"]] + [("ctl", n) for n in details["control_from"]]
                        + [("out", n) for n in details["consumers"]] + self._source_links(details, tensors))
         links = self.query_one("#detail-links", OptionList)
@@ -109,7 +177,7 @@ class OpDetail(VerticalScroll, can_focus=False):
         has = bool(self._links)
         self.query_one("#detail-links-title").display = has
         links.display = has
-        self.query_one("#detail-rest", Static).update(self._rest(q, op, tensors, details))
+        self.query_one("#detail-rest", Static).update(self._rest(q, op, tensors, details, frames))
         self.scroll_home(animate=False)
 
     @staticmethod
@@ -129,38 +197,55 @@ class OpDetail(VerticalScroll, can_focus=False):
                 out.append(link)
         return out
 
-    def _head(self, q: DumpQuery, op: OpRow, tensors: list[TensorRow]) -> Text:
-        text = Text()
+    def _head(self, op: OpRow, tensors: list[TensorRow], frames: list[dict[str, Any]], badges: Any) -> Text:
+        # one line per fact, cut with … rather than wrapped: the first screen keeps its order
+        text = Text(no_wrap=True, overflow="ellipsis")
+        bad = op.bad or (badges is not None and op.id in badges.overflow)
+        verdict = badges.verdicts.get(op.id) if badges is not None else None
+        if bad:
+            text.append("! ", "bold red")
+        if verdict:
+            text.append(VERDICT_GLYPH.get(verdict, "?") + " ", VERDICT_STYLE.get(verdict, ""))
+        if badges is not None and op.id in badges.bookmarks:
+            text.append("★ ", "bold magenta")
         text.append(inert(op.type or "?"), "bold")
-        text.append(f"  {inert(op.short)}\n")
+        text.append(f"  {inert(op.short)}")
+        if op.graph_only:
+            text.append("  · graph-only: no dump data", "dim")
+        if getattr(op, "kind", "op") != "op":
+            text.append(f"  · {inert(op.kind)}, not an executed op", "dim")
+        text.append("\n")
+        frame = first_user_frame(frames) if frames else None
+        if frame is not None:
+            text.append_text(frame_text(frame))
+            text.append("\n")
+        elif frames:
+            text.append("· no user frame in the stack (framework only)\n", "dim")
+        else:
+            text.append("· no source line in this dump\n", "dim")
         if op.bad:
             bits = [f"{k} {v}" for k, v in (("nan", op.nan), ("+inf", op.posinf), ("-inf", op.neginf)) if v]
             if op.status:
                 bits.insert(0, f"status {op.status:#x}")
             text.append("! " + ", ".join(bits) + (f" ({op.evidence})" if op.evidence else "") + "\n", "bold red")
-        if op.graph_only:
-            text.append("· graph-only node: no dump data\n", "dim")
-        if op.kind != "op":
-            text.append(f"· {inert(op.kind)}: a value the graph holds, not an executed op\n", "dim")
-        text.append("name  ", "dim")
-        text.append(inert(op.name) + "\n")
-        if op.scope:
-            text.append("scope ", "dim")
-            text.append(inert(op.scope) + "\n")
-        exec_txt = "-" if op.exec_index is None else str(op.exec_index)
-        text.append(f"rank {op.rank}  step {op.step}  graph {inert(op.graph)}  exec #{exec_txt}\n")
-        text.append(f"layout {inert(op.producer)}  join {inert(op.join_rule or 'none')}\n")
-        if op.task is not None:
-            text.append(f"task {op.task}  stream {op.stream}\n", "dim")
-        if tensors:
-            text.append("Tensors\n", "bold dim")
-            for t in tensors:
-                text.append_text(tensor_line(t))
-                text.append("\n")
+        elif bad:
+            text.append("! non-finite output (overflow scan)\n", "bold red")
+        if verdict:
+            text.append(f"{VERDICT_GLYPH.get(verdict, '?')} compare: {verdict}  (c: compare view)\n",
+                        VERDICT_STYLE.get(verdict, ""))
+        if op.watch_of:
+            text.append(f"W watch snapshot of {inert(op.watch_of)}" + (f" after {inert(op.watch_after)}" if op.watch_after else "")
+                        + "\n", "yellow")
+        elif badges is not None and op.id in badges.watched:
+            text.append("W a watched tensor changed here\n", "yellow")
+        for t in tensors:
+            text.append_text(tensor_line(t))
+            text.append("\n")
         text.rstrip()
         return text
 
-    def _rest(self, q: DumpQuery, op: OpRow, tensors: list[TensorRow], details: dict[str, Any]) -> Text:
+    def _rest(self, q: DumpQuery, op: OpRow, tensors: list[TensorRow], details: dict[str, Any],
+              frames: list[dict[str, Any]]) -> Text:
         text = Text()
         attrs = details.get("attrs") or {}
         if attrs:
@@ -170,29 +255,31 @@ class OpDetail(VerticalScroll, can_focus=False):
                 text.append(f" = {inert(v)}\n")
             if len(attrs) > MAX_ATTRS:
                 text.append(f"  … {len(attrs) - MAX_ATTRS} more\n", "dim")
-        source = details.get("source") or []
-        stack = next((t.extra.get("stack") for t in tensors if t.extra.get("stack")), None)
-        if source:
-            from dumpscope.core.source_frames import first_user_frame
-
-            user = first_user_frame(source)
-            if user is not None:
-                text.append("\nYour code  ", "bold dim")
-                text.append(f"{inert(short_path(str(user.get('file', ''))))}:{inert(user.get('line', ''))}", "green")
-                text.append(f"  {inert(user.get('code', ''))}\n")
-            text.append("\nSource (innermost last; > your code)\n", "bold dim")
-            for s in source[-MAX_SOURCE:]:
-                text.append(f"{'>' if s.get('user') else ' '} {inert(short_path(str(s.get('file', ''))))}:"
-                            f"{inert(s.get('line', ''))}", "green")
-                text.append(f"  {inert(s.get('code', ''))}\n")
-        elif stack:
-            text.append("\nStack\n", "bold dim")
-            lines = stack if isinstance(stack, list) else str(stack).splitlines()
-            for line in lines[-MAX_SOURCE:]:
-                text.append(f"  {inert(line)}\n")
+        if frames:
+            text.append("\nStack (innermost last; > your code)\n", "bold dim")
+            if len(frames) > MAX_SOURCE:
+                text.append(f"  … {len(frames) - MAX_SOURCE} outer frames\n", "dim")
+            for f in frames[-MAX_SOURCE:]:
+                user = f.get("user")
+                user = _is_user_file(str(f.get("file", ""))) if user is None else user
+                text.append(f"{'>' if user else ' '} {inert(short_path(str(f.get('file', ''))))}:"
+                            f"{inert(str(f.get('line', '')))}",
+                            "bold green" if user else "dim green")
+                text.append(f"  {inert(str(f.get('code', '')))}\n", "" if user else "dim")
+        text.append("\nOp\n", "bold dim")
+        text.append("  name  ", "dim")
+        text.append(inert(op.name) + "\n")
+        if op.scope:
+            text.append("  scope ", "dim")
+            text.append(inert(op.scope) + "\n")
+        exec_txt = "-" if op.exec_index is None else str(op.exec_index)
+        text.append(f"  rank {op.rank}  step {op.step}  graph {inert(op.graph)}  exec #{exec_txt}\n")
+        text.append(f"  layout {inert(op.producer)}  join {inert(op.join_rule or 'none')}\n")
+        if op.task is not None:
+            text.append(f"  task {op.task}  stream {op.stream}\n", "dim")
         graph = details.get("graph")
         if graph:
-            text.append("\nGraph ", "bold dim")
+            text.append("  graph ", "dim")
             text.append(f"{inert(graph.get('name', ''))}  {inert(rel_to_root(str(graph.get('file', '')), q.root))}\n")
         if tensors:
             text.append("\nFiles\n", "bold dim")
@@ -210,6 +297,10 @@ class OpDetail(VerticalScroll, can_focus=False):
         if 0 <= event.option_index < len(self._links):
             kind, name = self._links[event.option_index]
             self.post_message(self.LinkChosen(self, name, kind))
+
+    def action_links(self) -> None:
+        if not self.focus_links():
+            self.notify("this op has no links (no graph joined)", timeout=2)
 
     def focus_links(self) -> bool:
         links = self.query_one("#detail-links", OptionList)

@@ -2,17 +2,19 @@
 
 It appears at once with an "indexing…" placeholder; the app calls ``index_ready`` when the
 index is built.  Jumps (links, search, views) go through ``jump_to`` and are remembered in a
-history that ``esc`` walks back.
+history that ``esc`` walks back: to the previous op, or to the view (overflow, compare…) the
+jump came from.  Tab cycles the three panes; the focused one is marked by colour and a ``▶``.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional, Union
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual import events
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import ContentSwitcher, Footer, Input, Static, Tree
@@ -29,6 +31,11 @@ NARROW = 70
 #: seconds the cursor must rest before the detail pane follows it
 SHOW_DELAY = 0.04
 HISTORY = 200
+PANES = ("left", "detail", "tensor")
+FOCUS_GLYPH = "▶ "
+
+#: a history entry: the op we left, or the screens to push again to return to a view
+Back = Union[OpRow, Callable[[], list[Screen]]]
 
 
 class MainScreen(Screen):
@@ -51,7 +58,8 @@ class MainScreen(Screen):
                 tooltip="Next tensor (input/output slot) in the stats panel", id="dumpscope.next_slot"),
         Binding("colon", "focus_slice", "Slice", show=False, key_display=":",
                 tooltip="Slice: type a numpy index (0, :, 3) for the current tensor", id="dumpscope.slice"),
-        Binding("escape", "back", "Back", show=False, tooltip="Back to the previously visited op",
+        Binding("escape", "back", "Back", show=False,
+                tooltip="Back: to the view or op you came from (a stack); from an input, back to the list",
                 id="dumpscope.back"),
         Binding("space", "mark", "Mark", show=False,
                 tooltip="Mark/unmark the current op for the re-dump config (e, .json); in the tree: on an op",
@@ -59,11 +67,16 @@ class MainScreen(Screen):
         Binding("g", "graph", "Graph", show=False,
                 tooltip="Graph view: producers and consumers two hops out, as boxes and arrows",
                 id="dumpscope.graph"),
+        Binding("tab", "cycle_pane(1)", "Next pane", show=False,
+                tooltip="Next pane: ops list → detail → tensor (the focused one is marked ▶)",
+                id="dumpscope.next_pane"),
+        Binding("shift+tab", "cycle_pane(-1)", "Prev pane", show=False, tooltip="Previous pane",
+                id="dumpscope.prev_pane"),
     ]
 
     def __init__(self) -> None:
         super().__init__()
-        self.history: list[OpRow] = []
+        self.history: list[Back] = []
         self.hits: list[OpRow] = []
         self.hit_index = -1
         self.current: Optional[OpRow] = None
@@ -95,6 +108,40 @@ class MainScreen(Screen):
         self._title()
         self.update_status()
         self.query_one("#tree").focus()
+        self._mark_panes()
+
+    # -- panes and focus --------------------------------------------------------------------------
+
+    def pane_of(self, widget) -> Optional[str]:
+        node = widget
+        while node is not None and node is not self:
+            if node.id in ("left", "detail", "tensor"):
+                return node.id
+            node = node.parent
+        return None
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        self._mark_panes()
+
+    def _mark_panes(self) -> None:
+        """The focused pane: accent colour on its title *and* a ``▶`` glyph (NO_COLOR keeps the glyph)."""
+        focused = self.pane_of(self.focused) if self.focused is not None else None
+        for pane in PANES:
+            widget = self.query_one(f"#{pane}")
+            widget.set_class(pane == focused, "pane-focused")
+        self._title()
+        titles = {"detail": "op detail", "tensor": "tensor  [ ] : slice"}
+        for pane, title in titles.items():
+            self.query_one(f"#{pane}").border_title = (FOCUS_GLYPH if pane == focused else "") + title
+
+    def action_cycle_pane(self, delta: int) -> None:
+        current = self.pane_of(self.focused) if self.focused is not None else None
+        i = PANES.index(current) if current in PANES else 0
+        pane = PANES[(i + delta) % len(PANES)]
+        if pane == "left":
+            self._focus_left()
+        else:
+            self.query_one(f"#{pane}").focus()
 
     def on_resize(self) -> None:
         self.set_class(self.size.width < NARROW, "narrow")
@@ -145,6 +192,8 @@ class MainScreen(Screen):
         self.update_status()
 
     def _title(self) -> None:
+        focused = self.focused is not None and self.pane_of(self.focused) == "left"
+        mark = Text(FOCUS_GLYPH if focused else "", "bold")
         if self.mode == "flat" and self.grep:
             title = Text.assemble(("filter: ", "bold"), (inert(self.grep), "bold yellow"),
                                   (f" ({self.query_one(OpList).row_count():,})  f: change", "dim"))
@@ -152,7 +201,7 @@ class MainScreen(Screen):
             title = Text.assemble(("ops · execution order", "bold"), ("  t: tree", "dim"))
         else:
             title = Text.assemble(("ops · scope tree", "bold"), ("  t: flat", "dim"))
-        self.query_one("#left-title", Static).update(title)
+        self.query_one("#left-title", Static).update(mark + title)
 
     # -- loading --------------------------------------------------------------------------------
 
@@ -160,9 +209,11 @@ class MainScreen(Screen):
         self._layouts = layouts
         self._problems = problems
         self._loaded.clear()
-        keep = self.current
+        # after a refresh, put the cursor back on the op the user had reached in the list (an op
+        # only shown by default is not selected: that would open its scope unasked)
+        keep = self._pane_current() if refreshed else None
         self.add_class("ready")  # CSS swaps the placeholder for the op pane
-        self.place_changed(select=keep if refreshed else None)
+        self.place_changed(select=keep)
 
     def place_changed(self, select: Optional[OpRow] = None) -> None:
         """Rank or step changed (or a refresh): reload the visible op pane."""
@@ -232,11 +283,15 @@ class MainScreen(Screen):
         self.query_one(OpDetail).show(q, op, tensors)
         self.query_one(TensorPanel).show(q, tensors)
 
-    def jump_to(self, op: OpRow, remember: bool = True) -> None:
-        """Show ``op`` and put the left cursor on it; the op we leave goes on the history."""
-        if remember and self.current is not None and self.current.id != op.id:
+    def jump_to(self, op: OpRow, remember: bool = True,
+                came_from: Optional[Callable[[], list[Screen]]] = None) -> None:
+        """Show ``op`` and put the left cursor on it; what we leave goes on the history: the view
+        the jump came from (``came_from`` rebuilds it), else the op shown before."""
+        if came_from is not None:
+            self.history.append(came_from)
+        elif remember and self.current is not None and self.current.id != op.id:
             self.history.append(self.current)
-            del self.history[:-HISTORY]
+        del self.history[:-HISTORY]
         if self.mode == "tree":
             found = self.query_one(OpTree).select_op(op)
         else:
@@ -292,8 +347,12 @@ class MainScreen(Screen):
             self._focus_left()
             return
         if self.history:
-            op = self.history.pop()
-            self.jump_to(op, remember=False)
+            back = self.history.pop()
+            if isinstance(back, OpRow):
+                self.jump_to(back, remember=False)
+            else:
+                for screen in back():
+                    self.app.push_screen(screen)
             return
         self._focus_left()
 
@@ -380,4 +439,7 @@ class MainScreen(Screen):
         self.query_one(TensorPanel).step_slot(delta)
 
     def action_focus_slice(self) -> None:
+        panel = self.query_one(TensorPanel)
+        focused = self.focused
+        panel.return_focus = focused if focused is not None and not isinstance(focused, Input) else None
         self.query_one("#tp-slice", Input).focus()

@@ -44,6 +44,14 @@ class TableView(Screen):
     def load(self) -> None:
         """Fill the table (start workers here)."""
 
+    def __init__(self, cursor: Optional[int] = None) -> None:
+        super().__init__()
+        self._restore_cursor = cursor
+
+    def reopen(self) -> "TableView":
+        """This view again, on the same row (``esc`` after a jump to an op comes back here)."""
+        return type(self)(cursor=self.table.cursor)
+
     def compose(self) -> ComposeResult:
         yield Static(Text(self.title_text, "bold"), id="view-title")
         yield Static("", id="view-note")
@@ -52,6 +60,7 @@ class TableView(Screen):
 
     def on_mount(self) -> None:
         self.table.focus()
+        self.table.pending_cursor = self._restore_cursor
         self.load()
 
     @property

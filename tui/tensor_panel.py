@@ -13,6 +13,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.widget import Widget
 from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
@@ -88,7 +89,7 @@ def stats_text(doc: dict[str, Any]) -> Text:
     return text
 
 
-class TensorPanel(VerticalScroll, can_focus=False):
+class TensorPanel(VerticalScroll, can_focus=True):
     """Stats and slice of the selected tensor of the current op."""
 
     DEFAULT_CSS = """
@@ -105,6 +106,8 @@ class TensorPanel(VerticalScroll, can_focus=False):
         self.index = 0
         self._generation = 0
         self.last_stats: Optional[dict[str, Any]] = None
+        #: where focus goes back after Enter in the slice input (``:`` remembers it)
+        self.return_focus: Optional[Widget] = None
 
     def compose(self) -> ComposeResult:
         yield Static("no tensor", id="tp-title")
@@ -177,6 +180,13 @@ class TensorPanel(VerticalScroll, can_focus=False):
             return
         self.query_one("#tp-slice-out", Static).update(Text("loading…", "dim italic"))
         self._compute_slice(t, event.value, self._generation)
+        # hand focus back so ] [ and the list keys work again (the slice result shows below)
+        back = self.return_focus
+        self.return_focus = None
+        if back is not None and back.is_attached:
+            back.focus()
+        else:
+            self.focus()
 
     @work(thread=True, exclusive=True, group="slice", name="tensor slice")
     def _compute_slice(self, t: TensorRow, text: str, generation: int) -> None:

@@ -55,9 +55,13 @@ class VTable(LineList):
         self.rows: list[dict[str, Any]] = []
         self.empty_text = empty_text
         self._row_class = row_class
+        #: a row to put the cursor on at the next ``set_rows`` (a reopened view)
+        self.pending_cursor: Optional[int] = None
 
     def set_rows(self, rows: list[dict[str, Any]], cursor: int = 0) -> None:
         self.rows = rows
+        if self.pending_cursor is not None and rows:
+            cursor, self.pending_cursor = self.pending_cursor, None
         self.reset(cursor)
 
     def row_count(self) -> int:
