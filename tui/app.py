@@ -454,8 +454,9 @@ class DumpscopeApp(App[int]):
         self._main().jump_to(op, came_from=came_from)
 
     def _reopeners(self):
-        """A function rebuilding the views above the main screen (each view's ``reopen``), or None."""
-        makers = [m for m in (getattr(s, "reopen", None) for s in self.screen_stack[1:]) if m is not None]
+        """A function rebuilding the views above the main screen, or None.  Each view's ``reopen()``
+        is asked now (while it is mounted) for a factory that remembers its state."""
+        makers = [m() for m in (getattr(s, "reopen", None) for s in self.screen_stack[1:]) if m is not None]
         if not makers:
             return None
         return lambda: [make() for make in makers]

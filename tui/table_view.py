@@ -7,7 +7,7 @@ A title, a one-line note (progress, errors, engine missing), a virtual table and
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -48,9 +48,10 @@ class TableView(Screen):
         super().__init__()
         self._restore_cursor = cursor
 
-    def reopen(self) -> "TableView":
-        """This view again, on the same row (``esc`` after a jump to an op comes back here)."""
-        return type(self)(cursor=self.table.cursor)
+    def reopen(self) -> Callable[[], "TableView"]:
+        """A factory of this view again, on the same row (``esc`` after a jump comes back here)."""
+        cursor = self.table.cursor
+        return lambda: type(self)(cursor=cursor)
 
     def compose(self) -> ComposeResult:
         yield Static(Text(self.title_text, "bold"), id="view-title")
