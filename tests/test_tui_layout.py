@@ -137,13 +137,13 @@ async def test_overflow_view_never_says_none_found_while_scanning(overflow_dump,
     from dumpscope.tui import engines
 
     gate = threading.Event()
-    real = engines.find_overflow()
+    real = engines.overflow_report()
 
     def slow(q, **kwargs):
         gate.wait(10)
         return real(q, **kwargs)
 
-    monkeypatch.setattr(engines, "find_overflow", lambda: slow)
+    monkeypatch.setattr(engines, "overflow_report", lambda: slow)
     app = DumpscopeApp(str(overflow_dump), display_name="overflow")
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
