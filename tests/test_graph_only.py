@@ -229,3 +229,23 @@ def test_a_dump_with_only_the_pb_still_joins_its_graph(real_lenet_copy):
     op = _json("show", str(real_lenet_copy), "Default/network-WithLossCell/_backbone-LeNet/conv1-Conv2d/Conv2D-op0")["op"]
     assert op["graph_file"]["file"].endswith(".pb") and op["consumers"]
     assert any(s["file"].endswith("net.py") and s["line"] == 17 for s in op["source"])
+
+
+def test_real_atc_json_and_doc_excerpt_under_any_name(tmp_path):
+    """``atc --mode=1`` JSON (real, CANN 5.1) under the name the user chose, and the CANN doc's real
+    ``ge_proto`` excerpt, alone in a folder: both graphs and all their ops are listed."""
+    from conftest import SHARED
+
+    samples = SHARED / "real_samples"
+    if not (samples / "atc_om_model_sub_model.json").exists():
+        pytest.skip("../shared/real_samples is not available")
+    shutil.copy(samples / "atc_om_model_sub_model.json", tmp_path / "my_model.json")
+    shutil.copy(samples / "ge_proto_Build_excerpt_from_cann_doc.txt", tmp_path / "ge_proto_00292_Build.txt")
+    model = json.loads((samples / "atc_om_model_sub_model.json").read_text())
+    expected = {(g["name"], op["name"], op.get("type", "")) for g in model["graph"] for op in g.get("op", [])}
+    expected.add(("ge_default_20240613143502_1", "atomic_addr_clean0_71", "AtomicAddrClean"))
+    doc = _json("summary", str(tmp_path))
+    assert doc["problems"] == [] and doc["ops"] == len(expected)
+    assert {(o["graph"], o["name"], o["type"]) for o in _json("ops", str(tmp_path))["ops"]} == expected
+    human = _run("summary", str(tmp_path)).stdout
+    assert "listed as ops (no tensors)" in human and "my_model.json" in human

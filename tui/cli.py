@@ -408,7 +408,13 @@ def cmd_summary(args: argparse.Namespace) -> int:
               f"tensors: {doc['tensors']}   files: {doc['files']} "
               f"(not recognised: {doc['skipped_files']})")
     for g in doc["graph_files"]:
-        con.print(f"graph {inert(repr(g['graph']))} (rank {g['rank']}): {inert(g['name'])} from {inert(g['file'])}")
+        if g.get("joined", True) or g.get("listed"):
+            how = "joined to the dump" if g.get("joined", True) else "listed as ops (no tensors)"
+            con.print(f"graph {inert(repr(g['graph']))} (rank {g['rank']}): {inert(g['name'])} from "
+                      f"{inert(g['file'])}  [{how}]")
+        else:
+            why = g.get("error") or g.get("note") or "joins no dumped graph"
+            con.print(f"graph file {inert(g['file'])}: {inert(g.get('name') or '?')} not joined ({inert(why)})")
     if doc["problems"]:
         problems = doc["problems"]
         con.print(_bold(f"problems ({len(problems):,}):"))

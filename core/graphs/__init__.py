@@ -24,6 +24,7 @@ from .ms_ir import parse_ir
 __all__ = [
     "GraphParseError",
     "detect_graph_kind",
+    "sniff_ge_json",
     "load_graph_file",
     "parse_ge_json",
     "parse_ge_onnx",
@@ -62,6 +63,22 @@ def detect_graph_kind(filename: str) -> Optional[str]:
     if base.endswith(".pb") and parent == "graphs":
         return "ms_pb"
     return None
+
+
+_JSON_SNIFF_BYTES = 1 << 16
+
+
+def sniff_ge_json(path: str | os.PathLike[str]) -> bool:
+    """An ``atc --mode=1|5 --json=…`` file under any name: a JSON object holding GE ``graph`` /
+    ``op`` entries (only the first 64 KiB are read; an unreadable file is not a graph)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_JSON_SNIFF_BYTES)
+    except OSError:
+        return False
+    text = head.lstrip()
+    return text.startswith(b"{") and b'"graph"' in head and b'"op"' in head and b'"type"' in head and \
+        (b'"attr"' in head or b'"input_desc"' in head or b'"output_desc"' in head)
 
 
 def load_graph_file(path: str | os.PathLike[str], kind: Optional[str] = None, *, warnings: Optional[list[str]] = None) -> list[Graph]:
