@@ -135,6 +135,7 @@ async def test_graph_view_of_a_graph_only_tree_moves_and_opens(ge_src, tmp_path,
         await pilot.press("enter")
         await settle(pilot)
         assert app.main.current.name == "conv1conv1_relu"
+        assert "graphs only, no tensors" in screen_text(app) and "no dump found" not in screen_text(app)
         await pilot.press("g")
         await settle(pilot)
         assert type(app.screen).__name__ == "GraphScreen"

@@ -154,7 +154,10 @@ class MainScreen(Screen):
         q = self.q
         if q is not None:
             layouts = ",".join(sorted({lay["name"] for lay in self._layouts}))
-            bits.append((layouts or "no dump found", "" if layouts else "bold red"))
+            if not layouts and self._count:  # graph files without tensors: browsed as their graphs
+                bits.append(("graphs only, no tensors", "italic"))
+            else:
+                bits.append((layouts or "no dump found", "" if layouts else "bold red"))
             bits.append((f"rank {app.rank} step {app.step}", ""))  # type: ignore[attr-defined]
             bad = getattr(app, "trouble", {}).get((app.rank, app.step))  # type: ignore[attr-defined]
             if bad:
