@@ -48,9 +48,22 @@ def shape_text(shape: tuple[int, ...]) -> str:
 
 
 def tensor_line(t: TensorRow) -> Text:
+    """One tensor of the detail: ``in.1 alpha = 2 (int)`` for an argument value (msprobe keeps them),
+    ``out.2 weight float32 [6] ND  param grad`` for a module's parameter gradient."""
     text = Text()
     text.append(f"{'in' if t.io == 'input' else 'out'}.{t.slot}".ljust(6), "bold")
+    arg = t.extra.get("arg") if t.extra else None
+    if arg is not None:
+        text.append(f"{inert(str(arg))} ", "cyan")
+    if t.storage == "value":
+        import json
+
+        value = json.dumps(t.extra.get("value"), default=str)
+        text.append(f"= {inert(value if len(value) <= 60 else value[:57] + '...')}  ({inert(t.dtype)})")
+        return text
     text.append(f"{inert(t.dtype)} {shape_text(t.shape)} {inert(t.format)}")
+    if t.extra and t.extra.get("kind") == "parameters_grad":
+        text.append("  param grad", "dim italic")
     if t.device_shape and tuple(t.device_shape) != tuple(t.shape):
         text.append(f"  device {shape_text(t.device_shape)}", "dim")
     if t.storage == "none":

@@ -63,6 +63,13 @@ def origin_text(row: dict[str, Any]) -> str:
     return {"parameter": "param", "scalar": "arg"}.get(str(row.get("kind")), "")
 
 
+def both_names(row: dict[str, Any]) -> str:
+    """The op column: the golden name, and the target's when a cross-framework rule paired two names
+    (``Torch.cos.0.forward ↔ Mint.cos.0.forward``)."""
+    name, other = str(row.get("name")), row.get("target_name")
+    return name if other in (None, "", name) else f"{name} ↔ {other}"
+
+
 def is_born(row: dict[str, Any]) -> bool:
     """An error row of an op where the error is born (what ``n``/``N`` walk)."""
     return row.get("verdict") == "error" and row.get("origin") in ("born", "constant")
@@ -88,7 +95,7 @@ class CompareScreen(TableView):
 
         return [
             Column("verdict", "", 2, fmt=verdict),
-            Column("name", "op", keep_end=True),
+            Column("name", "op", keep_end=True, fmt=both_names),
             Column("io", "tensor", 6, fmt=lambda r: f"{'in' if r.get('io') == 'input' else 'out'}.{r.get('slot')}"),
             Column("origin", "origin", 6, fmt=origin_text),
             Column("cosine", "cosine", 8, ">", fmt=_f("cosine", 6)),
@@ -161,7 +168,7 @@ class CompareDetailScreen(Screen):
     def compose(self) -> ComposeResult:
         r = self.row
         head = Text.assemble((VERDICT_GLYPH.get(str(r.get("verdict")), "?") + " ", "bold"),
-                             (f"{inert(r.get('name'))} {r.get('io')}.{r.get('slot')}", "bold"),
+                             (f"{inert(both_names(r))} {r.get('io')}.{r.get('slot')}", "bold"),
                              (f"  cosine {_f('cosine', 6)(r)}  max abs {_f('max_abs_err')(r)}  "
                               f"rule {inert(r.get('rule'))}", "dim"),
                              (f"  origin {r.get('origin')}" + (f" via {inert(r.get('origin_via'))}" if r.get("origin_via")
