@@ -169,3 +169,16 @@ def test_real_mindspore_vs_pytorch_pair_is_paired_as_msprobe_compare_am_did(caps
     # the same pair, golden and target the other way round
     doc = cli_json(capsys, "compare", str(root / "ms"), str(root / "pt"))
     assert {(r["name"], r["target_name"]) for r in doc["rows"]} == msprobe_pairs
+
+
+def test_troubleshooter_names_pair_by_call_order_within_their_api():
+    torch_side = [OpRef(n, "", i, ("p", i)) for i, n in enumerate(
+        ["NN_Conv2d_0_forward", "Functional_relu_0_forward", "NN_Conv2d_1_forward"])]
+    ms_side = [OpRef(n, "", i, ("m", i)) for i, n in enumerate(
+        ["NN_Conv2d_0_forward", "Functional_relu_0_forward", "Functional_relu_1_forward", "NN_Conv2d_2_forward"])]
+    res = cross_match(torch_side, ms_side, {}, golden_is_ms=False)
+    assert [(g.name, t.name, r) for g, t, r in res.pairs] == [
+        ("NN_Conv2d_0_forward", "NN_Conv2d_0_forward", "api_mapping"),
+        ("Functional_relu_0_forward", "Functional_relu_0_forward", "api_mapping"),
+        ("NN_Conv2d_1_forward", "NN_Conv2d_2_forward", "fuzzy_order")]
+    assert [o.name for o in res.unmatched_target] == ["Functional_relu_1_forward"]

@@ -160,7 +160,13 @@ def _call_key(name: str) -> Optional[tuple[str, str]]:
         return ".".join(parts[:-2]), parts[-1]
     if len(parts) >= 4 and parts[-2] in ("forward", "backward") and parts[-1].isdigit():
         return ".".join(parts[:-1]), "module"
+    m = _TS_CALL.match(name)  # Troubleshooter: {Type}_{api}_{count}_{direction}
+    if m:
+        return m.group(1), m.group(3)
     return None
+
+
+_TS_CALL = re.compile(r"^(\w+?)_(\d+)_(forward|backward)$")
 
 
 # ----------------------------------------------------------------------------- layer mapping
