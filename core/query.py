@@ -528,10 +528,11 @@ class DumpQuery:
         doc["overflow_status"] = op.status
         stacks = [t.extra.get("stack") for t in tensors if t.extra.get("stack")]
         if stacks and not doc["source"]:
-            from dumpscope.core.layouts.py_stack import frames_from_stack
+            from dumpscope.core.layouts.py_stack import source_from_stack
 
             doc["stack"] = stacks[0]
-            doc["source"] = frames_from_stack(stacks[0])
+            doc["source"] = source_from_stack(stacks[0])
+            doc["user_frame"] = first_user_frame(doc["source"])
         return doc
 
     # -- statistics -------------------------------------------------------------------------

@@ -51,8 +51,10 @@ def test_stack_lines_in_detail(capsys, dumps, tree, op):
     stack = doc.get("stack") or []
     assert any("_net.py" in line for line in stack)
     # the same frames as the contract's ``source``, the script's own line marked as the user's
-    user = [f for f in doc["source"] if f["user"]]
-    assert user and user[0]["file"].endswith("_net.py") and user[0]["line"] > 0 and user[0]["code"]
+    from dumpscope.core.source_frames import first_user_frame
+
+    user = first_user_frame(doc["source"])
+    assert user and user["file"].endswith("_net.py") and user["line"] > 0 and user["code"]
 
 
 def test_stats_of_a_pt_tensor_equal_the_stored_values(capsys, dumps):

@@ -134,10 +134,13 @@ def test_nan_statistics_run_gives_the_nan_api_first(capsys, dumps):
 
 
 def test_show_has_the_runs_own_source_lines(capsys, dumps):
+    from dumpscope.core.source_frames import first_user_frame
+
     doc = cli_json(capsys, "show", str(dumps / "l1_tensor"), "Functional.gelu.0.forward")["op"]
-    user = [f for f in doc["source"] if f["user"]]
-    assert user and user[0]["file"].endswith("make_dumps.py")
-    assert "F.gelu(h, approximate=\"tanh\")" in user[0]["code"]
+    user = first_user_frame(doc["source"])  # the user's line nearest the call (frames outermost first)
+    assert user and user["file"].endswith("make_dumps.py")
+    assert "F.gelu(h, approximate=\"tanh\")" in user["code"]
+    assert "<module>" in doc["stack"][-1] and doc["source"][0]["func"] == "<module>"
     assert all(not f["user"] for f in doc["source"] if "site-packages" in f["file"])
 
 

@@ -513,7 +513,14 @@ def cmd_show(args: argparse.Namespace) -> int:
         plain = t["format"] in ("ND", "DefaultFormat", "")
         dev = f"  device {t['format']} {t['device_shape']}" if t["device_shape"] and (
             t["device_shape"] != t["shape"] or not plain) else ""
-        con.print(f"  {t['io']:6} {t['slot']}: {inert(t['dtype'])} {t['shape']}{inert(dev)}  {inert(t['file'])}")
+        arg = f"{t['arg']} " if t.get("arg") is not None else ""
+        if t.get("storage") == "value":  # a non-tensor argument (msprobe): its value, not a file
+            con.print(f"  {t['io']:6} {t['slot']}: {inert(arg)}= {inert(json.dumps(t.get('value'), default=str))}"
+                      f"  ({inert(t['dtype'])})")
+            continue
+        grad = "  (parameter gradient)" if t.get("parameters_grad") else ""
+        con.print(f"  {t['io']:6} {t['slot']}: {inert(arg)}{inert(t['dtype'])} {t['shape']}{inert(dev)}{grad}  "
+                  f"{inert(t['file'])}")
     for io, key in (("input", "input_descs"), ("output", "output_descs")):
         for slot, d in enumerate(doc.get(key) or []):
             dev = f"  device {d.get('format', '')} {d.get('device_shape')}" if d.get("device_shape") not in (
@@ -537,8 +544,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         for s in doc["source"]:
             mark = ">" if s.get("user") else " "
             con.print(f" {mark}{inert(s['file'])}:{inert(s['line'])}  {inert(str(s.get('code') or '').strip())}")
-    for line in doc.get("stack", []) or []:
-        con.print(f"  {inert(line)}")
+    if not doc["source"]:
+        for line in doc.get("stack", []) or []:
+            con.print(f"  {inert(line)}")
     if doc.get("graph_file"):
         con.print(f"graph: {inert(doc['graph_file']['name'])} ({inert(doc['graph_file']['file'])})")
     if args.graph:

@@ -199,10 +199,10 @@ class OpDetail(VerticalScroll, can_focus=True):
         each frame once."""
         frames = details.get("source") or []
         if not frames:
-            from dumpscope.core.layouts.py_stack import frames_from_stack
+            from dumpscope.core.layouts.py_stack import source_from_stack
 
             stack = next((t.extra.get("stack") for t in tensors if t.extra.get("stack")), None)
-            frames = frames_from_stack(stack if isinstance(stack, list) else str(stack or "").splitlines())
+            frames = source_from_stack(stack if isinstance(stack, list) else str(stack or "").splitlines())
         out: list[tuple[str, str]] = []
         for f in frames[-MAX_SOURCE:]:
             link = ("src", f"{f.get('file', '')}:{f.get('line', '')}")

@@ -34,3 +34,9 @@ def parse_stack_line(text: Any) -> dict[str, Any]:
 def frames_from_stack(lines: Iterable[Any]) -> list[dict[str, Any]]:
     """Stack lines (innermost first, as the tools write them) → frames in the same order."""
     return [parse_stack_line(line) for line in lines]
+
+
+def source_from_stack(lines: Iterable[Any]) -> list[dict[str, Any]]:
+    """Stack lines → ``show.source`` frames, outermost first like every other ``source`` (MindSpore
+    ``.ir`` frames), so ``source_frames.first_user_frame`` finds the user's line nearest the call."""
+    return list(reversed(frames_from_stack(lines)))
