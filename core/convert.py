@@ -29,6 +29,7 @@ class ConvertResult:
     outdir: str
     written: int
     failed: int
+    skipped: int = 0  # statistics-only tensors and non-tensor arguments: nothing to write
 
 
 def _inside(child: str, parent: str) -> bool:
@@ -80,7 +81,9 @@ def convert_tree(q: "DumpQuery", outdir: str, op: Optional[str] = None, rank: Op
         ops = q.ops(r, s, kind="all")
     else:
         ops = q.ops(kind="all")
-    tensors = [t for o in ops for t in q.tensors(o.id) if t.storage not in ("none", "value")]
+    every = [t for o in ops for t in q.tensors(o.id)]
+    tensors = [t for t in every if t.storage not in ("none", "value")]
+    skipped = len(every) - len(tensors)
     os.makedirs(outdir, exist_ok=True)
     written = failed = 0
     mappings: dict[str, list[tuple[str, str]]] = {}
@@ -121,4 +124,4 @@ def convert_tree(q: "DumpQuery", outdir: str, op: Optional[str] = None, rank: Op
             progress(i + 1, len(tensors))
     for target_dir, pairs in mappings.items():
         _write_mapping(os.path.join(target_dir, "mapping.csv"), pairs)
-    return ConvertResult(outdir, written, failed)
+    return ConvertResult(outdir, written, failed, skipped)

@@ -201,3 +201,10 @@ def test_malformed_fields_are_named_and_the_rest_of_the_file_stays(capsys, dumps
     assert {"Functional.relu.0.forward", "Functional.gelu.0.forward", "Functional.linear.0.forward"} <= set(names)
     gelu = cli_json(capsys, "show", str(tree), "Functional.gelu.0.forward")["op"]
     assert [t["slot"] for t in gelu["tensors"] if t["io"] == "output"] == [0]  # kept, shape unknown
+
+
+def test_convert_writes_the_tensors_and_says_what_it_skipped(capsys, dumps, tmp_path):
+    code = main(["convert", str(dumps / "l1_tensor"), str(tmp_path / "out"), "--op", "Functional.layer_norm.1.forward"])
+    out = capsys.readouterr().out
+    assert code == 0 and "wrote 3 tensors" in out and "skipped 2" in out
+    assert len(list((tmp_path / "out").rglob("*.npy"))) == 3

@@ -609,7 +609,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
     for e in errors:
         print(f"warning: {inert(e)}", file=sys.stderr)
     print(f"wrote {result.written} tensors to {inert(result.outdir)}" +
-          (f" ({len(errors)} failed)" if errors else ""))
+          (f" ({len(errors)} failed)" if errors else "") +
+          (f"; skipped {result.skipped} without tensor data (statistics only or non-tensor arguments)"
+           if result.skipped else ""))
     return 0
 
 

@@ -99,8 +99,8 @@ def load_layer_mapping(path: str) -> dict[str, dict[str, str]]:
 def load_api_mapping(path: str) -> dict[str, str]:
     """msprobe ``api_mapping.yaml``: a list of ``{ms_api, pt_api, ...}`` → ``{ms_api: pt_api}``.
 
-    The argument/output index lists (``ms_args``/``pt_args``…) are read but slots still pair by
-    position (reported in the compare document as ``api_mapping_args_ignored``)."""
+    The argument/output index lists (``ms_args``/``pt_args``…) are not applied: slots of a mapped
+    pair still pair by position."""
     try:
         doc = loads(_read(path))
     except YamlSubsetError as exc:
