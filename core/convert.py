@@ -45,6 +45,35 @@ def _safe_component(name: str) -> str:
     return name
 
 
+def _save_streamed(dest: str, ref) -> bool:
+    """Write a device-layout tensor as ``.npy`` chunk by chunk (bounded memory); False when the
+    tensor is not streamable and must be loaded whole."""
+    from dumpscope.core.dtypes import decode, decoded_numpy_dtype
+    from dumpscope.core.tensor_io import device_stream
+
+    made = device_stream(ref)
+    if made is None:
+        return False
+    make, shape, stored = made
+    out_dtype = decoded_numpy_dtype(stored)
+    tmp = dest + ".part"
+    try:
+        with open(tmp, "wb") as fh:
+            np.lib.format.write_array_header_1_0(fh, {"descr": np.lib.format.dtype_to_descr(out_dtype),
+                                                      "fortran_order": False, "shape": tuple(shape)})
+            for chunk in make():
+                values = decode(chunk.reshape(-1).view(np.uint8), stored, chunk.size)
+                fh.write(np.ascontiguousarray(values, dtype=out_dtype).tobytes())
+        os.replace(tmp, dest)
+    except ValueError as exc:  # a file cut short: one line naming it
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise TensorLoadError(str(exc).splitlines()[0]) from None
+    return True
+
+
 def _write_mapping(path: str, pairs: list[tuple[str, str]]) -> None:
     """Rewrite ``mapping.csv`` with the aliases of this run merged into those already there: a
     second ``convert`` (or one ``--op`` after another) never duplicates or drops a line."""
@@ -111,8 +140,13 @@ def convert_tree(q: "DumpQuery", outdir: str, op: Optional[str] = None, rank: Op
                 errors.append(f"{t.path}: refusing to write outside OUTDIR ({dest})")
             continue
         try:
-            arr = load_tensor(t.ref())  # packed int4 arrives as int8, bf16/fp8 as exact float32
             os.makedirs(target_dir, exist_ok=True)
+            if _save_streamed(dest, t.ref()):  # a device layout, converted slab by slab
+                written += 1
+                if progress is not None:
+                    progress(i + 1, len(tensors))
+                continue
+            arr = load_tensor(t.ref())  # packed int4 arrives as int8, bf16/fp8 as exact float32
             # reshape: ascontiguousarray makes a 0-d array 1-d, and a scalar must stay a scalar
             np.save(dest, np.ascontiguousarray(arr).reshape(arr.shape), allow_pickle=False)
             written += 1

@@ -153,6 +153,10 @@ def stats_source(ref: TensorRef) -> tuple[Callable[[], Iterable[np.ndarray]], tu
         streamed = _stream_plain(ref, t.offset, t.size, t.dtype)
         if streamed is not None:
             return streamed
+    elif ref.storage == STORAGE_CANN:
+        streamed = _stream_device(ref)
+        if streamed is not None:
+            return streamed
     elif ref.storage == STORAGE_NPY:
         streamed = _stream_npy(ref)
         if streamed is not None:
@@ -191,6 +195,50 @@ def _stream_plain(ref: TensorRef, offset: int, size: int, dtype: str):
     if count == 0:
         return (lambda: iter([np.zeros(0, sdt)]), tuple(ref.shape), dtype)
     return (lambda: _read_chunks(ref.path, offset, count, sdt), tuple(ref.shape), dtype)
+
+
+def _stored_dtype(dtype: str) -> Optional[np.dtype]:
+    """The element type to read a payload as: bit patterns for bfloat16/float8, else plain numbers."""
+    if dtype in _BITS_DTYPES:
+        return np.dtype(_BITS_DTYPES[dtype])
+    try:
+        sdt = np.dtype(dtype)
+    except TypeError:
+        return None
+    return sdt if sdt.kind in "biufc" else None
+
+
+def device_stream(ref: TensorRef):
+    """``(make_chunks, logical shape, stored dtype)`` of a CANN tensor in a streamable device layout
+    (chunks in logical C order, stored element bits), else ``None``: for convert and stats."""
+    if ref.storage != STORAGE_CANN:
+        return None
+    return _stream_device(ref)
+
+
+def _stream_device(ref: TensorRef):
+    """A CANN tensor in a device layout (NC1HWC0, FRACTAL_NZ), converted slab by slab
+    (``core.device_chunks``): stats of a 2 GiB tensor stay within a few chunks of memory."""
+    from dumpscope.core.device_chunks import device_chunks
+
+    try:
+        t = _cann_tensor(ref)
+    except TensorLoadError:
+        raise
+    except Exception as exc:
+        raise _err(ref, exc) from None
+    sdt = _stored_dtype(t.dtype)
+    if sdt is None or t.size < int(np.prod(t.shape)) * sdt.itemsize:
+        return None  # packed / odd sizes: the whole-tensor loader handles (and names) them
+    if os.path.getsize(ref.path) < t.offset + int(np.prod(t.shape)) * sdt.itemsize:
+        raise TensorLoadError(f"{ref.path}: truncated: payload of {ref.io} {ref.slot} ends past the end of file")
+    made = device_chunks(ref.path, t.offset, t.format, t.shape, t.original_shape, sdt, target=None)
+    if made is None:
+        return None
+    make, shape = made
+    if tuple(shape) != tuple(ref.shape):
+        return None
+    return (make, tuple(shape), t.dtype)
 
 
 def _stream_npy(ref: TensorRef):

@@ -1,0 +1,137 @@
+"""Device-layout tensors read in logical C-order chunks, a bounded slab of the file at a time.
+
+``device_format.to_logical`` needs the whole device array (a 2 GiB NC1HWC0 fp16 tensor peaked at
+4.2 GB in ``stats``).  The logical order of the two common device layouts follows their outer
+axes, so a chunk of logical rows needs only a slab of the file:
+
+* NC1HWC0 -> NCHW: logical channels ``[k*C0, (k+1)*C0)`` of image ``n`` are the contiguous device
+  slab ``x[n, k]`` (H, W, C0) transposed; several slabs (or whole images) make one chunk.
+* FRACTAL_NZ -> ND: logical rows ``[j*H0, (j+1)*H0)`` of matrix ``b`` are ``x[b, :, j]``: one
+  contiguous piece per W1 block; several row blocks make one chunk.
+
+Chunks hold the stored element type (raw bit patterns for bfloat16/float8: callers decode or
+hand them to the stats engine, which reads bits).  Anything else returns ``None`` and the caller
+loads the tensor whole.
+"""
+
+from __future__ import annotations
+
+from math import prod
+from typing import Callable, Iterable, Iterator, Optional, Sequence
+
+import numpy as np
+
+from dumpscope.core.device_format import _candidates, _ceil_div, _conversion_kind, canonical_format
+
+#: bytes of device data read per chunk (the converted copy is the same size again)
+CHUNK_BYTES = 32 << 20
+
+ChunkMaker = Callable[[], Iterable[np.ndarray]]
+
+
+class DeviceChunkError(ValueError):
+    """The file ends before the device tensor does (a one-line reason)."""
+
+
+def device_chunks(path: str, offset: int, fmt: str, device_shape: Sequence[int], original_shape: Sequence[int],
+                  sdt: np.dtype, target: Optional[str] = None,
+                  chunk_bytes: int = CHUNK_BYTES) -> Optional[tuple[ChunkMaker, tuple[int, ...]]]:
+    """``(make_chunks, logical shape)`` for a streamable device layout, else ``None``."""
+    dev = tuple(int(d) for d in device_shape)
+    orig = tuple(int(d) for d in original_shape)
+    if target or any(d < 0 for d in dev + orig) or prod(dev) == 0:
+        return None
+    kind = _conversion_kind(canonical_format(fmt))
+    sdt = np.dtype(sdt)
+    if kind == "NC1HWC0" and len(dev) == 5:
+        n, c1, h, w, c0 = dev
+        c = c1 * c0
+        if orig:
+            dims = next((d for d in _candidates(orig, "NCHW", "NCHW")
+                         if d[0] == n and d[2] == h and d[3] == w and _ceil_div(d[1], c0) == c1), None)
+            if dims is None:
+                return None  # to_logical names the mismatch
+            c = dims[1]
+        shape = orig or (n, c, h, w)
+        return (lambda: _nc1hwc0_chunks(path, offset, dev, c, sdt, chunk_bytes)), shape
+    if kind == "FRACTAL_NZ" and len(dev) >= 4:
+        *batch, w1, h1, h0, w0 = dev
+        b = prod(batch)
+        if orig:
+            hh, ww = (1, orig[0]) if len(orig) == 1 else (orig[-2], orig[-1])
+            ob = prod(orig[:-2]) if len(orig) > 2 else 1
+            if ob != b or _ceil_div(ww, w0) != w1 or _ceil_div(hh, h0) != h1:
+                return None
+        else:
+            hh, ww = h1 * h0, w1 * w0
+        shape = orig or tuple(batch) + (hh, ww)
+        return (lambda: _nz_chunks(path, offset, (b, w1, h1, h0, w0), hh, ww, sdt, chunk_bytes)), shape
+    return None
+
+
+def _reader(path: str, offset: int, sdt: np.dtype, total: int):
+    fh = open(path, "rb")
+
+    def read(start: int, count: int, out: Optional[np.ndarray] = None) -> np.ndarray:
+        """``count`` elements from element ``start`` of the device tensor."""
+        arr = np.empty(count, sdt) if out is None else out
+        fh.seek(offset + start * sdt.itemsize)
+        got = fh.readinto(memoryview(arr.reshape(-1).view(np.uint8)))
+        if got != count * sdt.itemsize:
+            raise DeviceChunkError(f"{path}: truncated: the file ends {start + got // sdt.itemsize} elements "
+                                   f"into a device tensor of {total}")
+        return arr
+
+    return fh, read
+
+
+def _nc1hwc0_chunks(path: str, offset: int, dev: tuple[int, ...], c: int, sdt: np.dtype,
+                    chunk_bytes: int) -> Iterator[np.ndarray]:
+    n, c1, h, w, c0 = dev
+    slab = h * w * c0  # one (n, c1) slab
+    image = c1 * slab
+    fh, read = _reader(path, offset, sdt, n * image)
+    with fh:
+        per = max(1, chunk_bytes // max(1, image * sdt.itemsize))
+        if per > 1 or image * sdt.itemsize <= chunk_bytes:  # whole images per chunk
+            for n0 in range(0, n, per):
+                nb = min(per, n - n0)
+                x = read(n0 * image, nb * image).reshape(nb, c1, h, w, c0)
+                yield x.transpose(0, 1, 4, 2, 3).reshape(nb, c1 * c0, h, w)[:, :c].reshape(-1)
+            return
+        per = max(1, chunk_bytes // max(1, slab * sdt.itemsize))
+        for i in range(n):
+            for k0 in range(0, c1, per):
+                kb = min(per, c1 - k0)
+                x = read(i * image + k0 * slab, kb * slab).reshape(kb, h, w, c0)
+                keep = min(c, (k0 + kb) * c0) - k0 * c0
+                if keep <= 0:
+                    break
+                yield x.transpose(0, 3, 1, 2).reshape(kb * c0, h, w)[:keep].reshape(-1)
+
+
+def _nz_chunks(path: str, offset: int, dev: tuple[int, int, int, int, int], hh: int, ww: int, sdt: np.dtype,
+               chunk_bytes: int) -> Iterator[np.ndarray]:
+    b, w1, h1, h0, w0 = dev
+    block = h0 * w0  # one (w1, h1) fractal
+    matrix = w1 * h1 * block
+    fh, read = _reader(path, offset, sdt, b * matrix)
+    with fh:
+        per = max(1, chunk_bytes // max(1, matrix * sdt.itemsize))
+        if per > 1 or matrix * sdt.itemsize <= chunk_bytes:  # whole matrices per chunk
+            for b0 in range(0, b, per):
+                nb = min(per, b - b0)
+                x = read(b0 * matrix, nb * matrix).reshape(nb, w1, h1, h0, w0)
+                yield x.transpose(0, 2, 3, 1, 4).reshape(nb, h1 * h0, w1 * w0)[:, :hh, :ww].reshape(-1)
+            return
+        rows = max(1, chunk_bytes // max(1, w1 * block * sdt.itemsize))  # row blocks per chunk
+        for i in range(b):
+            for j0 in range(0, h1, rows):
+                jb = min(rows, h1 - j0)
+                x = np.empty((w1, jb, h0, w0), sdt)
+                for k in range(w1):  # x[i, k, j0:j0+jb] is contiguous in the file
+                    read(i * matrix + (k * h1 + j0) * block, jb * block, x[k])
+                keep = min(hh, (j0 + jb) * h0) - j0 * h0
+                if keep <= 0:
+                    break
+                yield x.transpose(1, 2, 0, 3).reshape(jb * h0, w1 * w0)[:keep, :ww].reshape(-1)

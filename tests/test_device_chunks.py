@@ -1,0 +1,114 @@
+"""Device-layout tensors (NC1HWC0, FRACTAL_NZ) converted slab by slab: the same values, in the same
+logical order, as the whole-tensor conversion, and stats never load the whole tensor."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from dumpscope.core import tensor_io
+from dumpscope.core.device_chunks import device_chunks
+from dumpscope.core.formats.cann_dump import load_tensor as load_cann
+from dumpscope.core.formats.cann_dump import read_header
+from dumpscope.core.query import open_query
+from dumpscope.core.stats import compute_stats_chunks
+from dumpscope.core.synth.cann_writer import SynthTensor, write_dump
+
+CASES = [("NC1HWC0", (2, 20, 3, 5)), ("NC1HWC0", (1, 40, 4, 4)), ("NC1HWC0", (3, 16, 2, 2)), ("NC1HWC0", (20,)),
+         ("NC1HWC0", (2, 20)), ("FRACTAL_NZ", (37, 50)), ("FRACTAL_NZ", (3, 20, 33)), ("FRACTAL_NZ", (64, 16)),
+         ("FRACTAL_NZ", (5,))]
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    root = tmp_path_factory.mktemp("dev") / "dump" / "20240101" / "0" / "m" / "1" / "0"
+    rng = np.random.default_rng(7)
+    for i, (fmt, shape) in enumerate(CASES):
+        for dt in ("float16", "float32", "bfloat16"):
+            a = rng.standard_normal(shape).astype(np.float32)
+            a.flat[i % a.size] = np.inf if i % 2 else np.nan
+            write_dump(root, "Op", f"op{i}_{dt}", i, 2, 1718260502000000 + i, outputs=[SynthTensor(a, dt, fmt)])
+    return root.parents[4]
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, 96, 700, 5000, 1 << 30])
+def test_chunks_are_the_logical_tensor_in_order(tree, chunk_bytes):
+    files = sorted(p for p in tree.rglob("Op.*"))
+    assert len(files) == 3 * len(CASES)
+    for path in files:
+        t = read_header(path).outputs[0]
+        want = load_cann(path, t)
+        sdt = np.dtype(np.uint16) if t.dtype == "bfloat16" else np.dtype(t.dtype)
+        made = device_chunks(str(path), t.offset, t.format, t.shape, t.original_shape, sdt, chunk_bytes=chunk_bytes)
+        assert made is not None, (t.format, t.original_shape)
+        make, shape = made
+        got = np.concatenate([c.reshape(-1) for c in make()])
+        if t.dtype == "bfloat16":  # chunks hold the stored bits
+            got = (got.astype(np.uint32) << 16).view(np.float32)
+        assert tuple(shape) == want.shape
+        np.testing.assert_array_equal(got, want.reshape(-1))
+
+
+def test_stats_of_device_layouts_stream_and_match_the_whole_tensor(tree, monkeypatch):
+    q = open_query(str(tree), use_cache=False)
+    refs = [t.ref() for o in q.ops() for t in q.tensors(o.id)]
+    assert {r.format for r in refs} == {"NC1HWC0", "FRACTAL_NZ"}
+    whole = {}
+    for ref in refs:
+        arr = tensor_io.load_tensor(ref)
+        whole[ref.path] = dataclasses.asdict(compute_stats_chunks(lambda: tensor_io._chunks(arr), arr.shape,
+                                                                  arr.dtype.name))
+
+    def no_whole_load(ref):
+        raise AssertionError(f"{ref.path}: loaded whole for stats")
+
+    monkeypatch.setattr(tensor_io, "load_tensor", no_whole_load)
+    for ref in refs:
+        got = dataclasses.asdict(tensor_io.compute_tensor_stats(ref))
+        want = whole[ref.path]
+        for key, value in want.items():
+            if key in ("hist_edges", "hist_counts", "dtype") and ref.dtype == "bfloat16":
+                # bfloat16 bits get bfloat16-spaced bins and keep their dtype name (as plain layouts do)
+                assert key != "dtype" or got[key] == "bfloat16"
+                continue
+            if isinstance(value, float):
+                assert got[key] == pytest.approx(value, rel=1e-6, abs=1e-12), (ref.path, key)
+            else:
+                assert got[key] == value, (ref.path, key)
+
+
+def test_a_device_tensor_cut_short_is_one_named_error(tree, tmp_path):
+    src = sorted(tree.rglob("Op.op0_float32*"))[0]
+    step = tmp_path / "dump" / "20240101" / "0" / "m" / "1" / "0"
+    step.mkdir(parents=True)
+    dst = step / src.name
+    data = src.read_bytes()
+    dst.write_bytes(data)
+    q = open_query(str(tmp_path / "dump"), use_cache=False)
+    ref = [t.ref() for o in q.ops() for t in q.tensors(o.id)][0]
+    dst.write_bytes(data[:-40])  # cut short after indexing
+    with pytest.raises(tensor_io.TensorLoadError, match="truncated"):
+        tensor_io.compute_tensor_stats(ref)
+
+
+def test_convert_writes_device_layouts_chunk_by_chunk(tree, tmp_path, monkeypatch):
+    from dumpscope.core import convert as convert_mod
+
+    q = open_query(str(tree), use_cache=False)
+    refs = {t.path: t.ref() for o in q.ops() for t in q.tensors(o.id)}
+    want = {p: tensor_io.load_tensor(r) for p, r in refs.items()}
+
+    def no_whole_load(ref):
+        raise AssertionError(f"{ref.path}: loaded whole for convert")
+
+    monkeypatch.setattr(convert_mod, "load_tensor", no_whole_load)
+    errors: list[str] = []
+    result = convert_mod.convert_tree(q, str(tmp_path / "out"), errors=errors)
+    assert errors == [] and result.written == len(refs)
+    for path, arr in want.items():
+        out = next((tmp_path / "out").rglob(f"{path.rsplit('/', 1)[1]}.output.0.npy"))
+        got = np.load(out)
+        assert got.dtype == arr.dtype and got.shape == arr.shape
+        np.testing.assert_array_equal(got, arr)
