@@ -296,6 +296,37 @@ def _chunks(arr: np.ndarray, chunk: int = 1 << 22) -> Iterable[np.ndarray]:
         yield flat
 
 
+def value_chunks(ref: TensorRef) -> tuple[Callable[[], Iterable[np.ndarray]], tuple[int, ...], np.dtype]:
+    """The tensor's decoded values in C-order chunks, in bounded memory where the storage allows
+    (plain files, device layouts): ``(make_chunks, logical shape, value dtype)`` for compare.
+    bfloat16/float8 come decoded (exact float32), as ``load_tensor`` gives them; a file that ends
+    early raises ``TensorLoadError`` while the chunks are read."""
+    from dumpscope.core.dtypes import decode, decoded_numpy_dtype
+
+    make, shape, dtype = stats_source(ref)
+    if dtype in _BITS_DTYPES:
+        out = decoded_numpy_dtype(dtype)
+
+        def decoded() -> Iterable[np.ndarray]:
+            for c in make():
+                yield decode(np.ascontiguousarray(c).reshape(-1).view(np.uint8), dtype, c.size).astype(out, copy=False)
+
+        return _guarded(ref, decoded), tuple(shape), out
+    return _guarded(ref, make), tuple(shape), np.dtype(dtype)
+
+
+def _guarded(ref: TensorRef, make: Callable[[], Iterable[np.ndarray]]) -> Callable[[], Iterable[np.ndarray]]:
+    def chunks() -> Iterable[np.ndarray]:
+        try:
+            yield from make()
+        except TensorLoadError:
+            raise
+        except (ValueError, OSError) as exc:
+            raise _err(ref, exc) from None
+
+    return chunks
+
+
 def compute_tensor_stats(ref: TensorRef, first_bad_n: int = 10, bins: int = 32):
     """Full statistics of one tensor in bounded memory (for plain layouts)."""
     from dumpscope.core.stats import compute_stats_chunks

@@ -112,3 +112,51 @@ def test_convert_writes_device_layouts_chunk_by_chunk(tree, tmp_path, monkeypatc
         got = np.load(out)
         assert got.dtype == arr.dtype and got.shape == arr.shape
         np.testing.assert_array_equal(got, arr)
+
+
+def test_compare_streams_both_tensors_with_the_same_metrics(tree, monkeypatch):
+    """compare never holds a whole device-layout tensor, and its metrics equal the in-memory ones."""
+    from dumpscope.core.compare import compare_dumps
+    from dumpscope.core.compare.metrics import Tolerance, measure_arrays, measure_streams
+
+    rng = np.random.default_rng(3)
+    for shape in [(1000,), (7, 33), (2, 3, 4, 5), ()]:
+        a = rng.standard_normal(shape).astype(np.float32)
+        b = (a + rng.standard_normal(shape).astype(np.float32) * 1e-3).astype(np.float32)
+        if a.size > 10:
+            b.flat[5] = np.nan
+        want = measure_arrays(a, b, Tolerance(rtol=1e-3))
+
+        def stream(x, sizes):
+            def make():
+                flat, i = x.reshape(-1), 0
+                for k in range(10 ** 6):
+                    if i >= flat.size:
+                        break
+                    n = sizes[k % len(sizes)]
+                    yield flat[i:i + n]
+                    i += n
+                if flat.size == 0:
+                    yield flat
+            return make, x.shape, x.dtype
+
+        got = measure_streams(stream(a, [7, 100, 1]), stream(b, [64]), Tolerance(rtol=1e-3))
+        for key in ("cosine", "max_abs_err", "max_rel_err", "one_thousandth_ratio", "euc_dist", "size"):
+            w, g = getattr(want, key, None), getattr(got, key, None)
+            assert (w is None and g is None) or g == pytest.approx(w, rel=1e-9, nan_ok=True), (shape, key)
+
+    q = open_query(str(tree), use_cache=False)
+    real_load = tensor_io.load_tensor
+
+    def no_whole_device_load(ref):
+        if ref.format in ("NC1HWC0", "FRACTAL_NZ"):
+            raise AssertionError(f"{ref.path}: loaded whole for compare")
+        return real_load(ref)
+
+    monkeypatch.setattr(tensor_io, "load_tensor", no_whole_device_load)
+    from dumpscope.core.compare import engine
+    monkeypatch.setattr(engine, "load_tensor", no_whole_device_load, raising=False)
+    doc = compare_dumps(q, open_query(str(tree), use_cache=False))
+    rows = doc["rows"]
+    assert len(rows) == 3 * len(CASES)
+    assert all(r["verdict"] == "pass" and r["max_abs_err"] == 0 for r in rows), rows[:2]

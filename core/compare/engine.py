@@ -21,11 +21,11 @@ from dumpscope.core.compare import origin as org
 from dumpscope.core.compare import verdict as vd
 from dumpscope.core.compare.api_mapping import match_across_frameworks
 from dumpscope.core.compare.match import OpRef, match_ops, pair_slots
-from dumpscope.core.compare.metrics import CompareResult, Tolerance, measure_arrays, measure_stats, to_row
+from dumpscope.core.compare.metrics import CompareResult, Tolerance, measure_stats, measure_streams, to_row
 from dumpscope.core.layouts.py_stack import frames_from_stack
 from dumpscope.core.model import INPUT, OUTPUT
 from dumpscope.core.source_frames import first_user_frame
-from dumpscope.core.tensor_io import TensorLoadError, load_tensor
+from dumpscope.core.tensor_io import TensorLoadError, value_chunks
 
 if TYPE_CHECKING:
     from dumpscope.core.query import DumpQuery, OpRow, TensorRow
@@ -108,15 +108,15 @@ def _measure(p: _Pair, th: vd.Thresholds) -> None:
     if g.storage == "none" or t.storage == "none":
         p.result = measure_stats(_stats_doc(g), _stats_doc(t))
         return
+    # both tensors streamed chunk by chunk (bounded memory however large they are)
     try:
-        ga = load_tensor(g.ref())
-        ta = load_tensor(t.ref())
+        gs = value_chunks(g.ref())
+        ts = value_chunks(t.ref())
+        allclose = (th.atol or 0.0, th.rtol or 0.0) if th.allclose else None
+        tol = Tolerance(rtol=vd.element_rtol(str(gs[2]), str(ts[2])), allclose=allclose)
+        p.result = measure_streams(gs, ts, tol)
     except TensorLoadError as exc:
         p.error = f"unreadable: {exc}"
-        return
-    allclose = (th.atol or 0.0, th.rtol or 0.0) if th.allclose else None
-    tol = Tolerance(rtol=vd.element_rtol(str(ga.dtype), str(ta.dtype)), allclose=allclose)
-    p.result = measure_arrays(ga, ta, tol)
 
 
 def _side(t: "TensorRow", r: Optional[CompareResult], side: str, value: Any) -> dict[str, Any]:

@@ -417,6 +417,67 @@ def measure_arrays(
     return r
 
 
+#: one side of a streamed comparison: (make_chunks, logical shape, dtype of the chunks' values)
+Stream = tuple[Any, tuple[int, ...], np.dtype]
+
+
+def _paired(golden: Iterator[np.ndarray], target: Iterator[np.ndarray], limit: int
+            ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Pairs of equal-length 1-D pieces of two chunk streams of the same total length (their own
+    chunk sizes may differ: a device layout yields slabs, a plain file fixed-size reads)."""
+    g = t = np.zeros(0)
+    while True:
+        while g.size == 0:
+            nxt = next(golden, None)
+            if nxt is None:
+                break
+            g = nxt.reshape(-1)
+        while t.size == 0:
+            nxt = next(target, None)
+            if nxt is None:
+                break
+            t = nxt.reshape(-1)
+        if g.size == 0 or t.size == 0:
+            if g.size or t.size:
+                raise ValueError("the two tensors ended at different lengths")
+            return
+        m = min(g.size, t.size, limit)
+        yield g[:m], t[:m]
+        g, t = g[m:], t[m:]
+
+
+def measure_streams(golden: Stream, target: Stream, tol: Tolerance = Tolerance(),
+                    chunk_elems: int = 1 << 22) -> CompareResult:
+    """:func:`measure_arrays` over two chunk streams in C order: neither tensor is ever whole in
+    memory (a 2 GiB device-layout pair compares in a few chunks), the metrics are the same."""
+    (make_g, gshape, gdt), (make_t, tshape, tdt) = golden, target
+    gdt, tdt = np.dtype(gdt), np.dtype(tdt)
+    n = math.prod(gshape)
+    r = CompareResult(
+        verdict="",
+        rule="",
+        shape=tuple(int(d) for d in gshape),
+        target_shape=tuple(int(d) for d in tshape),
+        golden_dtype=_dtype_name(gdt),
+        target_dtype=_dtype_name(tdt),
+        rtol=tol.rtol,
+        size=int(n) * (2 if gdt.kind == "c" else 1),
+    )
+    gcls, tcls = _dtype_class(gdt), _dtype_class(tdt)
+    if gcls != "other" and gcls == tcls and r.shape == r.target_shape:
+        acc = _Acc()
+        block = max(1, min(_BLOCK, chunk_elems, r.size))
+        buf = _Buffers(block)
+        complex_ = gdt.kind == "c"
+        with np.errstate(all="ignore"):
+            for gc, tc in _paired(iter(make_g()), iter(make_t()), max(1, chunk_elems)):
+                if complex_:
+                    gc, tc = gc.view(gc.real.dtype), tc.view(tc.real.dtype)
+                _accumulate_chunk(gc, tc, block, buf, acc, _eps(gdt), tol)
+        _fill(r, acc, tol)
+    return r
+
+
 def _side_stats(n: int, lo: float, hi: float, total: float, sq: float) -> dict[str, Optional[float]]:
     if n == 0:
         return {"max": None, "min": None, "mean": None, "l2norm": None}
