@@ -8,7 +8,9 @@ problems view never report "none" for a file that can no longer be read.
 
 from __future__ import annotations
 
+import json
 import os
+import sqlite3
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -20,10 +22,19 @@ _STORAGES = ("cann", "npy", "raw")
 
 def truncated_files(index: "DumpIndex") -> list[tuple[str, str]]:
     """``(path, error)`` for every indexed data file now shorter than its tensors need (or gone)."""
-    rows = index.query(
-        "SELECT u.path, MAX(CAST(json_extract(t.value, '$[7]') AS INTEGER) + "
-        "CAST(json_extract(t.value, '$[8]') AS INTEGER)) FROM units u, json_each(u.tensors) t "
-        f"WHERE u.storage IN ({','.join('?' * len(_STORAGES))}) GROUP BY u.path", _STORAGES)
+    where = f"WHERE u.storage IN ({','.join('?' * len(_STORAGES))})"
+    try:
+        rows = index.query(
+            "SELECT u.path, MAX(CAST(json_extract(t.value, '$[7]') AS INTEGER) + "
+            "CAST(json_extract(t.value, '$[8]') AS INTEGER)) FROM units u, json_each(u.tensors) t "
+            f"{where} GROUP BY u.path", _STORAGES)
+    except sqlite3.OperationalError:  # SQLite's JSON refuses the NaN statistics of some dumps
+        ends: dict[str, int] = {}
+        for path, tensors in index.query(f"SELECT u.path, u.tensors FROM units u {where}", _STORAGES):
+            end = max((int(t[7]) + int(t[8]) for t in json.loads(tensors)), default=None)
+            if end is not None:
+                ends[path] = max(end, ends.get(path, end))
+        rows = list(ends.items())
     out: list[tuple[str, str]] = []
     for path, end in rows:
         if end is None:
