@@ -83,8 +83,10 @@ class CompareScreen(TableView):
     title_text = "Compare — golden vs target"
     export_name = "compare"
     empty_text = "no matched tensors"
-    BINDINGS = [Binding(k, f"sort('{k}')", f"Sort: {label}", show=False, id=f"compare.sort_{k}")
-                for k, (label, _) in SORTS.items()]
+    BINDINGS = [Binding("n", "next_problem(1)", "Next born error", id="compare.next_born"),
+                Binding("N", "next_problem(-1)", "Prev born error", show=False, id="compare.prev_born")] + [
+        Binding(k, f"sort('{k}')", f"Sort: {label}", show=False, id=f"compare.sort_{k}")
+        for k, (label, _) in SORTS.items()]
 
     sort_key = "0"
 
