@@ -25,6 +25,7 @@ from dumpscope.core import graph_only
 from dumpscope.core.index import OP_INDEXES, DumpIndex
 
 _OP_SUFFIX = re.compile(r"-op\d+$")
+_OP_NUMBER = re.compile(r"-op(\d+)$")
 
 
 @dataclass(slots=True)
@@ -51,6 +52,8 @@ class OpAcc:
     has_stats: bool = False
     watch_of: Optional[str] = None  # Dump-Watch snapshot of this watched op (file-side name)
     watch_after: Optional[str] = None  # … taken after this layer op (file-side name)
+    csv_name: Optional[str] = None  # the execution-order CSV's name, when no graph file joins
+    note: Optional[str] = None  # why no graph-side name was found (shown with a ``?``)
     _sfile: Optional[str] = None
 
     @property
@@ -335,32 +338,130 @@ def _merge(graphs: list[Graph], path: str, kind: str) -> Graph:
     return out
 
 
-def _join(ops: list[OpAcc], lg: LoadedGraph) -> None:
-    used: set[str] = set()
-    rest: list[OpAcc] = []
-    for op in ops:
-        node = lg.by_name.get(op.name)
-        rule = "name"
-        if node is None:
-            node, rule = lg.by_sname.get(op.sfile), "sanitized_name"
-        if node is None and "/" not in op.name and "_" not in op.file_name:
+def _join(ops: list[OpAcc], lg: Optional[LoadedGraph], csv_pos: dict[str, int],
+          csv_names: Optional[dict[str, str]] = None) -> None:
+    """Give dumped ops their graph-side names: the graph's nodes, else the execution-order CSV's names.
+
+    First by name (full name, file-side spelling, unique short name).  Then renumbered ops:
+    MindSpore numbers some ops (backward ops above all) differently in the dump files than in
+    the ``.ir`` and the execution-order CSV (files ``Grad_Conv2D/Conv2DBackpropFilter-op0,1,2``,
+    graph ``-op3,4,5``), and a file-side name may even be another op's graph name (MindSpore 2.10
+    files ``Expand/_PowTensorScalar/Pow-op1`` ran first, the CSV's ``Pow-op0`` did).  The ops of one
+    scope and type (the sanitised name without ``-opN``) therefore pair as a group whenever both
+    sides hold as many: in execution order (files by timestamp, nodes by CSV position), or without
+    a CSV, files by their number and nodes in ``.ir`` order (the order MindSpore numbered the
+    files in).  Only a group that cannot pair one to one falls back to equal names.  An op left
+    without a graph-side name is placed under its scope and says why (``note``).
+    """
+    if lg is None and not csv_pos:
+        return
+    if lg is not None:
+        names_in_order: list[str] = list(lg.by_name)
+        by_sname: dict[str, str] = {s: n.name for s, n in lg.by_sname.items()}
+    else:  # file-side spellings of the CSV names (doc-style short names too, when unique)
+        names_in_order = sorted(csv_pos, key=csv_pos.__getitem__)
+        by_sname = dict(csv_names or {})
+    ir_pos = {n: i for i, n in enumerate(names_in_order)}
+    by_base: dict[str, list[str]] = defaultdict(list)
+    for n in names_in_order:
+        by_base[_OP_SUFFIX.sub("", sanitize_name(n))].append(n)
+
+    def exact(op: OpAcc) -> Optional[tuple[str, str]]:
+        if op.name in ir_pos:
+            return op.name, "name"
+        hit = by_sname.get(op.sfile)
+        if hit is not None:
+            return hit, "sanitized_name"
+        if lg is not None and "/" not in op.name and "_" not in op.file_name:
             cands = lg.by_short.get(op.file_name) or []
-            node, rule = (cands[0], "short_name") if len(cands) == 1 else (None, "")
-        if node is not None and node.name not in used:
-            op.joined, op.join_rule = node.name, rule
-            used.add(node.name)
-        else:
-            rest.append(op)
-    # renumbered ops (MindSpore renumbers some backward ops between graph and files):
-    # same scope and type, unique on both sides
-    by_base: dict[str, list[OpAcc]] = defaultdict(list)
-    for op in rest:
-        by_base[_OP_SUFFIX.sub("", op.sfile)].append(op)
-    for base, group in by_base.items():
-        cands = [n for n in lg.by_base.get(base, []) if n.name not in used]
-        if len(group) == 1 and len(cands) == 1:
-            group[0].joined, group[0].join_rule = cands[0].name, "scope_type"
-            used.add(cands[0].name)
+            if len(cands) == 1:
+                return cands[0].name, "short_name"
+        return None
+
+    used: set[str] = set()
+
+    def give(op: OpAcc, name: str, rule: str) -> None:
+        used.add(name)
+        if lg is not None:
+            op.joined, op.join_rule = name, rule
+        else:  # no graph: the CSV names the op (``_op_rows`` takes it)
+            op.csv_name, op.join_rule = name, "exec_order" if rule != "scope_type" else "exec_order_scope_type"
+
+    # MindSpore ``-opN`` names: grouped by scope and type, each file name once (a loop dumps it per run)
+    groups: dict[str, dict[str, list[OpAcc]]] = defaultdict(dict)
+    for op in ops:
+        if op.watch_of is not None:
+            continue
+        if op.type == "Parameter" or not _OP_SUFFIX.search(op.sfile):
+            hit = exact(op)
+            if hit is not None and hit[0] not in used:
+                give(op, *hit)
+            elif hit is None and op.type != "Parameter":
+                op.note = "no node of this name in the graph"
+            continue
+        groups[_OP_SUFFIX.sub("", op.sfile)].setdefault(op.sfile, []).append(op)
+    for base, by_file in groups.items():
+        firsts = [runs[0] for runs in by_file.values()]
+        cands = by_base.get(base, [])
+        if cands and len(cands) == len(firsts):
+            pairs = _pair_in_order(firsts, cands, csv_pos, ir_pos)
+        else:  # cannot pair one to one: names alone, where they match
+            pairs = [(op, h[0]) for op in firsts for h in [exact(op)] if h is not None and h[0] not in used]
+        named = {id(op) for op, _ in pairs}
+        for op, name in pairs:
+            rule = "name" if name == op.name else "sanitized_name" if sanitize_name(name) == op.sfile else "scope_type"
+            for run in by_file[op.sfile]:
+                give(run, name, rule)
+        for op in firsts:
+            if id(op) in named:
+                continue
+            note = (f"no {op.type} node of this scope in the graph" if not cands else
+                    f"{len(firsts)} dumped and {len(cands)} graph {op.type} ops share this scope: "
+                    "they cannot be paired one to one")
+            for run in by_file[op.sfile]:
+                run.note = note
+    _place_unnamed(ops, names_in_order)
+
+
+def _op_number(op: OpAcc) -> int:
+    m = _OP_NUMBER.search(op.sfile)
+    return int(m.group(1)) if m else 1 << 30
+
+
+def _pair_in_order(group: list[OpAcc], cands: list[str], csv_pos: dict[str, int],
+                   ir_pos: dict[str, int]) -> list[tuple[OpAcc, str]]:
+    """Files and graph names of one scope and type, both in execution order, paired one to one."""
+    if csv_pos and all(c in csv_pos for c in cands):
+        files = sorted(group, key=lambda o: (o.first_ts if o.first_ts is not None else 1 << 62, _op_number(o)))
+        names = sorted(cands, key=csv_pos.__getitem__)
+    else:
+        files = sorted(group, key=_op_number)
+        names = sorted(cands, key=ir_pos.__getitem__)
+    return list(zip(files, names))
+
+
+def _place_unnamed(ops: list[OpAcc], names: list[str]) -> None:
+    """An op that kept its file-side name goes under the graph scope its sanitised name starts with."""
+    if not any(op.note for op in ops):
+        return
+    scopes: dict[str, str] = {}
+    for n in names:
+        scope = _scope_of(n)
+        while scope and sanitize_name(scope) not in scopes:
+            scopes[sanitize_name(scope)] = scope
+            scope = _scope_of(scope)
+    for op in ops:
+        if not op.note or op.scope is not None:
+            continue
+        cut = len(op.sfile)
+        while cut > 0:
+            cut = op.sfile.rfind("_", 0, cut)
+            if cut <= 0:
+                break
+            scope = scopes.get(op.sfile[:cut])
+            if scope is not None:
+                op.scope = scope
+                break
 
 
 def _node_data(node: GraphNode, consumers: list[str]) -> str:
@@ -387,7 +488,7 @@ def _order(ops: list[OpAcc], csv_pos: dict[str, int], csv_spos: dict[str, int]) 
     placed: list[tuple[int, OpAcc]] = []
     loose: list[OpAcc] = []
     for op in ops:
-        pos = csv_pos.get(op.joined or op.name)
+        pos = csv_pos.get(op.joined or op.csv_name or op.name)
         if pos is None:
             pos = csv_spos.get(op.sfile)
         if pos is None:
@@ -489,16 +590,15 @@ def finalize(index: DumpIndex) -> None:
             graphs_here: dict[str, list[OpAcc]] = defaultdict(list)
             for acc in ops.values():
                 graphs_here[acc.graph].append(acc)
+            _mark_watch_snapshots(ops)  # before joining: a snapshot is no op to name
             for graph, group in graphs_here.items():
-                lg = graphs.get((rank, graph))
-                if lg is not None:
-                    _join(group, lg)
-            _mark_watch_snapshots(ops)
+                maps = csv_maps.get((rank, graph)) or ({}, {}, {})
+                _join(group, graphs.get((rank, graph)), maps[0], maps[2])
             rows, unit_rows = _op_rows(rank, step, graphs_here, graphs, csv_maps, seq)
             cur.executemany("INSERT INTO ops(id, rank, step, graph, name, file_name, type, scope, exec_index, "
                             "first_ts, producer, joined, join_rule, graph_only, nan, posinf, neginf, status, "
-                            "evidence, folder, task, stream, watch_of, watch_after, seq, kind) "
-                            "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+                            "evidence, folder, task, stream, watch_of, watch_after, seq, kind, join_note) "
+                            "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
             cur.executemany("UPDATE units SET op_id=? WHERE id=?", unit_rows)
         # a tree without tensors: its graphs' nodes are the ops
         cur.executemany("INSERT INTO ops(id, rank, step, graph, name, file_name, type, scope, exec_index, "
@@ -660,11 +760,7 @@ def _op_rows(rank: int, step: int, graphs_here: dict[str, list[OpAcc]], graphs: 
         csv_pos, csv_spos, csv_names = csv_maps.get((rank, graph)) or ({}, {}, {})
         for acc in _order(graphs_here[graph], csv_pos, csv_spos):
             op_id = acc.unit_ids[0]
-            name = acc.joined or acc.name
-            if acc.joined is None and "/" not in name and acc.sfile in csv_names:
-                # no graph file, but the execution-order CSV spells the full name with scope
-                name = csv_names[acc.sfile]
-                acc.join_rule = "exec_order"
+            name = acc.joined or acc.csv_name or acc.name  # no graph file: the CSV spells the full name
             scope = acc.scope if acc.scope is not None else _scope_of(name)
             snapshot = acc.watch_of is not None
             kind = op_kind(acc.type, step)
@@ -675,7 +771,8 @@ def _op_rows(rank: int, step: int, graphs_here: dict[str, list[OpAcc]], graphs: 
                          acc.first_ts, acc.producer, acc.joined, acc.join_rule, 2 if snapshot else 0,
                          acc.nan if acc.has_stats else None, acc.posinf if acc.has_stats else None,
                          acc.neginf if acc.has_stats else None, None, "stats" if acc.has_stats else None,
-                         acc.folder, acc.task, acc.stream, acc.watch_of, acc.watch_after, seq.next(), kind))
+                         acc.folder, acc.task, acc.stream, acc.watch_of, acc.watch_after, seq.next(), kind,
+                         acc.note))
             unit_rows.extend((op_id, uid) for uid in acc.unit_ids[1:])
             if not snapshot and kind == KIND_OP:
                 exec_index += 1
@@ -690,5 +787,5 @@ def _op_rows(rank: int, step: int, graphs_here: dict[str, list[OpAcc]], graphs: 
                     continue
                 rows.append((seq.next_graph_only(), rank, step, graph, node.name, sanitize_name(node.name),
                              node.type, _scope_of(node.name), None, None, "graph", node.name, "graph_only", 1, None,
-                             None, None, None, None, "", None, None, None, None, seq.next(), KIND_OP))
+                             None, None, None, None, "", None, None, None, None, seq.next(), KIND_OP, None))
     return rows, unit_rows

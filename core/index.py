@@ -44,7 +44,7 @@ PARTIAL_AFTER_S = 2.0
 PARALLEL_MIN_FILES = 400
 CHUNK_FILES = 1000
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
@@ -64,7 +64,7 @@ CREATE TABLE IF NOT EXISTS ops(id INTEGER PRIMARY KEY, rank INTEGER, step INTEGE
     file_name TEXT, type TEXT, scope TEXT, exec_index INTEGER, first_ts INTEGER, producer TEXT,
     joined TEXT, join_rule TEXT, graph_only INTEGER DEFAULT 0, nan INTEGER, posinf INTEGER,
     neginf INTEGER, status INTEGER, evidence TEXT, folder TEXT, task INTEGER, stream INTEGER,
-    watch_of TEXT, watch_after TEXT, seq INTEGER, kind TEXT NOT NULL DEFAULT 'op');
+    watch_of TEXT, watch_after TEXT, seq INTEGER, kind TEXT NOT NULL DEFAULT 'op', join_note TEXT);
 CREATE TABLE IF NOT EXISTS graph_nodes(gkey TEXT, name TEXT, sname TEXT, type TEXT, data TEXT);
 CREATE INDEX IF NOT EXISTS graph_nodes_name ON graph_nodes(gkey, name);
 CREATE INDEX IF NOT EXISTS graph_nodes_sname ON graph_nodes(gkey, sname);

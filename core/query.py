@@ -25,7 +25,8 @@ if TYPE_CHECKING:  # numpy is only imported when tensor data is actually read
     from dumpscope.core.tensor_io import TensorRef
 
 _OP_COLS = ("id, rank, step, graph, name, file_name, type, scope, exec_index, producer, joined, join_rule, "
-            "graph_only, nan, posinf, neginf, status, evidence, folder, task, stream, first_ts, watch_of, watch_after, kind")
+            "graph_only, nan, posinf, neginf, status, evidence, folder, task, stream, first_ts, watch_of, watch_after, kind, "
+            "join_note")
 #: ``--kind`` choices: an op-table row is an executed op, a parameter or a constant (``finalize.op_kind``)
 KINDS = ("op", "parameter", "constant", "all")
 #: one rank/step, constants included (they belong to no step)
@@ -60,9 +61,15 @@ class OpRow:
     watch_of: Optional[str] = None
     watch_after: Optional[str] = None
     kind: str = "op"  # "op" | "parameter" | "constant"
+    join_note: Optional[str] = None  # why the op kept its file-side name (shown with a "?")
 
     @property
     def short(self) -> str:
+        """The last name segment; for a file-side name placed under its scope, what follows the scope."""
+        if "/" not in self.name and self.scope:
+            prefix = sanitize_name(self.scope) + "_"
+            if self.name.startswith(prefix) and len(self.name) > len(prefix):
+                return self.name[len(prefix):]
         return self.name.rsplit("/", 1)[-1]
 
     @property
@@ -524,6 +531,8 @@ class DumpQuery:
             doc["input_descs"] = details["input_descs"]
             doc["output_descs"] = details["output_descs"]
         doc["join_rule"] = op.join_rule
+        if op.join_note:
+            doc["join_note"] = op.join_note  # why no graph-side name: the op keeps its file-side one
         doc["scope"] = op.scope
         doc["overflow_status"] = op.status
         stacks = [t.extra.get("stack") for t in tensors if t.extra.get("stack")]

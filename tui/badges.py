@@ -2,7 +2,7 @@
 
 ``!`` overflow / NaN / Inf   ``✓ ~ ✗`` compare verdict pass / warning / error   ``W`` watched
 tensor changed   ``★`` bookmarked   ``+`` marked for the re-dump config   ``·`` graph-only node
-(no dump data, drawn dim).
+(no dump data, drawn dim)   ``?`` no graph-side name found (the op keeps its file-side name; ``show`` says why).
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ class BadgeState:
             ("!" if bad else " ", "linelist--bad" if bad else None),
             (VERDICT_GLYPH.get(verdict, " ") if verdict else " ", VERDICT_CLASS.get(verdict or "")),
             ("W" if op.id in self.watched else " ", "linelist--warn"),
-            ("★" if op.id in self.bookmarks else "+" if op.id in self.marked else ("·" if op.graph_only else " "),
+            ("★" if op.id in self.bookmarks else "+" if op.id in self.marked else
+             ("·" if op.graph_only else "?" if op.join_note else " "),
              "linelist--mark" if op.id in self.bookmarks or op.id in self.marked else "linelist--dim"),
         ]
 

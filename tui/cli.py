@@ -509,6 +509,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     where = f"exec {doc['exec_index']}" if doc.get("kind", "op") == "op" else f"{inert(doc['kind'])} (not executed)"
     con.print(f"rank {doc['rank']}  step {doc['step']}  graph {inert(doc['graph'])}  {where}  "
               f"file name {inert(doc['file_name'])}")
+    if doc.get("join_note"):
+        con.print(f"? graph name unknown: {inert(doc['join_note'])}; kept the file-side name, "
+                  f"placed under scope {inert(doc.get('scope') or '(top)')}")
     for t in doc["tensors"]:
         plain = t["format"] in ("ND", "DefaultFormat", "")
         dev = f"  device {t['format']} {t['device_shape']}" if t["device_shape"] and (

@@ -251,6 +251,8 @@ class OpDetail(VerticalScroll, can_focus=True):
                         + "\n", "yellow")
         elif badges is not None and op.id in badges.watched:
             text.append("W a watched tensor changed here\n", "yellow")
+        if op.join_note:
+            text.append(f"? graph name unknown: {inert(op.join_note)}\n", "yellow")
         for t in tensors:
             text.append_text(tensor_line(t))
             text.append("\n")

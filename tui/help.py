@@ -89,7 +89,7 @@ class HelpScreen(Screen):
     def _footer_text(self) -> Text:
         return Text.assemble(
             ("\nBadges: ", "bold"), "! overflow/NaN/Inf  ✓ ~ ✗ compare verdict  W watched tensor changed  "
-            "★ bookmark  · graph-only node (dim)\n",
+            "★ bookmark  · graph-only node (dim)  ? no graph-side name (show says why)\n",
             ("Remap keys: ", "bold"), "$XDG_CONFIG_HOME/dumpscope/keys.toml (default ~/.config; or keys.json), e.g.\n",
             ('  [keys]\n  "dumpscope.search" = "slash,ctrl+f"\n', "dim"))
 
