@@ -13,16 +13,20 @@ import sqlite3
 from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from dumpscope.core.errors import reason
 from dumpscope.core.layouts.paths import CONSTANTS_STEP
 from dumpscope.core.names import sanitize_name
 from dumpscope.core.model import Graph, GraphNode
 from dumpscope.core.units import dumps_entries, nonfinite_sums
+from dumpscope.core.index_schema import OP_INDEXES, create_indexes, drop_indexes
+from dumpscope.core.overflow_join import attach_overflow
 
 from dumpscope.core import graph_only
-from dumpscope.core.index import OP_INDEXES, DumpIndex
+
+if TYPE_CHECKING:  # the index calls finalize; finalize only reads and writes its tables
+    from dumpscope.core.index import DumpIndex
 
 _OP_SUFFIX = re.compile(r"-op\d+$")
 _OP_NUMBER = re.compile(r"-op(\d+)$")
@@ -84,7 +88,7 @@ def _scope_of(name: str) -> str:
     return name.rsplit("/", 1)[0] if "/" in name else ""
 
 
-def _merge_stats_only(index: DumpIndex) -> None:
+def _merge_stats_only(index: "DumpIndex") -> None:
     """Where a tensor has both a payload file and a stats-CSV row, keep one record.
 
     The payload record keeps the CSV statistics (so a first look needs no decoding).
@@ -133,7 +137,7 @@ _UNIT_COLS = ("id, graph, op_name, file_name, op_type, ts, producer, order_hint,
               "scope, nan, posinf, neginf, slots")
 
 
-def _group_ops(index: DumpIndex, rank: int, step: int) -> dict[tuple, OpAcc]:
+def _group_ops(index: "DumpIndex", rank: int, step: int) -> dict[tuple, OpAcc]:
     """Group units (a CANN file, or one tensor) into op executions.
 
     Units of one op name at one rank/step/graph form one op, unless the same input or
@@ -226,7 +230,7 @@ def _prepare(gkey: str, graph: Graph) -> LoadedGraph:
     return LoadedGraph(gkey, graph, graph.nodes, by_sname, by_short, by_base)
 
 
-def _load_graphs(index: DumpIndex, wanted: set[tuple[int, str]],
+def _load_graphs(index: "DumpIndex", wanted: set[tuple[int, str]],
                  parsed: Optional[dict[str, Optional[list[Graph]]]] = None,
                  ) -> tuple[dict[tuple[int, str], LoadedGraph], list]:
     """Find, for each (rank, graph) of the dump, the graph file describing it.
@@ -535,7 +539,7 @@ def _mark_watch_snapshots(ops: dict[tuple, OpAcc]) -> None:
 # -- main -----------------------------------------------------------------------------------
 
 
-def finalize(index: DumpIndex) -> None:
+def finalize(index: "DumpIndex") -> None:
     """Rebuild the op table, one rank/step at a time so memory follows the largest step."""
     _merge_stats_only(index)
     places = index.query("SELECT DISTINCT rank, step FROM units ORDER BY rank, step")
@@ -577,7 +581,7 @@ def finalize(index: DumpIndex) -> None:
         kept_units = sum(index.early[p][0] for p in kept)
         new_units = cur.execute("SELECT COUNT(*) FROM units").fetchone()[0] - kept_units
         if new_units * 4 > kept_units:
-            DumpIndex._drop_indexes(cur, OP_INDEXES)
+            drop_indexes(cur, OP_INDEXES)
         cur.execute("DELETE FROM graph_nodes")
         cur.execute("DELETE FROM graphs")
         cur.execute("DELETE FROM problems WHERE dir_id=-1")
@@ -606,7 +610,7 @@ def finalize(index: DumpIndex) -> None:
                         "evidence, folder, task, stream, watch_of, watch_after, seq, kind) "
                         "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                         graph_only.node_rows(listed, seq.next_graph_only, seq.next))
-        DumpIndex._create_indexes(cur, OP_INDEXES)
+        create_indexes(cur, OP_INDEXES)
         for item in listed:
             graphs[(item.rank, item.key)] = LoadedGraph(item.gkey, item.graph, {}, {}, {}, {})
         used = {lg.graph.name: lg.graph.path for lg in graphs.values()}
@@ -628,8 +632,6 @@ def finalize(index: DumpIndex) -> None:
         cur.execute("DELETE FROM meta WHERE key='layouts'")  # recomputed on the next summary
         cur.execute("COMMIT")
     index.early_only = False  # from now on ops also holds finalized places
-    from dumpscope.core.overflow_join import attach_overflow
-
     attach_overflow(index)
 
 
@@ -654,7 +656,7 @@ _ORDER_RANGE = "SELECT id, id - ? AS ex FROM units WHERE id BETWEEN ? AND ?"
 _ORDER_BY_ID = "SELECT id, id - ? AS ex FROM units WHERE rank = ? AND step = ?"
 
 
-def _plain_place(index: DumpIndex, cur: sqlite3.Cursor, rank: int, step: int, graphs: dict, csv_maps: dict,
+def _plain_place(index: "DumpIndex", cur: sqlite3.Cursor, rank: int, step: int, graphs: dict, csv_maps: dict,
                  seq: _Seq) -> bool:
     """Finalize one rank/step in SQL alone when there is nothing to decide in Python.
 
@@ -691,7 +693,7 @@ def _plain_place(index: DumpIndex, cur: sqlite3.Cursor, rank: int, step: int, gr
     return True
 
 
-def finalize_early(index: DumpIndex, place: tuple[int, int], lo: int, hi: int, graphs_here: frozenset) -> None:
+def finalize_early(index: "DumpIndex", place: tuple[int, int], lo: int, hi: int, graphs_here: frozenset) -> None:
     """Make the ops of a plain place whose units are ``lo..hi`` of one folder (see ``index._EarlyOps``)."""
     with index._lock:
         cur = index.conn.cursor()
@@ -702,7 +704,7 @@ def finalize_early(index: DumpIndex, place: tuple[int, int], lo: int, hi: int, g
     index.early[place] = (hi - lo + 1, lo, hi, graphs_here)
 
 
-def _kept_early(index: DumpIndex, graphs: dict, csv_maps: dict) -> set[tuple[int, int]]:
+def _kept_early(index: "DumpIndex", graphs: dict, csv_maps: dict) -> set[tuple[int, int]]:
     """Early places whose ops still stand: the same units, and still nothing to join them to."""
     kept = set()
     for (rank, step), (n, lo, hi, graphs_here) in index.early.items():

@@ -26,6 +26,18 @@ from typing import Any, Callable, Iterable, Optional
 
 from dumpscope.core.cache import index_path
 from dumpscope.core.index_lock import writer_lock
+from dumpscope.core import finalize as finalizing  # a module: tests swap its functions
+from dumpscope.core.index_schema import (  # noqa: F401  (SCHEMA_VERSION, the index sets: re-exported)
+    _SCHEMA,
+    ANALYSIS_LIMIT,
+    OLD_OP_INDEXES,
+    OP_INDEXES,
+    SCHEMA_VERSION,
+    UNIT_INDEXES,
+    create_indexes,
+    drop_indexes,
+    schema_key,
+)
 from dumpscope.core.layouts import all_layouts
 from dumpscope.core.layouts.base import DirListing, Item
 from dumpscope.core.model import (
@@ -43,56 +55,6 @@ PARTIAL_AFTER_S = 2.0
 #: folders with at least this many files are read by the process pool, in chunks
 PARALLEL_MIN_FILES = 400
 CHUNK_FILES = 1000
-
-SCHEMA_VERSION = 11
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE IF NOT EXISTS dirs(id INTEGER PRIMARY KEY, path TEXT UNIQUE, mtime_ns INTEGER,
-    nentries INTEGER, skips TEXT, layouts TEXT, nfiles INTEGER, nclaimed INTEGER, subdirs TEXT,
-    first_unit INTEGER, last_unit INTEGER);
-CREATE TABLE IF NOT EXISTS units(id INTEGER PRIMARY KEY, op_id INTEGER, dir_id INTEGER, producer TEXT, path TEXT,
-    op_type TEXT, op_name TEXT, file_name TEXT, rank INTEGER, step INTEGER, graph TEXT, task INTEGER,
-    stream INTEGER, ts INTEGER, storage TEXT, order_hint REAL, ntensors INTEGER, tensors TEXT, slots TEXT,
-    scope TEXT, nan INTEGER, posinf INTEGER, neginf INTEGER);
-CREATE TABLE IF NOT EXISTS exec_orders(dir_id INTEGER, rank INTEGER, graph TEXT, source TEXT, names TEXT);
-CREATE TABLE IF NOT EXISTS graph_files(dir_id INTEGER, path TEXT, kind TEXT, rank INTEGER, graph TEXT);
-CREATE TABLE IF NOT EXISTS problems(dir_id INTEGER, path TEXT, error TEXT);
-CREATE TABLE IF NOT EXISTS overflow(dir_id INTEGER, path TEXT, rank INTEGER, step INTEGER, graph TEXT,
-    task INTEGER, stream INTEGER, status INTEGER, kind TEXT, context INTEGER, thread INTEGER, folder TEXT);
-CREATE TABLE IF NOT EXISTS ops(id INTEGER PRIMARY KEY, rank INTEGER, step INTEGER, graph TEXT, name TEXT,
-    file_name TEXT, type TEXT, scope TEXT, exec_index INTEGER, first_ts INTEGER, producer TEXT,
-    joined TEXT, join_rule TEXT, graph_only INTEGER DEFAULT 0, nan INTEGER, posinf INTEGER,
-    neginf INTEGER, status INTEGER, evidence TEXT, folder TEXT, task INTEGER, stream INTEGER,
-    watch_of TEXT, watch_after TEXT, seq INTEGER, kind TEXT NOT NULL DEFAULT 'op', join_note TEXT);
-CREATE TABLE IF NOT EXISTS graph_nodes(gkey TEXT, name TEXT, sname TEXT, type TEXT, data TEXT);
-CREATE INDEX IF NOT EXISTS graph_nodes_name ON graph_nodes(gkey, name);
-CREATE INDEX IF NOT EXISTS graph_nodes_sname ON graph_nodes(gkey, sname);
-CREATE TABLE IF NOT EXISTS graphs(gkey TEXT PRIMARY KEY, rank INTEGER, graph TEXT, name TEXT, path TEXT, kind TEXT);
-CREATE TABLE IF NOT EXISTS stats_cache(sig TEXT PRIMARY KEY, data TEXT);
-"""
-
-#: secondary indexes, dropped while a table is bulk-loaded and built once afterwards (a sorted
-#: build is several times cheaper than updating each index row by row)
-UNIT_INDEXES = {
-    # only units grouped under another unit's op (npy inputs/outputs…): a CANN file is its own op
-    "units_op": "CREATE INDEX IF NOT EXISTS units_op ON units(op_id) WHERE op_id != id",
-    "units_place": "CREATE INDEX IF NOT EXISTS units_place ON units(rank, step)",
-}
-OP_INDEXES = {
-    "ops_order": "CREATE INDEX IF NOT EXISTS ops_order ON ops(rank, step, exec_index)",
-    # lookups by name are "name = ? AND rank = ? AND step = ?": all three in the key, so no planner
-    # ever prefers walking a whole (rank, step) through ops_order
-    "ops_name_at": "CREATE INDEX IF NOT EXISTS ops_name_at ON ops(name, rank, step)",
-    "ops_file_name_at": "CREATE INDEX IF NOT EXISTS ops_file_name_at ON ops(file_name, rank, step)",
-    "ops_joined_at": "CREATE INDEX IF NOT EXISTS ops_joined_at ON ops(joined, rank, step)",
-    "ops_scope": "CREATE INDEX IF NOT EXISTS ops_scope ON ops(rank, step, graph, scope)",
-}
-#: indexes of earlier versions of OP_INDEXES, dropped from caches written by them
-OLD_OP_INDEXES = ("ops_name", "ops_file_name")
-#: rows ANALYZE samples per index: statistics good enough for the planner at a bounded cost
-ANALYSIS_LIMIT = 1000
-
 
 @dataclass(slots=True)
 class Progress:
@@ -113,13 +75,6 @@ class Progress:
 
 class IndexCancelled(Exception):
     """Raised inside a build when the caller's cancel event is set."""
-
-
-def _schema_key() -> str:
-    """Index files are reused only by the same schema and the same dumpscope release."""
-    from dumpscope import __version__
-
-    return f"{SCHEMA_VERSION}:{__version__}"
 
 
 def _pack_items(items: Iterable[Item]) -> tuple[list[tuple], list[Item]]:
@@ -356,11 +311,9 @@ class _EarlyOps:
         if self.index.query("SELECT 1 FROM graph_files UNION ALL SELECT 1 FROM exec_orders LIMIT 1"):
             self.waiting.clear()  # something to join: every place goes through the last finalize
             return
-        from dumpscope.core.finalize import finalize_early
-
         for place in [p for p in self.waiting if self.pending.get(p, 0) <= 0]:
             lo, hi, graphs = self.waiting.pop(place)
-            finalize_early(self.index, place, lo, hi, graphs)
+            finalizing.finalize_early(self.index, place, lo, hi, graphs)
 
 
 def _place_key(place) -> tuple[int, int]:
@@ -464,24 +417,17 @@ class DumpIndex:
             if cur.execute("SELECT name FROM sqlite_master WHERE type='table' AND name='meta'").fetchone():
                 row = cur.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
                 version = row[0] if row else None
-            if version != _schema_key():
+            if version != schema_key():
                 for (table,) in cur.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall():
                     if not table.startswith("sqlite_"):
                         cur.execute(f'DROP TABLE IF EXISTS "{table}"')
             cur.executescript(_SCHEMA)
             self._create_indexes(cur, {**UNIT_INDEXES, **OP_INDEXES})
-            cur.execute("INSERT OR REPLACE INTO meta VALUES('schema', ?)", (_schema_key(),))
+            cur.execute("INSERT OR REPLACE INTO meta VALUES('schema', ?)", (schema_key(),))
             cur.execute("INSERT OR REPLACE INTO meta VALUES('root', ?)", (self.root,))
 
-    @staticmethod
-    def _create_indexes(cur: sqlite3.Cursor, which: dict[str, str]) -> None:
-        for sql in which.values():
-            cur.execute(sql)
-
-    @staticmethod
-    def _drop_indexes(cur: sqlite3.Cursor, which: dict[str, str]) -> None:
-        for name in which:
-            cur.execute(f"DROP INDEX IF EXISTS {name}")
+    _create_indexes = staticmethod(create_indexes)
+    _drop_indexes = staticmethod(drop_indexes)
 
     def _bulk_load(self, start: bool) -> None:
         """A cold build inserts into an empty units table without its indexes, then builds them."""
@@ -642,9 +588,7 @@ class DumpIndex:
             prog.phase = "joining"
             if progress is not None:
                 progress(prog)
-            from dumpscope.core.finalize import finalize
-
-            finalize(self)
+            finalizing.finalize(self)
             with self._lock:
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES('finalized', '1')")
             self.analyze()
@@ -684,13 +628,11 @@ class DumpIndex:
         return out
 
     def _partial_finalize(self, prog: Progress, partial: Callable[[Progress], None]) -> None:
-        from dumpscope.core.finalize import finalize
-
         self._bulk_load(start=False)  # finalize reads by place: the indexes are needed from now on
 
         phase = prog.phase
         prog.phase = "joining (partial)"
-        finalize(self)
+        finalizing.finalize(self)
         prog.phase = phase
         partial(prog)
 
