@@ -236,6 +236,14 @@ class _Pool:
         self._give_up()
 
 
+def _count_files(folder: str) -> int:
+    """Files under a folder the walker does not enter (for the summary's file accounting)."""
+    n = 0
+    for _dirpath, _dirs, files in os.walk(folder):
+        n += len(files)
+    return n
+
+
 def _dedupe_problems(items: list[Item]) -> list[Item]:
     """Chunks share folder-wide files (``mapping.csv``): report each problem once."""
     seen: set[tuple[str, str]] = set()
@@ -642,7 +650,9 @@ class DumpIndex:
         nentries = len(scanned.files) + len(scanned.subdirs)
         # a folder listed with a problem keeps no subfolder list, so it is listed again next time
         subdirs = None if scanned.problem is not None else json.dumps(scanned.subdirs)
-        first, stored = self._store_dir(scanned.dirpath, scanned.mtime_ns, nentries, len(scanned.files), nclaimed,
+        # files of subfolders a layout read itself (msprobe's dump_tensor_data) are listed here too
+        nfiles = len(scanned.files) + sum(_count_files(os.path.join(scanned.dirpath, sub)) for sub in skips)
+        first, stored = self._store_dir(scanned.dirpath, scanned.mtime_ns, nentries, nfiles, nclaimed,
                                         skips, units, others, old_id, subdirs)
         if self._early_ops is not None:
             self._early_ops.stored(scanned, first, stored)

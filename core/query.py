@@ -181,9 +181,12 @@ class DumpQuery:
         cached = self.index.query("SELECT value FROM meta WHERE key='layouts'")
         if cached:
             return json.loads(cached[0][0])
+        from dumpscope.core.accounting import layout_roots
+
         rows = self.index.query(
             "SELECT producer, COUNT(DISTINCT path) FROM units GROUP BY producer ORDER BY producer")
-        out = [{"name": producer, "root": self._layout_root(producer), "files": files} for producer, files in rows]
+        roots = layout_roots(self.index)
+        out = [{"name": producer, "root": roots.get(producer, self.root), "files": files} for producer, files in rows]
         self._remember("INSERT OR REPLACE INTO meta VALUES('layouts', ?)", [(json.dumps(out),)])
         return out
 
@@ -227,21 +230,15 @@ class DumpQuery:
             "GROUP BY graph, scope",
             (rank, step))}
 
-    def _layout_root(self, producer: str) -> str:
-        rows = self.index.query("SELECT path FROM units WHERE producer=? LIMIT 200", (producer,))
-        dirs = [os.path.dirname(p) for (p,) in rows]
-        if not dirs:
-            return self.root
-        common = os.path.commonpath(dirs)
-        return common
-
     def summary(self) -> dict[str, Any]:
         kinds = dict(self.index.query("SELECT kind, COUNT(*) FROM ops WHERE graph_only=0 GROUP BY kind"))
         n_tensors, n_values = self.index.query(
             "SELECT COALESCE(SUM(CASE WHEN storage != 'value' THEN ntensors END), 0), "
             "COALESCE(SUM(CASE WHEN storage = 'value' THEN ntensors END), 0) FROM units")[0]
+        from dumpscope.core.accounting import file_accounting
+
         graphs = self.graph_files()
-        n_files = self.index.query("SELECT COALESCE(SUM(nfiles),0), COALESCE(SUM(nclaimed),0) FROM dirs")[0]
+        accounting = file_accounting(self.index)
         return {
             "path": self.root,
             "layouts": self.layouts(),
@@ -254,8 +251,9 @@ class DumpQuery:
             "constants": kinds.get("constant", 0),
             "tensors": n_tensors,
             "values": n_values,  # non-tensor arguments kept as entries (msprobe), not counted as tensors
-            "files": n_files[0],
-            "skipped_files": n_files[0] - n_files[1],
+            "files": accounting["files"],
+            "skipped_files": accounting["not_recognised"],
+            "accounting": accounting,  # every listed file's fate: the parts add up to "files"
             "problems": self.problems(),
         }
 

@@ -237,3 +237,42 @@ def test_an_op_left_file_side_is_placed_under_its_scope_with_the_reason(capsys, 
     code = main(["show", str(root), left[0]["name"]])
     out = capsys.readouterr().out
     assert code == 0 and "? graph name unknown: 2 dumped and 3 graph" in out
+
+
+# -- summary: where the tree starts, and every file accounted for --------------------------------------
+
+
+def test_summary_root_is_the_dump_path_and_every_file_adds_up(capsys, dumps):
+    import os
+
+    for tree in TREES:
+        root = dumps / tree
+        doc = cli_json(capsys, "summary", str(root))
+        assert [lay["root"] for lay in doc["layouts"]] == [str(root)]  # the folder holding rank_0
+        acc = doc["accounting"]
+        on_disk = sum(len(files) for _d, _s, files in os.walk(root))
+        assert acc["files"] == doc["files"] == on_disk
+        assert sum(v for k, v in acc.items() if k != "files") == on_disk
+        assert acc["tensor"] == len(list(step_dir(root).iterdir()))
+        assert (acc["graph"], acc["order"], acc["not_recognised"], acc["problem"]) == (2, 1, 0, 0)  # .ir + .pb
+        assert acc["metadata"] == 3  # .dump_metadata/{config,data_dump}.json, the global execution order
+        assert [g["joined"] for g in doc["graph_files"]] == [True, False]  # the .ir joins, the .pb is listed
+    # the folder above: two stray files are "not recognised", the rest still adds up
+    doc = cli_json(capsys, "summary", str(dumps))
+    assert doc["accounting"]["not_recognised"] == 2  # README.md, net.py
+    assert doc["accounting"]["files"] == sum(len(f) for _d, _s, f in os.walk(dumps))
+
+
+@pytest.mark.parametrize("dirs, root", [
+    (["/d/out/rank_0/Net/0/0", "/d/out/rank_0/Net/0/3"], "/d/out"),  # MindSpore: above rank_0
+    (["/d/out/rank_0/Net/0/0", "/d/out/rank_1/Net/0/0"], "/d/out"),
+    (["/d/job/20240613143502/0/ge_default_1/1/0"], "/d/job"),  # CANN: above the {time} folder
+    (["/d/job/worldsize2_global_rank0/20240613143502/0/m/1/0"], "/d/job"),
+    (["/d/out/step0/rank0/dump_tensor_data"], "/d/out"),  # msprobe
+    (["/d/plain/a", "/d/plain/b"], "/d/plain"),  # no structure known: the common folder
+    (["/d/x/rank_0/Net/0/0"], "/d/x"),
+])
+def test_tree_root_is_above_the_first_structural_level(dirs, root):
+    from dumpscope.core.accounting import tree_root
+
+    assert tree_root(dirs, "/d") == root

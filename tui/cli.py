@@ -407,6 +407,10 @@ def cmd_summary(args: argparse.Namespace) -> int:
     con.print(f"ops: {doc['ops']}   parameters: {doc['parameters']}   constants: {doc['constants']}   "
               f"tensors: {doc['tensors']}   files: {doc['files']} "
               f"(not recognised: {doc['skipped_files']})")
+    acc = doc.get("accounting") or {}
+    con.print("files: " + ", ".join(f"{acc[k]} {k.replace('_', ' ')}" for k in
+                                     ("tensor", "stats", "graph", "order", "overflow", "metadata", "problem",
+                                      "not_recognised") if acc.get(k)))
     for g in doc["graph_files"]:
         if g.get("joined", True) or g.get("listed"):
             how = "joined to the dump" if g.get("joined", True) else "listed as ops (no tensors)"

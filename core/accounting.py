@@ -1,0 +1,74 @@
+"""What became of every file under PATH, and where each layout's tree starts (``summary``).
+
+Every file the walk listed is exactly one of: read as tensor data, statistics, a graph, an
+execution order, overflow evidence, metadata a layout consumed (``.dump_metadata``,
+``mapping.csv``, the global execution order …), a named problem, or not recognised.  The
+counts come from the index's tables and add up to the number of files listed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import TYPE_CHECKING, Iterable
+
+if TYPE_CHECKING:
+    from dumpscope.core.index import DumpIndex
+
+#: folder names where a dump tree's own structure begins (FORMATS.md §5.1, §8.1, §9)
+_TREE_LEVEL = re.compile(r"^(?:rank_?\d+|\d{14}|worldsize\d+_global_rank\d+|step_?\d+|device_\d+|proc\d+)$")
+
+
+def tree_root(dirs: Iterable[str], fallback: str) -> str:
+    """The folder a layout's tree starts in: above the first rank / time / step level of the
+    folders its files lie in (MindSpore's dump path above ``rank_0``, CANN's above ``{time}``)."""
+    dirs = list(dirs)
+    if not dirs:
+        return fallback
+    common = os.path.commonpath(dirs)
+    parts = common.split(os.sep)
+    base = len(fallback.rstrip(os.sep).split(os.sep)) if common.startswith(fallback) else 1
+    for i in range(base, len(parts)):
+        if _TREE_LEVEL.match(parts[i]):
+            return os.sep.join(parts[:i]) or os.sep
+    return common
+
+
+def layout_roots(index: "DumpIndex") -> dict[str, str]:
+    """Each producer's tree root, from the folders of its files and of the graphs and orders beside them."""
+    by_producer: dict[str, list[str]] = {}
+    for producer, lo, hi in index.query(
+            "SELECT u.producer, MIN(d.path), MAX(d.path) FROM (SELECT DISTINCT producer, dir_id FROM units) u "
+            "JOIN dirs d ON d.id = u.dir_id GROUP BY u.producer"):
+        by_producer[producer] = [lo, hi]  # sorted paths: the first and last share the common prefix of all
+    return {p: tree_root(dirs, index.root) for p, dirs in by_producer.items()}
+
+
+def file_accounting(index: "DumpIndex") -> dict[str, int]:
+    """Counts per fate of every listed file; ``files`` is their sum."""
+    listed, claimed = index.query("SELECT COALESCE(SUM(nfiles), 0), COALESCE(SUM(nclaimed), 0) FROM dirs")[0]
+    walked = {p for (p,) in index.query("SELECT path FROM dirs")}
+    seen: set[str] = set()
+
+    def count(rows: list[tuple]) -> int:
+        fresh = {p for (p,) in rows if p not in seen}
+        seen.update(fresh)
+        return len(fresh)
+
+    tensor = count(index.query("SELECT DISTINCT path FROM units WHERE storage NOT IN ('none', 'value')"))
+    stats = count(index.query("SELECT DISTINCT path FROM units WHERE storage IN ('none', 'value')"))
+    graph = count(index.query("SELECT DISTINCT path FROM graph_files"))
+    order = count(index.query("SELECT DISTINCT source FROM exec_orders"))
+    overflow = count(index.query("SELECT DISTINCT path FROM overflow"))
+    # a problem names a file (or a folder, which is no file of the count)
+    problem = count([(p,) for (p,) in index.query(
+        "SELECT DISTINCT p.path FROM problems p LEFT JOIN dirs d ON d.path = p.path WHERE d.id IS NULL")])
+    # files read from a subfolder the walker left to its layout (listed with its parent, claimed by use)
+    claimed += sum(1 for p in seen if os.path.dirname(p) not in walked)
+    metadata = claimed - tensor - stats - graph - order - overflow - problem
+    unclaimed_problems = max(0, -metadata)  # a bad file no layout claimed: a problem, not "not recognised"
+    out = {"tensor": tensor, "stats": stats, "graph": graph, "order": order, "overflow": overflow,
+           "metadata": max(0, metadata), "problem": problem,
+           "not_recognised": listed - claimed - unclaimed_problems}
+    out["files"] = listed
+    return out
