@@ -103,13 +103,14 @@ def convert_tree(q: "DumpQuery", outdir: str, op: Optional[str] = None, rank: Op
     if _inside(outdir, root):
         raise ValueError(f"{outdir}: OUTDIR lies inside the dump tree {root}; dumpscope never writes into a "
                          "dump tree, choose another folder")
-    if op is not None:
-        ops = [q.resolve_op(op, rank, step)]
+    if op is not None:  # the op, and its Dump-Watch snapshots when it was watched
+        found = q.resolve_op(op, rank, step)
+        ops = [found, *q.snapshots_of(found)]
     elif rank is not None or step is not None:
         r, s = q.default_place(rank, step)
-        ops = q.ops(r, s, kind="all")
+        ops = [o for o in q.ops(r, s, kind="all", graph_only=True) if o.graph_only != 1]  # watch snapshots too
     else:
-        ops = q.ops(kind="all")
+        ops = [o for o in q.ops(kind="all", graph_only=True) if o.graph_only != 1]
     every = [t for o in ops for t in q.tensors(o.id)]
     tensors = [t for t in every if t.storage not in ("none", "value")]
     skipped = len(every) - len(tensors)

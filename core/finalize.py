@@ -519,7 +519,7 @@ def _mark_watch_snapshots(ops: dict[tuple, OpAcc]) -> None:
     Scoped names may contain ``_To_`` themselves, so the split is checked against the
     names of the ops dumped in the same rank/step.
     """
-    from dumpscope.core.watch_diff import split_watch_name
+    from dumpscope.core.watch_diff import WATCH_SEP, split_watch_name
 
     by_place: dict[tuple[int, int], list[OpAcc]] = defaultdict(list)
     for acc in ops.values():
@@ -528,12 +528,19 @@ def _mark_watch_snapshots(ops: dict[tuple, OpAcc]) -> None:
         if not any("_To_" in a.file_name for a in group):
             continue
         known = frozenset(a.sfile for a in group if "_To_" not in a.file_name)
+        by_sfile = {a.sfile: a for a in group if "_To_" not in a.file_name}
         for acc in group:
             if "_To_" not in acc.file_name:
                 continue
             split = split_watch_name(acc.sfile, known)
             if split is not None:
                 acc.watch_after, acc.watch_of = split
+                # the header spells both names (``net/B/Sub_To_net/C/Add``): cut it at the watched
+                # op's own header name, so the trigger keeps its real name even when it was not dumped
+                watched = by_sfile.get(acc.watch_of)
+                tail = WATCH_SEP + watched.name if watched is not None else None
+                if tail and acc.name.endswith(tail) and len(acc.name) > len(tail):
+                    acc.watch_after = acc.name[:-len(tail)]
 
 
 # -- main -----------------------------------------------------------------------------------
@@ -760,11 +767,17 @@ def _op_rows(rank: int, step: int, graphs_here: dict[str, list[OpAcc]], graphs: 
     exec_index = 0
     for graph in sorted(graphs_here):
         csv_pos, csv_spos, csv_names = csv_maps.get((rank, graph)) or ({}, {}, {})
+        # a Dump-Watch snapshot belongs to its watched op: it takes that op's scope, not one made up
+        # from ``{L}_To_{W}``
+        watched_scope = {a.sfile: a.scope if a.scope is not None else _scope_of(a.joined or a.csv_name or a.name)
+                         for a in graphs_here[graph] if a.watch_of is None}
         for acc in _order(graphs_here[graph], csv_pos, csv_spos):
             op_id = acc.unit_ids[0]
             name = acc.joined or acc.csv_name or acc.name  # no graph file: the CSV spells the full name
             scope = acc.scope if acc.scope is not None else _scope_of(name)
             snapshot = acc.watch_of is not None
+            if snapshot:
+                scope = watched_scope.get(acc.watch_of, scope)
             kind = op_kind(acc.type, step)
             # a watch snapshot shares the position of the op that ran just before it; parameters
             # and constants did not run: no position at all

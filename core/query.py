@@ -227,7 +227,7 @@ class DumpQuery:
         """First execution index per (graph, scope), so views can list scopes in execution order."""
         return {(g, s): e for g, s, e in self.index.query(
             "SELECT graph, scope, MIN(exec_index) FROM ops WHERE rank=? AND step=? AND kind='op' "
-            "GROUP BY graph, scope",
+            "AND graph_only != 2 GROUP BY graph, scope",
             (rank, step))}
 
     def summary(self) -> dict[str, Any]:
@@ -388,14 +388,27 @@ class DumpQuery:
     def scope_counts(self, rank: int, step: int) -> dict[tuple[str, str], int]:
         """Ops per (graph, scope) of one rank/step, to build the lazy scope tree."""
         return {(g, s): n for g, s, n in self.index.query(
-            "SELECT graph, scope, COUNT(*) FROM ops WHERE rank=? AND step=? AND kind='op' GROUP BY graph, scope",
+            "SELECT graph, scope, COUNT(*) FROM ops WHERE rank=? AND step=? AND kind='op' AND graph_only != 2 "
+            "GROUP BY graph, scope",
             (rank, step))}
 
     def ops_in_scope(self, rank: int, step: int, graph: str, scope: str) -> list[OpRow]:
         return [_op(r) for r in self.index.query(
             f"SELECT {_OP_COLS} FROM ops WHERE rank=? AND step=? AND graph=? AND scope=? AND kind='op' "
-            "ORDER BY exec_index IS NULL, exec_index, seq",
+            "AND graph_only != 2 ORDER BY exec_index IS NULL, exec_index, seq",
             (rank, step, graph, scope))]
+
+    def snapshot_counts(self, rank: int, step: int) -> dict[tuple[str, str], int]:
+        """Dump-Watch snapshots per (graph, watched op's file-side name): children of that op's node."""
+        return {(g, w): n for g, w, n in self.index.query(
+            "SELECT graph, watch_of, COUNT(*) FROM ops WHERE rank=? AND step=? AND graph_only=2 "
+            "AND watch_of IS NOT NULL GROUP BY graph, watch_of", (rank, step))}
+
+    def snapshots_of(self, op: OpRow) -> list[OpRow]:
+        """The Dump-Watch snapshots of a watched op, in the order they were taken."""
+        return [_op(r) for r in self.index.query(
+            f"SELECT {_OP_COLS} FROM ops WHERE rank=? AND step=? AND graph=? AND graph_only=2 AND watch_of=? "
+            "ORDER BY first_ts IS NULL, first_ts, seq", (op.rank, op.step, op.graph, sanitize_name(op.file_name)))]
 
     def kind_counts(self, rank: int, step: int) -> dict[tuple[str, str], int]:
         """Parameters and constants per (graph, kind) of one rank/step: one tree node each."""
@@ -533,6 +546,14 @@ class DumpQuery:
             doc["join_note"] = op.join_note  # why no graph-side name: the op keeps its file-side one
         doc["scope"] = op.scope
         doc["overflow_status"] = op.status
+        if op.watch_of is not None:  # a Dump-Watch snapshot: whose, and after which op
+            doc["snapshot_of"] = op.watch_of
+            doc["snapshot_after"] = op.watch_after
+        else:
+            snaps = self.snapshots_of(op) if op.graph_only == 0 else []
+            if snaps:
+                doc["snapshots"] = [{"after": s.watch_after, "name": s.name, "file_name": s.file_name,
+                                     "files": sorted({t.path for t in self.tensors(s.id)})} for s in snaps]
         stacks = [t.extra.get("stack") for t in tensors if t.extra.get("stack")]
         if stacks and not doc["source"]:
             from dumpscope.core.layouts.py_stack import source_from_stack

@@ -25,6 +25,7 @@ def watch_report(q: "DumpQuery", rank: Optional[int] = None, step: Optional[int]
         return {"watched": [], "rank": rank, "step": step}
     visible = q.ops(rank, step)
     by_file = {op.file_name: op for op in visible}
+    by_name = {op.name: op for op in visible}
     groups: dict[str, list["OpRow"]] = defaultdict(list)
     for s in snaps:
         groups[s.watch_of].append(s)
@@ -57,7 +58,8 @@ def watch_report(q: "DumpQuery", rank: Optional[int] = None, step: Optional[int]
                 except TensorLoadError as exc:
                     problems.append({"path": st[0].path, "error": str(exc)})
                     continue
-                layer = by_file.get(s.watch_after)
+                # the trigger: a dumped op, else the name the snapshot's header gives it
+                layer = by_file.get(s.watch_after) or by_name.get(s.watch_after) if s.watch_after else None
                 after = layer.name if layer is not None else (s.watch_after or s.name)
                 entries.append((after, position[s.id], arr))
             name = w.name if len(w_outs) == 1 else f"{w.name}:output.{slot}"

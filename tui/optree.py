@@ -17,6 +17,7 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from dumpscope.core.inert import inert
+from dumpscope.core.names import sanitize_name
 from dumpscope.core.query import DumpQuery, OpRow
 from dumpscope.tui.badges import BadgeState
 
@@ -140,6 +141,7 @@ class OpTree(Tree[NodeData]):
         self.step = 0
         self._populated: set[int] = set()
         self._kinds: dict[tuple[str, str], int] = {}
+        self._snapshots: dict[tuple[str, str], int] = {}
 
     # -- building ---------------------------------------------------------------------
 
@@ -167,6 +169,8 @@ class OpTree(Tree[NodeData]):
                              q.bad_scope_counts(rank, step))
         kinds_fn = getattr(q, "kind_counts", None)
         self._kinds = kinds_fn(rank, step) if kinds_fn else {}
+        snaps_fn = getattr(q, "snapshot_counts", None)
+        self._snapshots = snaps_fn(rank, step) if snaps_fn else {}
         have = {r.graph for r in roots}
         for graph in sorted({g for g, _k in self._kinds} - have, key=_graph_key):
             roots.append(Scope(graph, "", f"graph {graph}" if graph else "graph"))  # parameters only
@@ -227,6 +231,12 @@ class OpTree(Tree[NodeData]):
         if node.id in self._populated or self.q is None:
             return
         data = node.data
+        if isinstance(data, OpRow) and node.allow_expand:  # a watched op: its Dump-Watch snapshots
+            self._populated.add(node.id)
+            for snap in self.q.snapshots_of(data):
+                label = Text.assemble(("↳ after ", "dim"), snap.watch_after or snap.short)
+                node.add_leaf(label, data=snap)
+            return
         if not isinstance(data, (Scope, KindGroup)):
             return
         self._populated.add(node.id)
@@ -250,7 +260,13 @@ class OpTree(Tree[NodeData]):
             self.q.ops_of_kind(self.rank, self.step, graph, kind)
         batch = ops[offset:offset + OPS_PER_NODE]
         for op in batch:
-            node.add_leaf(self._op_label(op), data=op)
+            n_snaps = self._snapshots.get((op.graph, sanitize_name(op.file_name))) if self._snapshots else None
+            if n_snaps:  # a watched op: its snapshots are its children, not ops of the scope
+                label = self._op_label(op)
+                label.append(f" ({n_snaps} snapshots)", "dim")
+                node.add(label, data=op, allow_expand=True)
+            else:
+                node.add_leaf(self._op_label(op), data=op)
         rest = len(ops) - offset - len(batch)
         if rest > 0:
             node.add_leaf(Text(f"… {rest:,} more (enter)", "dim italic"),
