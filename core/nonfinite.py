@@ -19,6 +19,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from dumpscope.core.shapes import element_count
+
 CHUNK_ELEMS = 1 << 22
 
 #: stored dtypes counted from their bit patterns: (unsigned view, exponent mask, mantissa mask, sign bit)
@@ -183,7 +185,7 @@ def _npy_one(path: str, t: TensorJob) -> Count:
             return Count()
         if sdt.names is not None or sdt.subdtype is not None or sdt.byteorder == ">" or sdt.kind == "c":
             return _decoded(path, "npy", t)
-        count = int(np.prod(shape)) if shape else 1
+        count = element_count(shape)
         c = count_region(fh, fh.tell(), count, sdt.name, path)
         if c is None or (c.bad and fortran):
             return _decoded(path, "npy", t)
@@ -195,7 +197,7 @@ def _raw_one(path: str, t: TensorJob) -> Count:
     stored = sdt or dtype
     if _stored_numpy(stored) is None:
         return _decoded(path, "raw", t)
-    count = int(np.prod(shape)) if shape else 1
+    count = element_count(shape)
     with open(path, "rb") as fh:
         c = count_region(fh, off, count, stored, path)
     assert c is not None

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
 
+from dumpscope.core.shapes import element_count, impossible_header
 from dumpscope.core.model import (STORAGE_CANN, STORAGE_H5, STORAGE_NONE, STORAGE_NPY, STORAGE_PT, STORAGE_RAW,
                                   STORAGE_VALUE)
 
@@ -82,7 +83,11 @@ def _cann_tensor(ref: TensorRef):
     group = header.inputs if ref.io == "input" else header.outputs
     if ref.slot >= len(group):
         raise TensorLoadError(f"{ref.path}: no {ref.io} {ref.slot} in this dump file (it has {len(group)})")
-    return group[ref.slot]
+    t = group[ref.slot]
+    bad = impossible_header(t.shape, t.dtype, t.size)
+    if bad:  # the indexer named the same problem: every command says it the same way
+        raise TensorLoadError(f"{ref.path}: {ref.io}.{ref.slot}: {bad}")
+    return t
 
 
 def load_tensor(ref: TensorRef) -> np.ndarray:
@@ -123,7 +128,7 @@ def _load_raw(ref: TensorRef) -> np.ndarray:
     from dumpscope.core.dtypes import decode, nbytes_for
 
     stored = ref.stored_dtype or ref.dtype
-    count = int(np.prod(ref.shape)) if ref.shape else 1
+    count = element_count(ref.shape)
     need = nbytes_for(stored, count)  # packed int4/uint1 take less than a byte each
     size = os.path.getsize(ref.path)
     if size - ref.offset < need:
@@ -180,7 +185,7 @@ _BITS_DTYPES = {"bfloat16": np.uint16, "float8_e5m2": np.uint8, "float8_e4m3fn":
 
 
 def _stream_plain(ref: TensorRef, offset: int, size: int, dtype: str):
-    count = int(np.prod(ref.shape)) if ref.shape else 1
+    count = element_count(ref.shape)
     if dtype in _BITS_DTYPES:
         sdt = np.dtype(_BITS_DTYPES[dtype])
     else:
@@ -261,7 +266,7 @@ def _stream_npy(ref: TensorRef):
         raise _err(ref, exc) from None
     if sdt.hasobject or sdt.kind not in "biufc" or sdt.names is not None or sdt.subdtype is not None:
         return None
-    count = int(np.prod(shape)) if shape else 1
+    count = element_count(shape)
     if count == 0:
         return (lambda: iter([np.zeros(0, sdt)]), tuple(shape), sdt.name)
     return (lambda: _read_chunks(ref.path, head.data_offset, count, sdt), tuple(shape), sdt.name)

@@ -23,6 +23,7 @@ from typing import Optional, Union
 import numpy as np
 
 from dumpscope.core import dtypes
+from dumpscope.core.shapes import impossible_header
 from dumpscope.core.device_format import FORMAT_NAMES, DeviceFormatError, to_logical
 from dumpscope.core.device_format import logical_shape as device_logical_shape
 from dumpscope.core.formats import dump_data_pb2
@@ -318,9 +319,9 @@ def load_raw(path: PathLike, t: CannTensor) -> np.ndarray:
         need = dtypes.nbytes_for(t.dtype, count)
     except dtypes.DtypeError as exc:
         raise DumpFormatError(f"{p}: {_label(t)}: {exc}") from None
-    if t.size < need:
-        raise DumpFormatError(f"{p}: {_label(t)} size {t.size} bytes is less than the {need} bytes its "
-                              f"shape {list(t.shape)} of {t.dtype} needs")
+    bad = impossible_header(t.shape, t.dtype, t.size)
+    if bad:  # the indexer's problem text, word for word
+        raise DumpFormatError(f"{p}: {t.io}.{t.slot}: {bad}")
     raw = _read_bytes(p, t, need)
     try:
         flat = dtypes.decode(raw, t.dtype, count)

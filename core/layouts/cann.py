@@ -24,6 +24,7 @@ from dumpscope.core.formats.cann_names import (
 from dumpscope.core.layouts.base import DirListing, Item, Layout
 from dumpscope.core.layouts.paths import DumpPlace, place_of
 from dumpscope.core.model import STORAGE_CANN, OverflowEvidence, Problem, TensorRecord
+from dumpscope.core.shapes import impossible_header
 from dumpscope.core.units import UNIT_COLUMNS, UnitRecord, pack
 
 
@@ -147,7 +148,7 @@ class CannLayout(Layout):
             if not records:
                 return items
             packed = pack(records)[UNIT_COLUMNS.index("ntensors"):]
-            if common:
+            if common and not items:  # a layout with a problem (impossible header) is read per file
                 if len(lay.memo) >= _MEMO_PER_LAYOUT:  # header lengths vary with op-name length: bound it
                     lay.memo.clear()
                 lay.memo[h] = packed
@@ -201,6 +202,9 @@ def records_from_header(header: CannHeader, name: DumpName, place: DumpPlace) ->
     for t in header.inputs + header.outputs:
         if t.truncated:
             continue
+        bad = impossible_header(t.shape, t.dtype, t.size)
+        if bad:  # listed, so the op is complete; its data is refused with this same line everywhere
+            yield Problem(path, f"{t.io}.{t.slot}: {bad}")
         orig_op = t.original_op_name
         yield TensorRecord(
             producer="cann", path=path, op_type=name.op_type, op_name=op_name, file_name=file_name,
