@@ -346,3 +346,23 @@ def decode(buf: BufferLike, dtype: str, count: Optional[int] = None) -> np.ndarr
     if name == "uint1":
         return np.unpackbits(raw, bitorder="big")[:count]
     raise DtypeError(f"decoding dtype {name!r} is not supported")
+
+
+#: stored in place of a logical dtype without losing a value (MindSpore writes bfloat16 / int4 / uint1
+#: payloads as float32 / int8 / uint8, MSDOC r2.5)
+_EXACT_IN = {"bfloat16": {"float32", "float64"}, "float16": {"float32", "float64"}, "float32": {"float64"},
+             "float8_e5m2": {"float16", "float32", "float64"}, "float8_e4m3fn": {"float16", "float32", "float64"},
+             "int4": {"int8", "int16", "int32", "int64"}, "uint1": {"uint8", "bool"}, "int8": {"int16", "int32"}}
+
+
+def stored_dtype_note(logical: str, stored: str) -> Optional[str]:
+    """One line for ``show`` when a file's name and its payload header disagree on the dtype.
+
+    The values are always read as the payload header says (the bytes are what they are); the
+    name's dtype stays the tensor's description in every command.
+    """
+    if not stored or not logical or stored == logical:
+        return None
+    holds = stored in _EXACT_IN.get(logical, ())
+    return (f"file name says {logical}, payload header {stored}: values read as {stored}"
+            + (f" (a {stored} holds every {logical} value)" if holds else f" ({stored} cannot hold every {logical} value)"))

@@ -520,6 +520,8 @@ class DumpQuery:
             doc["parameters_grad"] = True
         if t.storage == "value":
             doc["value"] = t.extra.get("value")
+        if t.stored_dtype and t.stored_dtype != t.dtype and t.storage not in ("none", "value"):
+            doc["stored_dtype"] = t.stored_dtype  # what the payload header says (the values are read as it)
         return doc
 
     def op_json(self, op: OpRow, tensors: Optional[list[TensorRow]] = None) -> dict[str, Any]:
@@ -534,6 +536,12 @@ class DumpQuery:
         details = self.graph_details(op)
         doc.update({k: details[k] for k in ("inputs_from", "control_from", "consumers", "attrs", "source")})
         doc["user_frame"] = first_user_frame(doc["source"])  # the user's line nearest the op, or None
+        from dumpscope.core.dtypes import stored_dtype_note
+
+        notes = [f"{t.io}.{t.slot}: {n}" for t in tensors if t.storage == "npy"
+                 for n in [stored_dtype_note(t.dtype, t.stored_dtype)] if n]
+        if notes:
+            doc["dtype_notes"] = notes
         doc["graph_file"] = details["graph"]
         original = details["attrs"].get("_datadump_original_op_names")
         if isinstance(original, list):  # GE: the framework ops fused into this node
@@ -610,7 +618,7 @@ class DumpQuery:
         if use_cache:
             cached = self.cached_stats(t)
             if cached is not None:
-                return cached
+                return _described(cached, t)
         st = compute_tensor_stats(t.ref())
         doc = st.to_json()
         doc["source"] = "tensor"
@@ -618,12 +626,23 @@ class DumpQuery:
         if sig is not None:
             self._remember("INSERT OR REPLACE INTO stats_cache VALUES(?, ?)",
                            [(sig, json.dumps(doc, default=_json_default))])
-        return doc
+        return _described(doc, t)
 
 
 def _short_value(v: Any) -> str:
     text = json.dumps(v, default=str)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _described(doc: dict[str, Any], t: TensorRow) -> dict[str, Any]:
+    """One tensor, one description: statistics carry the dtype every other command shows (the
+    name's), and say what the values were read as when the payload header differs."""
+    out = dict(doc)
+    read_as = out.get("dtype")
+    out["dtype"] = t.dtype
+    if read_as and read_as != t.dtype:
+        out["read_as"] = read_as
+    return out
 
 
 def _json_default(v: Any) -> Any:

@@ -513,6 +513,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     where = f"exec {doc['exec_index']}" if doc.get("kind", "op") == "op" else f"{inert(doc['kind'])} (not executed)"
     con.print(f"rank {doc['rank']}  step {doc['step']}  graph {inert(doc['graph'])}  {where}  "
               f"file name {inert(doc['file_name'])}")
+    for note in doc.get("dtype_notes", []):
+        con.print(f"note: {inert(note)}")
     if doc.get("join_note"):
         con.print(f"? graph name unknown: {inert(doc['join_note'])}; kept the file-side name, "
                   f"placed under scope {inert(doc.get('scope') or '(top)')}")
