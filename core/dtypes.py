@@ -55,7 +55,7 @@ _SPECIAL_BITS: dict[str, int] = {
 }
 #: Known dtypes whose value decoding is not implemented (format unverified or packing unknown).
 UNSUPPORTED: frozenset[str] = frozenset(
-    {"hifloat8", "float6_e3m2fn", "float6_e2m3fn", "float4_e2m1fn", "float4_e1m2", "hifloat4", "hifloat4_scale"}
+    {"float6_e3m2fn", "float6_e2m3fn", "float4_e2m1fn", "float4_e1m2", "hifloat4", "hifloat4_scale"}
 )
 #: Known but non-numeric dtypes (no tensor values to decode).
 NON_NUMERIC: frozenset[str] = frozenset({"undefined", "string", "string_ref", "dual", "variant"})
@@ -239,7 +239,7 @@ def decoded_numpy_dtype(dtype: str) -> np.dtype:
     if name in _NATIVE:
         return np.dtype(_NATIVE[name]).newbyteorder("=")
     special = {"bool": "bool", "bfloat16": "float32", "complex32": "complex64", "float8_e5m2": "float32",
-               "float8_e4m3fn": "float32", "float8_e8m0fnu": "float32", "int4": "int8", "int2": "int8",
+               "float8_e4m3fn": "float32", "float8_e8m0fnu": "float32", "hifloat8": "float32", "int4": "int8", "int2": "int8",
                "uint2": "uint8", "uint1": "uint8"}
     if name in special:
         return np.dtype(special[name])
@@ -274,10 +274,55 @@ FLOAT8_E4M3FN_LUT = _minifloat_lut(4, 3, 7, ieee_specials=False, fn_nan_only_all
 # e8m0fnu: unsigned power of two 2**(code-127); code 0xFF is NaN; no zero, no sign.
 FLOAT8_E8M0_LUT = np.where(np.arange(256) == 255, np.nan,
                            np.ldexp(1.0, np.arange(256) - 127)).astype(np.float32)
-for _lut in (FLOAT8_E5M2_LUT, FLOAT8_E4M3FN_LUT, FLOAT8_E8M0_LUT):
+
+
+def _hifloat8_lut() -> np.ndarray:
+    """HiFloat8 (Ascend HiF8): sign | dot | exponent | mantissa, with a tapered field split.
+
+    The dot field is a prefix code for the exponent width D: ``11`` D=4, ``10`` D=3, ``01`` D=2,
+    ``001`` D=1, ``0001`` D=0, ``0000`` denormal.  The exponent (D bits) is sign-magnitude with
+    the magnitude's leading 1 implicit (D=1: ±1, D=2: ±[2, 3], … D=4: ±[8, 15]; D=0: 0), the
+    mantissa takes the remaining bits (3 for D<=2, 2 for D=3, 1 for D=4) after an implicit 1.
+    Denormals (dot ``0000``) are 2**(m - 23) for the 3-bit m = 1..7 (exponents -22..-16).
+    Specials: 0x00 zero, 0x80 NaN, S.11.0111.1 (0x6F, 0xEF) ±Inf.  (CANN HiFloat8 format notes.)
+    """
+    out = np.empty(256, dtype=np.float64)
+    for code in range(256):
+        sign = -1.0 if code & 0x80 else 1.0
+        b = code & 0x7F
+        if b >> 5 == 0b11:
+            d, rest = 4, 5
+        elif b >> 5 == 0b10:
+            d, rest = 3, 5
+        elif b >> 5 == 0b01:
+            d, rest = 2, 5
+        elif b >> 4 == 0b001:
+            d, rest = 1, 4
+        elif b >> 3 == 0b0001:
+            d, rest = 0, 3
+        else:  # denormal: no exponent field
+            m = b & 0x7
+            out[code] = sign * (2.0 ** (m - 23)) if m else 0.0
+            continue
+        field_bits = b & ((1 << rest) - 1)
+        man_bits = rest - d
+        e_field, m = field_bits >> man_bits, field_bits & ((1 << man_bits) - 1)
+        if d == 0:
+            e = 0
+        else:
+            mag = (1 << (d - 1)) | (e_field & ((1 << (d - 1)) - 1))
+            e = -mag if e_field >> (d - 1) else mag
+        out[code] = sign * (2.0 ** e) * (1.0 + m / (1 << man_bits))
+    out[0x80] = np.nan
+    out[0x6F], out[0xEF] = np.inf, -np.inf
+    return out.astype(np.float32)
+
+
+HIFLOAT8_LUT = _hifloat8_lut()
+for _lut in (FLOAT8_E5M2_LUT, FLOAT8_E4M3FN_LUT, FLOAT8_E8M0_LUT, HIFLOAT8_LUT):
     _lut.setflags(write=False)
 _FP8_LUTS = {"float8_e5m2": FLOAT8_E5M2_LUT, "float8_e4m3fn": FLOAT8_E4M3FN_LUT,
-             "float8_e8m0fnu": FLOAT8_E8M0_LUT}
+             "float8_e8m0fnu": FLOAT8_E8M0_LUT, "hifloat8": HIFLOAT8_LUT}
 
 
 # ---------------------------------------------------------------------------------------------

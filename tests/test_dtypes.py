@@ -140,6 +140,6 @@ def test_count_limits_and_errors():
         decode(a.tobytes(), "float32", count=7)
     with pytest.raises(DtypeError):
         decode(b"\x00" * 5, "float32")
-    for bad in ("string", "hifloat8", "undefined", "variant"):
+    for bad in ("string", "hifloat4", "undefined", "variant"):
         with pytest.raises(DtypeError):
             decode(b"\x00" * 8, bad)
