@@ -412,7 +412,7 @@ class DumpIndex:
             if not cur.execute("SELECT name FROM sqlite_master WHERE type='table' AND name='meta'").fetchone():
                 return False
             rows = cur.execute("SELECT key, value FROM meta WHERE key IN ('schema', 'root')").fetchall()
-            return dict(rows) == {"schema": _schema_key(), "root": self.root}
+            return dict(rows) == {"schema": schema_key(), "root": self.root}
 
     def _ensure_schema(self) -> None:
         """Create the tables; an index written by another schema version is dropped and rebuilt.
