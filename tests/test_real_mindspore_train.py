@@ -276,3 +276,23 @@ def test_tree_root_is_above_the_first_structural_level(dirs, root):
     from dumpscope.core.accounting import tree_root
 
     assert tree_root(dirs, "/d") == root
+
+
+@pytest.mark.parametrize("tree", TREES)
+def test_every_user_frame_is_a_real_line_of_net_py(dumps, tree):
+    """Where MindSpore wrote a stack, show's first user frame is the line of net.py it names."""
+    lines = (dumps / "net.py").read_text().splitlines()
+    q = open_query(str(dumps / tree))
+    found = 0
+    for op in q.ops(0, 0):
+        doc = q.show_json(op)
+        user = doc["user_frame"]
+        mine = [s for s in doc["source"] if s["file"].endswith("/net.py")]
+        if not mine:  # no stack (some Expand/ ops), or MindSpore's own cells only (nn.MSELoss, the optimizer)
+            assert user is None, (op.name, user)
+            continue
+        assert user == dict(mine[-1], user=True)  # the net.py line nearest the op
+        assert lines[user["line"] - 1].strip().startswith(user["code"].split("/")[0].strip()), (op.name, user)
+        assert all(not s["user"] for s in doc["source"] if s not in mine)
+        found += 1
+    assert found >= 20
