@@ -76,3 +76,37 @@ def test_convert_writes_every_snapshot_equal_to_its_truth(tmp_path, capsys):
     out2 = tmp_path / "out2"
     assert main(["convert", str(tmp_path / "dump"), str(out2), "--op", W]) == 0
     assert len(list(out2.rglob("*.npy"))) == 3
+
+
+def test_explorer_hangs_snapshots_under_the_watched_op(tmp_path, monkeypatch):
+    import asyncio
+
+    import pytest
+
+    pytest.importorskip("textual")
+    from test_tui_support import set_env, wait_ready
+
+    from dumpscope.core.query import OpRow
+    from dumpscope.tui.app import DumpscopeApp
+    from dumpscope.tui.optree import OpTree
+
+    set_env(monkeypatch, tmp_path)
+    _tree(tmp_path / "dump")
+
+    async def run() -> None:
+        app = DumpscopeApp(str(tmp_path / "dump"), display_name="dump")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_ready(pilot)
+            tree = app.screen.query_one(OpTree)
+            ops = [line.node for line in tree._tree_lines if isinstance(line.node.data, OpRow)]
+            assert [n.data.name for n in ops] == [W]  # no snapshot among the scope's ops
+            node = ops[0]
+            assert node.allow_expand and "(2 snapshots)" in node.label.plain
+            tree._populate(node)
+            node.expand()
+            await pilot.pause()
+            kids = [c.data for c in node.children]
+            assert [k.watch_after for k in kids] == [A, B] and all(k.graph_only == 2 for k in kids)
+            assert [c.label.plain for c in node.children] == [f"↳ after {A}", f"↳ after {B}"]
+
+    asyncio.run(run())
