@@ -233,9 +233,9 @@ def _stream_device(ref: TensorRef):
     except Exception as exc:
         raise _err(ref, exc) from None
     sdt = _stored_dtype(t.dtype)
-    if sdt is None or t.size < int(np.prod(t.shape)) * sdt.itemsize:
+    if sdt is None or t.size < element_count(t.shape) * sdt.itemsize:
         return None  # packed / odd sizes: the whole-tensor loader handles (and names) them
-    if os.path.getsize(ref.path) < t.offset + int(np.prod(t.shape)) * sdt.itemsize:
+    if os.path.getsize(ref.path) < t.offset + element_count(t.shape) * sdt.itemsize:
         raise TensorLoadError(f"{ref.path}: truncated: payload of {ref.io} {ref.slot} ends past the end of file")
     made = device_chunks(ref.path, t.offset, t.format, t.shape, t.original_shape, sdt, target=None)
     if made is None:
