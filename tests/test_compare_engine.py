@@ -88,3 +88,21 @@ def test_nothing_compared_is_said(capsys, tmp_path):
     (tmp_path / "b").mkdir()
     code, out, _ = run(capsys, "compare", str(tmp_path / "a"), str(tmp_path / "b"))
     assert code == 0 and "nothing compared: no matched tensors (golden 0 ops, target 0 ops)" in out
+
+
+@pytest.mark.parametrize("name,producer,want", [
+    ("Tensor.__pow__.0.backward", "msprobe", "Tensor.__pow__.0.forward"),
+    ("Module.conv1.Conv2d.backward.0", "msprobe", "Module.conv1.Conv2d.forward.0"),
+    ("NN_Linear_0_backward", "troubleshooter", "NN_Linear_0_forward"),
+    ("Functional.linear.0.forward", "msprobe", None),
+    ("Gradients/Default/MatMul-op0", "mindspore", None),
+    ("Tensor.__add__.7.backward", "msprobe", None),  # its forward call was not dumped
+])
+def test_backward_calls_find_their_forward_call(name, producer, want):
+    from types import SimpleNamespace
+
+    from dumpscope.core.compare.engine import _forward_of
+
+    names = {"Tensor.__pow__.0.forward", "Module.conv1.Conv2d.forward.0", "NN_Linear_0_forward",
+             "Functional.linear.0.forward"}
+    assert _forward_of(SimpleNamespace(name=name, producer=producer), names) == want

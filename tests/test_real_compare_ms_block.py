@@ -156,3 +156,18 @@ async def test_explorer_compare_view_opens_on_the_first_divergence_and_walks_bor
         await pilot.press("N")
         await settle(pilot)
         assert table.current["origin"] in ("born", "constant")
+
+
+def test_mindspore_210_vs_27_flatten_view_is_a_shape_warning_not_a_divergence(tmp_path_factory):
+    """MindSpore 2.10 dumps a Flatten's output in its input's shape (2,2,4,4), 2.7 flat (2,32): same values
+    (tests/data/real_mindspore_train.tar.gz, the same net dumped by both versions)."""
+    data = unpack_data(tmp_path_factory, "real_mindspore_train")
+    cache = tmp_path_factory.mktemp("cache")
+    doc = compare_dumps(open_query(str(data / "ms210_stem"), cache_directory=cache),
+                        open_query(str(data / "ms27_stem"), cache_directory=cache))
+    (row,) = [r for r in doc["rows"] if r["name"].endswith("Flatten-op0") and r["io"] == "output"]
+    assert row["verdict"] == "warning"
+    assert row["rule"] == "shape (2,2,4,4) vs (2,32): the same values in another shape"
+    assert row["max_abs_err"] < 1e-6 and row["cosine"] > 0.999999  # float32 rounding between versions
+    fd = doc["first_divergence"]
+    assert fd is None or not fd["name"].endswith("Flatten-op0")

@@ -309,12 +309,14 @@ _API_PRODUCERS = ("msprobe", "troubleshooter")
 
 def _forward_of(op: "OpRow", names: set[str]) -> Optional[str]:
     """API dumps: the forward call of a backward call (msprobe ``X.N.backward`` ↔ ``X.N.forward``,
-    Troubleshooter ``X_N_backward`` ↔ ``X_N_forward``), when it was dumped."""
+    modules ``M.backward.N`` ↔ ``M.forward.N``, Troubleshooter ``X_N_backward`` ↔ ``X_N_forward``),
+    when it was dumped."""
     if op.producer not in _API_PRODUCERS:
         return None
     for back, fwd in ((".backward", ".forward"), ("_backward", "_forward")):
-        if op.name.endswith(back):
-            cand = op.name[: -len(back)] + fwd
+        head, sep, tail = op.name.rpartition(back)  # API X.N.backward, module M.backward.N
+        if sep and (not tail or tail.startswith((".", "_"))):
+            cand = head + fwd + tail
             return cand if cand in names else None
     return None
 
