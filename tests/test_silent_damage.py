@@ -138,3 +138,18 @@ def test_human_summary_caps_the_problem_list(tmp_path, capsys):
     assert "… and 70 more; --json for all" in out
     code, out, _ = run(["summary", str(tmp_path / "dump"), "--json", "--no-cache"], capsys)
     assert len(json.loads(out)["problems"]) == cli.MAX_PROBLEMS_SHOWN + 70
+
+
+def test_an_execution_order_too_long_is_a_named_problem_and_ops_still_answer(ms, capsys, monkeypatch):
+    from dumpscope.core.layouts import mindspore as ms_layout
+
+    csv = next(ms.rglob("ms_execution_order_graph_*.csv"))
+    n = sum(1 for line in csv.read_text().splitlines() if line.strip()) - 1
+    code, out, _ = run(["ops", str(ms), "--json", "--no-cache"], capsys)
+    want = sorted(op["name"] for op in json.loads(out)["ops"])
+    monkeypatch.setattr(ms_layout, "MAX_EXEC_ORDER_NAMES", n - 1)
+    code, out, _ = run(["summary", str(ms), "--json", "--no-cache"], capsys)
+    problems = json.loads(out)["problems"]
+    assert [p["path"] for p in problems] == [str(csv)] and "too long" in problems[0]["error"]
+    code, out, _ = run(["ops", str(ms), "--json", "--no-cache"], capsys)
+    assert code == 0 and sorted(op["name"] for op in json.loads(out)["ops"]) == want

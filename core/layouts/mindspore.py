@@ -105,14 +105,28 @@ def parse_old_bin_name(filename: str) -> Optional[tuple[str, str, str, int, tupl
     return op_name, op_type, m.group("io"), int(m.group("slot")), dims, m.group("dtype"), m.group("fmt")
 
 
-def read_exec_order(path: str) -> list[str]:
-    """Read ``ms_execution_order_graph_N.csv``: an optional header line, then one name a line."""
+#: an execution order naming more kernels than this is not used (a named problem): each name costs
+#: about 1 KB through indexing and joining (a 1M-line CSV took 1 GB and 43 s for no dump data at all),
+#: and real kernel graphs stay far below it
+MAX_EXEC_ORDER_NAMES = 500_000
+
+
+class ExecOrderTooLong(ValueError):
+    """An execution-order CSV longer than ``MAX_EXEC_ORDER_NAMES`` (read up to the limit only)."""
+
+
+def read_exec_order(path: str, max_names: Optional[int] = None) -> list[str]:
+    """Read ``ms_execution_order_graph_N.csv``: an optional header line, then one name a line.
+    Streams the file and stops with ``ExecOrderTooLong`` past ``max_names`` names."""
+    limit = MAX_EXEC_ORDER_NAMES if max_names is None else max_names
     names: list[str] = []
     with open(path, "r", encoding="utf-8", errors="replace") as fh:
         for i, line in enumerate(fh):
             name = line.strip().strip('"')
             if not name or (i == 0 and name.startswith("NodeExecutionOrder")):
                 continue
+            if len(names) >= limit:
+                raise ExecOrderTooLong(f"more than {limit:,} names")
             names.append(name)
     return names
 
@@ -241,6 +255,9 @@ class MindSporeLayout(Layout):
                                     source=listing.path(fname))
                 except OSError as exc:
                     yield Problem(listing.path(fname), f"cannot read execution order: {exc.strerror or exc}")
+                except ExecOrderTooLong as exc:
+                    yield Problem(listing.path(fname), f"execution order too long ({exc}): not used, ops keep "
+                                                       "their dump-time order")
             elif _GLOBAL_ORDER.match(fname):
                 listing.claimed.add(fname)
 

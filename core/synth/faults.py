@@ -196,6 +196,12 @@ def seed_faults(root: PathLike) -> dict[str, str]:
         "object")
     put(MS_STEP / mname("truncated"), _npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (100, 100)}",
                                                  b"\0" * 1000), "truncated")
+    # a header numpy itself refuses (an extra key), and a valid 0-d tensor (a scalar stays a scalar)
+    put(MS_STEP / mname("extra_key"),
+        _npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'evil': 1}", b"\0" * 8),
+        "unexpected key")
+    put(MS_STEP / mname("scalar_0d"), _npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (), }",
+                                                 b"\0\0\x60\x40"), "")
     # a broken .ir for graph 0 that sorts before the good one
     put(MS_GRAPHS / "kernel_graph_0.ir", b"\x00\xff garbage %1 = (((( \n" * 3 + bytes(range(256)), "not a MindSpore")
     put(MS_GRAPHS / "hwopt_graph_0.ir", b"# IR entry\n%1 = ((((\n}}}}\nsubgraph @@@\n", "no MindSpore IR nodes")
