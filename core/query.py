@@ -612,6 +612,10 @@ class DumpQuery:
             st = stats_from_row(row)
             doc = st.to_json()
             doc["source"] = "stats"
+            bad = {k: str(v).lower().replace("infinity", "inf") for k, v in (t.stats or {}).items()
+                   if k in ("max", "min", "mean", "l2norm") and isinstance(v, float) and not math.isfinite(v)}
+            if bad:  # what the dump recorded where the finite-only keys must say null ("nan", "inf", "-inf")
+                doc["recorded_nonfinite"] = bad
             return doc
         from dumpscope.core.tensor_io import compute_tensor_stats, signature
 

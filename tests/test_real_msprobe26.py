@@ -131,6 +131,9 @@ def test_nan_statistics_run_gives_the_nan_api_first(capsys, dumps):
     assert rows[0]["evidence"] == "stats" and rows[0]["nan"] >= 1
     exp = next(r for r in rows if r["name"] == "Torch.exp.0.forward")
     assert exp["posinf"] >= 1 and exp["nan"] == 0
+    # stats keeps min/max finite-only (null) and says what msprobe recorded
+    st = cli_json(capsys, "stats", str(dumps / "nan_stats"), "Torch.exp.0.forward")
+    assert st["max"] is None and st["recorded_nonfinite"] == {"max": "inf", "mean": "inf", "l2norm": "inf"}
 
 
 def test_show_has_the_runs_own_source_lines(capsys, dumps):

@@ -592,6 +592,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
         con.print(f"  {k:7} {_fmt_num(doc.get(k))}")
     if doc.get("first_bad"):
         con.print(f"  first non-finite at {doc['first_bad'][:5]}")
+    if doc.get("recorded_nonfinite"):
+        con.print("  the dump recorded " + ", ".join(f"{k} {v}" for k, v in doc["recorded_nonfinite"].items()))
     return 0
 
 
