@@ -69,6 +69,12 @@ def test_layer_mapping_pairs_exactly_as_msprobes_own_test(pair):
     assert got == EXPECTED_BY_MSPROBE
 
 
+def test_layer_mapping_without_module_tree_pairs_nothing(pair):
+    ms = [(n, CallInfo(i.framework, "", i.stack)) for n, i in _calls(pair, "ms", "mindspore")]  # no construct
+    got = layer_mapped_names(ms, _calls(pair, "pt", "pytorch"), load_layer_mapping(str(pair / "layer_mapping.yaml")))
+    assert set(got) == set(EXPECTED_BY_MSPROBE) and set(got.values()) == {None}
+
+
 def test_compare_with_layer_mapping_names_both_sides_and_the_rule(capsys, pair):
     doc = cli_json(capsys, "compare", str(pair / "pt"), str(pair / "ms"),
                    "--layer-mapping", str(pair / "layer_mapping.yaml"))

@@ -353,6 +353,10 @@ def layer_mapped_names(ms: list[tuple[str, CallInfo]], pt: list[tuple[str, CallI
         _renumber_layers(out)
         return out
 
+    for calls in (ms, pt):
+        # like msprobe: without a module hierarchy (construct.json) and stacks on a side there is no tree
+        if not any(info.parent for _, info in calls) or not any(info.stack for _, info in calls):
+            return {name: None for name, _ in ms}
     ms_items, pt_items = items(ms, MINDSPORE), items(pt, PYTORCH)
     ms_root, pt_root = _tree(ms_items), _tree(pt_items)
     rules = _rules(mapping)
