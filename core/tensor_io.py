@@ -124,6 +124,126 @@ def load_tensor(ref: TensorRef) -> np.ndarray:
     raise TensorLoadError(f"{ref.path}: unknown storage {ref.storage!r}")
 
 
+#: files up to this size are read whole, once, by ``OnceReader`` (cann_dump memory-maps payloads from 4 MiB)
+ONCE_MAX_BYTES = 4 << 20
+
+
+class OnceReader:
+    """Loads a known set of tensors reading each small dump file once.
+
+    Made with every ref it will be asked for (compare: the tensors of one op, both sides), it reads a
+    CANN or ``.npy`` file of at most ``ONCE_MAX_BYTES`` whole in one ``read``, parses its header once and
+    decodes each of its tensors from that buffer; the buffer is dropped as soon as its last tensor is
+    loaded, so memory stays one small file per side.  Bigger files, other storages and any file whose
+    one-read path fails go through ``load_tensor`` (memory maps, streaming, the usual one-line errors),
+    so the values and the error messages are those of ``load_tensor``.
+    """
+
+    def __init__(self, refs: Iterable[TensorRef], max_bytes: int = ONCE_MAX_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._left: dict[str, int] = {}
+        for r in refs:
+            if r.storage in (STORAGE_CANN, STORAGE_NPY):
+                self._left[r.path] = self._left.get(r.path, 0) + 1
+        self._files: dict[str, Any] = {}  # path -> (bytes, parsed header) or None (use load_tensor)
+
+    def load(self, ref: TensorRef) -> np.ndarray:
+        """``load_tensor(ref)``, from the file's one buffer when it is small."""
+        arr = self._buffered(ref)
+        return load_tensor(ref) if arr is None else arr
+
+    def value_chunks(self, ref: TensorRef) -> tuple[Callable[[], Iterable[np.ndarray]], tuple[int, ...], np.dtype]:
+        """``value_chunks(ref)`` (same shape, dtype and values in C order), from the file's one buffer
+        when it is small; any other file streams as ``value_chunks`` streams it."""
+        arr = self._buffered(ref)
+        if arr is None or tuple(arr.shape) != tuple(ref.shape):
+            return value_chunks(ref)
+        return (lambda: _chunks(arr), tuple(arr.shape), np.dtype(arr.dtype.name))
+
+    def _buffered(self, ref: TensorRef) -> Optional[np.ndarray]:
+        """The tensor decoded from its file's one buffer, or None: the existing path must load it."""
+        if ref.path not in self._left:
+            return None
+        try:
+            got = self._files[ref.path] if ref.path in self._files else self._open(ref)
+            return self._decode(ref, got) if got is not None else None
+        except Exception:  # the canonical loader says what is wrong (or reads what this one would not)
+            return None
+        finally:
+            self._left[ref.path] -= 1
+            if self._left[ref.path] <= 0:
+                self._left.pop(ref.path)
+                self._files.pop(ref.path, None)
+
+    def _open(self, ref: TensorRef):
+        self._files[ref.path] = None
+        fd = os.open(ref.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        try:
+            size = os.fstat(fd).st_size
+            if size > self.max_bytes:
+                return None
+            parts, have = [], 0
+            while have < size:
+                chunk = os.read(fd, size - have)
+                if not chunk:
+                    return None  # shrunk since fstat: the canonical loader says what is left
+                parts.append(chunk)
+                have += len(chunk)
+        finally:
+            os.close(fd)
+        data = parts[0] if len(parts) == 1 else b"".join(parts)  # b"" for an empty file
+        if ref.storage == STORAGE_CANN:
+            from dumpscope.core.formats.cann_dump import header_from_bytes
+
+            header = header_from_bytes(ref.path, data)
+        else:
+            header = _npy_layout(ref.path, data)
+        self._files[ref.path] = got = (data, header)
+        return got
+
+    @staticmethod
+    def _decode(ref: TensorRef, got) -> Optional[np.ndarray]:
+        data, header = got
+        if ref.storage == STORAGE_CANN:
+            from dumpscope.core.formats.cann_dump import load_tensor as load_cann
+
+            group = header.inputs if ref.io == "input" else header.outputs
+            if ref.slot >= len(group):
+                return None
+            return load_cann(ref.path, group[ref.slot], data=data)
+        if header is None:
+            return None
+        shape, fortran, dt, offset = header
+        count = 1
+        for d in shape:
+            count *= d
+        arr = np.frombuffer(data, dtype=dt, count=count, offset=offset) if count else np.zeros(0, dt)
+        return arr.reshape(shape[::-1]).transpose() if fortran else arr.reshape(shape)
+
+
+def _npy_layout(path: str, data: bytes):
+    """(shape, fortran order, exact dtype, data offset) of a whole ``.npy`` file, or None when
+    ``load_npy`` must judge it (truncated, unusual version); the checks are ``load_npy``'s."""
+    import io
+
+    from dumpscope.core.formats.npy_header import MAX_HEADER_READ, parse_npy_header
+
+    head = parse_npy_header(data[:MAX_HEADER_READ], len(data), os.path.basename(path))
+    if head.truncated:
+        return None
+    fh = io.BytesIO(data)
+    version = np.lib.format.read_magic(fh)
+    if version == (1, 0):
+        shape, fortran, dt = np.lib.format.read_array_header_1_0(fh)
+    elif version == (2, 0):
+        shape, fortran, dt = np.lib.format.read_array_header_2_0(fh)
+    else:
+        return None
+    if dt.hasobject or fh.tell() != head.data_offset:
+        return None
+    return tuple(shape), fortran, dt, fh.tell()
+
+
 def _load_raw(ref: TensorRef) -> np.ndarray:
     from dumpscope.core.dtypes import decode, nbytes_for
 

@@ -5,8 +5,10 @@ tensors by io and slot.  Each tensor pair is measured in its logical layout in a
 (``metrics``), or by statistics when one side holds no tensor data; non-tensor arguments
 (msprobe/Troubleshooter ``storage == "value"``) by value.  The verdict of each row (``verdict``)
 sees the magnitude of its op's inputs; ``origin`` then walks the ops in execution order to say
-where each error was born.  Pairs run on a small thread pool: numpy releases the GIL in the
-heavy loops, so two cores are used without copying tensors between processes.
+where each error was born.  Ops run on a small thread pool (numpy releases the GIL in the heavy
+loops, so two cores are used without copying tensors between processes); within an op each small
+dump file is read once, its header parsed once, and all its tensors decoded from that one buffer
+(``tensor_io.OnceReader``: a CANN file holds every input and output of the op).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from dumpscope.core.compare.metrics import CompareResult, Tolerance, measure_sta
 from dumpscope.core.layouts.py_stack import frames_from_stack
 from dumpscope.core.model import INPUT, OUTPUT
 from dumpscope.core.source_frames import first_user_frame
-from dumpscope.core.tensor_io import TensorLoadError, value_chunks
+from dumpscope.core.tensor_io import OnceReader, TensorLoadError
 
 if TYPE_CHECKING:
     from dumpscope.core.query import DumpQuery, OpRow, TensorRow
@@ -100,7 +102,24 @@ def _stats_doc(t: "TensorRow") -> dict[str, Any]:
     return doc
 
 
-def _measure(p: _Pair, th: vd.Thresholds) -> None:
+def _measure_op(op: _Op, th: vd.Thresholds) -> int:
+    """Every pair of one op, reading each of its files once; returns the number of pairs."""
+    loaded = [p for p in op.pairs if _loads(p)]
+    reader = OnceReader([r for p in loaded for r in (p.g.ref(), p.t.ref())])
+    for p in op.pairs:
+        _measure(p, th, reader)
+    return len(op.pairs)
+
+
+def _loads(p: _Pair) -> bool:
+    """Whether ``_measure`` loads this pair's tensors (not a value argument, not statistics only)."""
+    g, t = p.g, p.t
+    if p.kind == "scalar" and (g.storage == STORAGE_VALUE or t.storage == STORAGE_VALUE):
+        return False
+    return g.storage != "none" and t.storage != "none"
+
+
+def _measure(p: _Pair, th: vd.Thresholds, reader: OnceReader) -> None:
     g, t = p.g, p.t
     if p.kind == "scalar" and (g.storage == STORAGE_VALUE or t.storage == STORAGE_VALUE):
         p.value = (_value(g), _value(t))
@@ -110,8 +129,8 @@ def _measure(p: _Pair, th: vd.Thresholds) -> None:
         return
     # both tensors streamed chunk by chunk (bounded memory however large they are)
     try:
-        gs = value_chunks(g.ref())
-        ts = value_chunks(t.ref())
+        gs = reader.value_chunks(g.ref())
+        ts = reader.value_chunks(t.ref())
         allclose = (th.atol or 0.0, th.rtol or 0.0) if th.allclose else None
         tol = Tolerance(rtol=vd.element_rtol(str(gs[2]), str(ts[2])), allclose=allclose)
         p.result = measure_streams(gs, ts, tol)
@@ -188,13 +207,13 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
         unmatched_tensors += [f"{gop.name} {io}.{slot}" for io, slot in missing]
         ops.append(_Op(gop, top, rule, [_Pair(gop, top, rule, g, t) for _, g, t in pairs]))
     _classify(ops, details, g_names, joined_to_name, golden)
-    jobs = [p for op in ops for p in op.pairs]
+    total = sum(len(op.pairs) for op in ops)
     done = 0
     with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="dumpscope-compare") as pool:
-        for _ in pool.map(lambda p: _measure(p, th), jobs):
-            done += 1
-            if progress is not None:
-                progress(done, len(jobs))
+        for n in pool.map(lambda op: _measure_op(op, th), ops):
+            done += n
+            if progress is not None and n:
+                progress(done, total)
     for op in ops:
         _judge_op(op, th)
         op.facts = _facts(op, details[op.gop.id], joined_to_name, g_names)

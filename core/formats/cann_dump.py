@@ -140,20 +140,34 @@ def read_prefix_header(path: PathLike, max_header_bytes: int = 64 << 20,
     p = os.fspath(path)
     size, buf, fd = _read_prefix(p, at)
     try:
-        if size < 8 or len(buf) < 8:
-            raise DumpFormatError(f"{p}: file is {size} bytes, too short for a dump header")
-        h = int.from_bytes(buf[:8], "little")
-        if buf[8:12] == NANO_MAGIC:
-            raise DumpFormatError(f"{p}: nano/TLV dump container (magic 0x5A5A5A5A) is not supported")
-        if h > size - 8:
-            raise DumpFormatError(f"{p}: header length {h} exceeds file size {size}")
-        if h > max_header_bytes:
-            raise DumpFormatError(f"{p}: header length {h} exceeds the {max_header_bytes}-byte limit")
+        h = _header_length(p, size, buf, max_header_bytes)
         if 8 + h > len(buf):
             buf = _read_more(fd, p, buf, 8 + h)
     finally:
         os.close(fd)
     return p, size, h, _decode(p, buf, h)
+
+
+def _header_length(p: str, size: int, buf: bytes, max_header_bytes: int) -> int:
+    """H from the first bytes of a file of ``size`` bytes, checked against the file and the limit."""
+    if size < 8 or len(buf) < 8:
+        raise DumpFormatError(f"{p}: file is {size} bytes, too short for a dump header")
+    h = int.from_bytes(buf[:8], "little")
+    if buf[8:12] == NANO_MAGIC:
+        raise DumpFormatError(f"{p}: nano/TLV dump container (magic 0x5A5A5A5A) is not supported")
+    if h > size - 8:
+        raise DumpFormatError(f"{p}: header length {h} exceeds file size {size}")
+    if h > max_header_bytes:
+        raise DumpFormatError(f"{p}: header length {h} exceeds the {max_header_bytes}-byte limit")
+    return h
+
+
+def header_from_bytes(path: PathLike, data: bytes, max_header_bytes: int = 64 << 20) -> CannHeader:
+    """``read_header`` of a file already read whole into ``data`` (same checks, same result): compare
+    reads each small dump file once and decodes its header and every payload from that one buffer."""
+    p = os.fspath(path)
+    h = _header_length(p, len(data), data, max_header_bytes)
+    return build_header(p, len(data), h, _decode(p, data, h))
 
 
 def read_header(path: PathLike, max_header_bytes: int = 64 << 20) -> CannHeader:
@@ -290,7 +304,12 @@ def _element_count(t: CannTensor) -> int:
     return prod(t.shape) if t.shape else 1
 
 
-def _read_bytes(path: str, t: CannTensor, nbytes: int) -> np.ndarray:
+def _read_bytes(path: str, t: CannTensor, nbytes: int, data: Optional[bytes] = None) -> np.ndarray:
+    if data is not None:  # the whole file, already read (``header_from_bytes``)
+        if t.offset + nbytes > len(data):
+            raise DumpFormatError(f"{path}: {_label(t)} is truncated: needs bytes up to {t.offset + nbytes}, "
+                                  f"file has {len(data)}")
+        return np.frombuffer(data, dtype=np.uint8, count=nbytes, offset=t.offset)
     try:
         now = os.stat(path).st_size
     except OSError as exc:
@@ -309,8 +328,9 @@ def _read_bytes(path: str, t: CannTensor, nbytes: int) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8)
 
 
-def load_raw(path: PathLike, t: CannTensor) -> np.ndarray:
-    """The tensor decoded to exact values, still in the DEVICE layout (shaped ``t.shape``)."""
+def load_raw(path: PathLike, t: CannTensor, data: Optional[bytes] = None) -> np.ndarray:
+    """The tensor decoded to exact values, still in the DEVICE layout (shaped ``t.shape``); ``data``:
+    the whole file when the caller already read it (no file access then)."""
     p = os.fspath(path)
     if t.dtype.startswith("unknown("):
         raise DumpFormatError(f"{p}: {_label(t)} has unknown data type code {t.dtype_code}")
@@ -322,7 +342,7 @@ def load_raw(path: PathLike, t: CannTensor) -> np.ndarray:
     bad = impossible_header(t.shape, t.dtype, t.size)
     if bad:  # the indexer's problem text, word for word
         raise DumpFormatError(f"{p}: {t.io}.{t.slot}: {bad}")
-    raw = _read_bytes(p, t, need)
+    raw = _read_bytes(p, t, need, data)
     try:
         flat = dtypes.decode(raw, t.dtype, count)
     except dtypes.DtypeError as exc:
@@ -330,13 +350,14 @@ def load_raw(path: PathLike, t: CannTensor) -> np.ndarray:
     return flat.reshape(t.shape)
 
 
-def load_tensor(path: PathLike, t: CannTensor, target: Optional[str] = None) -> np.ndarray:
+def load_tensor(path: PathLike, t: CannTensor, target: Optional[str] = None,
+                data: Optional[bytes] = None) -> np.ndarray:
     """The tensor in its LOGICAL layout (``original_shape``, padding removed; see device_format).
 
     ``target`` names the axis order of ``original_shape`` when it is not the default
-    (NCHW / NCDHW / ND).
+    (NCHW / NCDHW / ND); ``data`` as in ``load_raw``.
     """
-    raw = load_raw(path, t)
+    raw = load_raw(path, t, data)
     try:
         return to_logical(raw, t.format, t.shape, t.original_shape, t.sub_format, target)
     except DeviceFormatError as exc:
