@@ -149,7 +149,10 @@ def test_compare_reads_each_dump_file_once(tmp_path, monkeypatch):
 
 def test_value_chunks_same_as_the_streaming_path(tmp_path, monkeypatch):
     _p, refs = _cann_file(tmp_path)
-    refs = [tensor_io.TensorRef(r.path, r.storage, r.io, r.slot, "", "", tuple(load_tensor(r).shape)) for r in refs]
+    fmt = {(t.io, t.slot): t.format for t in tensor_io._cann_header(refs[0].path).tensors}
+    refs = [tensor_io.TensorRef(r.path, r.storage, r.io, r.slot, "", "", tuple(load_tensor(r).shape),
+                                format=fmt[(r.io, r.slot)]) for r in refs]  # as the index has them
+    assert sorted(fmt.values()) == ["NC1HWC0", "NC1HWC0", "ND"]
     refs += [tensor_io.TensorRef(r.path, r.storage, r.io, r.slot, "", "", tuple(load_tensor(r).shape))
              for r in _npy_files(tmp_path)]
     expected = [tensor_io.value_chunks(r) for r in refs]
