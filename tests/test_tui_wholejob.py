@@ -106,3 +106,22 @@ async def test_o_scans_every_step_and_pickers_mark_trouble(tmp_path, monkeypatch
         await pilot.press("r")
         await settle(pilot)
         assert "rank 1 ! " in screen_text(app)
+
+
+async def test_detail_shows_the_tensor_over_the_steps(tmp_path, monkeypatch):
+    from test_tui_support import search_and_open
+
+    set_env(monkeypatch, tmp_path)
+    root = write_cann_job(tmp_path / "job", ranks=(0,), steps=(0, 1, 2), overflow={(0, 1)})
+    app = DumpscopeApp(str(root), display_name="job")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await search_and_open(pilot, "act/Exp")
+        await settle(pilot)
+        assert app.main.current.name == "model/act/Exp"
+        text = str(app.main.query_one("#detail-trend").render())
+        lines = text.splitlines()
+        assert lines[0].startswith("Steps 0..2")
+        assert lines[3] == "  nan   !   ! NaN/Inf"  # only step 1's Exp output holds +Inf
+        assert lines[-1].startswith("       ^ ") and lines[-1].endswith("step 0")  # the step shown
+        assert "Steps 0..2" in screen_text(app)

@@ -11,12 +11,14 @@ import re
 from typing import Any, Optional
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
 
 from dumpscope.core.inert import inert
 from dumpscope.core.query import DumpQuery, OpRow, TensorRow
@@ -119,6 +121,27 @@ def frame_text(frame: dict[str, Any]) -> Text:
                          (inert(str(frame.get("code", "")).strip()), ""))
 
 
+def trend_text(doc: dict[str, Any], current: int, width: int = 48) -> Text:
+    """A few lines: sparklines of max and mean over the steps, "!" under steps with NaN/Inf, "^" under
+    the step shown (the last ``width`` steps when there are more)."""
+    from dumpscope.core.trend import marks, point_bad, sparkline
+
+    pts = doc["points"][-width:]
+    steps = [p["step"] for p in pts]
+    text = Text()
+    text.append(f"Steps {steps[0]}..{steps[-1]}", "bold dim")
+    text.append(f"  out.0, {len(doc['points'])} steps\n", "dim")
+    text.append("  max  ", "dim")
+    text.append(sparkline([p.get("max") for p in pts]) + "\n")
+    text.append("  mean ", "dim")
+    text.append(sparkline([p.get("mean") for p in pts]) + "\n")
+    if any(point_bad(p) for p in pts):
+        text.append("  nan  ", "dim")
+        text.append(marks(pts) + "  ! NaN/Inf\n", "bold red")
+    text.append("       " + "".join("^" if s == current else " " for s in steps).rstrip() + f" step {current}", "dim")
+    return text
+
+
 class OpDetail(VerticalScroll, can_focus=True):
     """Detail of one op; call ``show(q, op)``.  Focusable: arrows and page keys scroll it."""
 
@@ -152,6 +175,7 @@ class OpDetail(VerticalScroll, can_focus=True):
 
     def compose(self) -> ComposeResult:
         yield Static(self._placeholder, id="detail-head")
+        yield Static("", id="detail-trend")
         yield Static("Links  (enter: go to op, esc: back)", classes="detail-title", id="detail-links-title")
         yield OptionList(id="detail-links")
         yield Static("", id="detail-rest")
@@ -162,6 +186,7 @@ class OpDetail(VerticalScroll, can_focus=True):
         self.query_one("#detail-links-title").display = False
         self.query_one("#detail-links").display = False
         self.query_one("#detail-rest", Static).update("")
+        self.query_one("#detail-trend", Static).display = False
 
     def show(self, q: DumpQuery, op: OpRow, tensors: Optional[list[TensorRow]] = None,
              details: Optional[dict[str, Any]] = None, badges: Any = "app") -> None:
@@ -192,6 +217,32 @@ class OpDetail(VerticalScroll, can_focus=True):
         links.display = has
         self.query_one("#detail-rest", Static).update(self._rest(q, op, tensors, details, frames))
         self.scroll_home(animate=False)
+        trend = self.query_one("#detail-trend", Static)
+        trend.update("")
+        trend.display = False
+        if any(t.io == "output" and t.slot == 0 and t.storage != "value" for t in tensors):
+            self._trend(q, op)
+
+    @work(thread=True, exclusive=True, group="detail-trend", name="detail trend")
+    def _trend(self, q: DumpQuery, op: OpRow) -> None:
+        """output.0 of this op at every step of its rank (statistics cached in the index)."""
+        from dumpscope.core.trend import trend_of
+
+        if len(q.steps(op.rank)) < 2 or get_current_worker().is_cancelled:
+            return
+        try:
+            doc = trend_of(q, op, "output", 0, op.rank)
+        except Exception:  # the trend is a hint: a failure leaves the line out, the op stays shown
+            return
+        if len(doc["points"]) >= 2 and not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._show_trend, op.id, trend_text(doc, op.step))
+
+    def _show_trend(self, op_id: int, text: Text) -> None:
+        if self.op is None or self.op.id != op_id:
+            return  # the cursor moved on meanwhile
+        trend = self.query_one("#detail-trend", Static)
+        trend.update(text)
+        trend.display = True
 
     @staticmethod
     def _source_links(details: dict[str, Any], tensors: list[TensorRow]) -> list[tuple[str, str]]:
