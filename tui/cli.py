@@ -156,7 +156,12 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("golden", metavar="GOLDEN")
     p.add_argument("target", metavar="TARGET")
-    _add_place(p)
+    p.add_argument("--step", type=_int_or_all, metavar="S|all", help="step / iteration, or all (default: lowest)")
+    p.add_argument("--rank", type=_int_or_all, metavar="R|all", help="rank / device, or all (default: lowest)")
+    p.add_argument("--golden-step", type=int, metavar="S", help="this step of GOLDEN (with --target-step)")
+    p.add_argument("--target-step", type=int, metavar="S2", help="against this step of TARGET (may be PATH itself)")
+    p.add_argument("--golden-rank", type=int, metavar="R", help="this rank of GOLDEN (with --target-rank)")
+    p.add_argument("--target-rank", type=int, metavar="R2", help="against this rank of TARGET")
     p.add_argument("--rtol", type=float, metavar="X",
                    help="relative tolerance: numpy allclose replaces the default element rules")
     p.add_argument("--atol", type=float, metavar="X",
@@ -246,6 +251,15 @@ class _IndexProgress:
                   f"{prog.records:,} records, {elapsed:.0f} s")
         err.flush()
         self.shown = True
+
+
+def _int_or_all(text: str):
+    if text == "all":
+        return "all"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'all', got {text!r}") from None
 
 
 def _open(path: str, args: argparse.Namespace):
@@ -774,10 +788,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     out_path = _check_output(args.output, (args.golden, args.target)) if args.output else None
     from dumpscope.core.compare.api_mapping import MappingFileError
 
+    from dumpscope.core.compare.places import PlaceError, compare_places
+
     try:
-        doc = compare_dumps(golden, target, rank=args.rank, step=args.step, rtol=args.rtol, atol=args.atol,
-                            layer_mapping=args.layer_mapping, api_mapping=args.api_mapping)
-    except MappingFileError as exc:
+        doc = compare_places(golden, target, rank=args.rank, step=args.step, golden_rank=args.golden_rank,
+                             target_rank=args.target_rank, golden_step=args.golden_step,
+                             target_step=args.target_step, rtol=args.rtol, atol=args.atol,
+                             layer_mapping=args.layer_mapping, api_mapping=args.api_mapping)
+    except (MappingFileError, PlaceError) as exc:
         raise CliError(str(exc)) from None
     if out_path:
         _write_compare_output(doc, out_path, golden, target)
@@ -794,21 +812,27 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return 0
     keys = ["name", "io", "slot", "step", "rank", "cosine", "euc_dist", "max_abs_err", "max_rel_err",
             "one_thousandth_ratio", "five_thousandth_ratio", "verdict", "rule", "match", "kind", "origin",
-            "target_name"]
+            "target_name"] + (["target_rank", "target_step"] if any("target_step" in r for r in doc["rows"]) else [])
     if args.csv:
         _write_csv(keys, [[r.get(k) for k in keys] for r in doc["rows"]])
         return 0
     from rich.table import Table
 
-    t = Table(show_edge=False, title="compare (golden vs target), execution order")
-    for col in ("", "name", "io", "cosine", "max_abs", "max_rel", "verdict", "origin", "rule"):
+    places = doc.get("places")
+    t = Table(show_edge=False, title="compare (golden vs target), " +
+              ("by step, rank, then execution order" if places else "execution order"))
+    for col in ("", *(("place",) if places else ()), "name", "io", "cosine", "max_abs", "max_rel", "verdict",
+                "origin", "rule"):
         t.add_column(col, overflow="fold")
     fd = doc.get("first_divergence") or {}
     glyph = {"pass": "✓", "warning": "~", "error": "✗"}
     for r in doc["rows"]:
-        first = fd and r["name"] == fd.get("name") and r["io"] == fd.get("io") and r["slot"] == fd.get("slot")
+        first = fd and r["name"] == fd.get("name") and r["io"] == fd.get("io") and r["slot"] == fd.get("slot") \
+            and r.get("step") == fd.get("step") and r.get("rank") == fd.get("rank")
         name = r["name"] if r.get("target_name") in (None, r["name"]) else f"{r['name']} ↔ {r['target_name']}"
-        t.add_row("▶" if first else "", inert(name), f"{r['io']}.{r['slot']}", _fmt_num(r["cosine"]),
+        where = [f"r{r['rank']} s{r['step']}" + (f"→r{r['target_rank']} s{r['target_step']}"
+                                                  if "target_step" in r else "")] if places else []
+        t.add_row("▶" if first else "", *where, inert(name), f"{r['io']}.{r['slot']}", _fmt_num(r["cosine"]),
                   _fmt_num(r["max_abs_err"]), _fmt_num(r["max_rel_err"]),
                   f"{glyph.get(r['verdict'], '?')} {r['verdict']}", r.get("origin") or "", inert(r["rule"]))
     con = _console()
@@ -821,6 +845,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
         c = doc.get("compared", {})
         con.print(f"nothing compared: no matched tensors (golden {c.get('golden_ops', 0)} ops, "
                   f"target {c.get('target_ops', 0)} ops)")
+    g, tg = doc.get("golden") or {}, doc.get("target") or {}
+    if not places and (g.get("rank"), g.get("step")) != (tg.get("rank"), tg.get("step")):
+        con.print(f"compared golden rank {g.get('rank')} step {g.get('step')} with target rank {tg.get('rank')} "
+                  f"step {tg.get('step')}")
+    if places:
+        con.print("compared: " + ", ".join(
+            f"rank {p['golden']['rank']} step {p['golden']['step']}"
+            + ("" if (p["golden"]["rank"], p["golden"]["step"]) == (p["target"]["rank"], p["target"]["step"])
+               else f" vs rank {p['target']['rank']} step {p['target']['step']}") + f" ({p['rows']} rows)"
+            for p in places))
+        for side in ("golden", "target"):
+            left = doc["unmatched_places"][side]
+            if left:
+                con.print(f"only in {side}: " + ", ".join(f"rank {p['rank']} step {p['step']}" for p in left))
     return 0
 
 

@@ -172,15 +172,20 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
                   step: Optional[int] = None, rtol: Optional[float] = None, atol: Optional[float] = None,
                   progress: Optional[Callable[[int, int], None]] = None, workers: int = 2,
                   thresholds: Optional[vd.Thresholds] = None, layer_mapping: Optional[str] = None,
-                  api_mapping: Optional[str] = None) -> dict[str, Any]:
+                  api_mapping: Optional[str] = None, target_rank: Optional[int] = None,
+                  target_step: Optional[int] = None) -> dict[str, Any]:
     """CLI.md ``compare`` document for one rank/step of both dumps.
 
     MindSpore-vs-PyTorch API dumps (or any pair given ``layer_mapping``/``api_mapping`` files, msprobe's
-    formats) are paired by ``api_mapping.match_across_frameworks`` instead of by name."""
+    formats) are paired by ``api_mapping.match_across_frameworks`` instead of by name.
+    ``target_rank``/``target_step``: the target's place when it differs from the golden's (several
+    places: ``places.compare_places``)."""
     g_rank, g_step = golden.default_place(rank, step)
     t_ranks, t_steps = target.ranks(), target.steps()
     t_rank = g_rank if g_rank in t_ranks or not t_ranks else t_ranks[0]
     t_step = g_step if g_step in t_steps or not t_steps else t_steps[0]
+    t_rank = t_rank if target_rank is None else target_rank
+    t_step = t_step if target_step is None else target_step
     th = thresholds or vd.Thresholds()
     if rtol is not None or atol is not None:
         th = vd.Thresholds(**{**{k: getattr(th, k) for k in th.__slots__}, "rtol": rtol, "atol": atol})
