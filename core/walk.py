@@ -11,6 +11,7 @@ import os
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator, Optional
 
 from dumpscope.core.layouts.base import DirListing
@@ -29,7 +30,8 @@ SKIP_DIRS = frozenset({".git", "__pycache__", ".svn", ".hg", "node_modules"})
 
 @dataclass(slots=True)
 class Scanned:
-    """The raw result of listing one directory."""
+    """The raw result of listing one directory (``parts``: its names from PATH's context down, see
+    ``context_parts``)."""
 
     dirpath: str
     parts: tuple[str, ...]
@@ -97,6 +99,16 @@ def _scan(dirpath: str, parts: tuple[str, ...],
                    sorted(bad) if bad else None)
 
 
+#: names of PATH and of its parents kept in front of every folder's ``parts``
+CONTEXT_DEPTH = 5
+
+
+def context_parts(root: str) -> tuple[str, ...]:
+    """PATH's own name and up to four parents: a PATH given at a rank, ``{time}``, step or model
+    folder (CLI.md) is read with the folder names that say its rank and step, as from above it."""
+    return tuple(Path(os.path.abspath(root)).parts[1:])[-CONTEXT_DEPTH:]
+
+
 def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None,
               known: Optional[dict[str, tuple[int, list[str]]]] = None,
               stall_s: Optional[float] = None) -> Iterator[Scanned]:
@@ -125,7 +137,8 @@ def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None,
             started[fut] = (path, time.monotonic())
             return fut
 
-        pending: set[Future[Scanned]] = {submit(root, ())}
+        base = context_parts(root)
+        pending: set[Future[Scanned]] = {submit(root, base)}
         while pending:
             done, pending = wait(pending, timeout=min(stall, 1.0), return_when=FIRST_COMPLETED)
             if not done:
@@ -134,7 +147,8 @@ def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None,
                 if stuck and len(stuck) == len([f for f in pending if f.running()]):
                     for fut in stuck:
                         path = started[fut][0]
-                        yield Scanned(path, tuple(os.path.relpath(path, root).split(os.sep)) if path != root else (),
+                        yield Scanned(path, base + (tuple(os.path.relpath(path, root).split(os.sep))
+                                                    if path != root else ()),
                                       [], [], 0, Problem(path, f"listing stalled for over {stall:.0f} s "
                                                                "(network filesystem?): skipped"))
                     pending -= stuck

@@ -114,3 +114,15 @@ def test_process_pool_gives_the_same_answer(tmp_path, monkeypatch):
         for r in doc["ops"]:
             r.pop("op_id")
     assert pooled == inline and pooled["ops"][0]["rank"] == 1
+
+
+def test_path_at_a_time_or_device_folder_keeps_ranks_and_steps(tmp_path, capsys, cache):
+    from dumpscope.core.synth.job_tree import TIME
+
+    root = write_cann_job(tmp_path / "job", ranks=(0, 1), steps=(0, 1, 2), overflow={(1, 1)})
+    whole = cli_json(capsys, "overflow", str(root), *cache)
+    at_time = cli_json(capsys, "overflow", str(root / TIME), *cache)
+    assert at_time["scanned"] == whole["scanned"] and at_time["ops"][0]["name"] == whole["ops"][0]["name"]
+    one = cli_json(capsys, "overflow", str(root / TIME / "1"), *cache)
+    assert [(p["rank"], p["step"]) for p in one["scanned"]] == [(1, 0), (1, 1), (1, 2)]
+    assert (one["ops"][0]["rank"], one["ops"][0]["step"]) == (1, 1)

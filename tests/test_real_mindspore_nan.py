@@ -65,3 +65,9 @@ def test_trend_of_the_log_has_one_point_per_step_with_numpys_nan_count(capsys, d
             (int(np.isnan(out).sum()), int(np.isneginf(out).sum()), int(np.isposinf(out).sum()), out.size)
         fin = out[np.isfinite(out)]
         assert p["max"] == pytest.approx(float(fin.max())) and p["min"] == pytest.approx(float(fin.min()))
+
+
+def test_path_at_the_rank_folder_keeps_every_step(capsys, dump, tmp_path):
+    doc = cli_json(capsys, "overflow", str(dump / "rank_0"), "--cache-dir", str(tmp_path))
+    assert [(p["rank"], p["step"]) for p in doc["scanned"]] == [(0, 0), (0, 1), (0, 2)]
+    assert (doc["ops"][0]["name"], doc["ops"][0]["step"]) == (LOG, 0)
