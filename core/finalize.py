@@ -56,6 +56,7 @@ class OpAcc:
     has_stats: bool = False
     watch_of: Optional[str] = None  # Dump-Watch snapshot of this watched op (file-side name)
     watch_after: Optional[str] = None  # … taken after this layer op (file-side name)
+    run: int = 0  # which run of the op this is, when it ran several times in the step (a loop body)
     csv_name: Optional[str] = None  # the execution-order CSV's name, when no graph file joins
     note: Optional[str] = None  # why no graph-side name was found (shown with a ``?``)
     _sfile: Optional[str] = None
@@ -161,7 +162,7 @@ def _group_ops(index: "DumpIndex", rank: int, step: int) -> dict[tuple, OpAcc]:
             acc = ops[(rank, step, graph, op_name, occurrence)] = OpAcc(
                 rank, step, graph, op_name, file_name, op_type, producer, _folder(path),
                 first_ts=ts, order_hint=order_hint if order_hint is not None else float("inf"), scope=scope,
-                task=task, stream=stream, unit_ids=[uid])
+                task=task, stream=stream, unit_ids=[uid], run=occurrence)
             if nan is not None:
                 acc.has_stats = True
                 acc.nan, acc.posinf, acc.neginf = nan, posinf, neginf
@@ -491,6 +492,7 @@ def _order(ops: list[OpAcc], csv_pos: dict[str, int], csv_spos: dict[str, int]) 
                                           o.order_hint, o.name))
     placed: list[tuple[int, OpAcc]] = []
     loose: list[OpAcc] = []
+    stride = len(csv_pos) + 1  # the CSV lists one run: a loop body's k-th run comes after the whole (k-1)-th
     for op in ops:
         pos = csv_pos.get(op.joined or op.csv_name or op.name)
         if pos is None:
@@ -498,7 +500,7 @@ def _order(ops: list[OpAcc], csv_pos: dict[str, int], csv_spos: dict[str, int]) 
         if pos is None:
             loose.append(op)
         else:
-            placed.append((pos, op))
+            placed.append((op.run * stride + pos, op))
     timeline = sorted((op.first_ts, pos) for pos, op in placed if op.first_ts is not None)
     ts_keys = [t for t, _ in timeline]
     keyed: list[tuple] = [((pos, 0, op.first_ts or 0), op) for pos, op in placed]
