@@ -154,3 +154,86 @@ async def test_overflow_view_never_says_none_found_while_scanning(overflow_dump,
         gate.set()
         await settle(pilot)
         assert "scanning" not in screen_text(app)
+
+
+# -- compare diff (Enter on a compare row) ---------------------------------------------------------
+
+
+@pytest.fixture
+def bn_pair(bn_data, tmp_path, monkeypatch) -> tuple[Path, Path]:
+    set_env(monkeypatch, tmp_path)
+    return bn_data / "golden", bn_data / "target"
+
+
+def npy_value(root: Path, op_file_part: str, io_slot: str) -> float:
+    """The one value MindSpore wrote for a scalar argument (read with numpy, not dumpscope)."""
+    import numpy as np
+
+    path = next(p for p in root.rglob("*.npy") if op_file_part in p.name and f".{io_slot}." in p.name
+                and "/0/0/" in p.as_posix())
+    return float(np.load(path).reshape(-1)[0])
+
+
+async def open_compare_diff(pilot, app) -> None:
+    while app.compare_result is None and app.compare_error is None:
+        await pilot.pause(0.05)
+    await pilot.press("c")
+    await settle(pilot)
+    await pilot.press("enter")  # the cursor starts on the first divergence
+    await settle(pilot)
+
+
+async def test_compare_diff_shows_the_changed_epsilon_first(bn_pair):
+    from dumpscope.tui.compare_diff import CompareDiffScreen
+
+    golden, target = bn_pair
+    app = DumpscopeApp(str(golden), compare_with=str(target), display_name="golden")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await open_compare_diff(pilot, app)
+        assert isinstance(app.screen, CompareDiffScreen)
+        text = screen_text(app)
+        g = npy_value(golden, "BatchNorm-op0", "input.6")
+        t = npy_value(target, "BatchNorm-op0", "input.6")
+        assert f"{g:.6g} → {t:.6g}" in text  # the changed epsilon, golden then target, on screen one
+        rows = text.splitlines()
+        changed = next(i for i, r in enumerate(rows) if "Changed (golden → target)" in r)
+        assert "in.6" in rows[changed + 1] and "✗" in rows[changed + 1]
+        # per slot: golden and target statistics of the opened output, with the metrics
+        assert any(r.lstrip().startswith("▶✗out.0 g float32") for r in rows)
+        assert "origin constant via input.6" in text
+        assert "net.py:" in text
+
+
+async def test_compare_diff_follows_the_bad_input_and_walks_born_ops(bn_pair):
+    from dumpscope.tui.compare_diff import CompareDiffScreen
+    from dumpscope.tui.view_compare import CompareScreen
+
+    golden, target = bn_pair
+    app = DumpscopeApp(str(golden), compare_with=str(target), display_name="golden")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        while app.compare_result is None:
+            await pilot.pause(0.05)
+        await pilot.press("c")
+        await settle(pilot)
+        table = app.screen.table
+        relu = next(i for i, r in enumerate(table.rows) if r["name"].endswith("ReLU-op0") and r["io"] == "output")
+        table.move_to(relu)
+        await pilot.press("enter")
+        await settle(pilot)
+        diff = app.screen
+        assert isinstance(diff, CompareDiffScreen) and "inherited" in screen_text(app)
+        await pilot.press("i")  # to the input that carries the error: BatchNorm's output
+        await settle(pilot)
+        assert diff.row["name"].endswith("BatchNorm-op0") and diff.row["io"] == "output"
+        await pilot.press("escape")  # back to the ReLU diff, not out of the screen
+        await settle(pilot)
+        assert app.screen is diff and diff.row["name"].endswith("ReLU-op0")
+        await pilot.press("n")  # the one op where the error is born (a changed argument)
+        await settle(pilot)
+        assert app.screen is diff and diff.row["name"].endswith("BatchNorm-op0")
+        assert diff.row["origin"] in ("born", "constant") and diff.row["verdict"] == "error"
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, CompareScreen)

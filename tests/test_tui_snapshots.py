@@ -63,3 +63,42 @@ def test_snapshot_overflow_view(tiny, snap_compare):
         await settle(pilot)
 
     assert snap_compare(DumpscopeApp(str(tiny), display_name="tiny"), terminal_size=SIZE, run_before=run_before)
+
+
+@pytest.fixture(scope="module")
+def bn_data(tmp_path_factory) -> Path:
+    from conftest import unpack_data
+
+    return unpack_data(tmp_path_factory, "real_mindspore_210_bn")
+
+
+def test_snapshot_source_line_first(bn_data, tmp_path, monkeypatch, snap_compare):
+    """The real Exp overflow run: `/ Exp-op0 Enter` shows net.py:<line> right under the op's header."""
+    set_env(monkeypatch, tmp_path)
+
+    async def run_before(pilot) -> None:
+        await wait_ready(pilot)
+        await pilot.press("slash", *"Exp-op0")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+
+    assert snap_compare(DumpscopeApp(str(bn_data / "overflow"), display_name="overflow"), terminal_size=SIZE,
+                        run_before=run_before)
+
+
+def test_snapshot_compare_diff(bn_data, tmp_path, monkeypatch, snap_compare):
+    """The real BatchNorm-eps pair: c, Enter shows the changed epsilon (golden → target) on screen one."""
+    set_env(monkeypatch, tmp_path)
+
+    async def run_before(pilot) -> None:
+        await wait_ready(pilot)
+        while pilot.app.compare_result is None and pilot.app.compare_error is None:
+            await pilot.pause(0.05)
+        await pilot.press("c")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+
+    app = DumpscopeApp(str(bn_data / "golden"), compare_with=str(bn_data / "target"), display_name="golden")
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

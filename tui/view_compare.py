@@ -154,7 +154,9 @@ class CompareScreen(TableView):
         self.load()
 
     def open_row(self, row: dict[str, Any]) -> None:
-        self.app.push_screen(CompareDetailScreen(row))
+        from dumpscope.tui.compare_diff import CompareDiffScreen
+
+        self.app.push_screen(CompareDiffScreen(self.table.rows, self.table.cursor))
 
 
 class CompareDetailScreen(Screen):
