@@ -237,3 +237,52 @@ async def test_compare_diff_follows_the_bad_input_and_walks_born_ops(bn_pair):
         await pilot.press("escape")
         await settle(pilot)
         assert isinstance(app.screen, CompareScreen)
+
+
+# -- width at 80 columns ---------------------------------------------------------------------------
+
+
+def test_middle_keeps_the_op_and_its_block():
+    from dumpscope.tui.fit import middle
+
+    name = "Default/network-WithLossCell/_backbone-LeNet5/fc1-Dense/MatMul-op0"
+    assert middle(name, 80) == name
+    assert middle(name, 40) == "Default/…/fc1-Dense/MatMul-op0"
+    assert middle(name, 24) == "…/fc1-Dense/MatMul-op0"
+    assert middle(name, 12) == "…/MatMul-op0"
+    assert all(len(middle(name, w)) <= w for w in range(0, 70))
+
+
+def test_status_bits_keep_rank_step_and_count_last():
+    from dumpscope.tui.fit import fit_bits
+
+    bits = [("x" * 70, "bold", 6, True), ("mindspore,msprobe", "", 2, False), ("rank 3 step 1200", "", 10, False),
+            ("123,456 ops", "", 10, False), ("0 problems", "dim", 1, False), ("indexing 1,234 files…", "", 7, True)]
+    for width in (40, 60, 80):
+        texts = [t for t, _ in fit_bits(bits, width)]
+        assert "rank 3 step 1200" in texts and "123,456 ops" in texts
+        assert 1 + sum(map(len, texts)) + 3 * (len(texts) - 1) <= width
+
+
+async def test_status_bar_keeps_rank_step_and_ops_with_a_long_name(overflow_dump):
+    app = DumpscopeApp(str(overflow_dump), display_name="/very/long/path/" + "deep/" * 20 + "overflow")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        status = screen_text(app).splitlines()[-2]
+        assert "rank 0 step 0" in status and f"{app.q.count_ops(0, 0):,} ops" in status
+
+
+async def test_flat_list_tells_ops_of_the_same_name_apart(tmp_path, monkeypatch):
+    from test_tui_support import make_ms_tree
+
+    set_env(monkeypatch, tmp_path)
+    ops = [("AddN", "Default/network-WithLossCell/_backbone-Net/block1-Cell/AddN-op1"),
+           ("AddN", "Default/network-WithLossCell/_backbone-Net/block2-Cell/AddN-op1")]
+    dump = make_ms_tree(tmp_path / "t", steps=(0,), inf_op=None, ops=ops)
+    app = DumpscopeApp(str(dump), display_name="t")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("t")
+        await settle(pilot)
+        text = screen_text(app)
+        assert "block1-Cell/AddN-op1" in text and "block2-Cell/AddN-op1" in text

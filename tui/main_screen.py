@@ -22,6 +22,7 @@ from textual.widgets import ContentSwitcher, Footer, Input, Static, Tree
 from dumpscope.core.inert import inert
 from dumpscope.core.query import DumpQuery, OpRow
 from dumpscope.tui.detail import OpDetail
+from dumpscope.tui.fit import Bit, fit_bits
 from dumpscope.tui.linelist import LineList
 from dumpscope.tui.oplist import OpList
 from dumpscope.tui.optree import OpTree
@@ -145,43 +146,47 @@ class MainScreen(Screen):
 
     def on_resize(self) -> None:
         self.set_class(self.size.width < NARROW, "narrow")
+        self.update_status()
 
     # -- status -------------------------------------------------------------------------------
 
     def update_status(self) -> None:
+        """The status bar; at any width rank, step and the op count are the last pieces to go."""
         app = self.app
-        bits: list[tuple[str, str]] = [(app.display_name, "bold")]  # type: ignore[attr-defined]
+        bits: list[Bit] = [(app.display_name, "bold", 6, True)]  # type: ignore[attr-defined]
         q = self.q
         if q is not None:
             layouts = ",".join(sorted({lay["name"] for lay in self._layouts}))
             if not layouts and self._count:  # graph files without tensors: browsed as their graphs
-                bits.append(("graphs only, no tensors", "italic"))
+                bits.append(("graphs only, no tensors", "italic", 2, False))
             else:
-                bits.append((layouts or "no dump found", "" if layouts else "bold red"))
-            bits.append((f"rank {app.rank} step {app.step}", ""))  # type: ignore[attr-defined]
+                bits.append((layouts or "no dump found", "" if layouts else "bold red", 2 if layouts else 8, False))
+            place = (f"rank {app.rank} step {app.step}", "")  # type: ignore[attr-defined]
             bad = getattr(app, "trouble", {}).get((app.rank, app.step))  # type: ignore[attr-defined]
             if bad:
-                bits[-1] = (f"rank {app.rank} step {app.step} ! {bad[0]}", "bold red")  # type: ignore[attr-defined]
-            bits.append((f"{self._count:,} ops", ""))
+                place = (f"rank {app.rank} step {app.step} ! {bad[0]}", "bold red")  # type: ignore[attr-defined]
+            bits.append((*place, 10, False))
+            bits.append((f"{self._count:,} ops", "", 10, False))
             if self._problems:
-                bits.append((f"! {self._problems:,} problems (p)", "bold yellow"))
+                bits.append((f"! {self._problems:,} problems (p)", "bold yellow", 8, False))
             else:
-                bits.append(("0 problems", "dim"))
+                bits.append(("0 problems", "dim", 1, False))
             if app.bookmarks:  # type: ignore[attr-defined]
-                bits.append((f"★ {len(app.bookmarks)}", ""))  # type: ignore[attr-defined]
+                bits.append((f"★ {len(app.bookmarks)}", "", 4, False))  # type: ignore[attr-defined]
             if app.marked:  # type: ignore[attr-defined]
-                bits.append((f"✓ {len(app.marked)} marked", "bold"))  # type: ignore[attr-defined]
+                bits.append((f"✓ {len(app.marked)} marked", "bold", 4, False))  # type: ignore[attr-defined]
         err = getattr(app, "index_error", None)
         if err:
-            bits.append((f"! {err}", "bold red"))
+            bits.append((f"! {err}", "bold red", 9, True))
         for extra in (app.progress, getattr(app, "compare_status", "")):  # type: ignore[attr-defined]
             if extra:
-                bits.append((extra, "italic"))
-        text = Text(" ")
-        for i, (s, style) in enumerate(bits):
+                bits.append((extra, "italic", 7, True))
+        width = self.size.width or 80
+        text = Text(" ", no_wrap=True, overflow="ellipsis")
+        for i, (s, style) in enumerate(fit_bits([(inert(b[0]), *b[1:]) for b in bits], width)):
             if i:
                 text.append(" │ ", "dim")
-            text.append(inert(s), style)
+            text.append(s, style)
         self.query_one("#status", Static).update(text)
         if q is None and not err:
             self.query_one("#placeholder", Static).update(Text(app.progress or "indexing…", "italic"))

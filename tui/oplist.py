@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Iterable, Optional
 
+from dumpscope.core.inert import inert
 from dumpscope.core.query import DumpQuery, OpRow
 from dumpscope.tui.badges import BadgeState
+from dumpscope.tui.fit import middle
 from dumpscope.tui.linelist import LineList, Part
 
 PAGE = 256
@@ -85,5 +87,14 @@ class OpList(LineList):
         name_class = "linelist--dim" if op.graph_only else None
         parts: list[Part] = [(idx.rjust(self._width_index) + " ", "linelist--muted")]
         parts += self.badges.parts(op)
-        parts += [(" ", None), (op.short, name_class), ("  " + op.type, "linelist--muted")]
+        # the scope tells two ``AddN-op1`` apart: the full name, cut in the middle (block and leaf kept)
+        room = self.scrollable_content_region.width - sum(len(t) for t, _ in parts) - 1
+        name = middle(op.name, max(len(op.short), room))
+        scope, _, leaf = name.rpartition("/")
+        parts.append((" ", None))
+        if scope:
+            parts.append((inert(scope) + "/", "linelist--muted" if not op.graph_only else "linelist--dim"))
+        parts.append((inert(leaf), name_class))
+        if room - len(name) >= len(op.type) + 2:
+            parts.append(("  " + inert(op.type), "linelist--muted"))
         return parts
