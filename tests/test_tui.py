@@ -200,7 +200,7 @@ async def test_t_toggles_flat_list(tiny):
         text = screen_text(app)
         assert "execution order" in text
         # rows in execution order, with the exec index column
-        left = [ln[:30] for ln in text.splitlines()]
+        left = [ln.split("▕")[0] for ln in text.splitlines()]  # the left pane, up to its border
         conv = next((i for i, ln in enumerate(left) if "Conv2D-op1" in ln), None)
         assert conv is not None, text
         assert left[conv].split()[0] == "0" and "BatchNorm-op2" in left[conv + 1]
@@ -451,10 +451,15 @@ async def test_compare_view(tmp_path, monkeypatch):
         assert "✗" in screen_text(app) or "~" in screen_text(app)
         await pilot.press("enter")
         await settle(pilot)
+        assert type(app.screen).__name__ == "CompareDiffScreen"
+        assert "ReLU-op3" in screen_text(app)
+        await pilot.press("s")  # both ops' whole detail, side by side
+        await settle(pilot)
         assert type(app.screen).__name__ == "CompareDetailScreen"
         assert "ReLU-op3" in screen_text(app)
-        await pilot.press("escape")
+        await pilot.press("escape", "escape")
         await settle(pilot)
+        assert type(app.screen).__name__ == "CompareScreen"
         # export the diverging ops as a re-dump config (outside both dump trees)
         out = tmp_path / "redump.json"
         await pilot.press("e")

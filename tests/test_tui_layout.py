@@ -286,3 +286,25 @@ async def test_flat_list_tells_ops_of_the_same_name_apart(tmp_path, monkeypatch)
         await settle(pilot)
         text = screen_text(app)
         assert "block1-Cell/AddN-op1" in text and "block2-Cell/AddN-op1" in text
+
+
+async def test_diff_keys_are_in_help_and_palette(bn_pair):
+    golden, target = bn_pair
+    app = DumpscopeApp(str(golden), compare_with=str(target), display_name="golden")
+    async with app.run_test(size=(100, 60)) as pilot:
+        await wait_ready(pilot)
+        await open_compare_diff(pilot, app)
+        await pilot.press("ctrl+p", *"born")
+        await settle(pilot)
+        assert "Diff: next op where an error is born" in screen_text(app)
+        await pilot.press("escape")
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        body = app.screen.query_one("#help-body")
+        seen = ""
+        for _ in range(20):  # page through the help as a user would
+            seen += screen_text(app)
+            body.scroll_page_down(animate=False)
+            await pilot.pause()
+        assert "diff.next_born" in seen and "diff.follow_input" in seen and "detail.links" in seen

@@ -45,7 +45,7 @@ class DumpscopeCommands(Provider):
         for rank in app.q.ranks():
             if rank != app.rank:
                 yield (f"Switch to rank {rank}", partial(app.set_place, rank=rank), "")
-        screen_cmds = getattr(app.screen, "palette_commands", None)
+        screen_cmds = getattr(self.screen, "palette_commands", None)  # the screen the palette was opened on
         if screen_cmds is not None:
             yield from screen_cmds()
 

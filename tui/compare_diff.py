@@ -291,6 +291,14 @@ class CompareDiffScreen(Screen):
         self.data = data
         self.query_one("#diff-text", Static).update(self._body())
 
+    def palette_commands(self):
+        """The diff's keys as palette entries (ctrl+p)."""
+        yield ("Diff: next op where an error is born", lambda: self.action_born(1), "n")
+        yield ("Diff: previous op where an error is born", lambda: self.action_born(-1), "N")
+        yield ("Diff: follow the input that carries the error", self.action_follow_input, "i")
+        yield ("Diff: both ops side by side", self.action_side_by_side, "s")
+        yield ("Diff: open the golden op in the explorer", self.action_open_op, "o")
+
     # -- actions ---------------------------------------------------------------------------------
 
     def _go(self, index: int, remember: bool = True) -> None:

@@ -19,6 +19,8 @@ from textual.widgets import Footer, Static
 
 def _sections() -> list[tuple[str, list[Binding]]]:
     from dumpscope.tui.app import DumpscopeApp
+    from dumpscope.tui.compare_diff import CompareDiffScreen
+    from dumpscope.tui.detail import OpDetail
     from dumpscope.tui.dialogs import SearchScreen
     from dumpscope.tui.linelist import LineList
     from dumpscope.tui.main_screen import MainScreen
@@ -35,6 +37,8 @@ def _sections() -> list[tuple[str, list[Binding]]]:
         ("Search dialog", list(SearchScreen.BINDINGS)),  # type: ignore[arg-type]
         ("Overflow / compare / watch / problems views", list(TableView.BINDINGS)),  # type: ignore[arg-type]
         ("Compare view", list(CompareScreen.BINDINGS)),  # type: ignore[arg-type]
+        ("Compare diff (enter on a compare row)", list(CompareDiffScreen.BINDINGS)),  # type: ignore[arg-type]
+        ("Op detail pane (tab to it)", list(OpDetail.BINDINGS)),  # type: ignore[arg-type]
         ("Graph view (g)", list(GraphScreen.BINDINGS)),  # type: ignore[arg-type]
     ]
 
