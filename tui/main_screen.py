@@ -369,7 +369,6 @@ class MainScreen(Screen):
 
     def action_toggle_view(self) -> None:
         self.mode = "flat" if self.mode == "tree" else "tree"
-        self.set_class(self.mode == "flat", "flat")
         self.query_one(ContentSwitcher).current = self.mode
         cur = self.current
         self._load_pane(cur)
