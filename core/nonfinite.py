@@ -20,6 +20,7 @@ from typing import Any, Optional
 import numpy as np
 
 from dumpscope.core.shapes import element_count
+from dumpscope.core.formats.npy_header import read_array_header
 
 CHUNK_ELEMS = 1 << 22
 
@@ -174,13 +175,10 @@ def _cann_one(fh, path: str, t: TensorJob) -> Count:
 
 def _npy_one(path: str, t: TensorJob) -> Count:
     with open(path, "rb") as fh:
-        version = np.lib.format.read_magic(fh)
-        if version == (1, 0):
-            shape, fortran, sdt = np.lib.format.read_array_header_1_0(fh)
-        elif version == (2, 0):
-            shape, fortran, sdt = np.lib.format.read_array_header_2_0(fh)
-        else:
+        header = read_array_header(fh)
+        if header is None:
             return _decoded(path, "npy", t)
+        shape, fortran, sdt = header
         if sdt.kind not in "fc":
             return Count()
         if sdt.names is not None or sdt.subdtype is not None or sdt.byteorder == ">" or sdt.kind == "c":

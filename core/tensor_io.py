@@ -226,19 +226,16 @@ def _npy_layout(path: str, data: bytes):
     ``load_npy`` must judge it (truncated, unusual version); the checks are ``load_npy``'s."""
     import io
 
-    from dumpscope.core.formats.npy_header import MAX_HEADER_READ, parse_npy_header
+    from dumpscope.core.formats.npy_header import MAX_HEADER_READ, parse_npy_header, read_array_header
 
     head = parse_npy_header(data[:MAX_HEADER_READ], len(data), os.path.basename(path))
     if head.truncated:
         return None
     fh = io.BytesIO(data)
-    version = np.lib.format.read_magic(fh)
-    if version == (1, 0):
-        shape, fortran, dt = np.lib.format.read_array_header_1_0(fh)
-    elif version == (2, 0):
-        shape, fortran, dt = np.lib.format.read_array_header_2_0(fh)
-    else:
+    header = read_array_header(fh)
+    if header is None:
         return None
+    shape, fortran, dt = header
     if dt.hasobject or fh.tell() != head.data_offset:
         return None
     return tuple(shape), fortran, dt, fh.tell()
@@ -368,20 +365,17 @@ def _stream_device(ref: TensorRef):
 
 def _stream_npy(ref: TensorRef):
     """Chunks of a C-order ``.npy`` of plain numbers read straight off the file, else None."""
-    from dumpscope.core.formats.npy_header import read_npy_header
+    from dumpscope.core.formats.npy_header import read_array_header, read_npy_header
 
     try:
         head = read_npy_header(ref.path)
         if head.fortran_order or head.truncated:
             return None  # the loader reports truncation / handles Fortran order
         with open(ref.path, "rb") as fh:
-            version = np.lib.format.read_magic(fh)
-            if version == (1, 0):
-                shape, _fortran, sdt = np.lib.format.read_array_header_1_0(fh)
-            elif version == (2, 0):
-                shape, _fortran, sdt = np.lib.format.read_array_header_2_0(fh)
-            else:
+            header = read_array_header(fh)
+            if header is None:
                 return None
+            shape, _fortran, sdt = header
     except Exception as exc:
         raise _err(ref, exc) from None
     if sdt.hasobject or sdt.kind not in "biufc" or sdt.names is not None or sdt.subdtype is not None:

@@ -156,6 +156,17 @@ def _header_from_dict(meta: object, data_offset: int, file_size: int, name: str)
     )
 
 
+def read_array_header(fh) -> "tuple[tuple[int, ...], bool, np.dtype] | None":
+    """numpy's own (shape, fortran order, dtype) from an open ``.npy`` stream at its start, leaving the
+    stream at the data; None for a format version numpy's readers here do not handle (1.0 and 2.0 only)."""
+    version = np.lib.format.read_magic(fh)
+    if version == (1, 0):
+        return np.lib.format.read_array_header_1_0(fh)
+    if version == (2, 0):
+        return np.lib.format.read_array_header_2_0(fh)
+    return None
+
+
 def dtype_name(dt: np.dtype) -> str:
     """Numpy spelling without byte order ("float32" for ``>f4`` too); structured → "void"."""
     if dt.names is not None:
