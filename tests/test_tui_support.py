@@ -101,8 +101,15 @@ async def settle(pilot) -> None:
         await pilot.pause()
         await pilot.app.workers.wait_for_complete()
     await pilot.pause(0.1)  # the detail pane follows the cursor after a short rest
+    # ... by a timer: on a loaded machine it may not have fired yet, so wait for it rather than for a time
+    waited = 0.0
+    while getattr(pilot.app.screen, "_show_timer", None) is not None and waited < 10.0:
+        await pilot.pause(0.05)
+        waited += 0.05
     await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+    # a scrollbar that appears with the new content re-flows its pane on the next refresh: let it
+    for _ in range(3):
+        await pilot.pause()
 
 
 def screen_text(app) -> str:
