@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import unpack_data
-from test_tui_support import screen_text, set_env, settle, wait_ready
+from test_tui_support import screen_text, search_and_open, set_env, settle, wait_ready
 
 pytest.importorskip("textual")
 
@@ -67,10 +67,7 @@ async def test_a_source_link_lists_the_other_ops_of_that_line(own_dump_src, tmp_
     app = app_for(own_dump_src)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
-        await pilot.press("slash", *"Sin-op0")
-        await settle(pilot)
-        await pilot.press("enter")
-        await settle(pilot)
+        await search_and_open(pilot, "Sin-op0")
         detail = app.main.query_one(OpDetail)
         src = [i for i, (k, n) in enumerate(detail._links) if k == "src" and n.endswith("net.py:40")]
         assert src, detail._links
@@ -90,10 +87,7 @@ async def test_marking_and_exporting_the_marked_ops(own_dump_src, tmp_path, monk
         await wait_ready(pilot)
         marked = []
         for name in ("Sin-op0", "Cos-op0"):
-            await pilot.press("slash", *name)
-            await settle(pilot)
-            await pilot.press("enter")
-            await settle(pilot)
+            await search_and_open(pilot, name)
             app.main.query_one("#tree").focus()
             await pilot.press("space")
             await settle(pilot)
@@ -130,10 +124,7 @@ async def test_graph_view_of_a_graph_only_tree_moves_and_opens(ge_src, tmp_path,
     app = app_for(ge_src)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
-        await pilot.press("slash", *"conv1conv1_relu")
-        await settle(pilot)
-        await pilot.press("enter")
-        await settle(pilot)
+        await search_and_open(pilot, "conv1conv1_relu")
         assert app.main.current.name == "conv1conv1_relu"
         assert "graphs only, no tensors" in screen_text(app) and "no dump found" not in screen_text(app)
         await pilot.press("g")
@@ -170,10 +161,7 @@ async def test_graph_view_of_a_joined_dump(own_dump_src, tmp_path, monkeypatch):
     app = app_for(own_dump_src)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
-        await pilot.press("slash", *"Sin-op0")
-        await settle(pilot)
-        await pilot.press("enter")
-        await settle(pilot)
+        await search_and_open(pilot, "Sin-op0")
         await pilot.press("g")
         await settle(pilot)
         text = screen_text(app)
