@@ -77,12 +77,17 @@ def _read(path: str) -> str:
         raise MappingFileError(f"{path}: not UTF-8 text") from None
 
 
-def load_layer_mapping(path: str) -> dict[str, dict[str, str]]:
-    """msprobe ``layer_mapping.yaml``: ``{ClassName: {ms_child[.ms_api]: pt_child[.pt_api]}}``."""
+def _load_yaml(path: str) -> Any:
+    """A mapping file parsed by the YAML subset reader; a syntax error names the file."""
     try:
-        doc = loads(_read(path))
+        return loads(_read(path))
     except YamlSubsetError as exc:
         raise MappingFileError(f"{path}: {exc}") from None
+
+
+def load_layer_mapping(path: str) -> dict[str, dict[str, str]]:
+    """msprobe ``layer_mapping.yaml``: ``{ClassName: {ms_child[.ms_api]: pt_child[.pt_api]}}``."""
+    doc = _load_yaml(path)
     if doc is None:
         return {}
     if not isinstance(doc, dict) or not all(isinstance(v, dict) or v is None for v in doc.values()):
@@ -101,10 +106,7 @@ def load_api_mapping(path: str) -> dict[str, str]:
 
     The argument/output index lists (``ms_args``/``pt_args``…) are not applied: slots of a mapped
     pair still pair by position."""
-    try:
-        doc = loads(_read(path))
-    except YamlSubsetError as exc:
-        raise MappingFileError(f"{path}: {exc}") from None
+    doc = _load_yaml(path)
     if doc is None:
         return {}
     if isinstance(doc, dict):  # a plain {ms_api: pt_api} table is accepted too
