@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tarfile
@@ -62,3 +63,13 @@ def unpack_data(tmp_path_factory, name: str) -> Path:
     with tarfile.open(DATA / f"{name}.tar.gz") as tar:
         tar.extractall(dest, filter="data")
     return dest
+
+
+def cli_json(capsys, *args):
+    """Run the CLI with ``--json`` in-process and return its document (failing with its stderr on a non-zero exit)."""
+    from dumpscope.tui.cli import main
+
+    code = main([*args, "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 
 import numpy as np
@@ -10,15 +9,7 @@ import pytest
 
 from dumpscope.core.query import open_query
 from dumpscope.core.tensor_io import load_tensor
-from dumpscope.tui.cli import main
-from conftest import SAMPLES
-
-
-def cli_json(capsys, *args):
-    code = main([*args, "--json"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return json.loads(out)
+from conftest import cli_json, SAMPLES
 
 
 # -- CANN binary trees (issue 3) ------------------------------------------------------------
@@ -182,7 +173,6 @@ def test_api_dump_ops_in_call_order_with_stack(capsys):
 
 
 def test_stats_of_a_pt_tensor_equal_stored_values(capsys):
-    import io
     import zipfile
 
     q = open_query(str(SAMPLES / "msprobe"))

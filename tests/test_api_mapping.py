@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import unpack_data
+from conftest import cli_json, unpack_data
 from dumpscope.core.compare.api_mapping import (
     CallInfo,
     MappingFileError,
@@ -54,13 +54,6 @@ def _calls(root: Path, side: str, framework: str):
     stack = json.loads((rank / "stack.json").read_text())
     construct = json.loads((rank / "construct.json").read_text())
     return [(name, CallInfo(framework, construct.get(name) or "", stack.get(name) or [])) for name in dump["data"]]
-
-
-def cli_json(capsys, *args):
-    code = main([*args, "--json"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return json.loads(out)
 
 
 def test_layer_mapping_pairs_exactly_as_msprobes_own_test(pair):

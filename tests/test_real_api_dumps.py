@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import zipfile
 from pathlib import Path
@@ -10,21 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import unpack_data
-from dumpscope.tui.cli import main
+from conftest import cli_json, unpack_data
 
 
 
 @pytest.fixture(scope="module")
 def dumps(tmp_path_factory) -> Path:
     return unpack_data(tmp_path_factory, "real_api_dumps")
-
-
-def cli_json(capsys, *args):
-    code = main([*args, "--json"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return json.loads(out)
 
 
 @pytest.mark.parametrize("tree,names", [

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from conftest import unpack_data
-from dumpscope.tui.cli import main
+from conftest import cli_json, unpack_data
 from test_tui_support import screen_text, search_and_open, set_env, settle, wait_ready
 
 BN = "Default/bn-BatchNorm2d/BatchNorm-op0"
@@ -17,13 +15,6 @@ BN = "Default/bn-BatchNorm2d/BatchNorm-op0"
 @pytest.fixture(scope="module")
 def dumps(tmp_path_factory) -> Path:
     return unpack_data(tmp_path_factory, "real_mindspore_210_bn")
-
-
-def cli_json(capsys, *args):
-    code = main([*args, "--json"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return json.loads(out)
 
 
 def test_changed_eps_names_the_batchnorm_output_as_first_divergence(capsys, dumps):

@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import unpack_data
-from dumpscope.tui.cli import main
+from conftest import cli_json, unpack_data
 
 LOG = "Default/network-WithLossCell/_backbone-Net/Log-op0"
 
@@ -18,13 +16,6 @@ LOG = "Default/network-WithLossCell/_backbone-Net/Log-op0"
 @pytest.fixture(scope="module")
 def dump(tmp_path_factory) -> Path:
     return unpack_data(tmp_path_factory, "real_ms210_nan") / "nan"
-
-
-def cli_json(capsys, *args):
-    code = main([*args, "--json"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return json.loads(out)
 
 
 def _files(dump: Path, step: int, kernel: str, io: str) -> list[Path]:

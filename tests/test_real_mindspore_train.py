@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import unpack_data
+from conftest import cli_json, unpack_data
 from dumpscope.core.names import sanitize_name
 from dumpscope.core.query import OpRow, open_query
 from dumpscope.tui.cli import main
@@ -20,13 +20,6 @@ TREES = ("ms210_stem", "ms210_transformer", "ms27_stem", "ms27_transformer")
 @pytest.fixture(scope="module")
 def dumps(tmp_path_factory) -> Path:
     return unpack_data(tmp_path_factory, "real_mindspore_train")
-
-
-def cli_json(capsys, *args):
-    code = main([*args, "--json"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return json.loads(out)
 
 
 def step_dir(root: Path) -> Path:

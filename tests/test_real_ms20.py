@@ -4,27 +4,18 @@ read off what MindSpore wrote (execution-order CSV, .ir, npy files via numpy), n
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import unpack_data
-from dumpscope.tui.cli import main
+from conftest import cli_json, unpack_data
 
 
 @pytest.fixture(scope="module")
 def dump(tmp_path_factory) -> Path:
     return unpack_data(tmp_path_factory, "real_ms20_block") / "dump"
-
-
-def cli_json(capsys, *args):
-    code = main([*args, "--json"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return json.loads(out)
 
 
 def exec_order(dump: Path) -> list[str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import unpack_data
+from conftest import cli_json, unpack_data
 from dumpscope.tui.cli import main
 
 RUNS = ["l0_tensor", "l1_tensor", "mix_tensor", "mix_stats", "nan_stats", "dist_stats"]
@@ -21,13 +21,6 @@ RUNS = ["l0_tensor", "l1_tensor", "mix_tensor", "mix_stats", "nan_stats", "dist_
 @pytest.fixture(scope="module")
 def dumps(tmp_path_factory) -> Path:
     return unpack_data(tmp_path_factory, "real_msprobe26")
-
-
-def cli_json(capsys, *args):
-    code = main([*args, "--json"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return json.loads(out)
 
 
 def _is_tensor(item) -> bool:

@@ -8,20 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import unpack_data
-from dumpscope.tui.cli import main
+from conftest import cli_json, unpack_data
 
 
 @pytest.fixture(scope="module")
 def dumps(tmp_path_factory) -> Path:
     return unpack_data(tmp_path_factory, "real_msprobe26")
-
-
-def cli_json(capsys, *args):
-    code = main([*args, "--json"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return json.loads(out)
 
 
 def _dump_json(run: Path) -> dict:

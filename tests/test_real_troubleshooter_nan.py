@@ -10,15 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import unpack_data
-from dumpscope.tui.cli import main
-
-
-def cli_json(capsys, *args):
-    code = main([*args, "--json"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return json.loads(out)
+from conftest import cli_json, unpack_data
 
 
 @pytest.fixture(scope="module")
