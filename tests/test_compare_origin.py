@@ -62,8 +62,17 @@ def test_parameters_never_first_while_an_op_diverges():
 
 def test_input_changed_outside_the_dumped_ops_makes_the_reader_the_origin():
     # nothing before B erred, so B's bad input (different weights/data) shows first at B
-    ops = [op("A", i(0, "pass"), o(0, "pass")), op("B", i(0, "error"), i(1, "pass"), o(0, "error"))]
-    assert walk(ops)[0] == [None, "born"]
+    ops = [op("A", i(0, "pass"), o(0, "pass")), op("B", i(0, "error"), i(1, "pass"), o(0, "error", "moved"))]
+    kinds, fd = walk(ops)
+    assert kinds == [None, "born"]
+    # ...and the answer says the op only shows a difference that came from outside (data or weights)
+    assert trace(ops)[1].via == "input.0"
+    assert fd.rule.startswith("input.0 already differs") and fd.rule.endswith("output: moved")
+
+
+def test_born_with_clean_inputs_names_no_input():
+    ops = [op("B", i(0, "pass"), i(1, "warning"), o(0, "error", "moved"))]
+    assert trace(ops)[0].via is None and walk(ops)[1].rule == "moved"
 
 
 def test_input_without_producer_does_not_carry_an_error():

@@ -5,7 +5,9 @@ Walking ops in execution order, an op whose outputs are in error is
 * ``"constant"`` when one of its constant/scalar inputs changed (msprobe ParametersErrChecker:
   "scalar parameters inconsistent" is its first error too) — also when no output moved;
 * ``"born"`` when none of its inputs that have a producer carries an error: the error starts
-  here (msprobe OneThousandthErrChecker / RelativeErrChecker: inputs fine, output not);
+  here (msprobe OneThousandthErrChecker / RelativeErrChecker: inputs fine, output not).  When a
+  tensor input is itself in error although nothing dumped before it diverged (different data or
+  weights), ``via`` names that input and the first divergence's rule says so;
 * ``"inherited"`` otherwise, naming the input that carries it.
 
 An input *carries* an error when its row is in error (or a warning, or for statistics-only pairs
@@ -140,7 +142,17 @@ def _origin(op: OpFacts, upstream_bad: bool, bad_ops: set[str], off_ops: set[str
         for p in op.producers:
             if p != op.name and p in bad_ops:
                 return Origin(INHERITED, f"← {p}", None)
-    return Origin(BORN, None, outs_bad[0].rule)
+    return Origin(BORN, _outside_input(op), outs_bad[0].rule)
+
+
+def _outside_input(op: OpFacts) -> Optional[str]:
+    """The first tensor input that already differs although no dumped op before it diverged: the
+    difference came from outside the dumped ops (data, weights), which the answer must say — the op
+    computed nothing wrong, it is only where the difference first shows."""
+    for r in op.rows:
+        if r.io == INPUT and r.kind != "scalar" and _bad(r):
+            return r.label
+    return None
 
 
 def first_divergence(ops: Sequence[OpFacts], origins: Sequence[Origin]) -> Optional[FirstDivergence]:
@@ -160,7 +172,11 @@ def first_divergence(ops: Sequence[OpFacts], origins: Sequence[Origin]) -> Optio
             j = outs[0] if outs else next(j for j in bad_rows if op.rows[j].label == org.via)
             return FirstDivergence(i, j, CAUSE_CONSTANT, f"{org.via} {org.rule}")
         if org.kind == BORN:
-            return FirstDivergence(i, outs[0], CAUSE_TENSOR, op.rows[outs[0]].rule)
+            rule = op.rows[outs[0]].rule
+            if org.via:
+                rule = (f"{org.via} already differs and no dumped op before it diverged "
+                        f"(different input data or weights); output: {rule}")
+            return FirstDivergence(i, outs[0], CAUSE_TENSOR, rule)
         if outs and fallback is None:
             fallback = FirstDivergence(i, outs[0], CAUSE_TENSOR, op.rows[outs[0]].rule)
     return fallback or param_fd
