@@ -107,15 +107,28 @@ def judge_op(op_type: str, tensors: list[TensorSummary]) -> Judgement:
         return Judgement("received", f"{finite} → {out_text}: received from another rank by {coll}")
     if out is None:
         return Judgement("born", f"{finite} → {out_text}")
+    whys = []
     if out.nan:
-        why = "invalid operation (0/0, inf-inf, 0*inf, sqrt or log of a negative…)"
-    else:
-        limit = _RANGE.get(out.dtype)
-        why = f"{out.dtype} range exceeded" + (f" (max {_fmt(limit)})" if limit else "") if out.dtype else \
-            "range exceeded"
-        if m is not None and limit is not None and m > limit:
-            why = f"an input exceeds the {out.dtype} range (max {_fmt(limit)})"
-    return Judgement("born", f"{finite} → {out_text}: {why}")
+        whys.append("invalid operation (0/0, inf-inf, 0*inf, sqrt or log of a negative…)")
+    if out.posinf or out.neginf or not out.nan:
+        whys.append(_why_inf(op_type, out.dtype, m))
+    return Judgement("born", f"{finite} → {out_text}: {'; '.join(whys)}")
+
+
+def _why_inf(op_type: str, dtype: str, max_in: Optional[float]) -> str:
+    """Why finite inputs gave ±Inf: a zero where the op divides (log(0) = -inf, 1/0 = inf) needs no
+    large value, anything else means the output's range was exceeded."""
+    kind = (op_type or "").lower().rsplit(".", 1)[-1]
+    if kind.startswith("log") and "softmax" not in kind:
+        return "log of 0 (or of a value that underflowed to 0)"
+    if any(k in kind for k in ("div", "reciprocal", "rsqrt")):
+        return "division by zero"
+    limit = _RANGE.get(dtype)
+    if max_in is not None and limit is not None and max_in > limit:
+        return f"an input exceeds the {dtype} range (max {_fmt(limit)})"
+    if not dtype:
+        return "range exceeded"
+    return f"{dtype} range exceeded" + (f" (max {_fmt(limit)})" if limit else "")
 
 
 @dataclass(slots=True)

@@ -22,6 +22,20 @@ def test_nan_from_finite_inputs_is_an_invalid_operation():
     assert j.kind == "born" and "max 3" in j.reason and "output 0 nan" in j.reason and "invalid" in j.reason
 
 
+def test_nan_and_minus_inf_from_a_log_name_both_causes():
+    j = judge_op("Log", [T("input", 0, "float32", lo=-0.5, hi=0.7), T("output", 0, "float32", nan=1, neg=1)])
+    assert j.kind == "born"
+    assert j.reason.endswith("→ output 0 nan and -inf: invalid operation (0/0, inf-inf, 0*inf, sqrt or log of a "
+                             "negative…); log of 0 (or of a value that underflowed to 0)")
+
+
+def test_inf_from_a_division_with_small_inputs_is_a_division_by_zero_not_a_range():
+    j = judge_op("RealDiv", [T("input", 0, "float32", lo=0.0, hi=2.0), T("input", 1, "float32", lo=0.0, hi=0.0),
+                             T("output", 0, "float32", pos=1)])
+    assert j.reason.endswith("output 0 +inf: division by zero")
+    assert "range" in judge_op("Mul", [T("input", 0, "float32", hi=2.0), T("output", 0, "float32", pos=1)]).reason
+
+
 def test_bad_input_means_inherited():
     j = judge_op("Add", [T("input", 0), T("input", 1, nan=1), T("output", nan=4)])
     assert j.kind == "inherited" and j.reason.startswith("input 1 already nan")
