@@ -93,3 +93,43 @@ def test_pair_slots_by_position_inputs_first():
     assert [(k, a, b) for k, a, b in pairs] == [(("input", 1), "gi1", "ti1"), (("input", 2), "gi2", "ti2"),
                                                (("output", 0), "go0", "to0")]
     assert missing == [("output", 3)]
+
+
+def test_generated_expand_names_pair_by_place_not_by_their_counter():
+    # the target expanded one more Muls before (another MindSpore version, or a change earlier in
+    # the net): its Expand/_Muls/Mul-op1 is the golden's Mul-op0, not the golden's Mul-op1
+    g = ops(("Default/A-op0", "A"), ("Expand/_Muls/Mul-op0", "Mul"), ("Default/B-op0", "B"),
+            ("Expand/_Muls/Mul-op1", "Mul"))
+    t = ops(("Expand/_Muls/Mul-op0", "Mul"), ("Default/A-op0", "A"), ("Expand/_Muls/Mul-op1", "Mul"),
+            ("Default/B-op0", "B"), ("Expand/_Muls/Mul-op2", "Mul"))
+    res = match_ops(g, t)
+    assert rules(res) == {
+        ("Default/A-op0", "Default/A-op0"): "name", ("Default/B-op0", "Default/B-op0"): "name",
+        ("Expand/_Muls/Mul-op0", "Expand/_Muls/Mul-op1"): "order_type",
+        ("Expand/_Muls/Mul-op1", "Expand/_Muls/Mul-op2"): "order_type",
+    }
+    assert [o.name for o in res.unmatched_target] == ["Expand/_Muls/Mul-op0"] and res.unmatched_golden == []
+
+
+def test_generated_ops_of_a_reordered_branch_pair_across_the_graph_then_anchor_their_neighbours():
+    # independent branches ran in another order, so the op before each expansion differs; the
+    # SoftmaxBackward kinds are one each on both sides (pair across the graph), then the Muls
+    # right after them shares that new anchor — and the golden's other Muls, between X and Y,
+    # does not take the target's Mul-op1 although both follow X
+    g = ops(("X-op0", "X"), ("Expand/_Muls/Mul-op1", "Mul"), ("Y-op0", "Y"),
+            ("Expand/_SoftmaxBackward/Mul-op0", "Mul"), ("Expand/_Muls/Mul-op3", "Mul"))
+    t = ops(("Y-op0", "Y"), ("X-op0", "X"), ("Expand/_SoftmaxBackward/Mul-op0", "Mul"),
+            ("Expand/_Muls/Mul-op1", "Mul"))
+    res = match_ops(g, t)
+    r = rules(res)
+    assert r[("Expand/_SoftmaxBackward/Mul-op0", "Expand/_SoftmaxBackward/Mul-op0")] == "name"
+    assert r[("Expand/_Muls/Mul-op3", "Expand/_Muls/Mul-op1")] == "order_type"
+    assert [o.name for o in res.unmatched_golden] == ["Expand/_Muls/Mul-op1"]  # the same name, another op
+
+
+def test_generated_ops_that_do_not_line_up_stay_unmatched():
+    g = ops(("A-op0", "A"), ("Expand/_Muls/Mul-op0", "Mul"), ("Expand/_Muls/Mul-op1", "Mul"))
+    t = ops(("A-op0", "A"), ("Expand/_Muls/Mul-op0", "Mul"))
+    res = match_ops(g, t)
+    assert len(res.pairs) == 1
+    assert len(res.unmatched_golden) == 2 and len(res.unmatched_target) == 1

@@ -15,6 +15,17 @@ pair records the rule that made it:
    have the same number of remaining ops of that type.  With unequal counts we cannot tell
    which op was added or dropped, so none of that type is paired (all stay unmatched).
 
+Names MindSpore *generates* when it expands a kernel (``Expand/_Muls/Mul-op1``,
+``Expand/_MatMulExt/BatchMatMul-op3``) come from one counter over the whole graph: the same name in
+two runs is the same op only when everything expanded before it is the same.  Across MindSpore
+versions, or after a change earlier in the net, ``Expand/_Muls/Mul-op1`` can be a different
+multiplication.  So generated names never pair by name alone: what counts is the name without its
+counter (``Expand__Muls_Mul``: what was expanded, into which op).  Each generated op is placed
+between the ops before and after it that already paired (its *anchors*: both, because independent
+branches can run in another order); within one stretch, ops of one such kind pair in execution order
+when both sides have as many, then across the graph where both sides have as many of a kind left; repeated until nothing more pairs (``"name"`` when the full names agree
+too, else ``"order_type"``).  The rest stay unmatched.
+
 Repeated names (the same name several times, e.g. an op run in a loop) pair occurrence by
 occurrence in execution order.  Call once per (rank, step) — ``key`` is carried, not used.
 """
@@ -32,6 +43,7 @@ RULE_ORDER_TYPE = "order_type"
 
 _SANITISE = re.compile(r"[/.\\ ]")
 _OP_TOKEN = re.compile(r"([A-Za-z0-9]+-op\d+)$")
+_COUNTER = re.compile(r"-op\d+$")
 
 
 @dataclass(slots=True)
@@ -96,20 +108,98 @@ def _pair_by(
     return [o for o in golden if id(o) not in used], [o for o in target if id(o) not in used]
 
 
+def generated_name(name: str) -> bool:
+    """A name from MindSpore's kernel expansion (``Expand/…``): numbered by a graph-wide counter."""
+    return normalize_name(name).startswith("Expand_")
+
+
+def _type_key(o: OpRef) -> Optional[str]:
+    return normalize_name(o.type) if o.type else None
+
+
 def match_ops(golden: list[OpRef], target: list[OpRef]) -> MatchResult:
     """Match golden ops to target ops by name, normalised name, then type + execution order."""
-    g = sorted(golden, key=lambda o: o.exec_index)
-    t = sorted(target, key=lambda o: o.exec_index)
+    g_all = sorted(golden, key=lambda o: o.exec_index)
+    t_all = sorted(target, key=lambda o: o.exec_index)
+    g = [o for o in g_all if not generated_name(o.name)]
+    t = [o for o in t_all if not generated_name(o.name)]
     pairs: list[tuple[OpRef, OpRef, str]] = []
     g, t = _pair_by(g, t, lambda o: o.name, RULE_NAME, pairs)
     g, t = _pair_by(g, t, lambda o: normalize_name(o.name), RULE_NORMALIZED, pairs)
     g, t = _pair_by(g, t, lambda o: op_token(o.name), RULE_NORMALIZED, pairs, unique_only=True)
-    g, t = _pair_by(
-        g, t, lambda o: normalize_name(o.type) if o.type else None, RULE_ORDER_TYPE, pairs,
-        equal_counts_only=True,
-    )
+    g_gen, t_gen = _pair_generated(g_all, t_all, pairs)
+    g, t = _pair_by(g, t, _type_key, RULE_ORDER_TYPE, pairs, equal_counts_only=True)
     pairs.sort(key=lambda p: (p[1].exec_index, p[0].exec_index))
-    return MatchResult(pairs=pairs, unmatched_golden=g, unmatched_target=t)
+    left_g = sorted(g + g_gen, key=lambda o: o.exec_index)
+    left_t = sorted(t + t_gen, key=lambda o: o.exec_index)
+    return MatchResult(pairs=pairs, unmatched_golden=left_g, unmatched_target=left_t)
+
+
+def _generated_kind(o: OpRef) -> str:
+    """A generated name without its counter: what was expanded and into which op
+    (``Expand__SoftmaxBackward_Mul``)."""
+    return _COUNTER.sub("", normalize_name(o.name))
+
+
+def _pair_generated(g_all: list[OpRef], t_all: list[OpRef], pairs: list[tuple[OpRef, OpRef, str]]
+                    ) -> tuple[list[OpRef], list[OpRef]]:
+    """Pair generated-name ops (module docstring), in rounds until nothing more pairs: within the
+    stretch between the same anchors (the paired ops before and after), then across the graph
+    where both sides have as many left of one kind; each round's pairs are new anchors."""
+
+    def add(a: OpRef, b: OpRef) -> None:
+        pairs.append((a, b, RULE_NAME if a.name == b.name else RULE_ORDER_TYPE))
+
+    def stretches(ops: list[OpRef], anchor_of: dict[int, int], paired: set[int]
+                  ) -> dict[tuple[int, int, str], list[OpRef]]:
+        after: dict[int, int] = {}
+        anchor = -1
+        for o in ops:
+            if id(o) in paired:
+                anchor = anchor_of.get(id(o), anchor)
+            elif generated_name(o.name):
+                after[id(o)] = anchor
+        out: dict[tuple[int, int, str], list[OpRef]] = defaultdict(list)
+        anchor = -2
+        for o in reversed(ops):
+            if id(o) in paired:
+                anchor = anchor_of.get(id(o), anchor)
+            elif id(o) in after:
+                out[(after[id(o)], anchor, _generated_kind(o))].append(o)
+        for group in out.values():
+            group.reverse()
+        return out
+
+    while True:
+        before = len(pairs)
+        anchor_of = {}
+        for i, (go, to, _rule) in enumerate(pairs):
+            anchor_of[id(go)] = anchor_of[id(to)] = i
+        paired = set(anchor_of)
+        gs, ts = stretches(g_all, anchor_of, paired), stretches(t_all, anchor_of, paired)
+        for key, go in gs.items():
+            to = ts.get(key, [])
+            if len(go) == len(to):
+                for a, b in zip(go, to):
+                    add(a, b)
+                    paired.update((id(a), id(b)))
+        gk: dict[str, list[OpRef]] = defaultdict(list)
+        tk: dict[str, list[OpRef]] = defaultdict(list)
+        for o in g_all:
+            if generated_name(o.name) and id(o) not in paired:
+                gk[_generated_kind(o)].append(o)
+        for o in t_all:
+            if generated_name(o.name) and id(o) not in paired:
+                tk[_generated_kind(o)].append(o)
+        for k, go in gk.items():
+            if len(go) == len(tk.get(k, ())):
+                for a, b in zip(go, tk[k]):
+                    add(a, b)
+        if len(pairs) == before:
+            break
+    paired = {id(o) for p in pairs for o in p[:2]}
+    return ([o for o in g_all if generated_name(o.name) and id(o) not in paired],
+            [o for o in t_all if generated_name(o.name) and id(o) not in paired])
 
 
 def pair_slots(golden: dict[tuple[str, int], Any], target: dict[tuple[str, int], Any]
