@@ -1,4 +1,4 @@
-"""A real 2-rank MindSpore 2.10 data-parallel run (msrun on CPU, gloo) where rank 1 goes NaN at its
+"""Real 2-rank MindSpore 2.10 and 2.7 data-parallel runs (msrun on CPU, gloo) where rank 1 goes NaN at its
 Log-op0 in step 0 and the gradient AllReduce carries NaN to rank 0 (tests/data/real_ms210_dp2.tar.gz,
 see its README).  Expectations come from MindSpore's own execution-order CSVs and numpy on the dumped
 files, never from dumpscope."""
@@ -17,8 +17,13 @@ MATMUL = "Default/network-WithLossCell/_backbone-Net/fc-Dense/MatMul-op0"
 
 
 @pytest.fixture(scope="module")
-def dump(tmp_path_factory) -> Path:
-    return unpack_data(tmp_path_factory, "real_ms210_dp2") / "dp2"
+def dumps(tmp_path_factory) -> Path:
+    return unpack_data(tmp_path_factory, "real_ms210_dp2")
+
+
+@pytest.fixture(params=["dp2", "dp2_ms27"])
+def dump(request, dumps) -> Path:
+    return dumps / request.param
 
 
 def step_dir(dump: Path, rank: int, step: int) -> Path:
