@@ -74,9 +74,9 @@ def _status_kb(pid: int, key: str) -> int:
     return 0
 
 
-def run_sampled(cmd: list[str]) -> tuple[str, int, int]:
+def run_sampled(cmd: list[str], env: "dict | None" = None) -> tuple[str, int, int]:
     """Run ``cmd``; return (stdout, peak summed RSS of the process tree in KB, peak single worker KB)."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     peak_sum = peak_other = 0
     import threading
 

@@ -22,7 +22,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 from dumpscope.core.cache import index_path
 from dumpscope.core.index_lock import writer_lock
@@ -658,17 +658,17 @@ class DumpIndex:
             self._early_ops.stored(scanned, first, stored)
 
     @staticmethod
-    def _scan_listing(layouts, listing: DirListing) -> list[Item]:
-        items: list[Item] = []
+    def _scan_listing(layouts, listing: DirListing) -> Iterator[Item]:
+        """Every layout's items, as they come (packed one by one: a big msprobe ``dump.json`` is
+        never held as records)."""
         for layout in layouts:
             try:
                 for item in layout.scan_dir(listing):
                     if type(item) is TensorRecord and not item.producer:
                         item.producer = layout.name
-                    items.append(item)
+                    yield item
             except Exception as exc:  # a layout bug must not take the whole index down
-                items.append(Problem(listing.dirpath, f"{layout.name} layout failed: {type(exc).__name__}: {exc}"))
-        return items
+                yield Problem(listing.dirpath, f"{layout.name} layout failed: {type(exc).__name__}: {exc}")
 
     def _delete_dir(self, cur: sqlite3.Cursor, dir_id: int) -> None:
         row = cur.execute("SELECT first_unit, last_unit FROM dirs WHERE id=?", (dir_id,)).fetchone()

@@ -27,21 +27,28 @@ Conventions (shared with the Troubleshooter layout):
 * ``rank`` folder without id → 0; ``proc{pid}`` (a non-distributed run) → rank 0 with
   ``extra["proc"] = pid``; a ``graph``/``pynative`` ancestor (MindSpore
   ≥ 2.7 jit) is kept in ``extra["run_mode"]``;
-* files in ``dump_tensor_data`` not referenced by ``dump.json`` are ignored.
+* files in ``dump_tensor_data`` not referenced by ``dump.json`` are ignored;
+* ``dump.json``, ``stack.json`` and ``construct.json`` are read one entry at a time
+  (``core.layouts.json_stream``), so memory follows the largest entry, not the file; an entry over
+  :data:`MAX_ENTRY_BYTES` is a named problem and skipped, a file that breaks off keeps the
+  entries before the break and names where it broke, an entry key written twice is named (the
+  first is kept).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, NamedTuple, Optional, TextIO
 
 import numpy as np
 
 from dumpscope.core.layouts.api_args import VALUE_DTYPES, Leaf, entry_leaves, shape_of, tensor_stats, value_of
 from dumpscope.core.layouts.base import DirListing, Item, Layout
+from dumpscope.core.layouts.json_stream import BadValue, JsonObjectReader, JsonStreamError, ValueTooLarge
 from dumpscope.core.model import (
     INPUT,
     OUTPUT,
@@ -215,50 +222,172 @@ class MsprobeLayout(Layout):
         path = listing.path("dump.json")
         siblings = any(f in listing.files for f in OWNED_FILES[1:]) or DATA_DIR in listing.subdirs
         try:
-            with open(path, encoding="utf-8") as fh:
-                meta = json.load(fh)
+            head, data_kind, entries = _open_dump(path)
         except (OSError, ValueError) as exc:
             if siblings:
                 listing.claimed.add("dump.json")
                 yield Problem(path, f"dump.json: unreadable msprobe dump.json ({_short(exc)})")
             return
-        looks_msprobe = isinstance(meta, dict) and ("task" in meta or "framework" in meta or "level" in meta)
-        if not (looks_msprobe and isinstance(meta.get("data"), dict)):
-            if looks_msprobe or (siblings and isinstance(meta, dict) and "data" in meta):
+        looks_msprobe = "task" in head or "framework" in head or "level" in head
+        if not (looks_msprobe and data_kind == "object"):
+            if looks_msprobe or (siblings and data_kind):
                 listing.claimed.add("dump.json")
-                data = meta.get("data")
-                what = "missing" if data is None else f"a {type(data).__name__}"
+                what = "missing" if not data_kind else f"a {_KIND_NAMES.get(data_kind, data_kind)}"
                 yield Problem(path, f"dump.json: 'data' is {what}, expected an object of API/module "
                                     "entries; nothing read from this file")
             return
         listing.claimed.update(f for f in OWNED_FILES if f in listing.files)
         if DATA_DIR in listing.subdirs:
             listing.skip_subdirs.add(DATA_DIR)
-        yield from _scan_dump(listing, path, meta)
+        yield from _scan_dump(listing, path, head, entries)
+
+
+#: one ``dump.json`` entry (or top-level field, or side-file member) larger than this is a named
+#: problem and is skipped unread; memory while reading follows the largest entry (issue 20)
+MAX_ENTRY_BYTES = 64 << 20
+_KIND_NAMES = {"array": "list", "string": "str", "number": "number", "true": "bool", "false": "bool",
+               "null": "null"}
 
 
 def _short(exc: Exception) -> str:
     return str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
 
 
-def _load_side_json(listing: DirListing, name: str) -> tuple[Any, Optional[Problem]]:
-    if name not in listing.files:
-        return None, None
-    path = listing.path(name)
+class _Broken(NamedTuple):
+    """Marks where the entry stream stopped: the rest of ``dump.json`` could not be read."""
+
+    error: str
+    read: int
+
+
+def _open_dump(path: str) -> tuple[dict[str, Any], str, Iterator[tuple[str, Any]]]:
+    """``dump.json``'s top-level fields, the kind of its ``data`` value ("object", "array", … or ""
+    when absent) and an iterator over ``data``'s entries as ``(key, value or exception)``, ending
+    with ``("", _Broken)`` when the file breaks off.
+
+    msprobe writes ``data`` last, after ``task``/``level``/``framework``: then one pass reads the
+    fields and streams the entries.  Any other order (or no ``framework`` before ``data``) reads the
+    top level once, skipping ``data``, then streams ``data`` in a second pass."""
+    fh = open(path, encoding="utf-8")
     try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh), None
-    except (OSError, ValueError) as exc:
-        return None, Problem(path, f"{name}: unreadable ({_short(exc)})")
+        reader = JsonObjectReader(fh, MAX_ENTRY_BYTES)
+        members = reader.members()
+        head: dict[str, Any] = {}
+        kind = ""
+        for key in members:
+            if key == "data":
+                kind = reader.value_kind()
+                if isinstance(head.get("framework"), str) and kind == "object":
+                    return head, kind, _stream_entries(fh, reader, members, head)  # it closes fh
+                break
+            head[key] = _field(reader)
+        else:
+            reader.finish()
+            fh.close()
+            return head, kind, iter([])
+        # unusual order: read the whole top level, then stream the last ``data`` member
+        reader.skip_value()
+        nth = seen = 1
+        for key in members:
+            if key == "data":
+                seen += 1
+                nth, kind = seen, reader.value_kind()
+                reader.skip_value()
+            else:
+                head[key] = _field(reader)
+        reader.finish()
+    except BaseException:
+        fh.close()
+        raise
+    fh.close()
+    return head, kind, _second_pass(path, nth)
+
+
+def _field(reader: JsonObjectReader) -> Any:
+    try:
+        return reader.read_value()
+    except (BadValue, ValueTooLarge) as exc:
+        return exc
+
+
+def _second_pass(path: str, nth: int) -> Iterator[tuple[str, Any]]:
+    with open(path, encoding="utf-8") as fh:
+        reader = JsonObjectReader(fh, MAX_ENTRY_BYTES)
+        members = reader.members()
+        seen = 0
+        for key in members:
+            if key == "data":
+                seen += 1
+                if seen == nth:
+                    yield from _entries(reader, members, {})
+                    return
+
+
+def _stream_entries(fh: TextIO, reader: JsonObjectReader, members: Iterator[str],
+                    head: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    with fh:
+        yield from _entries(reader, members, head)
+
+
+def _entries(reader: JsonObjectReader, members: Iterator[str], head: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """``data``'s entries, then the rest of the top level (a second ``data`` is reported)."""
+    read = 0
+    try:
+        for key in reader.members():
+            try:
+                value = reader.read_value()
+            except (BadValue, ValueTooLarge) as exc:
+                value = exc
+            read += 1
+            yield key, value
+        for key in members:
+            if key == "data":
+                yield "", _Broken("a second 'data' member follows the first; it was not read", -1)
+            else:
+                head[key] = _field(reader)
+        reader.finish()
+    except (JsonStreamError, UnicodeDecodeError, OSError) as exc:
+        yield "", _Broken(_short(exc), read)
+
+
+def _side_members(listing: DirListing, name: str) -> tuple[Iterator[tuple[str, Any]], list[Problem]]:
+    """Members of a side file (``stack.json``, ``construct.json``), streamed like ``dump.json``; what
+    could not be read is a named problem (the members before a break are kept)."""
+    problems: list[Problem] = []
+    if name not in listing.files:
+        return iter(()), problems
+    path = listing.path(name)
+
+    def members() -> Iterator[tuple[str, Any]]:
+        read = 0
+        try:
+            with open(path, encoding="utf-8") as fh:
+                reader = JsonObjectReader(fh, MAX_ENTRY_BYTES)
+                for key in reader.members():
+                    try:
+                        value = reader.read_value()
+                    except (BadValue, ValueTooLarge) as exc:
+                        problems.append(Problem(path, f"{name}: entry {key[:80]!r} skipped ({_short(exc)})"))
+                        continue
+                    read += 1
+                    yield key, value
+                reader.finish()
+        except (OSError, ValueError) as exc:
+            kept = f"; the {read} entries before it are used" if read else ""
+            problems.append(Problem(path, f"{name}: unreadable ({_short(exc)}){kept}"))
+
+    return members(), problems
 
 
 MAX_PROBLEMS_PER_FILE = 5
+#: entries looked at to tell the framework when ``dump.json`` has no ``framework`` field
+_FRAMEWORK_PROBE = 50
 
 
-def _framework_from_types(data: dict[str, Any]) -> str:
+def _framework_from_types(data: Iterable[Any]) -> str:
     """No ``framework`` field (older msprobe): the first tensor ``type`` tells ("torch.Tensor")."""
-    for k, entry in enumerate(data.values()):
-        if k >= 50:
+    for k, entry in enumerate(data):
+        if k >= _FRAMEWORK_PROBE:
             break
         text = json.dumps(entry, default=str)[:20000]
         for fw, mark in (("mindspore", '"type": "mindspore.'), ("pytorch", '"type": "torch.')):
@@ -267,29 +396,72 @@ def _framework_from_types(data: dict[str, Any]) -> str:
     return ""
 
 
-def _scan_dump(listing: DirListing, path: str, meta: dict[str, Any]) -> Iterator[Item]:
+def _scan_dump(listing: DirListing, path: str, head: dict[str, Any],
+               entries: Iterator[tuple[str, Any]]) -> Iterator[Item]:
+    """Records of every entry as it is read: an op's records go out as soon as it is complete (a
+    module's ``parameters_grad`` waits for its ``backward`` entry, which msprobe writes next), so
+    memory does not grow with the file."""
     # the full path, so a tree opened at its step{N}/rank{R} folder keeps its ids
     step, rank, base_extra = step_rank_from_parts(tuple(listing.dirpath.split(os.sep)))
-    framework = meta.get("framework")
-    framework = framework if isinstance(framework, str) else _framework_from_types(meta["data"])
-    stack_obj, problem = _load_side_json(listing, "stack.json")
-    if problem:
-        yield problem
-    construct, problem = _load_side_json(listing, "construct.json")
-    if problem:
-        yield problem
-    stacks = parse_stack_json(stack_obj)
-    scopes = scopes_from_construct(construct)
+    framework = head.get("framework")
+    if not isinstance(framework, str):
+        probe = list(itertools.islice(entries, _FRAMEWORK_PROBE))
+        framework = _framework_from_types(v for _, v in probe if not isinstance(v, (Exception, _Broken)))
+        entries = itertools.chain(probe, entries)
+    stacks, side_problems = _read_stacks(listing)
+    scopes, more = _read_scopes(listing)
+    yield from side_problems + more
     data_dir = listing.path(DATA_DIR)
     try:
         present = set(os.listdir(data_dir)) if DATA_DIR in listing.subdirs else set()
     except OSError:
         present = set()
     problems: list[str] = []
-    ops: dict[str, _Op] = {}  # op name -> its leaves, first seen first
-    for index, (key, entry) in enumerate(meta["data"].items()):
+    nproblems = 0
+
+    def problem(text: str) -> None:
+        nonlocal nproblems
+        nproblems += 1
+        if len(problems) < MAX_PROBLEMS_PER_FILE:
+            problems.append(text)
+
+    ops: dict[str, _Op] = {}  # op name -> what is left to emit; first seen first
+    seen: set[str] = set()
+    broken: Optional[_Broken] = None
+
+    def emit(op: _Op, leaves: list[Leaf], is_grad: bool) -> Iterator[Item]:
+        for leaf in leaves:
+            extra = dict(base_extra)
+            extra.update(direction=op.parsed.direction, framework=framework, api_type=op.parsed.api_type,
+                         kind=op.parsed.kind)
+            if op.scope:
+                extra["scope"] = op.scope
+            if not op.started and op.stack:
+                extra["stack"] = op.stack
+            op.started = True
+            slot = op.slots[leaf.io]
+            op.slots[leaf.io] += 1
+            rec, bad = _record(leaf, is_grad, op, slot, path, data_dir, present, rank, step, extra)
+            for b in bad:
+                if isinstance(b, Problem):
+                    yield b
+                else:
+                    problem(f"{op.name[:80]} {leaf.io}.{rec.slot}: {b}")
+            yield rec
+
+    for index, (key, entry) in enumerate(entries):
+        if isinstance(entry, _Broken):
+            broken = entry
+            continue
+        if key in seen:
+            problem(f"entry {key[:80]!r} appears twice; the second one is skipped")
+            continue
+        seen.add(key)
+        if isinstance(entry, (BadValue, ValueTooLarge)):
+            problem(f"entry {key[:80]!r} skipped: {_short(entry)}")
+            continue
         if not isinstance(entry, dict):
-            problems.append(f"entry {key[:80]!r} is {type(entry).__name__}, not an object; skipped")
+            problem(f"entry {key[:80]!r} is {type(entry).__name__}, not an object; skipped")
             continue
         try:
             parsed = parse_msprobe_name(key)
@@ -297,46 +469,58 @@ def _scan_dump(listing: DirListing, path: str, meta: dict[str, Any]) -> Iterator
             parsed = MsprobeName(key.split(".")[0], key, key.split(".")[-1], 0,
                                  "backward" if ".backward" in key else "forward", "api")
         leaves, bad = entry_leaves(parsed.kind, parsed.direction, entry)
-        problems.extend(f"{key[:80]}: {b}" for b in bad)
+        for b in bad:
+            problem(f"{key[:80]}: {b}")
         if not leaves and not bad:
-            problems.append(f"{key[:80]}: no arguments or outputs recorded; not listed")
+            problem(f"{key[:80]}: no arguments or outputs recorded; not listed")
         op_name = owner_name(key, parsed)
         op = ops.get(op_name)
         if op is None:
             op = ops[op_name] = _Op(op_name, parsed, index)
         if parsed.kind == "parameters_grad":
-            op.grads.extend(leaves)
+            if op.own_seen:
+                yield from emit(op, leaves, True)
+            else:
+                op.grads.extend(leaves)
         else:
-            op.parsed, op.leaves = parsed, leaves
+            op.parsed, op.own_seen = parsed, True
             op.stack = stacks.get(key)
             op.scope = scopes.get(key)
-    for op in ops.values():
-        extra = dict(base_extra)
-        extra.update(direction=op.parsed.direction, framework=framework, api_type=op.parsed.api_type,
-                     kind=op.parsed.kind)
-        if op.scope:
-            extra["scope"] = op.scope
-        slots = {INPUT: 0, OUTPUT: 0}
-        first = True
-        for leaf, is_grad in [(x, False) for x in op.leaves] + [(x, True) for x in op.grads]:
-            rec_extra = dict(extra)
-            if first and op.stack:
-                rec_extra["stack"] = op.stack
-            first = False
-            rec, bad = _record(leaf, is_grad, op, slots[leaf.io], path, data_dir, present, rank, step, rec_extra)
-            slots[leaf.io] += 1
-            for b in bad:
-                if isinstance(b, Problem):
-                    yield b
-                else:
-                    problems.append(f"{op.name[:80]} {leaf.io}.{rec.slot}: {b}")
-            yield rec
-    for text in problems[:MAX_PROBLEMS_PER_FILE]:
+            yield from emit(op, leaves, False)
+            grads, op.grads = op.grads, []
+            yield from emit(op, grads, True)
+    for op in ops.values():  # gradients whose module has no backward entry
+        if op.grads:
+            grads, op.grads = op.grads, []
+            yield from emit(op, grads, True)
+    for text in problems:
         yield Problem(path, f"dump.json: {text}")
-    if len(problems) > MAX_PROBLEMS_PER_FILE:
-        yield Problem(path, f"dump.json: {len(problems)} malformed fields in total "
-                            f"({len(problems) - MAX_PROBLEMS_PER_FILE} more not listed)")
+    if nproblems > MAX_PROBLEMS_PER_FILE:
+        yield Problem(path, f"dump.json: {nproblems} malformed fields in total "
+                            f"({nproblems - MAX_PROBLEMS_PER_FILE} more not listed)")
+    if broken is not None:
+        if broken.read < 0:
+            yield Problem(path, f"dump.json: {broken.error}")
+        else:
+            yield Problem(path, f"dump.json: broken JSON ({broken.error}); the {broken.read} entries before it "
+                                "were read, the rest of the file was not")
     yield ExecOrder(rank=rank, graph="", names=list(ops), source=path)
+
+
+def _read_stacks(listing: DirListing) -> tuple[dict[str, list[str]], list[Problem]]:
+    members, problems = _side_members(listing, "stack.json")
+    out: dict[str, list[str]] = {}
+    shared: dict[tuple[str, ...], list[str]] = {}  # identical stacks share one list
+    for key, value in members:
+        for name, lines in parse_stack_json({key: value}).items():
+            out[name] = shared.setdefault(tuple(lines), lines)
+    return out, problems
+
+
+def _read_scopes(listing: DirListing) -> tuple[dict[str, list[str]], list[Problem]]:
+    members, problems = _side_members(listing, "construct.json")
+    construct = dict(members)
+    return scopes_from_construct(construct) if construct else {}, problems
 
 
 @dataclass
@@ -344,10 +528,12 @@ class _Op:
     name: str
     parsed: MsprobeName
     index: int
-    leaves: list[Leaf] = field(default_factory=list)
-    grads: list[Leaf] = field(default_factory=list)
+    grads: list[Leaf] = field(default_factory=list)  # parameters_grad leaves waiting for the backward entry
     stack: Optional[list[str]] = None
     scope: Optional[list[str]] = None
+    own_seen: bool = False
+    started: bool = False  # a record went out (the stack goes on the first one)
+    slots: dict[str, int] = field(default_factory=lambda: {INPUT: 0, OUTPUT: 0})
 
 
 def owner_name(key: str, parsed: MsprobeName) -> str:

@@ -18,10 +18,11 @@ plus the awkward-name files.
 
 from __future__ import annotations
 
+import json
 import os
 import struct
 from pathlib import Path
-from typing import Union
+from typing import Optional, Sequence, Union
 
 import numpy as np
 
@@ -262,11 +263,77 @@ def write_hostile_tree(root: PathLike) -> Path:
     return step
 
 
+# -- msprobe dump.json at scale and malformed (issue 20: streamed, capped per entry) ---------------
+
+def _msprobe_tensor(rng: "np.random.Generator", shape: list[int], requires_grad: bool) -> dict:
+    v = rng.standard_normal(4)
+    return {"type": "torch.Tensor", "dtype": "torch.float32", "shape": shape, "Max": float(v.max()),
+            "Min": float(v.min()), "Mean": float(v.mean()), "Norm": float(abs(v).sum()),
+            "requires_grad": requires_grad}
+
+
+def msprobe_entries(n: int, seed: int = 7):
+    """``n`` (name, entry) pairs as msprobe 26 writes them in a ``mix`` statistics dump: Functional
+    and Tensor API calls inside Linear modules, each module's ``parameters_grad`` written just before
+    its ``backward`` (as the real tool orders them)."""
+    rng = np.random.default_rng(seed)
+    k = 0
+    while k < n:
+        m = k // 6
+        i = 2 + m % 5
+        x = _msprobe_tensor(rng, [i, 64], False)
+        w = _msprobe_tensor(rng, [128, 64], True)
+        b = _msprobe_tensor(rng, [128], True)
+        y = _msprobe_tensor(rng, [i, 128], True)
+        group = [
+            (f"Module.layers.{m}.Linear.forward.0", {"input_args": [x], "input_kwargs": {}, "output": [y]}),
+            (f"Functional.linear.{m}.forward", {"input_args": [x, w, b], "input_kwargs": {}, "output": [y]}),
+            (f"Tensor.add.{m}.forward", {"input_args": [y, {"type": "float", "value": 1.0}],
+                                         "input_kwargs": {"alpha": {"type": "int", "value": 1}}, "output": [y]}),
+            (f"Functional.linear.{m}.backward", {"input": [y], "output": [x, w, b]}),
+            (f"Module.layers.{m}.Linear.parameters_grad.0", {"weight": [w], "bias": [b]}),
+            (f"Module.layers.{m}.Linear.backward.0", {"input": [y], "output": [x]}),
+        ]
+        for name, entry in group[:n - k]:
+            yield name, entry
+        k += len(group)
+
+
+def write_msprobe_json(path: PathLike, *, entries: int = 0, min_bytes: int = 0, indent: Optional[int] = 1,
+                       head: Optional[dict] = None, extra_data: Sequence[tuple[str, str]] = ()) -> int:
+    """Write an msprobe-style ``dump.json`` one entry at a time (the writer's own memory stays small).
+
+    Entries come from :func:`msprobe_entries` until both ``entries`` and ``min_bytes`` are reached;
+    ``extra_data`` adds raw ``(key, json text)`` members to ``data`` (malformed ones too).  Returns the
+    number of entries written from :func:`msprobe_entries`.
+    """
+    head = {"task": "statistics", "level": "mix", "framework": "pytorch", "dump_data_dir": None} \
+        if head is None else head
+    sep = "\n" + " " * (indent or 0) if indent else ""
+    written = 0
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("{" + "".join(f"{sep}{json.dumps(k)}: {json.dumps(v)}," for k, v in head.items())
+                 + f'{sep}"data": {{')
+        first = True
+        for key, text in extra_data:
+            fh.write(("" if first else ",") + f"{sep}{json.dumps(key)}: {text}")
+            first = False
+        gen = msprobe_entries(1 << 62)
+        while written < entries or fh.tell() < min_bytes:
+            key, entry = next(gen)
+            fh.write(("" if first else ",") + f"{sep}{json.dumps(key)}: "
+                     + json.dumps(entry, indent=indent).replace("\n", sep if indent else ""))
+            first = False
+            written += 1
+        fh.write(sep + "}" + ("\n" if indent else "") + "}\n")
+    return written
+
+
 def write_fault_corpus(root: PathLike) -> dict[str, str]:
     """A good CANN tree and MindSpore tree below ``root``, seeded with every fault of :func:`seed_faults`."""
     write_good_trees(root)
     return seed_faults(root)
 
 
-__all__ = ["CANN_STEP", "HOSTILE_BAD_FILE", "HOSTILE_NAMES", "HOSTILE_TYPE", "MS_GRAPHS", "MS_STEP", "seed_faults",
-           "write_fault_corpus", "write_good_trees", "write_hostile_tree"]
+__all__ = ["CANN_STEP", "HOSTILE_BAD_FILE", "HOSTILE_NAMES", "HOSTILE_TYPE", "MS_GRAPHS", "MS_STEP", "msprobe_entries", "seed_faults",
+           "write_fault_corpus", "write_good_trees", "write_hostile_tree", "write_msprobe_json"]
