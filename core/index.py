@@ -55,6 +55,10 @@ PARTIAL_AFTER_S = 2.0
 #: folders with at least this many files are read by the process pool, in chunks
 PARALLEL_MIN_FILES = 400
 CHUNK_FILES = 1000
+#: smaller folders without subfolders are read by the pool too, many per task, about this many
+#: files a task (a job of 64 ranks x 4 steps has 256 folders of ~50 files: one task each would
+#: cost more in round trips than the reading itself)
+BATCH_FILES = 400
 
 @dataclass(slots=True)
 class Progress:
@@ -107,6 +111,11 @@ def _scan_chunk(root: str, scanned: Scanned, files: list[str],
     return units, others, len(listing.claimed)
 
 
+def _scan_batch(root: str, folders: list[Scanned]) -> list[tuple[list[tuple], list[Item], int]]:
+    """Process-pool entry: read several small folders (none has subfolders), each as a whole."""
+    return [_scan_chunk(root, scanned, scanned.files) for scanned in folders]
+
+
 def _worker_start() -> None:
     """Pool workers yield the CPU to the process storing their results: it is the one the build waits on."""
     try:
@@ -144,9 +153,13 @@ def process_pool(workers: Optional[int] = None):
 
 
 class _Pool:
-    """A lazily started process pool reading big folders in chunks.
+    """A lazily started process pool reading big folders in chunks and small ones in batches.
 
-    Results of one folder are stored together once all its chunks are back.  Where no
+    Results of one folder are stored together once all its chunks are back.  Small folders
+    without subfolders (``add_small``) are gathered until a batch holds ``BATCH_FILES`` files and
+    then read by one task; a last batch smaller than that is read inline when no pool runs yet,
+    so a small tree never starts one.  Every folder is read the same way whichever route it
+    takes (each layout sees the folder whole), so the stored index is the same.  Where no
     process can be started (restricted sandboxes, odd stdio under a TUI) or a worker dies,
     the chunk is read inline instead: the pool only ever makes indexing faster.
     """
@@ -160,6 +173,7 @@ class _Pool:
         self._pool = None
         self._root = ""
         self._pending: list[tuple[Scanned, Optional[int], list[tuple[Any, list[str]]]]] = []
+        self._batch: Optional[_Batch] = None
 
     def _executor(self):
         if self._pool is None:
@@ -168,7 +182,33 @@ class _Pool:
         return self._pool
 
     def _inline(self, scanned: Scanned, files: list[str], first: bool = True) -> "_Done":
-        return _Done(*_scan_chunk(self._root, scanned, files, first))
+        return _Done(_scan_chunk(self._root, scanned, files, first))
+
+    def add_small(self, root: str, scanned: Scanned, old_id: Optional[int]) -> None:
+        """Queue a folder without subfolders (no layout can claim one, so the walk needs no answer
+        from it before going on) for a batch."""
+        self._root = root
+        if self._batch is None:
+            self._batch = _Batch()
+        part = _BatchPart(self._batch, len(self._batch.folders))
+        self._batch.folders.append(scanned)
+        self._batch.files += len(scanned.files)
+        self._pending.append((scanned, old_id, [(part, scanned.files)]))
+        if self._batch.files >= BATCH_FILES:
+            self.flush()
+
+    def flush(self) -> None:
+        """Start the batch being gathered: in the pool when it is full or a pool runs already, else inline."""
+        batch, self._batch = self._batch, None
+        if batch is None:
+            return
+        if self.usable and (batch.files >= BATCH_FILES or self._pool is not None):
+            try:
+                batch.future = self._executor().submit(_scan_batch, self._root, batch.folders)
+                return
+            except Exception:  # no process can be started here: read inline from now on
+                self._give_up()
+        batch.future = _Done([_scan_chunk(self._root, s, s.files) for s in batch.folders])
 
     def submit(self, root: str, scanned: Scanned, old_id: Optional[int]) -> None:
         self._root = root
@@ -198,12 +238,14 @@ class _Pool:
             self._pool = None
 
     def _collect(self, block: bool) -> list[tuple]:
+        """Results of the folders at the head of the queue that are all back, in the order they were
+        queued (checking only the head keeps this cheap with thousands of small folders queued)."""
         out = []
-        keep = []
-        for scanned, old_id, jobs in self._pending:
+        keep: list = []
+        for k, (scanned, old_id, jobs) in enumerate(self._pending):
             if not (block or all(f.done() for f, _ in jobs)):
-                keep.append((scanned, old_id, jobs))
-                continue
+                keep = self._pending[k:]
+                break
             units: list[tuple] = []
             others: list[Item] = []
             claimed = 0
@@ -216,7 +258,9 @@ class _Pool:
                 units.extend(chunk_units)
                 others.extend(chunk_others)
                 claimed += n
-            out.append((scanned, old_id, units, _dedupe_problems(others), [], claimed))
+            if len(jobs) > 1:
+                others = _dedupe_problems(others)
+            out.append((scanned, old_id, units, others, [], claimed))
         self._pending = keep
         return out
 
@@ -224,6 +268,7 @@ class _Pool:
         return self._collect(block=False) if self._pending else []
 
     def drain(self, cancel: Optional[threading.Event] = None) -> Iterable[tuple]:
+        self.flush()
         while self._pending:
             if cancel is not None and cancel.is_set():
                 raise IndexCancelled()
@@ -331,8 +376,8 @@ def _place_key(place) -> tuple[int, int]:
 class _Done:
     """An already-computed result that quacks like a finished future."""
 
-    def __init__(self, units: list, others: list, claimed: int) -> None:
-        self._value = (units, others, claimed)
+    def __init__(self, value: Any) -> None:
+        self._value = value
 
     def done(self) -> bool:
         return True
@@ -342,6 +387,32 @@ class _Done:
 
     def exception(self):
         return None
+
+
+@dataclass(slots=True)
+class _Batch:
+    """Small folders gathered for one pool task; ``future`` is set once the batch is started."""
+
+    folders: list[Scanned] = field(default_factory=list)
+    files: int = 0
+    future: Any = None
+
+
+class _BatchPart:
+    """One folder's share of a batch, quacking like a future (not done until the batch is started)."""
+
+    def __init__(self, batch: _Batch, k: int) -> None:
+        self.batch = batch
+        self.k = k
+
+    def done(self) -> bool:
+        return self.batch.future is not None and self.batch.future.done()
+
+    def result(self):
+        return self.batch.future.result()[self.k]
+
+    def exception(self):
+        return self.batch.future.exception()
 
 
 _NTENSORS = UNIT_COLUMNS.index("ntensors")
@@ -493,9 +564,10 @@ class DumpIndex:
                 partial: Optional[Callable[[Progress], None]] = None) -> Progress:
         """Walk the tree, re-read changed folders, and finalize if anything changed.
 
-        Small folders are read inline (their layouts may claim subfolders before the walker
-        descends); big folders are split into chunks read by a process pool, because header
-        decoding is CPU-bound Python and one core cannot keep up with the disk.
+        Folders with subfolders are read inline (their layouts may claim subfolders before the
+        walker descends); big folders are split into chunks read by a process pool, and small
+        leaf folders are batched into pool tasks (``BATCH_FILES``), because header decoding is
+        CPU-bound Python and one core cannot keep up with the disk.
 
         ``partial``: on a long build, the ops found so far are finalized now and then (after
         ~2 s, then each time the records have grown fourfold, so the extra work stays
@@ -545,6 +617,8 @@ class DumpIndex:
                 old_id = old[0] if old else None
                 if scanned.problem is None and len(scanned.files) >= PARALLEL_MIN_FILES and pool.usable:
                     pool.submit(self.root, scanned, old_id)
+                elif scanned.problem is None and scanned.files and not scanned.subdirs and pool.usable:
+                    pool.add_small(self.root, scanned, old_id)
                 else:
                     listing = listing_of(self.root, scanned)
                     units: list[tuple] = []
@@ -568,6 +642,7 @@ class DumpIndex:
                 if progress is not None and now - last_report > 0.1:
                     last_report = now
                     progress(prog)
+            pool.flush()
             if self._early_ops is not None:  # the walk is over: every folder still to store is known
                 self._early_ops.walk_done([job[0].parts for job in pool._pending])
             for done in pool.drain(cancel):

@@ -89,6 +89,19 @@ class StatsCsv:
 
 def normalize_dtype(text: str) -> str:
     """``DT_FLOAT`` → ``float32``, ``Float16`` → ``float16``; ``-``/empty → ``""``."""
+    known = _DTYPE_SEEN.get(text)
+    if known is not None:
+        return known
+    out = _normalize_dtype(text)
+    if len(_DTYPE_SEEN) < 1024:  # a job spells a few dtypes thousands of times
+        _DTYPE_SEEN[text] = out
+    return out
+
+
+_DTYPE_SEEN: dict[str, str] = {}
+
+
+def _normalize_dtype(text: str) -> str:
     t = text.strip()
     if t.lower() in _NULLS:
         return ""
@@ -101,6 +114,11 @@ def normalize_dtype(text: str) -> str:
 def parse_shape(text: str) -> tuple[int, ...]:
     """``4x50x50x16``, ``(32,256,13,13)``, ``[2, 3]``, ``()``, ``-`` → tuple; ValueError otherwise."""
     t = text.strip()
+    if t.isdecimal():  # the common spellings first: "64", "4x16"
+        return (int(t),)
+    dims = t.split("x")
+    if len(dims) > 1 and all(d.isdecimal() for d in dims):
+        return tuple(int(d) for d in dims)
     if t.lower() in _NULLS:
         return ()
     inner = t.strip("()[] ")
@@ -185,7 +203,22 @@ def parse_stats_csv(text: str, path: str = "<text>") -> StatsCsv:
     return StatsCsv(path=path, kind=kind, rows=rows, warnings=warnings)
 
 
+#: header cells -> (columns, kind, unknown columns): a job's thousands of CSVs share a few headers
+_HEADERS: dict[tuple[str, ...], tuple[list[Optional[str]], str, list[str]]] = {}
+
+
 def _map_header(header: list[str], path: str) -> tuple[list[Optional[str]], str, list[str]]:
+    key = tuple(header)
+    known = _HEADERS.get(key)
+    if known is None:
+        known = _map_header_cells(header, path)  # raises for an unusable header: never cached
+        if len(_HEADERS) < 256:
+            _HEADERS[key] = known
+    cols, kind, unknown = known
+    return list(cols), kind, list(unknown)
+
+
+def _map_header_cells(header: list[str], path: str) -> tuple[list[Optional[str]], str, list[str]]:
     names = [" ".join(h.split()).lower() for h in header]
     while names and not names[-1]:
         names.pop()
@@ -208,42 +241,64 @@ def _map_header(header: list[str], path: str) -> tuple[list[Optional[str]], str,
     return cols, kind, unknown
 
 
+#: columns -> where each key sits and which cells are statistics (column order: the first bad one is named)
+_PLANS: dict[tuple[Optional[str], ...], tuple[dict[str, int], list[tuple[int, str, int]]]] = {}
+
+
+def _plan(cols: list[Optional[str]]) -> tuple[dict[str, int], list[tuple[int, str, int]]]:
+    key = tuple(cols)
+    plan = _PLANS.get(key)
+    if plan is None:
+        pos = {k: i for i, k in enumerate(cols) if k is not None}
+        stats = [(i, k, 0 if k in _INT_STATS else 1 if k in _FLOAT_STATS else 2) for i, k in enumerate(cols)
+                 if k in _INT_STATS or k in _FLOAT_STATS or k == "md5"]
+        plan = (pos, stats)
+        if len(_PLANS) < 256:
+            _PLANS[key] = plan
+    return plan
+
+
 def _row(cols: list[Optional[str]], cells: list[str], ident: Optional[tuple[str, str, int, int, int]]) -> StatsRow:
-    val: dict[str, str] = {}
-    for key, cell in zip(cols, cells):
-        if key is not None:
-            val[key] = cell.strip()
-    io_text = val.get("io", "").lower()
+    pos, stat_cells = _plan(cols)
+
+    def get(key: str, default: Optional[str] = None) -> Optional[str]:
+        i = pos.get(key)
+        return default if i is None else cells[i].strip()
+
+    io_cell = get("io", "")
+    io_text = io_cell.lower()
     if io_text not in ("input", "output"):
-        raise ValueError(f"io {val.get('io', '')!r} is not input/output")
-    slot = _int(val.get("slot"), "slot")
+        raise ValueError(f"io {io_cell!r} is not input/output")
+    slot = _int(get("slot"), "slot")
     if slot is None:
         raise ValueError("empty slot")
-    stats: dict[str, Any] = {k: None for k in STAT_KEYS}
-    for key, cell in val.items():
-        if key in _INT_STATS:
+    stats: dict[str, Any] = dict.fromkeys(STAT_KEYS)
+    for i, key, kind in stat_cells:
+        cell = cells[i].strip()
+        if kind == 0:
             stats[key] = _int(cell, key)
-        elif key in _FLOAT_STATS:
+        elif kind == 1:
             stats[key] = _float(cell, key)
-        elif key == "md5":
+        else:
             stats[key] = None if cell.lower() in _NULLS else cell
     if ident is not None:
         op_type, op_name, task, stream, ts = ident
     else:
-        op_type = _str(val.get("op_type"))
-        op_name = _str(val.get("op_name"))
-        task = _int(val.get("task"), "task id")
-        stream = _int(val.get("stream"), "stream id")
-        ts = _int(val.get("timestamp"), "timestamp")
+        op_type = _str(get("op_type"))
+        op_name = _str(get("op_name"))
+        task = _int(get("task"), "task id")
+        stream = _int(get("stream"), "stream id")
+        ts = _int(get("timestamp"), "timestamp")
+    shape_cell = get("shape", "")
     try:
-        shape = parse_shape(val.get("shape", ""))
+        shape = parse_shape(shape_cell)
     except ValueError:
-        raise ValueError(f"bad shape {val.get('shape', '')!r}") from None
-    fmt = val.get("format", "")
+        raise ValueError(f"bad shape {shape_cell!r}") from None
+    fmt = get("format", "")
     return StatsRow(
         op_type=op_type, op_name=op_name, task=task, stream=stream, timestamp=ts, io=io_text,
-        slot=slot, dtype=normalize_dtype(val.get("dtype", "")),
-        format="" if fmt.lower() in _NULLS else fmt, shape=shape, size=_int(val.get("size"), "data size"),
+        slot=slot, dtype=normalize_dtype(get("dtype", "")),
+        format="" if fmt.lower() in _NULLS else fmt, shape=shape, size=_int(get("size"), "data size"),
         stats=stats,
     )
 
@@ -253,7 +308,11 @@ def _str(cell: Optional[str]) -> Optional[str]:
 
 
 def _int(cell: Optional[str], what: str) -> Optional[int]:
-    if cell is None or cell.lower() in _NULLS:
+    if cell is None:
+        return None
+    if cell.isdecimal():  # the common case, before any null spelling is looked for
+        return int(cell)
+    if cell.lower() in _NULLS:
         return None
     try:
         return int(cell)
@@ -269,9 +328,10 @@ def _int(cell: Optional[str], what: str) -> Optional[int]:
 
 
 def _float(cell: str, what: str) -> Optional[float]:
+    try:
+        return float(cell)  # "nan"/"inf" are numbers here, as before; no null spelling parses
+    except ValueError:
+        pass
     if cell.lower() in _NULLS:
         return None
-    try:
-        return float(cell)
-    except ValueError:
-        raise ValueError(f"bad {what} {cell!r}") from None
+    raise ValueError(f"bad {what} {cell!r}") from None

@@ -1,0 +1,143 @@
+"""Small folders read by the process pool in batches: the index is the same as when read inline."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dumpscope.core.index as index_mod
+from dumpscope.core.index import DumpIndex
+from dumpscope.core.synth.job_tree import write_cann_job
+from dumpscope.core.synth.stats_csv_writer import write_cann_stats_csv
+
+
+def _stats_job(root: Path, ranks: int = 3, steps: int = 2, ops: int = 4) -> None:
+    """A CANN ``dump_data=stats`` job (one NaN op), with a bad CSV and a file nobody reads."""
+    a = np.linspace(-1, 1, 12, dtype=np.float16).reshape(3, 4)
+    bad = a.copy()
+    bad[1, 2] = np.nan
+    for r in range(ranks):
+        for s in range(steps):
+            folder = root / "20240801000000" / str(r) / "ge_default_20240801000000_1" / "1" / str(s)
+            for k in range(ops):
+                out = bad if (r, s, k) == (1, 1, 2) else a
+                write_cann_stats_csv(folder, "Mul", f"model/layer_{k}/Mul", k + 1, 1,
+                                     1722470400000000 + s * 10_000_000 + k * 100 + r,
+                                     inputs=[(a, "float16", "ND")], outputs=[(out, "float16", "ND")])
+    place = root / "20240801000000" / "0" / "ge_default_20240801000000_1" / "1" / "0"
+    (place / "Mul.model_broken_Mul.9.1.1722470400009999.csv").write_text("Input/Output,Index\nInput,x\n")
+    (place / "notes.txt").write_text("not a dump file\n")
+    if sys.platform != "win32":  # a name that is not UTF-8: reported once, by its folder
+        with open(os.path.join(os.fsencode(str(place)), b"Mul.\xff.1.1.1.csv"), "wb") as fh:
+            fh.write(b"x")
+
+
+def _tree(tmp_path: Path) -> Path:
+    root = tmp_path / "dump"
+    write_cann_job(root, ranks=(0, 1, 2), steps=(0, 1), overflow={(2, 1)}, opdebug=True)  # same places, payloads
+    _stats_job(root)
+    return root
+
+
+def _rows(idx: DumpIndex) -> dict[str, list[tuple]]:
+    """Every table's rows with row ids replaced by what they stand for (folder path, first unit's path):
+    ids follow the order folders were stored in, which the walk's threads already make vary."""
+    dirs = dict(idx.query("SELECT id, path FROM dirs"))
+    unit_path = dict(idx.query("SELECT id, path || '#' || slots FROM units"))
+
+    def table(name: str, drop: tuple[str, ...], ids: dict[str, dict]) -> list[tuple]:
+        cols = [c[1] for c in idx.query(f"PRAGMA table_info({name})")]
+        out = []
+        for row in idx.query(f"SELECT * FROM {name}"):
+            out.append(tuple(ids[c].get(v, v) if c in ids else v for c, v in zip(cols, row) if c not in drop))
+        return sorted(out, key=repr)
+
+    by_dir = {"dir_id": dirs}
+    return {
+        "dirs": table("dirs", ("id", "first_unit", "last_unit"), {}),
+        "dir_units": sorted((dirs[d], n) for d, n in idx.query(
+            "SELECT dir_id, COUNT(*) FROM units GROUP BY dir_id")),
+        "units": table("units", ("id",), {"op_id": unit_path, "dir_id": dirs}),
+        # seq numbers ops in the order places were finalized: early ops (made while the pool reads) differ
+        "ops": table("ops", ("seq",), {"id": unit_path}),
+        "problems": table("problems", (), by_dir),
+        "exec_orders": table("exec_orders", (), by_dir),
+        "graph_files": table("graph_files", (), by_dir),
+        "overflow": table("overflow", (), by_dir),
+        "meta": sorted(_meta(k, v, dirs) for k, v in idx.query("SELECT key, value FROM meta") if k != "next_unit"),
+    }
+
+
+def _meta(key: str, value: str, dirs: dict) -> tuple:
+    if key == "problem_files":  # {path: [dir_id, size, mtime]}
+        return key, sorted((p, dirs[d], size, mtime) for p, (d, size, mtime) in json.loads(value).items())
+    return key, value
+
+
+def _batched_build(root: Path, cache: Path, monkeypatch) -> tuple[DumpIndex, list[str]]:
+    monkeypatch.setattr(index_mod, "BATCH_FILES", 7)  # several batches of a few folders each
+    monkeypatch.delitem(sys.modules, "textual.app", raising=False)  # the pool is off inside a Textual app
+    routes: list[str] = []
+    real_flush = index_mod._Pool.flush
+
+    def flush(self):
+        batch = self._batch
+        real_flush(self)
+        if batch is not None:
+            routes.append(type(batch.future).__name__)
+    monkeypatch.setattr(index_mod._Pool, "flush", flush)
+    idx = DumpIndex.open(str(root), cache_directory=cache, update=False)
+    idx.update(workers=2)
+    return idx, routes
+
+
+def test_a_batched_build_stores_the_same_index_as_an_inline_one(tmp_path, monkeypatch):
+    root = _tree(tmp_path)
+    inline = DumpIndex.open(str(root), cache_directory=tmp_path / "inline", update=False)
+    inline.update(workers=1)  # no pool: every folder read where it was listed
+    batched, routes = _batched_build(root, tmp_path / "batched", monkeypatch)
+    assert routes.count("Future") >= 3  # the small folders really went to the pool, several per task
+    expected, got = _rows(inline), _rows(batched)
+    assert len(expected["dir_units"]) == 12  # 6 places x (payload folder + stats folder)
+    assert expected["problems"] and expected["overflow"]
+    for table in expected:
+        assert got[table] == expected[table], table
+
+
+def _worker_dies(root, folders):
+    raise RuntimeError("worker died")
+
+
+def test_a_batch_whose_worker_fails_is_read_inline(tmp_path, monkeypatch):
+    root = _tree(tmp_path)
+    inline = DumpIndex.open(str(root), cache_directory=tmp_path / "inline", update=False)
+    inline.update(workers=1)
+    monkeypatch.setattr(index_mod, "_scan_batch", _worker_dies)
+    batched, routes = _batched_build(root, tmp_path / "batched", monkeypatch)
+    assert "Future" in routes
+    assert _rows(batched) == _rows(inline)
+
+
+@pytest.mark.parametrize("files", [3, 6])
+def test_a_small_tree_starts_no_pool(tmp_path, monkeypatch, files):
+    """Fewer small-folder files than one batch: read inline, no process started for them."""
+    root = tmp_path / "dump"
+    _stats_job(root, ranks=1, steps=1, ops=files)
+    monkeypatch.setattr(index_mod, "BATCH_FILES", 50)
+    monkeypatch.delitem(sys.modules, "textual.app", raising=False)
+    started: list[int] = []
+    real = index_mod._new_pool
+
+    def new_pool(workers):
+        started.append(workers)
+        return real(workers)
+    monkeypatch.setattr(index_mod, "_new_pool", new_pool)
+    idx = DumpIndex.open(str(root), cache_directory=tmp_path / "c", update=False)
+    idx.update(workers=2)
+    assert started == []
+    assert idx.query("SELECT COUNT(*) FROM units")[0][0] == 2 * files
