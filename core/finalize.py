@@ -19,7 +19,7 @@ from dumpscope.core.errors import reason
 from dumpscope.core.layouts.paths import CONSTANTS_STEP
 from dumpscope.core.names import sanitize_name
 from dumpscope.core.model import Graph, GraphNode
-from dumpscope.core.units import dumps_entries, nonfinite_sums
+from dumpscope.core.units import dumps_entries, nonfinite_sums, slot_label
 from dumpscope.core.index_schema import OP_INDEXES, create_indexes, drop_indexes
 from dumpscope.core.overflow_join import attach_overflow
 
@@ -93,7 +93,9 @@ def _merge_stats_only(index: "DumpIndex") -> None:
     """Where a tensor has both a payload file and a stats-CSV row, keep one record.
 
     The payload record keeps the CSV statistics (so a first look needs no decoding).
-    Stats-only units hold one tensor each; payload units (a CANN file) may hold several.
+    A stats-only unit holds one tensor, or the rows of one per-op CSV; payload units (a CANN
+    file) may hold several.  A stats-only tensor with a payload twin leaves its unit; a unit
+    left empty is dropped.
     """
     if not index.query("SELECT 1 FROM meta WHERE key='stats_only'") or \
             not index.query("SELECT 1 FROM units WHERE storage='none' LIMIT 1") or \
@@ -108,28 +110,38 @@ def _merge_stats_only(index: "DumpIndex") -> None:
         by_key[row[1:5]].append(row)
     drop: list[tuple[int]] = []
     rewrite: dict[int, list[list]] = {}
+    shrink: list[tuple] = []
     for group in by_key.values():
         payload = {r[0]: json.loads(r[6]) for r in group if r[5] != "none"}
         where = {(e[0], e[1]): (uid, e) for uid, entries in payload.items() for e in entries}
         for r in group:
             if r[5] != "none":
                 continue
-            stats_only = json.loads(r[6])  # a stats-only unit holds one tensor
-            hit = where.get((stats_only[0][0], stats_only[0][1])) if stats_only else None
-            if hit is None:
-                continue
-            uid, target = hit
-            drop.append((r[0],))
-            if target[10] is None and stats_only[0][10] is not None:
-                target[10] = stats_only[0][10]
-                rewrite[uid] = payload[uid]
-    if drop:
+            stats_only = json.loads(r[6])
+            left = []
+            for entry in stats_only:
+                hit = where.get((entry[0], entry[1]))
+                if hit is None:
+                    left.append(entry)
+                    continue
+                uid, target = hit
+                if target[10] is None and entry[10] is not None:
+                    target[10] = entry[10]
+                    rewrite[uid] = payload[uid]
+            if not left:
+                drop.append((r[0],))
+            elif len(left) < len(stats_only):
+                shrink.append((dumps_entries(left), len(left), " ".join(slot_label(e[0], e[1]) for e in left),
+                               *nonfinite_sums(left), r[0]))
+    if drop or shrink:
         with index._lock:
             cur = index.conn.cursor()
             cur.execute("BEGIN IMMEDIATE")
             cur.executemany("UPDATE units SET tensors=?, nan=?, posinf=?, neginf=? WHERE id=?",
                             [(dumps_entries(entries), *nonfinite_sums(entries), uid)
                              for uid, entries in rewrite.items()])
+            cur.executemany("UPDATE units SET tensors=?, ntensors=?, slots=?, nan=?, posinf=?, neginf=? WHERE id=?",
+                            shrink)
             cur.executemany("DELETE FROM units WHERE id=?", drop)
             cur.execute("COMMIT")
 
@@ -644,6 +656,10 @@ def finalize(index: "DumpIndex") -> None:
     attach_overflow(index)
 
 
+#: producers whose units are each one run of one op (a CANN dump file, a per-op statistics CSV; a
+#: ``statistic.csv`` row is a unit of its own, so a place of those has repeated names: not plain)
+PLAIN_PRODUCERS = ("cann", "stats_csv")
+
 #: the SQL path below needs window functions (SQLite 3.25, 2018); older builds use the Python path
 SQL_PLAIN_PLACES = sqlite3.sqlite_version_info >= (3, 25, 0)
 
@@ -669,8 +685,8 @@ def _plain_place(index: "DumpIndex", cur: sqlite3.Cursor, rank: int, step: int, 
                  seq: _Seq) -> bool:
     """Finalize one rank/step in SQL alone when there is nothing to decide in Python.
 
-    That is a place of CANN files only (each file is one op; its folder is its unit's folder)
-    with no graph file and no execution-order CSV to join, no op name dumped twice (no runs to
+    That is a place of CANN files or per-op statistics CSVs only (each file is one op; its folder
+    is its unit's folder; no ``Parameter``, no ``constants/``: every op runs) with no graph file and no execution-order CSV to join, no op name dumped twice (no runs to
     split) and no Dump-Watch snapshot: ops are then the units, in timestamp order, exactly as
     the Python path below would order them, at C speed (a million-file CANN dump has no graph
     unless DUMP_GE_GRAPH was set).  Returns False when the Python path is needed.
@@ -678,15 +694,15 @@ def _plain_place(index: "DumpIndex", cur: sqlite3.Cursor, rank: int, step: int, 
     The place is remembered like an early one (``index.early``), so that the next finalize of
     this build (after the explorer's partial results) keeps its ops if nothing changed.
     """
-    if not SQL_PLAIN_PLACES:
+    if not SQL_PLAIN_PLACES or step == CONSTANTS_STEP:
         return False
     where = (rank, step)
     graphs_here = frozenset(g for (g,) in cur.execute("SELECT DISTINCT graph FROM units WHERE rank=? AND step=?",
                                                       where).fetchall())
     if any((rank, g) in graphs or (rank, g) in csv_maps for g in graphs_here):
         return False
-    if cur.execute("SELECT 1 FROM units WHERE rank=? AND step=? AND (producer != 'cann' OR "
-                   "instr(file_name, '_To_') > 0) LIMIT 1", where).fetchone():
+    if cur.execute(f"SELECT 1 FROM units WHERE rank=? AND step=? AND (producer NOT IN {PLAIN_PRODUCERS} OR "
+                   "instr(file_name, '_To_') > 0 OR op_type = 'Parameter') LIMIT 1", where).fetchone():
         return False
     if cur.execute("SELECT 1 FROM units WHERE rank=? AND step=? GROUP BY graph, op_name HAVING COUNT(*) > 1 "
                    "LIMIT 1", where).fetchone():

@@ -329,7 +329,7 @@ class _EarlyOps:
         self._make()
 
     def stored(self, scanned: Scanned, first: int, units: list[tuple]) -> None:
-        from dumpscope.core.layouts.paths import place_of
+        from dumpscope.core.layouts.paths import CONSTANTS_STEP, place_of
 
         groups: dict[tuple[int, int], list[int]] = {}
         for k, u in enumerate(units):  # stored sorted by rank, step first: each place is one id range
@@ -348,9 +348,13 @@ class _EarlyOps:
                 continue
             self.touched.add(place)
             chunk = units[lo:hi]
-            if any(u[0] != "cann" or "_To_" in u[4] for u in chunk) or \
-                    len({(u[7], u[3]) for u in chunk}) != len(chunk):
-                continue  # not plain: the last finalize decides in Python
+            if place[1] == CONSTANTS_STEP or \
+                    any(u[0] not in finalizing.PLAIN_PRODUCERS or "_To_" in u[4] or u[2] == "Parameter"
+                        for u in chunk) or len({(u[7], u[3]) for u in chunk}) != len(chunk) or \
+                    len({u[_STORAGE] == "none" for u in chunk}) > 1:
+                # not plain (see finalize._plain_place), or statistics the last finalize may merge
+                # into payload records: the last finalize decides
+                continue
             self.waiting[place] = (first + lo, first + hi - 1, frozenset(u[7] for u in chunk))
         self._make()
 

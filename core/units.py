@@ -109,8 +109,12 @@ def nonfinite_sums(entries: list[list]) -> tuple[Optional[int], Optional[int], O
     return (nan, pos, neg) if known else (None, None, None)
 
 
+#: one encoder for every unit (``json.dumps`` with options builds a new one per call)
+_ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
+
+
 def dumps_entries(entries: list[list]) -> str:
-    return json.dumps(entries, separators=(",", ":"), default=str)
+    return _ENCODE(entries)
 
 
 #: packed tails of single plain tensors (no stats, no extra), by tensor description

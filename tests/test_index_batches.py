@@ -140,4 +140,4 @@ def test_a_small_tree_starts_no_pool(tmp_path, monkeypatch, files):
     idx = DumpIndex.open(str(root), cache_directory=tmp_path / "c", update=False)
     idx.update(workers=2)
     assert started == []
-    assert idx.query("SELECT COUNT(*) FROM units")[0][0] == 2 * files
+    assert idx.query("SELECT COUNT(*), SUM(ntensors) FROM units")[0] == (files, 2 * files)

@@ -241,35 +241,34 @@ def _map_header_cells(header: list[str], path: str) -> tuple[list[Optional[str]]
     return cols, kind, unknown
 
 
-#: columns -> where each key sits and which cells are statistics (column order: the first bad one is named)
-_PLANS: dict[tuple[Optional[str], ...], tuple[dict[str, int], list[tuple[int, str, int]]]] = {}
+#: the keys ``_row`` reads by position (``_plan``): -1 where the header has no such column
+_FIELDS = ("io", "slot", "op_type", "op_name", "task", "stream", "timestamp", "shape", "format", "dtype", "size")
+
+#: columns -> positions of ``_FIELDS`` and the statistics cells (column order: the first bad one is named)
+_PLANS: dict[tuple[Optional[str], ...], tuple[tuple[int, ...], list[tuple[int, str, int]]]] = {}
 
 
-def _plan(cols: list[Optional[str]]) -> tuple[dict[str, int], list[tuple[int, str, int]]]:
+def _plan(cols: list[Optional[str]]) -> tuple[tuple[int, ...], list[tuple[int, str, int]]]:
     key = tuple(cols)
     plan = _PLANS.get(key)
     if plan is None:
         pos = {k: i for i, k in enumerate(cols) if k is not None}
         stats = [(i, k, 0 if k in _INT_STATS else 1 if k in _FLOAT_STATS else 2) for i, k in enumerate(cols)
                  if k in _INT_STATS or k in _FLOAT_STATS or k == "md5"]
-        plan = (pos, stats)
+        plan = (tuple(pos.get(f, -1) for f in _FIELDS), stats)
         if len(_PLANS) < 256:
             _PLANS[key] = plan
     return plan
 
 
 def _row(cols: list[Optional[str]], cells: list[str], ident: Optional[tuple[str, str, int, int, int]]) -> StatsRow:
-    pos, stat_cells = _plan(cols)
-
-    def get(key: str, default: Optional[str] = None) -> Optional[str]:
-        i = pos.get(key)
-        return default if i is None else cells[i].strip()
-
-    io_cell = get("io", "")
+    (io_at, slot_at, type_at, name_at, task_at, stream_at, ts_at, shape_at, fmt_at, dtype_at, size_at), \
+        stat_cells = _plan(cols)
+    io_cell = cells[io_at].strip() if io_at >= 0 else ""
     io_text = io_cell.lower()
     if io_text not in ("input", "output"):
         raise ValueError(f"io {io_cell!r} is not input/output")
-    slot = _int(get("slot"), "slot")
+    slot = _int(cells[slot_at].strip() if slot_at >= 0 else None, "slot")
     if slot is None:
         raise ValueError("empty slot")
     stats: dict[str, Any] = dict.fromkeys(STAT_KEYS)
@@ -284,22 +283,22 @@ def _row(cols: list[Optional[str]], cells: list[str], ident: Optional[tuple[str,
     if ident is not None:
         op_type, op_name, task, stream, ts = ident
     else:
-        op_type = _str(get("op_type"))
-        op_name = _str(get("op_name"))
-        task = _int(get("task"), "task id")
-        stream = _int(get("stream"), "stream id")
-        ts = _int(get("timestamp"), "timestamp")
-    shape_cell = get("shape", "")
+        op_type = _str(cells[type_at].strip() if type_at >= 0 else None)
+        op_name = _str(cells[name_at].strip() if name_at >= 0 else None)
+        task = _int(cells[task_at].strip() if task_at >= 0 else None, "task id")
+        stream = _int(cells[stream_at].strip() if stream_at >= 0 else None, "stream id")
+        ts = _int(cells[ts_at].strip() if ts_at >= 0 else None, "timestamp")
+    shape_cell = cells[shape_at].strip() if shape_at >= 0 else ""
     try:
         shape = parse_shape(shape_cell)
     except ValueError:
         raise ValueError(f"bad shape {shape_cell!r}") from None
-    fmt = get("format", "")
+    fmt = cells[fmt_at].strip() if fmt_at >= 0 else ""
     return StatsRow(
         op_type=op_type, op_name=op_name, task=task, stream=stream, timestamp=ts, io=io_text,
-        slot=slot, dtype=normalize_dtype(get("dtype", "")),
-        format="" if fmt.lower() in _NULLS else fmt, shape=shape, size=_int(get("size"), "data size"),
-        stats=stats,
+        slot=slot, dtype=normalize_dtype(cells[dtype_at].strip() if dtype_at >= 0 else ""),
+        format="" if fmt.lower() in _NULLS else fmt, shape=shape,
+        size=_int(cells[size_at].strip() if size_at >= 0 else None, "data size"), stats=stats,
     )
 
 

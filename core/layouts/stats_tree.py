@@ -2,7 +2,9 @@
 
 Each CSV row becomes a tensor record with no payload (``storage = "none"``) carrying the
 statistics, so a stats-only tree is explorable like any other (FORMATS.md §4).  When the
-same tensor also has a payload file, the index keeps one record with both.
+same tensor also has a payload file, the index keeps one record with both.  The rows of one
+per-op CSV (one run of one op, named like its dump file) are stored as one unit, as the
+tensors of a CANN dump file are: half the rows, and ``finalize`` takes such places in SQL.
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ from typing import Iterable, Iterator
 
 from dumpscope.core.errors import reason
 from dumpscope.core.formats.cann_names import parse_dump_name
-from dumpscope.core.formats.stats_csv import StatsCsv, read_stats_csv
+from dumpscope.core.formats.stats_csv import KIND_ADUMP, KIND_CANN, StatsCsv, read_stats_csv
 from dumpscope.core.layouts.base import DirListing, Item, Layout
 from dumpscope.core.layouts.paths import DumpPlace, place_of
 from dumpscope.core.model import STORAGE_NONE, Problem, TensorRecord
+from dumpscope.core.units import pack
 
 
 class StatsCsvLayout(Layout):
@@ -43,10 +46,16 @@ class StatsCsvLayout(Layout):
                 w = w[len(path) + 1:].lstrip(" ") if w.startswith(path + ":") else w
                 more = f" (and {len(parsed.warnings) - 1} more bad rows)" if len(parsed.warnings) > 1 else ""
                 yield Problem(path, f"line {w}{more}" if w[:1].isdigit() else w + more)
-            yield from _records(parsed, place)
+            records = list(_records(parsed, place))
+            if parsed.kind in (KIND_CANN, KIND_ADUMP) and len(records) > 1 and \
+                    len({(r.io, r.slot) for r in records}) == len(records):
+                # a per-op CSV is one run of one op, like a CANN dump file: one unit holds its tensors
+                yield pack(records)
+            else:
+                yield from records
 
 
-def _records(parsed: StatsCsv, place: DumpPlace) -> Iterator[Item]:
+def _records(parsed: StatsCsv, place: DumpPlace) -> Iterator[TensorRecord]:
     for row in parsed.rows:
         if not row.op_name:
             continue
