@@ -308,3 +308,63 @@ async def test_diff_keys_are_in_help_and_palette(bn_pair):
             body.scroll_page_down(animate=False)
             await pilot.pause()
         assert "diff.next_born" in seen and "diff.follow_input" in seen and "detail.links" in seen
+
+
+# -- a real pair that changes a graph attribute (tests/data/real_mindspore_210_pad.tar.gz) ---------
+
+
+@pytest.fixture(scope="module")
+def pad_data(tmp_path_factory) -> Path:
+    return unpack_data(tmp_path_factory, "real_mindspore_210_pad")
+
+
+def ir_attrs(root: Path, node_type: str) -> dict[str, str]:
+    """``primitive_attrs`` of the first ``node_type`` node in MindSpore's own ``.ir`` text (split here with a
+    small bracket-aware scan, not with dumpscope's parser)."""
+    ir = next(root.rglob("*.ir")).read_text()
+    line = next(x for x in ir.splitlines() if f"= {node_type}(" in x and "primitive_attrs: {" in x)
+    body = line.split("primitive_attrs: {", 1)[1]
+    out, depth, key, cur = {}, 0, None, ""
+    for ch in body:
+        if depth == 0 and ch == "}":
+            break
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        if depth == 0 and ch == ":" and key is None:
+            key, cur = cur.strip(), ""
+        elif depth == 0 and ch == ",":
+            out[key], key, cur = cur.strip(), None, ""
+        else:
+            cur += ch
+    if key is not None:
+        out[key] = cur.strip()
+    return out
+
+
+async def test_compare_diff_shows_a_changed_graph_attribute(pad_data, tmp_path, monkeypatch):
+    """MindSpore 2.10 Conv2d pad_mode "same" vs padding (0, 2, 0, 2): ``c`` then Enter shows the changed
+    Conv2D attributes, golden → target, as the .ir says them, on the first screen at 80x24."""
+    from dumpscope.tui.compare_diff import CompareDiffScreen
+
+    set_env(monkeypatch, tmp_path)
+    golden, target = pad_data / "golden", pad_data / "target"
+    g_attrs, t_attrs = ir_attrs(golden, "Conv2D"), ir_attrs(target, "Conv2D")
+    changed = sorted(k for k in g_attrs if g_attrs[k] != t_attrs.get(k))
+    assert "pad_mode" in changed  # the pair is what its README says
+    app = DumpscopeApp(str(golden), compare_with=str(target), display_name="golden")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await open_compare_diff(pilot, app)
+        assert isinstance(app.screen, CompareDiffScreen)
+        assert app.screen.row["name"].endswith("Conv2D-op0") and app.screen.row["io"] == "output"
+        text = screen_text(app)
+        rows = text.splitlines()
+        head = next((i for i, r in enumerate(rows) if "Changed (golden → target)" in r), None)
+        assert head is not None, text
+        for key in changed:
+            line = next((r for r in rows[head:] if f" {key} " in r or f" {key}:" in r), None)
+            assert line is not None, f"{key} not on the first screen:\n{text}"
+            g, t = g_attrs[key].strip('"'), t_attrs[key].strip('"')
+            assert g in line and t in line and line.index(g) < line.index("→") < line.rindex(t), line
