@@ -28,6 +28,7 @@ def _sections() -> list[tuple[str, list[Binding]]]:
     from dumpscope.tui.table_view import TableView
     from dumpscope.tui.view_compare import CompareScreen
     from dumpscope.tui.view_graph import GraphScreen
+    from dumpscope.tui.vtable import VTable
 
     return [
         ("Everywhere", [b for b in DumpscopeApp.BINDINGS if isinstance(b, Binding)]),
@@ -36,6 +37,7 @@ def _sections() -> list[tuple[str, list[Binding]]]:
         ("Scope tree", list(OpTree.BINDINGS)),  # type: ignore[arg-type]
         ("Search dialog", list(SearchScreen.BINDINGS)),  # type: ignore[arg-type]
         ("Overflow / compare / watch / problems views", list(TableView.BINDINGS)),  # type: ignore[arg-type]
+        ("Tables in those views", list(VTable.BINDINGS)),  # type: ignore[arg-type]
         ("Compare view", list(CompareScreen.BINDINGS)),  # type: ignore[arg-type]
         ("Compare diff (enter on a compare row)", list(CompareDiffScreen.BINDINGS)),  # type: ignore[arg-type]
         ("Op detail pane (tab to it)", list(OpDetail.BINDINGS)),  # type: ignore[arg-type]

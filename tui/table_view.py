@@ -78,6 +78,12 @@ class TableView(Screen):
     def action_close(self) -> None:
         self.app.pop_screen()
 
+    def palette_commands(self):
+        """The table's keys as palette entries (ctrl+p)."""
+        yield ("Table: scroll the columns right", lambda: self.table.action_scroll_columns(1), "→")
+        yield ("Table: scroll the columns left", lambda: self.table.action_scroll_columns(-1), "←")
+        yield ("Table: next problem row", lambda: self.action_next_problem(1), "n")
+
     def action_next_problem(self, delta: int) -> None:
         rows = self.table.rows
         if not rows:

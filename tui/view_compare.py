@@ -96,10 +96,10 @@ class CompareScreen(TableView):
             return (("▶" if r.get("_first") else "") + VERDICT_GLYPH.get(v, "?"), VERDICT_CLASS.get(v))
 
         return [
-            Column("verdict", "", 2, fmt=verdict),
+            Column("verdict", "", 2, fmt=verdict, blank=lambda r: False),
             Column("name", "op", keep_end=True, fmt=both_names),
             Column("io", "tensor", 6, fmt=lambda r: f"{'in' if r.get('io') == 'input' else 'out'}.{r.get('slot')}"),
-            Column("origin", "origin", 6, fmt=origin_text),
+            Column("origin", "origin", 6, fmt=origin_text, blank=lambda r: not origin_text(r)),
             Column("cosine", "cosine", 8, ">", fmt=_f("cosine", 6)),
             Column("max_abs_err", "max abs", 9, ">", fmt=_f("max_abs_err")),
             Column("max_rel_err", "max rel", 9, ">", fmt=_f("max_rel_err")),
@@ -196,7 +196,7 @@ class CompareDetailScreen(Screen):
             detail = self.query_one(wid, OpDetail)
             detail.can_focus = True  # tab switches sides, arrows scroll
             if op is not None:
-                detail.show(q, op)
+                detail.load(q, op, badges=None if key == "target_op_id" else "app")
 
     def on_op_detail_link_chosen(self, event: OpDetail.LinkChosen) -> None:
         event.stop()

@@ -43,14 +43,15 @@ class OverflowScreen(TableView):
 
     def columns(self) -> list[Column]:
         return [
-            Column("mark", "", 2, fmt=lambda r: ("▶" if r.get("_first") else "!", "linelist--bad")),
+            Column("mark", "", 2, fmt=lambda r: ("▶" if r.get("_first") else "!", "linelist--bad"),
+                   blank=lambda r: False),
             Column("rank", "rank", 4, ">"),
             Column("step", "step", 4, ">"),
             Column("exec_index", "exec", 5, ">"),
             Column("name", "op", keep_end=True),
             Column("type", "type", 10),
             Column("evidence", "from", 7),
-            Column("status_words", "status", 8,
+            Column("status_words", "status", 8, blank=lambda r: not (r.get("status_words") or r.get("status")),
                    fmt=lambda r: ",".join(r.get("status_words") or []) or
                    (f"{r['status']:#x}" if r.get("status") else "")),
             Column("nan", "nan", 5, ">", fmt=_n("nan")),
@@ -111,7 +112,9 @@ class OverflowScreen(TableView):
         where = places_text(scanned) if scanned else "nothing"
         self.table.empty_text = (f"no overflow, NaN or Inf found in {where} scanned" if scanned
                                  else "nothing was scanned")
-        self.table.set_rows([dict(r, _first=(i == 0)) for i, r in enumerate(rows)])
+        # rank and step columns once several were scanned (the note names the one place otherwise)
+        hide = [k for k in ("rank", "step") if len({p[k] for p in scanned} | {r.get(k) for r in rows}) <= 1]
+        self.table.set_rows([dict(r, _first=(i == 0)) for i, r in enumerate(rows)], hide=hide)
         self.table.refresh()
         missing = doc.get("not_scanned") or []
         tail = f"  not looked at: {places_text(missing)}" if missing else ""

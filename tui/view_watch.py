@@ -53,8 +53,9 @@ class WatchScreen(TableView):
             return ("≠ changed" if r.get("changed") else "= same", "linelist--bad" if r.get("changed") else None)
 
         return [
-            Column("label", "watched tensor / ↳ snapshot after op", 0, fmt=label, keep_end=True),
-            Column("changed", "change", 22, fmt=changed, keep_end=True),
+            Column("label", "watched tensor / ↳ snapshot after op", 0, fmt=label, keep_end=True,
+                   blank=lambda r: False),
+            Column("changed", "change", 22, fmt=changed, keep_end=True, blank=lambda r: False),
             Column("changed_elements", "elements", 9, ">",
                    fmt=lambda r: "" if r["kind"] == "watched" else _num(r.get("changed_elements"))),
             Column("max_abs_diff", "max|diff|", 10, ">",
