@@ -97,6 +97,8 @@ async def search_and_open(pilot, text: str) -> None:
 
 async def settle(pilot) -> None:
     """Let messages, timers and thread workers finish so the screen is stable."""
+    from textual.worker import WorkerState
+
     for _ in range(3):
         await pilot.pause()
         await pilot.app.workers.wait_for_complete()
@@ -106,7 +108,14 @@ async def settle(pilot) -> None:
     while getattr(pilot.app.screen, "_show_timer", None) is not None and waited < 10.0:
         await pilot.pause(0.05)
         waited += 0.05
-    await pilot.app.workers.wait_for_complete()
+    # ... then the detail's "op detail" worker reads the op's rows and the render starts the trend worker:
+    # wait until no worker runs and no op is still loading
+    for _ in range(200):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        busy = any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in pilot.app.workers)
+        if not busy and getattr(pilot.app.screen, "_loading", None) is None:
+            break
     # a scrollbar that appears with the new content re-flows its pane on the next refresh: let it
     for _ in range(3):
         await pilot.pause()

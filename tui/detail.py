@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from rich.text import Text
 from textual import work
@@ -187,6 +187,40 @@ class OpDetail(VerticalScroll, can_focus=True):
         self.query_one("#detail-links").display = False
         self.query_one("#detail-rest", Static).update("")
         self.query_one("#detail-trend", Static).display = False
+
+    def load(self, q: DumpQuery, op: OpRow, badges: Any = "app",
+             done: Optional[Callable[[list[TensorRow]], None]] = None) -> None:
+        """Show ``op`` once its tensors and graph node are read in the "op detail" worker (two small
+        queries, but never on the UI thread); ``done(tensors)`` runs after the render.  A newer
+        ``load`` cancels an older one, and a result for an op no longer wanted is dropped."""
+        self._wanted = op.id
+        self._load(q, op, badges, done)
+
+    @work(thread=True, exclusive=True, group="op-detail", name="op detail", exit_on_error=False)
+    def _load(self, q: DumpQuery, op: OpRow, badges: Any,
+              done: Optional[Callable[[list[TensorRow]], None]]) -> None:
+        try:
+            tensors = q.tensors(op.id)
+            details = q.graph_details(op)
+        except Exception as exc:  # a damaged index names the problem in the pane, the app keeps running
+            if not get_current_worker().is_cancelled:
+                self.app.call_from_thread(self._load_failed, op.id, f"! cannot read {op.short}: "
+                                          f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            return
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._loaded, q, op, tensors, details, badges, done)
+
+    def _loaded(self, q: DumpQuery, op: OpRow, tensors: list[TensorRow], details: dict[str, Any], badges: Any,
+                done: Optional[Callable[[list[TensorRow]], None]]) -> None:
+        if getattr(self, "_wanted", None) != op.id:
+            return  # the cursor moved on meanwhile
+        self.show(q, op, tensors, details, badges)
+        if done is not None:
+            done(tensors)
+
+    def _load_failed(self, op_id: int, message: str) -> None:
+        if getattr(self, "_wanted", None) == op_id:
+            self.show_message(message)
 
     def show(self, q: DumpQuery, op: OpRow, tensors: Optional[list[TensorRow]] = None,
              details: Optional[dict[str, Any]] = None, badges: Any = "app") -> None:

@@ -86,6 +86,8 @@ class MainScreen(Screen):
         self._loaded: dict[str, tuple] = {}
         self._generation = 0
         self._show_timer: Optional[Timer] = None
+        self._loading: Optional[int] = None  # the op whose rows the detail worker is reading
+        self._then: Optional[Callable[[], None]] = None
 
     @property
     def q(self) -> Optional[DumpQuery]:
@@ -277,7 +279,9 @@ class MainScreen(Screen):
 
     # -- showing ops ----------------------------------------------------------------------------
 
-    def show_op(self, op: OpRow) -> None:
+    def show_op(self, op: OpRow, then: Optional[Callable[[], None]] = None) -> None:
+        """Show ``op`` in the detail and tensor panes; its rows are read in the detail's worker and
+        the panes drawn when they arrive.  ``then`` runs after that (at once if ``op`` is shown)."""
         if self._show_timer is not None:
             self._show_timer.stop()
             self._show_timer = None
@@ -285,14 +289,25 @@ class MainScreen(Screen):
         if q is None:
             return
         if self.current is not None and self.current.id == op.id:
+            if self._loading == op.id:
+                self._then = then or self._then
+            elif then is not None:
+                then()
             return
         self.current = op
-        tensors = q.tensors(op.id)
-        self.query_one(OpDetail).show(q, op, tensors)
+        self._loading, self._then = op.id, then
+        self.query_one(OpDetail).load(q, op, done=lambda tensors: self._op_shown(q, op, tensors))
+
+    def _op_shown(self, q: DumpQuery, op: OpRow, tensors: list) -> None:
+        self._loading = None
         self.query_one(TensorPanel).show(q, tensors)
+        then, self._then = self._then, None
+        if then is not None:
+            then()
 
     def jump_to(self, op: OpRow, remember: bool = True,
-                came_from: Optional[Callable[[], list[Screen]]] = None) -> None:
+                came_from: Optional[Callable[[], list[Screen]]] = None,
+                then: Optional[Callable[[], None]] = None) -> None:
         """Show ``op`` and put the left cursor on it; what we leave goes on the history: the view
         the jump came from (``came_from`` rebuilds it), else the op shown before."""
         if came_from is not None:
@@ -306,7 +321,7 @@ class MainScreen(Screen):
             found = self.query_one(OpList).select_op(op)
         if not found:
             self.notify(f"{op.short} is not in the {self.mode} view", timeout=2)
-        self.show_op(op)
+        self.show_op(op, then)
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
         if isinstance(event.node.data, OpRow):
@@ -314,8 +329,7 @@ class MainScreen(Screen):
 
     def on_tree_node_selected(self, event: Tree.NodeSelected) -> None:
         if isinstance(event.node.data, OpRow):
-            self.show_op(event.node.data)
-            self.query_one(OpDetail).focus_links()
+            self.show_op(event.node.data, then=self.query_one(OpDetail).focus_links)
 
     def on_line_list_highlighted(self, event: LineList.Highlighted) -> None:
         if isinstance(event.list, OpList):
@@ -331,7 +345,9 @@ class MainScreen(Screen):
 
     def on_line_list_selected(self, event: LineList.Selected) -> None:
         if isinstance(event.list, OpList):
-            self.query_one(OpDetail).focus_links()
+            op = event.list.op_at(event.index)
+            if op is not None:  # the links of this op, once its rows are read
+                self.show_op(op, then=self.query_one(OpDetail).focus_links)
 
     def on_op_detail_link_chosen(self, event: OpDetail.LinkChosen) -> None:
         q, cur = self.q, self.current
@@ -344,8 +360,7 @@ class MainScreen(Screen):
         if op is None:
             self.notify(f"{event.name} was not dumped (parameter, constant or graph-only node)", timeout=3)
             return
-        self.jump_to(op)
-        self.query_one(OpDetail).focus_links()
+        self.jump_to(op, then=self.query_one(OpDetail).focus_links)
 
     # -- actions --------------------------------------------------------------------------------
 
