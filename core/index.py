@@ -545,7 +545,17 @@ class DumpIndex:
     def cursor(self) -> sqlite3.Cursor:
         return self.conn.cursor()
 
+    #: called as ``on_damage(index, error)`` when a query fails with ``sqlite3.DatabaseError``; when it
+    #: returns True (it put a rebuilt index in place: the explorer's ``_recover_index``) the query runs once more
+    on_damage: Optional[Callable[["DumpIndex", BaseException], bool]] = None
+
     def query(self, sql: str, params: Iterable = ()) -> list[tuple]:
+        try:
+            with self._lock:
+                return self.conn.execute(sql, tuple(params)).fetchall()
+        except sqlite3.DatabaseError as exc:
+            if self.on_damage is None or not self.on_damage(self, exc):
+                raise
         with self._lock:
             return self.conn.execute(sql, tuple(params)).fetchall()
 

@@ -153,6 +153,7 @@ class DumpscopeApp(App[int]):
         self._cancel = threading.Event()
         self._refreshing = False
         self._quitting = False
+        self._recover_lock = threading.Lock()
 
     # -- text safety: every widget's lines and every notification pass here ---------------------
 
@@ -312,6 +313,7 @@ class DumpscopeApp(App[int]):
             return
         q = message.q
         self.q = q
+        q.index.on_damage = self._recover_index  # damage met by a later query: rebuilt, not fatal
         self.progress = ""
         self.trouble = message.trouble
         moved = False
@@ -335,6 +337,43 @@ class DumpscopeApp(App[int]):
         if self.compare_with and not message.refreshed:
             self.compare_status = "comparing…"
             self._run_compare(q, self.rank, self.step)
+
+    def _recover_index(self, index: Any, exc: BaseException) -> bool:
+        """A query met damaged pages after the explorer opened the index (``DumpIndex.on_damage``):
+        discard the file, build a fresh index (on the file again, or in memory when the cache cannot
+        be used), put it in place of the damaged one, say so once and reload the views.  Runs on the
+        thread whose query failed (a worker, as the explorer's queries are); True: query again."""
+        from dumpscope.core.index import DumpIndex
+        from dumpscope.core.index_faults import discard, is_damage
+
+        if index.db_path == ":memory:" or not is_damage(exc):
+            return False
+        with self._recover_lock:
+            if getattr(index, "recovered_from", None) is not None:
+                return True  # another thread already rebuilt it
+            path = Path(index.db_path)
+            try:
+                discard(path)
+            except OSError:
+                pass
+            fresh = DumpIndex.open(index.root, **self._cache_kwargs())
+            with index._lock:
+                damaged = index.conn
+                state = dict(fresh.__dict__)
+                state.pop("_lock")
+                index.__dict__.update(state)
+                index.recovered_from = str(exc)
+            try:
+                damaged.close()
+            except Exception:
+                pass
+        reason = (str(exc).strip() or type(exc).__name__).splitlines()[0]
+        where = "in memory" if index.db_path == ":memory:" else "and saved"
+        self.notify(f"index cache {path} was damaged ({reason}): rebuilt {where}; the views were reloaded",
+                    title="index", severity="warning", timeout=10)
+        if index is getattr(self.q, "index", None):
+            self.post_message(IndexReady(DumpQuery(index), refreshed=True))
+        return True
 
     def _watch_tick(self) -> None:
         if self.q is not None and not self._refreshing:
