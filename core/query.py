@@ -328,6 +328,25 @@ class DumpQuery:
         out.sort(key=lambda t: (t.io != "input", t.slot))
         return out
 
+    def tensors_of(self, op_ids: list[int]) -> dict[int, list[TensorRow]]:
+        """``tensors(op_id)`` of many ops in a few queries (compare reads every op of a place)."""
+        found: dict[int, list[tuple]] = {op_id: [] for op_id in op_ids}
+        ids = list(found)
+        for k in range(0, len(ids), 450):  # two parameters per id, under SQLite's 999 limit
+            part = ids[k:k + 450]
+            marks = ",".join("?" * len(part))
+            for row in self.index.query(
+                    f"SELECT {_U_COLS} FROM units WHERE id IN ({marks}) AND op_id=id UNION ALL "
+                    f"SELECT {_U_COLS} FROM units WHERE op_id IN ({marks}) AND op_id != id", part + part):
+                found[row[1]].append(row)
+        out: dict[int, list[TensorRow]] = {}
+        for op_id, rows in found.items():
+            rows.sort(key=lambda r: r[0])
+            tensors = [t for row in rows for t in _tensors_of_unit(row)]
+            tensors.sort(key=lambda t: (t.io != "input", t.slot))
+            out[op_id] = tensors
+        return out
+
     def resolve_op(self, text: str, rank: Optional[int] = None, step: Optional[int] = None) -> OpRow:
         """Find one op by full name (graph or file spelling), raising with close matches."""
         rank, step = self.default_place(rank, step)

@@ -11,6 +11,7 @@ import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
@@ -155,10 +156,15 @@ class OnceReader:
     def value_chunks(self, ref: TensorRef) -> tuple[Callable[[], Iterable[np.ndarray]], tuple[int, ...], np.dtype]:
         """``value_chunks(ref)`` (same shape, dtype and values in C order), from the file's one buffer
         when it is small; any other file streams as ``value_chunks`` streams it."""
+        return self.value_source(ref)[1]
+
+    def value_source(self, ref: TensorRef):
+        """``(array, stream)``: the tensor decoded from its file's one buffer and the ``value_chunks``
+        stream made of it, or ``(None, value_chunks(ref))`` for a file that streams."""
         arr = self._buffered(ref)
         if arr is None or tuple(arr.shape) != tuple(ref.shape):
-            return value_chunks(ref)
-        return (lambda: _chunks(arr), tuple(arr.shape), np.dtype(arr.dtype.name))
+            return None, value_chunks(ref)
+        return arr, (lambda: _chunks(arr), tuple(arr.shape), _value_dtype(arr.dtype))
 
     def _buffered(self, ref: TensorRef) -> Optional[np.ndarray]:
         """The tensor decoded from its file's one buffer, or None: the existing path must load it."""
@@ -210,7 +216,12 @@ class OnceReader:
             group = header.inputs if ref.io == "input" else header.outputs
             if ref.slot >= len(group):
                 return None
-            return load_cann(ref.path, group[ref.slot], data=data)
+            t = group[ref.slot]
+            arr = _planned(t, data)
+            if arr is None:
+                arr = load_cann(ref.path, t, data=data)
+                _learn_plan(t, arr, data)
+            return arr
         if header is None:
             return None
         shape, fortran, dt, offset = header
@@ -219,6 +230,108 @@ class OnceReader:
             count *= d
         arr = np.frombuffer(data, dtype=dt, count=count, offset=offset) if count else np.zeros(0, dt)
         return arr.reshape(shape[::-1]).transpose() if fortran else arr.reshape(shape)
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """How ``cann_dump.load_tensor`` turns one small tensor layout into logical values: read ``count``
+    stored ``dtype`` elements, gather them by ``index`` (None: as they are), shape them ``shape``."""
+
+    dtype: np.dtype
+    count: int
+    shape: tuple[int, ...]
+    index: Optional[np.ndarray]
+
+
+#: plans by tensor layout (dtype, format, device and original shape, sub-format, payload size): the
+#: files of a model repeat a few hundred layouts, and the canonical loader's checks and converter
+#: calls cost ten times the gather they amount to
+_PLANS: dict[tuple, Optional[_Plan]] = {}
+_PLANS_MAX = 256
+_PLAN_MAX_ELEMS = 1 << 16
+_PLAN_LOCK = threading.Lock()
+_PLAN_DTYPES = {"float16": "<f2", "float32": "<f4", "float64": "<f8", "int8": "i1", "uint8": "u1", "int16": "<i2",
+                "uint16": "<u2", "int32": "<i4", "uint32": "<u4", "int64": "<i8", "uint64": "<u8"}
+
+
+def _plan_key(t) -> tuple:
+    return (t.dtype, t.format, t.shape, t.original_shape, t.sub_format, t.size)
+
+
+def _planned(t, data: bytes) -> Optional[np.ndarray]:
+    """The tensor's logical values by its layout's plan, or None (no plan yet, or not in ``data``)."""
+    plan = _PLANS.get(_plan_key(t))
+    if plan is None or t.offset + plan.count * plan.dtype.itemsize > len(data):
+        return None  # the canonical loader decodes it (and names a truncation)
+    flat = np.frombuffer(data, dtype=plan.dtype, count=plan.count, offset=t.offset)
+    return (flat if plan.index is None else flat.take(plan.index)).reshape(plan.shape)
+
+
+def _learn_plan(t, arr: np.ndarray, data: bytes) -> None:
+    key = _plan_key(t)
+    if key in _PLANS:
+        return
+    try:
+        plan = _make_plan(t, arr, data)
+    except Exception:  # anything unusual: this layout keeps the canonical path
+        plan = None
+    with _PLAN_LOCK:
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.clear()
+        _PLANS[key] = plan
+
+
+def _make_plan(t, arr: np.ndarray, data: bytes) -> Optional[_Plan]:
+    """The plan of ``t``'s layout, from the canonical converter itself: it only moves elements, so run
+    on element numbers of the same width it yields the gather index.  Checked against ``arr`` (the
+    canonical result from ``data``) bit for bit; None when the dtype is not a plain number or the tensor is big."""
+    code = _PLAN_DTYPES.get(t.dtype)
+    count = element_count(t.shape)
+    if code is None or not 0 < count <= _PLAN_MAX_ELEMS:
+        return None
+    sdt = np.dtype(code)
+    if arr.dtype != sdt or not sdt.isnative:
+        return None
+    udt = np.dtype(f"<u{sdt.itemsize}")
+    number = np.arange(count, dtype=np.int64)
+    index = _gather_index(t, number, udt, arr.shape)
+    # numbered backwards too: an element the converter made up (a fill) would not follow the numbers
+    back = _gather_index(t, count - 1 - number, udt, arr.shape)
+    if index is None or back is None or not np.array_equal(back, count - 1 - index):
+        return None
+    flat_index = index.reshape(-1)
+    identity = flat_index.size == count and bool(np.array_equal(flat_index, number))
+    plan = _Plan(sdt, count, tuple(arr.shape), None if identity else flat_index.astype(np.intp))
+    raw = np.frombuffer(data, dtype=udt, count=count, offset=t.offset)
+    mine = raw if plan.index is None else raw.take(plan.index)
+    if not np.array_equal(mine, np.ascontiguousarray(arr).reshape(-1).view(udt)):
+        return None
+    return plan
+
+
+def _gather_index(t, numbers: np.ndarray, udt: np.dtype, shape: tuple) -> Optional[np.ndarray]:
+    """Where each logical element of ``t`` comes from, when its stored elements carry ``numbers``:
+    the converter run on the numbers one base-256**itemsize digit at a time (two for 1-byte dtypes)."""
+    from dumpscope.core.device_format import to_logical
+
+    base = min(1 << (8 * udt.itemsize), 1 << 32)
+    index = np.zeros(shape, np.int64)
+    mult = 1
+    while True:
+        probe = ((numbers // mult) % base).astype(udt).reshape(t.shape)
+        out = to_logical(probe, t.format, t.shape, t.original_shape, t.sub_format, None)
+        if out.shape != shape:
+            return None
+        index += out.astype(np.int64) * mult
+        mult *= base
+        if mult >= numbers.size:
+            return index
+
+
+@lru_cache(maxsize=64)
+def _value_dtype(dt: np.dtype) -> np.dtype:
+    """The dtype a stream of these values declares (native byte order, by name)."""
+    return np.dtype(dt.name)
 
 
 def _npy_layout(path: str, data: bytes):

@@ -5,17 +5,16 @@ tensors by io and slot.  Each tensor pair is measured in its logical layout in a
 (``metrics``), or by statistics when one side holds no tensor data; non-tensor arguments
 (msprobe/Troubleshooter ``storage == "value"``) by value.  The verdict of each row (``verdict``)
 sees the magnitude of its op's inputs; ``origin`` then walks the ops in execution order to say
-where each error was born.  Ops run on a small thread pool (numpy releases the GIL in the heavy
-loops, so two cores are used without copying tensors between processes); within an op each small
-dump file is read once, its header parsed once, and all its tensors decoded from that one buffer
-(``tensor_io.OnceReader``: a CANN file holds every input and output of the op).
+where each error was born.  The index is asked for every op's tensors in a few queries, and the
+tensor pairs are measured by ``measure_many`` (a process pool for big places, results in op order);
+within an op each small dump file is read once, its header parsed once, and all its tensors decoded
+from that one buffer (``tensor_io.OnceReader``: a CANN file holds every input and output of the op).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
@@ -23,11 +22,11 @@ from dumpscope.core.compare import origin as org
 from dumpscope.core.compare import verdict as vd
 from dumpscope.core.compare.api_mapping import match_across_frameworks
 from dumpscope.core.compare.match import OpRef, match_ops, pair_slots
-from dumpscope.core.compare.metrics import CompareResult, Tolerance, measure_stats, measure_streams, to_row
+from dumpscope.core.compare.measure_many import measure_jobs
+from dumpscope.core.compare.metrics import CompareResult, measure_stats, to_row
 from dumpscope.core.layouts.py_stack import frames_from_stack
 from dumpscope.core.model import INPUT, OUTPUT
 from dumpscope.core.source_frames import first_user_frame
-from dumpscope.core.tensor_io import OnceReader, TensorLoadError
 
 if TYPE_CHECKING:
     from dumpscope.core.query import DumpQuery, OpRow, TensorRow
@@ -102,40 +101,45 @@ def _stats_doc(t: "TensorRow") -> dict[str, Any]:
     return doc
 
 
-def _measure_op(op: _Op, th: vd.Thresholds) -> int:
-    """Every pair of one op, reading each of its files once; returns the number of pairs."""
-    loaded = [p for p in op.pairs if _loads(p)]
-    reader = OnceReader([r for p in loaded for r in (p.g.ref(), p.t.ref())])
-    for p in op.pairs:
-        _measure(p, th, reader)
-    return len(op.pairs)
-
-
 def _loads(p: _Pair) -> bool:
-    """Whether ``_measure`` loads this pair's tensors (not a value argument, not statistics only)."""
+    """Whether the pair's tensors are read (not a value argument, not statistics only)."""
     g, t = p.g, p.t
     if p.kind == "scalar" and (g.storage == STORAGE_VALUE or t.storage == STORAGE_VALUE):
         return False
     return g.storage != "none" and t.storage != "none"
 
 
-def _measure(p: _Pair, th: vd.Thresholds, reader: OnceReader) -> None:
-    g, t = p.g, p.t
-    if p.kind == "scalar" and (g.storage == STORAGE_VALUE or t.storage == STORAGE_VALUE):
-        p.value = (_value(g), _value(t))
-        return
-    if g.storage == "none" or t.storage == "none":
-        p.result = measure_stats(_stats_doc(g), _stats_doc(t))
-        return
-    # both tensors streamed chunk by chunk (bounded memory however large they are)
-    try:
-        gs = reader.value_chunks(g.ref())
-        ts = reader.value_chunks(t.ref())
-        allclose = (th.atol or 0.0, th.rtol or 0.0) if th.allclose else None
-        tol = Tolerance(rtol=vd.element_rtol(str(gs[2]), str(ts[2])), allclose=allclose)
-        p.result = measure_streams(gs, ts, tol)
-    except TensorLoadError as exc:
-        p.error = f"unreadable: {exc}"
+def _measure_all(ops: list[_Op], th: vd.Thresholds, workers: Optional[int],
+                 progress: Optional[Callable[[int, int], None]]) -> None:
+    """Every pair of every op: values and statistics here, tensors by ``measure_many`` (each op's files
+    read once; a process pool for big places), results in op order."""
+    for op in ops:
+        for p in op.pairs:
+            if p.kind == "scalar" and (p.g.storage == STORAGE_VALUE or p.t.storage == STORAGE_VALUE):
+                p.value = (_value(p.g), _value(p.t))
+            elif p.g.storage == "none" or p.t.storage == "none":
+                p.result = measure_stats(_stats_doc(p.g), _stats_doc(p.t))
+    jobs = [[(p.g.ref(), p.t.ref()) for p in op.pairs if _loads(p)] for op in ops]
+    allclose = (th.atol or 0.0, th.rtol or 0.0) if th.allclose else None
+    total = sum(len(op.pairs) for op in ops)
+    counted = [0]
+
+    def done(a: int, b: int) -> None:
+        n = sum(len(op.pairs) for op in ops[a:b])
+        counted[0] += n
+        if progress is not None and n:
+            progress(counted[0], total)
+
+    outcomes = measure_jobs(jobs, allclose, workers, done)
+    for op, got in zip(ops, outcomes):
+        it = iter(got)
+        for p in op.pairs:
+            if _loads(p):
+                r = next(it)
+                if isinstance(r, str):
+                    p.error = r
+                else:
+                    p.result = r
 
 
 def _side(t: "TensorRow", r: Optional[CompareResult], side: str, value: Any) -> dict[str, Any]:
@@ -170,7 +174,7 @@ def _position(op: "OpRow") -> int:
 
 def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] = None,
                   step: Optional[int] = None, rtol: Optional[float] = None, atol: Optional[float] = None,
-                  progress: Optional[Callable[[int, int], None]] = None, workers: int = 2,
+                  progress: Optional[Callable[[int, int], None]] = None, workers: Optional[int] = None,
                   thresholds: Optional[vd.Thresholds] = None, layer_mapping: Optional[str] = None,
                   api_mapping: Optional[str] = None, target_rank: Optional[int] = None,
                   target_step: Optional[int] = None) -> dict[str, Any]:
@@ -202,23 +206,20 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     unmatched_tensors: list[str] = []
     details: dict[int, dict[str, Any]] = {}
     g_tensors: dict[int, list["TensorRow"]] = {}
-    for gref, tref, rule in sorted(match.pairs, key=lambda p: p[0].exec_index):
+    matched = sorted(match.pairs, key=lambda p: p[0].exec_index)
+    g_all = golden.tensors_of([g_by_id[gref.key].id for gref, _, _ in matched])
+    t_all = target.tensors_of([t_by_id[tref.key].id for _, tref, _ in matched])
+    for gref, tref, rule in matched:
         gop, top = g_by_id[gref.key], t_by_id[tref.key]
-        gts_list = golden.tensors(gop.id)
+        gts_list = g_all[gop.id]
         g_tensors[gop.id] = gts_list
         details[gop.id] = golden.graph_details(gop)
         pairs, missing = pair_slots({(x.io, x.slot): x for x in gts_list},
-                                    {(x.io, x.slot): x for x in target.tensors(top.id)})
+                                    {(x.io, x.slot): x for x in t_all[top.id]})
         unmatched_tensors += [f"{gop.name} {io}.{slot}" for io, slot in missing]
         ops.append(_Op(gop, top, rule, [_Pair(gop, top, rule, g, t) for _, g, t in pairs]))
     _classify(ops, details, g_names, joined_to_name, golden)
-    total = sum(len(op.pairs) for op in ops)
-    done = 0
-    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="dumpscope-compare") as pool:
-        for n in pool.map(lambda op: _measure_op(op, th), ops):
-            done += n
-            if progress is not None and n:
-                progress(done, total)
+    _measure_all(ops, th, workers, progress)
     for op in ops:
         _judge_op(op, th)
         op.facts = _facts(op, details[op.gop.id], joined_to_name, g_names)

@@ -250,7 +250,7 @@ class _Acc:
         self.gmin = self.tmin = math.inf
         self.gmax = self.tmax = -math.inf
         self.gsum = self.tsum = 0.0
-        self.hist = np.zeros(HIST_BINS, np.int64)
+        self.hist: Optional[np.ndarray] = None  # made by the first block with a moved element
 
 
 class _Buffers:
@@ -325,7 +325,8 @@ def _finite_metrics(
             moved = buf.x[:n]
             np.multiply(d, b, out=moved)
             bits = moved.view(np.int64)
-        acc.hist += np.bincount(bits >> HIST_SHIFT, minlength=HIST_BINS)
+        counts = np.bincount(bits >> HIST_SHIFT, minlength=HIST_BINS)
+        acc.hist = counts if acc.hist is None else acc.hist + counts
 
 
 def _nonfinite_block(
@@ -484,6 +485,118 @@ def measure_streams(golden: Stream, target: Stream, tol: Tolerance = Tolerance()
     return r
 
 
+#: tensors below one dot-product row (each sum is then one einsum call) can be measured together
+SMALL_MAX = _DOT_ROW - 1
+
+
+@lru_cache(maxsize=1)
+def rows_exact() -> bool:
+    """Whether numpy's row-wise sums ("ij,ij->i" einsum, ``add.reduce`` on axis 1) are the 1-D sums of
+    each row bit for bit (the same kernel over the same contiguous elements), checked once per process
+    on awkward sizes and magnitudes; if not, ``measure_small_many`` measures pair by pair."""
+    rng = np.random.default_rng(12345)
+    for n in (1, 3, 7, 8, 9, 15, 16, 17, 100, 127, 128, 129, 255, 256, 1000, 1023, 1024, 1025, 4097, SMALL_MAX):
+        m = rng.standard_normal((3, n)) * np.exp(rng.uniform(-30, 30, (3, n)))
+        e = rng.standard_normal((3, n))
+        dots, gt, sums = np.einsum("ij,ij->i", m, m), np.einsum("ij,ij->i", m, e), np.add.reduce(m, axis=1)
+        for k in range(3):
+            if (float(np.einsum("i,i->", m[k], m[k])) != float(dots[k])
+                    or float(np.einsum("i,i->", m[k], e[k])) != float(gt[k])
+                    or float(np.add.reduce(m[k])) != float(sums[k])):
+                return False
+    return True
+
+
+def small_kind(dt: np.dtype) -> bool:
+    """Value dtypes the batched kernel takes: real numbers numpy casts itself (no complex, no ml_dtypes)."""
+    return dt.kind in "biuf"
+
+
+def measure_small_many(pairs: list[tuple[np.ndarray, np.ndarray]], tol: Tolerance) -> list[CompareResult]:
+    """:func:`measure_streams` of many in-memory pairs at once, bit for bit.
+
+    Every pair has the same element count ``n`` (1..``SMALL_MAX``) on both sides, every golden the
+    same dtype, every target the same dtype, both real (``small_kind``).  The elementwise steps and the
+    exact reductions (min, max, counts) run once over a (pairs × n) float64 block; each sum is the same
+    einsum / pairwise sum over the same contiguous row as the single-pair pass (``rows_exact``).
+    Rows holding NaN/Inf, and every pair where that check fails, go through :func:`measure_streams`.
+    """
+    if not pairs:
+        return []
+    g0, t0 = pairs[0]
+    gdt, tdt = np.dtype(g0.dtype.name), np.dtype(t0.dtype.name)
+    n = int(g0.size)
+    if not rows_exact():
+        return [measure_streams(_one(g), _one(t), tol) for g, t in pairs]
+    k_rows = len(pairs)
+    # one cast per side (a cast call costs microseconds before its first element)
+    G = np.concatenate([g.reshape(-1) for g, _ in pairs]).astype(np.float64).reshape(k_rows, n)
+    T = np.concatenate([t.reshape(-1) for _, t in pairs]).astype(np.float64).reshape(k_rows, n)
+    eps = _eps(gdt)
+    with np.errstate(all="ignore"):
+        sgg = np.einsum("ij,ij->i", G, G)
+        stt = np.einsum("ij,ij->i", T, T)
+        finite = np.isfinite(sgg) & np.isfinite(stt)  # NaN/Inf propagate into sums of squares
+        sgt = np.einsum("ij,ij->i", G, T)
+        gmin, gmax, tmin, tmax = G.min(axis=1), G.max(axis=1), T.min(axis=1), T.max(axis=1)
+        gsum, tsum = np.add.reduce(G, axis=1), np.add.reduce(T, axis=1)
+        D = np.subtract(T, G)
+        sdd = np.einsum("ij,ij->i", D, D)
+        np.abs(D, out=D)
+        max_abs = D.max(axis=1)
+        W = np.abs(G)
+        close_fail = None
+        if tol.allclose is not None:
+            lim = np.multiply(W, tol.allclose[1])
+            lim += tol.allclose[0]
+            close_fail = np.count_nonzero(D > lim, axis=1)
+        np.divide(D, W, out=W)
+        max_rel = W.max(axis=1)
+        redo = np.flatnonzero(finite & ~np.isfinite(max_rel))
+        if redo.size:  # a zero golden (0/0, x/0) or an overflow: eps at B == 0, as the single pass does
+            w = np.abs(G[redo])
+            w[G[redo] == 0.0] = eps
+            np.divide(D[redo], w, out=w)
+            W[redo] = w
+            max_rel[redo] = w.max(axis=1)
+        c1 = np.count_nonzero(W < 0.001, axis=1)
+        c5 = np.count_nonzero(W < 0.005, axis=1)
+        moved = W > tol.rtol
+        n_moved = np.count_nonzero(moved, axis=1)
+    out: list[CompareResult] = []
+    gname, tname = _dtype_name(gdt), _dtype_name(tdt)
+    cols = zip(finite.tolist(), sgg.tolist(), stt.tolist(), sgt.tolist(), sdd.tolist(), gmin.tolist(),
+               gmax.tolist(), tmin.tolist(), tmax.tolist(), gsum.tolist(), tsum.tolist(), max_abs.tolist(),
+               max_rel.tolist(), c1.tolist(), c5.tolist(), n_moved.tolist(),
+               close_fail.tolist() if close_fail is not None else [0] * k_rows)
+    for k, ((g, t), (fin, gg, tt, gt, dd, g_lo, g_hi, t_lo, t_hi, g_s, t_s, mab, mrel, n1, n5, nmov, nclose)) in \
+            enumerate(zip(pairs, cols)):
+        if not fin:
+            out.append(measure_streams(_one(g), _one(t), tol))
+            continue
+        r = CompareResult(verdict="", rule="", shape=tuple(int(d) for d in g.shape),
+                          target_shape=tuple(int(d) for d in t.shape), golden_dtype=gname, target_dtype=tname,
+                          rtol=tol.rtol, size=n)
+        acc = _Acc()  # what the single pass would hold after its one block (0.0 + x: its sums start at 0.0)
+        acc.sgg, acc.stt, acc.sgt, acc.sdd = 0.0 + gg, 0.0 + tt, 0.0 + gt, 0.0 + dd
+        acc.n = n
+        acc.gmin, acc.gmax, acc.tmin, acc.tmax = min(math.inf, g_lo), max(-math.inf, g_hi), \
+            min(math.inf, t_lo), max(-math.inf, t_hi)
+        acc.gsum, acc.tsum = 0.0 + g_s, 0.0 + t_s
+        acc.max_abs, acc.max_rel = max(-math.inf, mab), max(-math.inf, mrel)
+        acc.close_fail, acc.c1, acc.c5 = nclose, n1, n5
+        if nmov:
+            acc.hist = np.bincount(D[k][moved[k]].view(np.int64) >> HIST_SHIFT, minlength=HIST_BINS)
+        _fill(r, acc, tol)
+        out.append(r)
+    return out
+
+
+def _one(a: np.ndarray) -> Stream:
+    """An in-memory tensor as the stream ``OnceReader.value_chunks`` makes of it."""
+    return (lambda: iter([a.reshape(-1)]), tuple(a.shape), np.dtype(a.dtype.name))
+
+
 def _side_stats(n: int, lo: float, hi: float, total: float, sq: float) -> dict[str, Optional[float]]:
     if n == 0:
         return {"max": None, "min": None, "mean": None, "l2norm": None}
@@ -502,7 +615,8 @@ def _fill(r: CompareResult, acc: _Acc, tol: Tolerance) -> None:
         r.allclose_failed = acc.close_fail
     r.golden_stats = _side_stats(acc.n, acc.gmin, acc.gmax, acc.gsum, acc.sgg)
     r.target_stats = _side_stats(acc.n, acc.tmin, acc.tmax, acc.tsum, acc.stt)
-    r.moved_hist = {int(i): int(acc.hist[i]) for i in np.flatnonzero(acc.hist[1:]) + 1}
+    hist = acc.hist
+    r.moved_hist = {} if hist is None else {int(i): int(hist[i]) for i in np.flatnonzero(hist[1:]) + 1}
     if acc.n == 0:
         return
     ng, nt = math.sqrt(acc.sgg), math.sqrt(acc.stt)
