@@ -288,7 +288,9 @@ _OPENED: list[str] = []
 
 def _print_json(doc: Any) -> None:
     # exact: json escapes C0 itself, json_safe the DEL/C1/bidi characters it leaves raw
-    sys.stdout.write(json_safe(json.dumps(_clean(doc), indent=1, ensure_ascii=False)) + "\n")
+    from dumpscope.tui.json_text import dumps  # json.dumps(_clean(doc), indent=1, ensure_ascii=False), faster
+
+    sys.stdout.write(json_safe(dumps(doc)) + "\n")
 
 
 def _clean(value: Any) -> Any:

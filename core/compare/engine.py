@@ -22,7 +22,7 @@ from dumpscope.core.compare import origin as org
 from dumpscope.core.compare import verdict as vd
 from dumpscope.core.compare.api_mapping import match_across_frameworks
 from dumpscope.core.compare.match import OpRef, match_ops, pair_slots
-from dumpscope.core.compare.measure_many import measure_jobs
+from dumpscope.core.compare.measure_many import measure_jobs, ref_fields
 from dumpscope.core.compare.metrics import CompareResult, measure_stats, to_row
 from dumpscope.core.layouts.py_stack import frames_from_stack
 from dumpscope.core.model import INPUT, OUTPUT
@@ -86,12 +86,11 @@ def _value(t: "TensorRow") -> Any:
     return (t.extra or {}).get("value")
 
 
-def _scalar_value(r: Optional[CompareResult], side: str) -> Any:
-    if r is None:
+def _scalar_value(r: Optional[CompareResult], st: Optional[dict[str, Any]]) -> Any:
+    """A one-element tensor's value (its max); ``st`` is the side's statistics of ``r``."""
+    if r is None or r.size > 1:
         return None
-    st = getattr(r, f"{side}_stats") or {}
-    v = st.get("max")
-    return v if r.size <= 1 else None
+    return (st or {}).get("max")
 
 
 def _stats_doc(t: "TensorRow") -> dict[str, Any]:
@@ -119,7 +118,7 @@ def _measure_all(ops: list[_Op], th: vd.Thresholds, workers: Optional[int],
                 p.value = (_value(p.g), _value(p.t))
             elif p.g.storage == "none" or p.t.storage == "none":
                 p.result = measure_stats(_stats_doc(p.g), _stats_doc(p.t))
-    jobs = [[(p.g.ref(), p.t.ref()) for p in op.pairs if _loads(p)] for op in ops]
+    jobs = [[(ref_fields(p.g), ref_fields(p.t)) for p in op.pairs if _loads(p)] for op in ops]
     allclose = (th.atol or 0.0, th.rtol or 0.0) if th.allclose else None
     total = sum(len(op.pairs) for op in ops)
     counted = [0]
@@ -142,17 +141,22 @@ def _measure_all(ops: list[_Op], th: vd.Thresholds, workers: Optional[int],
                     p.result = r
 
 
-def _side(t: "TensorRow", r: Optional[CompareResult], side: str, value: Any) -> dict[str, Any]:
-    st = (getattr(r, f"{side}_stats") if r is not None else None) or {}
-    if not st and t.stats:
-        from dumpscope.core.compare.metrics import stat_value
+def _side(t: "TensorRow", st: Optional[dict[str, Any]], value: Any) -> dict[str, Any]:
+    """One side of a row; ``st``: that side's statistics from the measurement (None: not measured)."""
+    if not st:
+        st = {}
+        if t.stats:
+            from dumpscope.core.compare.metrics import stat_value
 
-        st = {k: stat_value(t.stats, k) for k in ("max", "min", "mean", "l2norm")}
-    return {"dtype": t.dtype, "shape": list(t.shape), "max": _num(st.get("max")), "min": _num(st.get("min")),
-            "mean": _num(st.get("mean")), "l2norm": _num(st.get("l2norm")), "file": t.path, "value": value}
+            st = {k: stat_value(t.stats, k) for k in ("max", "min", "mean", "l2norm")}
+    get = st.get
+    return {"dtype": t.dtype, "shape": list(t.shape), "max": _num(get("max")), "min": _num(get("min")),
+            "mean": _num(get("mean")), "l2norm": _num(get("l2norm")), "file": t.path, "value": value}
 
 
 def _num(v: Any) -> Any:
+    if type(v) is float:
+        return v if v - v == 0.0 else None  # NaN/±Inf (v - v is NaN) become null
     return v if not isinstance(v, float) or math.isfinite(v) else None
 
 
@@ -357,15 +361,17 @@ def _row(p: _Pair, origin: org.Origin, source: Optional[dict[str, Any]]) -> dict
                                       "one_thousandth_ratio", "five_thousandth_ratio")})
         row["mode"] = "value" if p.value is not None else "tensor"
     row["verdict"], row["rule"] = p.verdict, p.rule
-    gval = p.value[0] if p.value is not None else _scalar_value(p.result, "golden")
-    tval = p.value[1] if p.value is not None else _scalar_value(p.result, "target")
+    r = p.result
+    g_st, t_st = (r.golden_stats, r.target_stats) if r is not None else (None, None)
+    gval = p.value[0] if p.value is not None else _scalar_value(r, g_st)
+    tval = p.value[1] if p.value is not None else _scalar_value(r, t_st)
     row.update({
         "match": p.match, "target_name": top.name, "golden_op_id": gop.id, "target_op_id": top.id,
         "exec_index": gop.exec_index, "type": gop.type, "kind": p.kind,
         "origin": origin.kind,
         "origin_via": origin.via,
-        "golden": _side(p.g, p.result, "golden", gval),
-        "target": _side(p.t, p.result, "target", tval),
+        "golden": _side(p.g, g_st, gval),
+        "target": _side(p.t, t_st, tval),
         "source": source,
     })
     if p.result is not None and p.result.stat_diffs is not None:

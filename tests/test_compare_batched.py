@@ -1,0 +1,264 @@
+"""Compare's fast paths give the answer of the slow ones, bit for bit (issue 21 Build 2).
+
+* ``metrics.measure_small_many`` (many small pairs in one 2-D pass) vs ``measure_streams`` pair by pair;
+* ``tensor_io``'s layout plans (a gather learnt from the canonical converter) vs ``load_tensor``;
+* ``compare_dumps`` in a process pool with batched metrics vs in this process pair by pair, on
+  generated trees with NaN/Inf, empty tensors, mixed dtypes, shape mismatches and an unreadable file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+import pytest
+
+from dumpscope.core import tensor_io
+from dumpscope.core.compare import measure_many as mm
+from dumpscope.core.compare import metrics
+from dumpscope.core.compare.metrics import Tolerance, measure_small_many, measure_streams
+from dumpscope.core.model import STORAGE_CANN
+from dumpscope.core.synth.cann_writer import SynthTensor, encode_dump, write_dump
+from dumpscope.core.tensor_io import OnceReader, TensorRef, load_tensor
+
+
+def _one(a: np.ndarray):
+    return (lambda: iter([a.reshape(-1)]), tuple(a.shape), np.dtype(a.dtype.name))
+
+
+def _same(a, b) -> bool:
+    """Equal field by field, floats by their exact repr (-0.0, NaN and the last bit count)."""
+    return repr(dataclasses.astuple(a)) == repr(dataclasses.astuple(b))
+
+
+def _values(rng, n: int, dtype: str, kind: int) -> np.ndarray:
+    if kind == 0:
+        a = rng.standard_normal(n)
+    elif kind == 1:
+        a = np.zeros(n)
+    elif kind == 2:  # far from 1: sums of squares lose bits, summation order shows
+        a = rng.standard_normal(n) * 10.0 ** rng.integers(-20, 20)
+    elif kind == 3:
+        a = rng.integers(-2, 3, n).astype(float)  # zeros in the golden: eps at B == 0
+    elif kind == 4:
+        a = rng.standard_normal(n)
+        a[rng.integers(0, n)] = (np.nan, np.inf, -np.inf)[rng.integers(0, 3)]
+    else:
+        a = rng.standard_normal(n) * 1e300  # float64 overflow in the sums
+    with np.errstate(all="ignore"):
+        return a.astype(dtype)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_small_many_is_the_single_pair_pass(seed):
+    rng = np.random.default_rng(seed)
+    checked = kinds = 0
+    for _ in range(60):
+        n = int(rng.choice([1, 2, 7, 8, 9, 100, 128, 129, 1024, 4097, metrics.SMALL_MAX]))
+        gdt = str(rng.choice(["float16", "float32", "float64", "int32", "uint8", "bool", "int64"]))
+        tdt = gdt if rng.random() < 0.7 else str(rng.choice(["float16", "float32", "float64"]))
+        tol = Tolerance(rtol=float(rng.choice([1e-3, 5e-3, 0.0])),
+                        allclose=None if rng.random() < 0.5 else (1e-5, 1e-3))
+        pairs = []
+        for _k in range(int(rng.integers(1, 7))):
+            kind = int(rng.integers(0, 6))
+            g = _values(rng, n, gdt, kind)
+            with np.errstate(all="ignore"):
+                t = (g.astype(np.float64) + rng.standard_normal(n) * rng.choice([0.0, 1e-4, 0.1])).astype(tdt) \
+                    if rng.random() < 0.7 else _values(rng, n, tdt, int(rng.integers(0, 6)))
+            pairs.append((g.reshape(1, n) if rng.random() < 0.3 else g, t))
+            kinds |= 1 << kind
+        for (g, t), r in zip(pairs, measure_small_many(pairs, tol)):
+            assert _same(r, measure_streams(_one(g), _one(t), tol)), (n, gdt, tdt, tol)
+            checked += 1
+    assert checked > 150 and kinds == 0b111111
+
+
+def test_small_many_without_exact_row_sums_measures_pair_by_pair(monkeypatch):
+    rng = np.random.default_rng(9)
+    pairs = [(rng.standard_normal(300).astype(np.float32), rng.standard_normal(300).astype(np.float32))
+             for _ in range(3)]
+    calls = []
+    real = metrics.measure_streams
+    monkeypatch.setattr(metrics, "rows_exact", lambda: False)
+    monkeypatch.setattr(metrics, "measure_streams", lambda *a: calls.append(1) or real(*a))
+    got = measure_small_many(pairs, Tolerance())
+    assert len(calls) == 3
+    assert all(_same(r, real(_one(g), _one(t), Tolerance())) for (g, t), r in zip(pairs, got))
+
+
+# --------------------------------------------------------------------------------------------
+# layout plans
+
+
+PLAN_CASES = [
+    ((1, 20, 3, 3), "float16", "NC1HWC0", {}),
+    ((2, 5, 4, 4), "int8", "NC1HWC0", {}),  # 1-byte elements: two probes for 2,048 element numbers
+    ((2, 3, 2, 2, 2), "float32", "NDC1HWC0", {}),
+    ((8, 20, 3, 3), "float16", "FRACTAL_Z", {}),
+    ((33, 40), "float16", "FRACTAL_NZ", {}),
+    ((2, 20, 3, 3), "float16", "C1HWNCoC0", {}),
+    ((20, 3), "float16", "NC1HWC0", {}),  # a short original shape
+    ((3, 4), "float32", "ND", {}),
+    ((5,), "int64", "ND", {}),
+    ((), "float32", "ND", {}),
+    ((2, 3), "bfloat16", "ND", {}),  # not a plain number: always the canonical loader
+]
+
+
+@pytest.mark.parametrize("shape,dtype,fmt,extra", PLAN_CASES, ids=[f"{c[2]}-{c[1]}-{len(c[0])}d" for c in PLAN_CASES])
+def test_plans_decode_what_the_canonical_loader_decodes(tmp_path, monkeypatch, shape, dtype, fmt, extra):
+    from dumpscope.core.formats import cann_dump
+
+    rng = np.random.default_rng(11)
+    refs = []
+    for k in range(3):
+        arr = (rng.standard_normal(shape) * 50).astype(np.float32)
+        p = tmp_path / f"Op.op.{k}.0.170000000000000{k}"
+        p.write_bytes(encode_dump("net/op", [SynthTensor(arr, dtype, fmt, **extra)], [], 1700000000000000 + k))
+        refs.append(TensorRef(str(p), STORAGE_CANN, "input", 0, "", "", ()))
+    want = [load_tensor(r) for r in refs]
+    canonical = []
+    real = cann_dump.load_tensor
+    monkeypatch.setattr(cann_dump, "load_tensor", lambda *a, **k: canonical.append(1) or real(*a, **k))
+    monkeypatch.setattr(tensor_io, "_PLANS", {})
+    got = [OnceReader([r]).load(r) for r in refs]
+    for w, g in zip(want, got):
+        assert (g.dtype, g.shape) == (w.dtype, w.shape) and g.tobytes() == w.tobytes()
+    planned = dtype != "bfloat16"
+    assert len(canonical) == (1 if planned else 3)  # the first file teaches the plan, the others use it
+    assert (list(tensor_io._PLANS.values())[0] is not None) == planned
+
+
+def test_a_plan_is_refused_when_the_converter_makes_up_elements(tmp_path, monkeypatch):
+    from dumpscope.core import device_format
+
+    arr = np.arange(1 * 20 * 3 * 3, dtype=np.float32).reshape(1, 20, 3, 3)
+    p = tmp_path / "Op.op.1.0.1700000000000000"
+    p.write_bytes(encode_dump("net/op", [SynthTensor(arr, "float16", "NC1HWC0")], [], 1700000000000000))
+    ref = TensorRef(str(p), STORAGE_CANN, "input", 0, "", "", ())
+    real = device_format.to_logical
+
+    def filling(*a, **k):  # a converter that writes a constant somewhere instead of moving an element
+        out = np.array(real(*a, **k))
+        out.reshape(-1)[-1] = 0
+        return out
+
+    monkeypatch.setattr(device_format, "to_logical", filling)  # seen by the plan's probes only
+    monkeypatch.setattr(tensor_io, "_PLANS", {})
+    np.testing.assert_array_equal(OnceReader([ref]).load(ref), load_tensor(ref))
+    assert list(tensor_io._PLANS.values()) == [None]
+
+
+def test_a_plan_never_reads_past_a_short_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(tensor_io, "_PLANS", {})
+    arr = np.ones((1, 16, 2, 2), np.float32)
+    paths = []
+    for k in range(2):
+        p = tmp_path / f"Op.op.{k}.0.170000000000000{k}"
+        p.write_bytes(encode_dump("net/op", [SynthTensor(arr, "float16", "NC1HWC0")], [], 1700000000000000 + k))
+        paths.append(p)
+    refs = [TensorRef(str(p), STORAGE_CANN, "input", 0, "", "", ()) for p in paths]
+    OnceReader(refs[:1]).load(refs[0])  # learns the layout
+    paths[1].write_bytes(paths[1].read_bytes()[:-6])
+    with pytest.raises(tensor_io.TensorLoadError) as want:
+        load_tensor(refs[1])
+    with pytest.raises(tensor_io.TensorLoadError) as got:
+        OnceReader(refs[1:]).load(refs[1])
+    assert str(got.value) == str(want.value)
+
+
+# --------------------------------------------------------------------------------------------
+# whole compare: pool + batches vs inline pair by pair
+
+
+def _tree(root, side: str):
+    """60 ops: small NC1HWC0/ND pairs of several dtypes, NaN/Inf, empty tensors, a bigger (streamed)
+    tensor, shape mismatches between the sides."""
+    rng = np.random.default_rng(21)
+    folder = root / "20240101120000" / "0" / "ge_default_20240101120000_1" / "1" / "0"
+    for k in range(60):
+        kind = k % 10
+        base = rng.standard_normal((1, 16, 4, 4)).astype(np.float32)
+        noise = rng.standard_normal(base.shape).astype(np.float32) * (1e-3 if k % 3 else 0.3)
+        x = base + (noise if side == "target" else 0)
+        ins = [SynthTensor(x, "float16", "NC1HWC0"), SynthTensor(x[0, 0] * 3, "float32")]
+        outs = [SynthTensor(np.maximum(x, 0), "float16", "NC1HWC0")]
+        if kind == 1:
+            y = x.copy()
+            y[0, 1, 2, 3] = np.nan if side == "target" else 1.0
+            y[0, 2, 0, 0] = np.inf
+            outs = [SynthTensor(y, "float32")]
+        elif kind == 2:
+            ins.append(SynthTensor(np.zeros((0, 3), np.float32), "float32"))
+        elif kind == 3:
+            ins.append(SynthTensor(rng.integers(-5, 5, (7,)).astype(np.int32) + (k if side == "target" else 0), "int32"))
+        elif kind == 4:  # same elements, other shape
+            outs.append(SynthTensor(base.reshape(16, 16) if side == "golden" else base.reshape(4, 64), "float32"))
+        elif kind == 5:  # other element count
+            outs.append(SynthTensor(base.reshape(-1)[: (256 if side == "golden" else 128)], "float32"))
+        elif kind == 6:  # beyond the batched kernel: streamed pair by pair
+            big = rng.standard_normal((3, 4000)).astype(np.float32)
+            outs.append(SynthTensor(big * (1.0 if side == "golden" else 1.001), "float32"))
+        elif kind == 7:
+            outs.append(SynthTensor(rng.standard_normal((5,)).astype(np.float32), "bfloat16"))
+        elif kind == 8:
+            outs.append(SynthTensor(np.zeros((3, 3), np.float32) + (1.0 if side == "target" else 0.0), "float32"))
+        write_dump(folder, "Conv2D", f"net/block{k}/Conv2D", k + 1, 0, 1700000000000000 + k, ins, outs)
+    return root
+
+
+class _Pool:
+    """A real process pool (fork), counting what it was given."""
+
+    def __init__(self) -> None:
+        self.submitted = 0
+        self._pool = ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("fork"))
+
+    def submit(self, *a, **k):
+        self.submitted += 1
+        return self._pool.submit(*a, **k)
+
+    def shutdown(self, **k):
+        self._pool.shutdown(**k)
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
+def test_pool_and_batches_give_the_per_pair_answer(tmp_path, monkeypatch):
+    from dumpscope.core.compare import compare_dumps
+    from dumpscope.core.query import open_query
+
+    g = open_query(str(_tree(tmp_path / "g", "golden")), cache_directory=tmp_path / "cache")
+    t = open_query(str(_tree(tmp_path / "t", "target")), cache_directory=tmp_path / "cache")
+    cut = next((tmp_path / "t").rglob("*block37*"))
+    cut.write_bytes(cut.read_bytes()[:-40])  # shortened after indexing: its rows are "unreadable"
+    pools: list[_Pool] = []
+    monkeypatch.setattr(mm, "BATCH_PAIRS", 16)
+    monkeypatch.setattr(mm, "POOL_MIN_PAIRS", 1)
+    monkeypatch.setattr(mm, "_pool", lambda workers: pools.append(_Pool()) or pools[-1])
+    pooled = compare_dumps(g, t)
+    assert pools and pools[0].submitted > 5  # batches went to worker processes
+
+    batched: list[int] = []
+    real_many = mm.measure_small_many
+    monkeypatch.setattr(mm, "measure_small_many", lambda pairs, tol: batched.append(len(pairs)) or real_many(pairs, tol))
+    inline = compare_dumps(g, t, workers=1)
+    assert max(batched) > 1  # small pairs were measured together
+
+    real_batch = mm.measure_batch
+    monkeypatch.setattr(mm, "measure_batch", lambda jobs, allclose: real_batch(jobs, allclose, together=False))
+    reference = compare_dumps(g, t, workers=1)
+
+    text = json.dumps(reference, sort_keys=False)
+    assert json.dumps(pooled, sort_keys=False) == text
+    assert json.dumps(inline, sort_keys=False) == text
+    rows = reference["rows"]
+    verdicts = {r["verdict"] for r in rows}
+    assert {"pass", "error"} <= verdicts
+    assert any(r["rule"].startswith("unreadable") for r in rows)  # the short file
+    assert any(r["golden"]["shape"] == [0, 3] for r in rows)  # empty tensors
+    assert any(r["cosine"] is None and r["golden"]["shape"] != r["target"]["shape"] for r in rows)
+    assert reference["first_divergence"] is not None

@@ -1,0 +1,64 @@
+"""``tui.json_text.dumps`` prints exactly what ``json.dumps(_clean(doc), indent=1, ensure_ascii=False)`` prints."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dumpscope.tui.cli import _clean
+from dumpscope.tui.json_text import dumps
+
+
+class _Str(str):
+    pass
+
+
+class _Float(float):
+    pass
+
+
+class _Int(int):
+    pass
+
+
+def _stdlib(doc):
+    return json.dumps(_clean(doc), indent=1, ensure_ascii=False)
+
+
+ODD = {
+    "rows": [{"name": "net/Conv2D-op1", "cosine": 0.9999999999999999, "max": -0.0, "shape": [1, 16, 0], "none": None,
+              "flags": [True, False], "nested": {"empty_d": {}, "empty_l": [], "tuple": (1, (2, 3))}}],
+    "specials": [float("nan"), float("inf"), -float("inf"), np.float64("nan"), np.float64("-inf"), np.float32(1.5),
+                 np.float16(2), np.int64(-3), np.uint8(7), np.bool_(True), np.array([1, 2]), np.array(3.0)],
+    "text": ["é", "\x1b[31m", "\u2028", "\x7f\x85", '"quoted" \\ back', "日本"],
+    "numbers": [0, -1, 10 ** 30, 1e300, 5e-324, 1.0, 123456789.125],
+    "subclasses": [_Str("s"), _Float(2.5), _Float("nan"), _Int(7)],
+    1.5: "float key", 2: "int key", None: "none key", True: "bool key", float("nan"): "nan key", _Str("k"): 1,
+}
+
+
+def test_odd_document_prints_the_same():
+    assert dumps(ODD) == _stdlib(ODD)
+
+
+def test_a_compare_document_prints_the_same(tmp_path):
+    from dumpscope.core.compare import compare_dumps
+    from dumpscope.core.query import open_query
+    from test_compare_batched import _tree
+
+    g = open_query(str(_tree(tmp_path / "g", "golden")), cache_directory=tmp_path / "cache")
+    t = open_query(str(_tree(tmp_path / "t", "target")), cache_directory=tmp_path / "cache")
+    doc = compare_dumps(g, t, workers=1)
+    assert len(doc["rows"]) > 100
+    assert dumps(doc) == _stdlib(doc)
+
+
+@pytest.mark.parametrize("bad", [{"x": object()}, {(1, 2): 3}, [b"bytes"], {"s": {1, 2}}])
+def test_what_json_refuses_is_refused_the_same_way(bad):
+    with pytest.raises(TypeError) as want:
+        _stdlib(bad)
+    with pytest.raises(TypeError) as got:
+        dumps(bad)
+    assert str(got.value) == str(want.value)
