@@ -12,9 +12,9 @@
   unknown, no overflow (the tree is finite).
 * **scale** (issue 17 Build 5): ``--ranks`` x ``--steps`` places of a CANN ``dump_data=stats`` job
   (``--ops`` per-op statistics CSVs per place; one NaN op on one rank/step), so the evidence comes
-  from statistics and no tensor is read.  ``overflow cold`` vs reading every file once and vs cold
-  ``summary``; peak RSS of the overflow process (``ru_maxrss`` of the child).  The answer is checked:
-  every place scanned, the NaN op first.
+  from statistics and no tensor is read.  ``overflow cold`` vs reading every file once (target: a small
+  multiple, <= 5x) and vs cold ``summary``; peak RSS of the overflow process (``ru_maxrss`` of the
+  child).  The answer is checked: every place scanned, the NaN op first.
 
 The page cache is warm for every figure (each tree is read once before timing, and this machine's
 cache holds it between runs of a few minutes); caches are not dropped.  Best of ``--reps``.
@@ -144,7 +144,7 @@ def bench_scale(workdir: str, ranks: int, steps: int, ops: int, reps: int) -> No
     common.emit(f"overflow cold, {ranks} ranks x {steps} steps stats job ({n_files:,} CSVs, evidence from statistics)",
                 round(t_ovf, 2), "s", baseline=f"{t_read:.2f} s (read every byte, {int(nbytes) / 1e6:.0f} MB); "
                 f"cold summary {t_sum_cold:.2f} s", ratio=round(t_ovf / t_read, 2),
-                target="a small multiple of reading every file once", met=None,
+                target="<= 5x reading every file once (a small multiple)", met=t_ovf / t_read <= 5.0 and ok,
                 note=f"vs cold summary {t_ovf / t_sum_cold:.2f}x; answer checked (every place, NaN op first): {ok}")
     common.emit(f"peak RSS, overflow on the {ranks}x{steps} job", round(rss_mb, 1), "MB",
                 baseline=f"{before / 1024:.1f} MB (largest child before)", target="<= 500 MB", met=rss_mb <= 500,

@@ -126,3 +126,19 @@ def test_path_at_a_time_or_device_folder_keeps_ranks_and_steps(tmp_path, capsys,
     one = cli_json(capsys, "overflow", str(root / TIME / "1"), *cache)
     assert [(p["rank"], p["step"]) for p in one["scanned"]] == [(1, 0), (1, 1), (1, 2)]
     assert (one["ops"][0]["rank"], one["ops"][0]["step"]) == (1, 1)
+
+
+def test_overflow_json_loads_neither_compare_nor_a_progress_bar(tmp_path):
+    """Start-up is part of a cold answer on a big job: ``overflow --json`` into a pipe needs neither the
+    compare package (``compare --help``'s rules are loaded when that help is shown) nor rich's progress."""
+    import subprocess
+
+    root = write_cann_job(tmp_path / "job", ranks=(0,), steps=(0,))
+    code = ("import sys; from dumpscope.tui.cli import main; rc = main(sys.argv[1:]); "
+            "loaded = [m for m in ('dumpscope.core.compare', 'rich.progress') if m in sys.modules]; "
+            "print('LOADED', loaded, file=sys.stderr); sys.exit(rc)")
+    p = subprocess.run([sys.executable, "-c", code, "overflow", str(root), "--json", "--cache-dir",
+                        str(tmp_path / "cache")], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["scanned"]
+    assert "LOADED []" in p.stderr

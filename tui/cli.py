@@ -63,6 +63,19 @@ def _add_format(p: argparse.ArgumentParser, csv_ok: bool = True) -> None:
         g.add_argument("--csv", action="store_true", help="print CSV")
 
 
+class _RulesEpilogParser(argparse.ArgumentParser):
+    """``compare``'s parser: its epilog lists the verdict rules, imported when the help is shown, not
+    on every start (the compare package loads its engine; ``overflow`` on a cold tree should not)."""
+
+    def format_help(self) -> str:
+        if not getattr(self, "_rules_added", False):
+            from dumpscope.core.compare.verdict import RULES_HELP
+
+            self.epilog = (RULES_HELP.rstrip() + "\n\n" + self.epilog) if self.epilog else RULES_HELP
+            self._rules_added = True
+        return super().format_help()
+
+
 def build_parser() -> argparse.ArgumentParser:
     from dumpscope import __version__
 
@@ -150,10 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_format(p, csv_ok=False)
     _add_common(p)
 
-    from dumpscope.core.compare.verdict import RULES_HELP
-
-    p = sub.add_parser("compare", help="compare a golden dump with a target dump", epilog=RULES_HELP,
+    p = sub.add_parser("compare", help="compare a golden dump with a target dump",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.__class__ = _RulesEpilogParser  # the verdict rules, loaded only when this help is shown
     p.add_argument("golden", metavar="GOLDEN")
     p.add_argument("target", metavar="TARGET")
     p.add_argument("--step", type=_int_or_all, metavar="S|all", help="step / iteration, or all (default: lowest)")
@@ -658,16 +670,19 @@ def cmd_overflow(args: argparse.Namespace) -> int:
     from dumpscope.core.overflow import overflow_report
 
     q = _open(args.path, args)
-    from rich.progress import BarColumn, Progress, TextColumn
+    if not sys.stderr.isatty():  # no bar to draw: rich's progress machinery is not even imported
+        doc = overflow_report(q, rank=args.rank, step=args.step, scan=args.scan)
+    else:
+        from rich.progress import BarColumn, Progress, TextColumn
 
-    with Progress(TextColumn("counting NaN/Inf"), BarColumn(), TextColumn("{task.completed}/{task.total} files"),
-                  transient=True, disable=not sys.stderr.isatty(), console=_console(stderr=True)) as bar:
-        task = bar.add_task("scan", total=None)
+        with Progress(TextColumn("counting NaN/Inf"), BarColumn(), TextColumn("{task.completed}/{task.total} files"),
+                      transient=True, console=_console(stderr=True)) as bar:
+            task = bar.add_task("scan", total=None)
 
-        def tick(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
+            def tick(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
 
-        doc = overflow_report(q, rank=args.rank, step=args.step, scan=args.scan, progress=tick)
+            doc = overflow_report(q, rank=args.rank, step=args.step, scan=args.scan, progress=tick)
     rows = doc["ops"]
     if args.json:
         _print_json(doc)
