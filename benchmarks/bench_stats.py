@@ -8,6 +8,11 @@ baselines and ``compute_stats`` (best of ``--reps`` runs: the numbers are noisy 
 The first baseline, one ``np.add.reduce(x, dtype=float64)`` pass, is the reference for the ratio.
 Reports GB/s, the ratio to the baseline, the numpy heap peak during compute_stats (tracemalloc;
 memmapped pages are not heap) and the process peak RSS (which does include mapped file pages).
+
+``compute_stats`` is timed twice: with its default threads (``stats_workers()``: the cores, at most 4)
+and with ``DUMPSCOPE_WORKERS=1``; ``cpu/wall`` says how much the threads really ran at once (a busy
+box gives them no second core).  One ``RESULT`` line per dtype (target for float32/float64: <= 2x one
+numpy pass, issue 21 Build 4), with the load average before and after.
 """
 
 from __future__ import annotations
@@ -17,11 +22,12 @@ import os
 import resource
 import sys
 import tempfile
+import time
 import tracemalloc
 
 import numpy as np
 
-from dumpscope.core.stats import compute_stats
+from dumpscope.core.stats import compute_stats, stats_workers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -101,20 +107,42 @@ def main() -> None:
             run()
             heap_peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
-            t = common.best_time(run, args.reps)
-            st = run()
             first = next(iter(times.values()))
-            print(f"  {'compute_stats':40s} {t:7.3f} s  {gb / t:6.2f} GB/s  ratio vs first baseline "
-                  f"{t / first:.2f}x, vs best {t / min(times.values()):.2f}x")
+            timed = {}
+            for label, workers in ((f"{stats_workers()} threads", None), ("1 thread", "1")):
+                saved = os.environ.get("DUMPSCOPE_WORKERS")
+                if workers is not None:
+                    os.environ["DUMPSCOPE_WORKERS"] = workers
+                c0 = time.process_time()
+                t = common.best_time(run, args.reps)
+                cpu = (time.process_time() - c0) / max(1, args.reps)
+                if workers is not None:
+                    if saved is None:
+                        os.environ.pop("DUMPSCOPE_WORKERS", None)
+                    else:
+                        os.environ["DUMPSCOPE_WORKERS"] = saved
+                timed[label] = t
+                print(f"  {'compute_stats, ' + label:40s} {t:7.3f} s  {gb / t:6.2f} GB/s  ratio vs first baseline "
+                      f"{t / first:.2f}x, vs best {t / min(times.values()):.2f}x  (cpu/wall ~{cpu / t:.1f})")
+            st = run()
+            t = min(timed.values())
             print(f"  numpy heap peak during compute_stats: {heap_peak / 2**20:.1f} MB; "
                   f"nan={st.nan} mean={st.mean:.6f} std={st.std:.6f} log_hist={st.hist_log}")
             summary.append((kind, first, t))
+            target = kind in ("float32", "float64")
+            common.emit(f"stats {kind}, {gb:.2f} GB memmap (compute_stats, full statistics + exact histogram)",
+                        round(t, 3), "s", baseline=f"{first:.3f} s ({next(iter(times))}, one pass)",
+                        ratio=round(t / first, 2), target="<= 2x one numpy pass" if target else "",
+                        met=(t / first <= 2.0) if target else None,
+                        note=", ".join(f"{k} {v:.3f} s" for k, v in timed.items())
+                        + f"; numpy heap peak {heap_peak / 2**20:.1f} MB; load {os.getloadavg()[0]:.1f}")
             del x
     print("\nsummary (best of %d): dtype, one np.add.reduce pass, compute_stats, ratio" % args.reps)
     for kind, first, t in summary:
         print(f"  {kind:9s} {first:7.3f} s  {t:7.3f} s  {t / first:5.2f}x")
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(f"\npeak RSS (incl. mapped file pages): {rss / 1024:.0f} MB")
+    print(f"\npeak RSS (incl. mapped file pages): {rss / 1024:.0f} MB; load average at the end "
+          f"{os.getloadavg()}")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,18 @@ Two engines, chosen by the element width:
   Chan's update (a block whose mean is far from the shift is re-centred on its own mean, so no
   catastrophic cancellation when ``|mean| >> std``); ``l2norm² = M2 + n·mean²``.  The histogram
   needs the finite range first, so it is a second pass over the data (re-iterating the chunks).
+  Blocks (1M elements) are reduced independently — on ``stats_workers()`` threads for tensors of
+  ``PARALLEL_MIN_ELEMS`` or more (numpy releases the GIL in its loops) — and merged in block order
+  (Chan's parallel update; histogram counts add), so the answer does not depend on the threads.
+
+Cost, and why there is no one-pass float histogram (measured on 1 GiB float32, one core): pass 1 is
+~2.8x one ``np.add.reduce(x, dtype=float64)`` (float64 shifted moments ~1.5x, the exponent sum for
+the typical magnitude ~0.5x, min/max and zeros ~0.3x), pass 2 ~2.3x (map to bins, pair-wise
+``bincount``).  Exact equal-width edges over ``[min, max]`` cannot be known before the pass that
+finds min and max; binning the float bits into coarse buckets during pass 1 (the fp16 way) would cost
+more than pass 2 itself — a 65,536-bucket ``bincount`` of the high 16 bits is ~3x one numpy pass, and
+the buckets that straddle an edge still need another look at the data.  So the histogram stays exact
+and costs its pass; on a machine with free cores the threads divide both passes.
 
 Histogram: ``bins`` equal-width bins over ``[min, max]`` of the finite values.  When the values
 span more than :data:`LOG_SPAN` (4 orders of magnitude) — measured as ``max|x|`` over the *typical*
@@ -36,7 +48,11 @@ a few ulps (see :class:`_LinearMap`).
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
+import os
+import threading
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
@@ -301,6 +317,36 @@ _HIGH16 = {4: (1, 2), 8: (3, 4)}  # index and stride of the high 16 bits of a fl
 if np.little_endian is False:  # pragma: no cover - big-endian hosts
     _HIGH16 = {4: (0, 2), 8: (0, 4)}
 
+#: work buffers of the float engine, one set per thread (blocks are reduced on several threads)
+_LOCAL = threading.local()
+
+
+def _work_buffers(m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``m``-element float64, uint64 and bool scratch arrays of the calling thread."""
+    bufs = getattr(_LOCAL, "bufs", None)
+    if bufs is None or bufs[0].size < m:
+        size = max(m, _FSUB)
+        bufs = _LOCAL.bufs = (np.empty(size, np.float64), np.empty(size, np.uint64), np.empty(size, np.bool_))
+    return bufs[0][:m], bufs[1][:m], bufs[2][:m]
+
+
+def _bin_buffer(role: str, dtype: np.dtype) -> np.ndarray:
+    """A ``_FSUB``-element scratch array of the calling thread for the histogram pass."""
+    bufs = getattr(_LOCAL, "bins", None)
+    if bufs is None:
+        bufs = _LOCAL.bins = {}
+    key = (role, dtype.str)
+    buf = bufs.get(key)
+    if buf is None or buf.size < _FSUB:
+        buf = bufs[key] = np.empty(_FSUB, dtype=dtype)
+    return buf
+
+
+def _shifted_sums(x: np.ndarray, c: float, g: np.ndarray) -> tuple[float, float]:
+    """``Σ(x-c)`` and ``Σ(x-c)²`` in float64 (``g``: scratch; einsum, not BLAS: see ``_dot``)."""
+    np.subtract(x, c, out=g, dtype=np.float64)
+    return float(np.add.reduce(g)), float(np.einsum("i,i->", g, g))
+
 
 def _ordered_keys(vals: np.ndarray) -> np.ndarray:
     """int64 keys ordering the float32/float64 ``vals`` like their values (-0.0 and +0.0 tie)."""
@@ -451,7 +497,10 @@ class _FloatAcc:
     Pass 2 (histogram): a monotone binning map in the data's own float type with exact edges.
     """
 
-    def __init__(self, first_bad_n: int) -> None:
+    def __init__(self, first_bad_n: int, shift: Optional[float] = None) -> None:
+        #: the first shift ``c`` of the moments (then the running mean): blocks reduced apart start from
+        #: the first block's mean, so they rarely need re-centring
+        self.shift = shift
         self.n = 0
         self.nan = self.posinf = self.neginf = self.zeros = 0
         self.nfin = 0
@@ -466,33 +515,52 @@ class _FloatAcc:
         self.bad_ranges: list[tuple[int, int]] = []  # flat [start, end) of sub-blocks with NaN/Inf
         self.wdtype: Optional[np.dtype] = None  # float32/float64 working dtype of the data
         self.mixed = False
-        self._f64 = np.empty(0, dtype=np.float64)
-        self._ubuf = np.empty(0, dtype=np.uint64)
-        self._mask = np.empty(0, dtype=np.bool_)
 
     # -- helpers -----------------------------------------------------------------------------
 
     def _prep(self, block: np.ndarray) -> np.ndarray:
-        x = block
-        if x.dtype.kind == "c":
-            x = np.abs(x)
-        if x.dtype.kind != "f" or x.dtype.itemsize not in (4, 8):
-            x = x.astype(np.float64)
-        elif not x.dtype.isnative:
-            x = x.astype(x.dtype.newbyteorder("="))
-        x = np.ascontiguousarray(x).reshape(-1)
+        x = _as_numbers(block)
         if self.wdtype is None:
             self.wdtype = x.dtype
         elif x.dtype != self.wdtype:
             self.mixed = True
         return x
 
-    def _f64buf(self, m: int) -> np.ndarray:
-        if self._f64.size < m:
-            self._f64 = np.empty(max(m, _FSUB), dtype=np.float64)
-            self._ubuf = np.empty(max(m, _FSUB), dtype=np.uint64)
-            self._mask = np.empty(max(m, _FSUB), dtype=np.bool_)
-        return self._f64[:m]
+    def merge(self, o: "_FloatAcc") -> None:
+        """Take in the statistics of the elements right after this one's (``o`` covers the next
+        blocks): counts add, extremes combine, moments by Chan's parallel update."""
+        self.n += o.n
+        self.nan += o.nan
+        self.posinf += o.posinf
+        self.neginf += o.neginf
+        self.zeros += o.zeros
+        self.exp_sum += o.exp_sum
+        self.nonzero += o.nonzero
+        self.sumsq += o.sumsq
+        self.lo = min(self.lo, o.lo)
+        self.hi = max(self.hi, o.hi)
+        if o.nfin:
+            if not self.nfin:
+                self.mean, self.m2 = o.mean, o.m2
+            else:
+                tot = self.nfin + o.nfin
+                delta = o.mean - self.mean
+                self.mean += delta * o.nfin / tot
+                self.m2 += o.m2 + delta * delta * self.nfin * o.nfin / tot
+            self.nfin += o.nfin
+        need = self.bad.limit - len(self.bad.flat)
+        if need > 0:
+            self.bad.flat.extend(o.bad.flat[:need])
+        for r in o.bad_ranges:
+            if self.bad_ranges and self.bad_ranges[-1][1] == r[0]:
+                self.bad_ranges[-1] = (self.bad_ranges[-1][0], r[1])
+            else:
+                self.bad_ranges.append(r)
+        if self.wdtype is None:
+            self.wdtype = o.wdtype
+        elif o.wdtype is not None and o.wdtype != self.wdtype:
+            self.mixed = True
+        self.mixed = self.mixed or o.mixed
 
     # -- pass 1 ------------------------------------------------------------------------------
 
@@ -528,20 +596,20 @@ class _FloatAcc:
             hi = float(np.maximum.reduce(x))
         self.lo = min(self.lo, lo)
         self.hi = max(self.hi, hi)
-        g = self._f64buf(m)  # also sizes self._ubuf and self._mask
-        zeros = int(np.count_nonzero(np.equal(x, 0, out=self._mask[:m])))
+        g, ubuf, mask = _work_buffers(m)
+        zeros = int(np.count_nonzero(np.equal(x, 0, out=mask)))
         self.zeros += zeros
         nonzero = m - zeros
         # exponent field sum → mean floor(log2|x|) of the non-zero values (integer einsum is the
         # fast integer sum; sub-blocks are small enough for int32: 255 * _FSUB < 2**31)
         if x.itemsize == 4:
-            u = self._ubuf.view(np.uint32)[:m]
+            u = ubuf.view(np.uint32)[:m]
             np.bitwise_and(x.view(np.uint32), np.uint32(0x7F800000), out=u)
             np.right_shift(u, np.uint32(23), out=u)
             field_sum = float(np.einsum("i->", u.view(np.int32)))
             bias = 127.0
         else:
-            u = self._ubuf[:m]
+            u = ubuf
             np.bitwise_and(x.view(np.uint64), np.uint64(0x7FF0000000000000), out=u)
             np.right_shift(u, np.uint64(52), out=u)
             field_sum = float(np.einsum("i->", u.view(np.int64)))
@@ -549,16 +617,12 @@ class _FloatAcc:
         self.exp_sum += field_sum - bias * nonzero
         self.nonzero += nonzero
         # shifted moments around c (float64 throughout; exact when c is the block mean)
-        c = self.mean if self.nfin else float(x[0])
-        np.subtract(x, c, out=g, dtype=np.float64)
-        s1 = float(np.add.reduce(g))
-        s2 = float(np.einsum("i,i->", g, g))
+        c = self.mean if self.nfin else self.shift if self.shift is not None else float(x[0])
+        s1, s2 = _shifted_sums(x, c, g)
         d = s1 / m
         if d * d > _SHIFT_GUARD * (s2 / m) or not math.isfinite(s2):
             c = c + d  # re-centre on the block mean: no cancellation
-            np.subtract(x, c, out=g, dtype=np.float64)
-            s1 = float(np.add.reduce(g))
-            s2 = float(np.einsum("i,i->", g, g))
+            s1, s2 = _shifted_sums(x, c, g)
             d = s1 / m
         mean_b = c + d
         m2_b = max(s2 - s1 * d, 0.0)
@@ -592,19 +656,21 @@ class _FloatAcc:
             return True
         return i + 1 < len(r) and r[i + 1][0] < end
 
-    def _finite_blocks(self, blocks: Iterable[tuple[np.ndarray, int]], dtype: np.dtype) -> Iterator[np.ndarray]:
-        for block, offset in blocks:
-            x = self._prep(block)
-            if x.dtype != dtype:
-                x = x.astype(dtype)
-            for i in range(0, x.size, _FSUB):
-                part = x[i : i + _FSUB]
-                if self._has_bad(offset + i, offset + i + part.size):
-                    part = part[np.isfinite(part)]
-                if part.size:
-                    yield part
+    def _finite_parts(self, block: np.ndarray, offset: int, dtype: np.dtype) -> Iterator[np.ndarray]:
+        """The finite values of one block in ``dtype``, a sub-block at a time (only sub-blocks pass 1
+        found NaN/Inf in are masked).  Reads nothing of ``self`` but what pass 1 left: thread-safe."""
+        x = _as_numbers(block)
+        if x.dtype != dtype:
+            x = x.astype(dtype)
+        for i in range(0, x.size, _FSUB):
+            part = x[i : i + _FSUB]
+            if self._has_bad(offset + i, offset + i + part.size):
+                part = part[np.isfinite(part)]
+            if part.size:
+                yield part
 
-    def histogram(self, blocks: Iterable[tuple[np.ndarray, int]], bins: int) -> tuple[np.ndarray, np.ndarray, bool]:
+    def histogram(self, blocks: Iterable[tuple[np.ndarray, int]], bins: int,
+                  workers: int = 1) -> tuple[np.ndarray, np.ndarray, bool]:
         typical = _typical_from_exponents(self.exp_sum, self.nonzero)
         edges, log = _choose_edges(self.lo, self.hi, typical, bins)
         nb = len(edges) - 1
@@ -621,25 +687,35 @@ class _FloatAcc:
                 lmap = _LinearMap(self.lo, self.hi, nb, dtype)
                 exact = lmap.edges(self.lo, self.hi) if lmap.ok else None
             if exact is not None:
-                return exact, self._count_linear(blocks, lmap, dtype), False
+                for c in _ordered_map(lambda b, o: self._count_linear(b, o, lmap, dtype), blocks, workers):
+                    counts += c
+                return exact, counts, False
             bmap = None
         else:
             bmap = _BucketMap(edges, dtype)
             if not bmap.ok:
                 bmap = None
-        for x in self._finite_blocks(blocks, dtype):
-            idx = bmap.index(x) if bmap is not None else _bin_index_exact(x.astype(np.float64), edges)
-            counts += np.bincount(idx, minlength=nb)
+
+        def count(block: np.ndarray, offset: int) -> np.ndarray:
+            out = np.zeros(nb, dtype=np.int64)
+            for x in self._finite_parts(block, offset, dtype):
+                idx = bmap.index(x) if bmap is not None else _bin_index_exact(x.astype(np.float64), edges)
+                out += np.bincount(idx, minlength=nb)
+            return out
+
+        for c in _ordered_map(count, blocks, workers):
+            counts += c
         return edges, counts, log
 
-    def _count_linear(self, blocks: Iterable[tuple[np.ndarray, int]], lmap: _LinearMap, dtype: np.dtype) -> np.ndarray:
+    def _count_linear(self, block: np.ndarray, offset: int, lmap: _LinearMap, dtype: np.dtype) -> np.ndarray:
+        """Counts of one block's finite values in the bins of ``lmap``."""
         nb = lmap.nb
-        fbuf = np.empty(_FSUB, dtype=dtype)
+        fbuf = _bin_buffer("f", dtype)
         if nb <= 256:  # two uint8 bins per uint16: half the bincount work
-            ibuf = np.empty(_FSUB, dtype=np.uint8)
+            ibuf = _bin_buffer("i", np.dtype(np.uint8))
             pairs = np.zeros(256 * nb, dtype=np.int64)
             counts = np.zeros(nb, dtype=np.int64)
-            for x in self._finite_blocks(blocks, dtype):
+            for x in self._finite_parts(block, offset, dtype):
                 idx = lmap.index(x, fbuf, ibuf[: x.size])
                 even = x.size & ~1
                 if even:
@@ -648,11 +724,64 @@ class _FloatAcc:
                     counts[idx[-1]] += 1
             grid = pairs.reshape(nb, 256)[:, :nb]  # [odd element's bin, even element's bin]
             return counts + grid.sum(axis=0) + grid.sum(axis=1)
-        ibuf = np.empty(_FSUB, dtype=np.int32)
+        ibuf = _bin_buffer("i", np.dtype(np.int32))
         counts = np.zeros(nb, dtype=np.int64)
-        for x in self._finite_blocks(blocks, dtype):
+        for x in self._finite_parts(block, offset, dtype):
             counts += np.bincount(lmap.index(x, fbuf, ibuf[: x.size]), minlength=nb)
         return counts
+
+
+def _as_numbers(block: np.ndarray) -> np.ndarray:
+    """A block as the 1-D native float32/float64 values the float engine reduces (``_FloatAcc._prep``
+    without its bookkeeping)."""
+    x = block
+    if x.dtype.kind == "c":
+        x = np.abs(x)
+    if x.dtype.kind != "f" or x.dtype.itemsize not in (4, 8):
+        x = x.astype(np.float64)
+    elif not x.dtype.isnative:
+        x = x.astype(x.dtype.newbyteorder("="))
+    return np.ascontiguousarray(x).reshape(-1)
+
+
+#: tensors of at least this many elements are reduced by several threads at once (numpy releases the
+#: GIL inside its loops); smaller ones are not worth a thread hand-off
+PARALLEL_MIN_ELEMS = 1 << 23
+
+
+def stats_workers() -> int:
+    """Threads reducing one big tensor: ``DUMPSCOPE_WORKERS`` if set, else the cores (at most 4)."""
+    try:
+        n = int(os.environ.get("DUMPSCOPE_WORKERS", "0") or 0)
+    except ValueError:
+        n = 0
+    return max(1, n or min(4, os.cpu_count() or 1))
+
+
+def _ordered_map(work: Callable[[np.ndarray, int], Any], blocks: Iterable[tuple[np.ndarray, int]],
+                 workers: int) -> Iterator[Any]:
+    """``work(block, offset)`` of every block, results in block order, on ``workers`` threads.
+
+    Results are merged by the caller in that order, so they do not depend on the number of threads
+    or their timing; at most ``workers + 1`` blocks are in flight (memory stays bounded)."""
+    if workers <= 1:
+        for block, offset in blocks:
+            yield work(block, offset)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dumpscope-stats") as pool:
+        pending: deque = deque()
+        try:
+            for block, offset in blocks:
+                pending.append(pool.submit(work, block, offset))
+                if len(pending) > workers:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for fut in pending:
+                fut.cancel()
 
 
 # --------------------------------------------------------------------------------------------
@@ -727,19 +856,31 @@ def _run(source: ChunkSource, shape: tuple[int, ...], logical: str, block: int,
         return acc.finish(bins, shape, logical or kind)
     if head.dtype.kind not in "biufc":
         raise ValueError(f"cannot compute statistics of dtype {head.dtype} (logical {logical!r})")
+    workers = stats_workers() if _count(shape) >= PARALLEL_MIN_ELEMS else 1
     gen = _FloatAcc(first_bad_n)
     gen.add(head, off0)
-    for piece, off in pieces:
-        gen.add(piece, off)
+    shift = gen.mean if gen.nfin else None
+
+    def reduce_block(piece: np.ndarray, off: int) -> _FloatAcc:
+        acc = _FloatAcc(first_bad_n, shift)
+        acc.add(piece, off)
+        return acc
+
+    for acc in _ordered_map(reduce_block, pieces, workers):
+        gen.merge(acc)
     st = gen.stats(shape, logical or head.dtype.name)
     if gen.nfin:
         again = _iterate_again(source, first)
         if again is not None:
-            edges, counts, log = gen.histogram(_blocks(again, block), bins)
+            edges, counts, log = gen.histogram(_blocks(again, block), bins, workers)
             st.hist_edges = [float(e) for e in edges]
             st.hist_counts = [int(c) for c in counts]
             st.hist_log = log
     return st
+
+
+def _count(shape: tuple[int, ...]) -> int:
+    return math.prod(shape) if shape else 1
 
 
 def _iterate(source: ChunkSource) -> Iterable[np.ndarray]:
