@@ -607,6 +607,8 @@ class DumpIndex:
             self._bulk_load(start=True)
             self._early_ops = _EarlyOps(self)
             self.early_only = not self.query("SELECT 1 FROM ops LIMIT 1")
+        elif not self.has_snapshot():  # a build killed half-way (the explorer's child) left them dropped
+            self._bulk_load(start=False)
         try:
             retry_ids = set(retry)
             listing_known = {p: (row[2], json.loads(row[5])) for p, row in known.items()

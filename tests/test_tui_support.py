@@ -7,6 +7,7 @@ Kept in a module of its own (no tests here) so both ``test_tui.py`` and
 from __future__ import annotations
 
 import os
+import sys
 import tarfile
 from pathlib import Path
 from typing import Optional
@@ -133,6 +134,18 @@ def screen_text(app) -> str:
     console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens,
                                                        simplify=True))
     return console.export_text()
+
+
+CHILD_HOOKS = Path(__file__).resolve().parent / "child_hooks.py"
+
+
+def child_hooks(monkeypatch, *hooks: str) -> None:
+    """Start the explorer's child processes (index build, ``o`` scan) through ``tests/child_hooks.py``
+    with ``hooks`` applied in them: a monkeypatch of this process does not reach a child."""
+    from dumpscope.core import child_jobs
+
+    monkeypatch.setattr(child_jobs, "CHILD_COMMAND", [sys.executable, str(CHILD_HOOKS)])
+    monkeypatch.setenv("DUMPSCOPE_TEST_CHILD_HOOKS", ",".join(hooks))
 
 
 def set_env(monkeypatch, tmp: Path) -> None:

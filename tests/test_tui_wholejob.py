@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from test_tui_support import screen_text, set_env, settle, wait_ready
+from test_tui_support import child_hooks, screen_text, set_env, settle, wait_ready
 
 pytest.importorskip("textual")
 
@@ -38,8 +38,10 @@ class RecordingApp(DumpscopeApp):
 @pytest.fixture
 def slow_partial_build(monkeypatch, tmp_path):
     """A cold build that shows partial results after its first folder, walking the highest step first,
-    and storing each folder slowly (the explorer sees the partial results before the build ends)."""
+    and storing each folder slowly (the explorer sees the partial results before the build ends).
+    The explorer builds in a child process: the same hooks are applied there."""
     set_env(monkeypatch, tmp_path)
+    child_hooks(monkeypatch, "highest_step_first", "slow_store=0.15")
     monkeypatch.setattr(index_mod, "PARTIAL_AFTER_S", 0.0)
     real_scan, real_store = index_mod.scan_tree, index_mod.DumpIndex._store_result
 

@@ -12,6 +12,7 @@ import sqlite3
 import time
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Optional
 
 from rich.segment import Segment
@@ -154,6 +155,7 @@ class DumpscopeApp(App[int]):
         self._refreshing = False
         self._quitting = False
         self._recover_lock = threading.Lock()
+        self._children: list[Any] = []  # core.child_jobs.ChildJob started by this app
 
     # -- text safety: every widget's lines and every notification pass here ---------------------
 
@@ -186,6 +188,8 @@ class DumpscopeApp(App[int]):
 
     def on_unmount(self) -> None:
         self._cancel.set()
+        for job in self._children:  # child processes (index build, overflow scan) end with the app
+            job.kill()
 
     async def on_event(self, event: events.Event) -> None:
         # Keys typed ahead after ``q`` (over SSH they arrive in one read) would open screens in a
@@ -234,7 +238,7 @@ class DumpscopeApp(App[int]):
                 return
             shown: list[DumpQuery] = []
 
-            def partial(prog: Any) -> None:
+            def show_partial() -> None:
                 # a long cold build: show the ops found so far, through a reader connection
                 if index.db_path == ":memory:" or get_current_worker().is_cancelled:
                     return
@@ -243,17 +247,26 @@ class DumpscopeApp(App[int]):
                     self.post_message(IndexReady(shown[0], final=False))
                 else:
                     self.post_message(IndexReady(shown[0], refreshed=True, final=False))
+
+            def partial(prog: Any) -> None:
+                show_partial()
                 self.post_message(IndexProgress(progress_text(prog)))
 
-            try:
-                index.update(progress=progress, cancel=self._cancel, partial=partial)
-            except (sqlite3.DatabaseError, OSError) as exc:  # a full or broken cache: build in memory
+            built = False
+            if index.db_path != ":memory:":
+                index, built = self._build_in_child(index, show_partial, progress)
                 if index.db_path == ":memory:":
-                    raise
-                from dumpscope.core.index_faults import rebuild_in_memory
+                    shown.clear()
+            if not built:
+                try:
+                    index.update(progress=progress, cancel=self._cancel, partial=partial)
+                except (sqlite3.DatabaseError, OSError) as exc:  # a full or broken cache: build in memory
+                    if index.db_path == ":memory:":
+                        raise
+                    from dumpscope.core.index_faults import rebuild_in_memory
 
-                index = rebuild_in_memory(DumpIndex, index, exc, progress, self._cancel)
-                shown.clear()
+                    index = rebuild_in_memory(DumpIndex, index, exc, progress, self._cancel)
+                    shown.clear()
             for w in index.warnings:
                 self.notify(w, title="index", severity="warning", timeout=8)
             if shown:
@@ -268,6 +281,46 @@ class DumpscopeApp(App[int]):
             return
         if not get_current_worker().is_cancelled:
             self.post_message(IndexReady(DumpQuery(index)))
+
+    def _build_in_child(self, index: Any, show_partial: Any, progress: Any) -> tuple[Any, bool]:
+        """A cold build by the CLI's builder and its process pool, in a child process writing the
+        index file (``core.child_jobs``); returns the index to go on with and whether it is built.
+
+        The cache file failing there means an in-memory index built here (one warning); the child
+        failing otherwise is said in one line and the build done in this process instead."""
+        from dumpscope.core import child_jobs, index as index_mod
+        from dumpscope.core.index import DumpIndex
+
+        if not child_jobs.usable():
+            return index, False
+
+        def child_progress(event: dict[str, Any]) -> None:
+            self.post_message(IndexProgress(progress_text(SimpleNamespace(
+                phase=event.get("phase", ""), files=int(event.get("files", 0))))))
+
+        try:
+            warnings = child_jobs.build_index(self.path, index.db_path, self._cancel, self._children.append,
+                                              child_progress, show_partial, index_mod.PARTIAL_AFTER_S)
+        except child_jobs.ChildCacheError as exc:
+            from dumpscope.core.index_faults import rebuild_in_memory
+
+            return rebuild_in_memory(DumpIndex, index, exc.error, progress, self._cancel), True
+        except child_jobs.ChildFailed as exc:
+            self.notify(f"index builder process failed ({exc}): indexing here instead", title="index",
+                        severity="warning", timeout=8)
+            return index, False
+        index.warnings.extend(warnings)
+        return index, True
+
+    def overflow_report(self, q: DumpQuery, progress: Any) -> dict[str, Any]:
+        """``o``: the whole-job overflow scan, by the CLI's code and process pool in a child writing its
+        counts into the index (``core.child_jobs``); an in-memory index is scanned in this thread."""
+        from dumpscope.core import child_jobs
+        from dumpscope.tui.engines import overflow_report
+
+        if q.index.db_path == ":memory:" or not child_jobs.usable():
+            return overflow_report()(q, progress=progress)
+        return child_jobs.overflow_report(q.root, q.index.db_path, self._cancel, self._children.append, progress)
 
     @work(thread=True, exclusive=True, group="index", name="refresh index")
     def _refresh_index(self, quiet: bool = False) -> None:

@@ -1,6 +1,7 @@
 """Overflow view: ops with overflow status / NaN / Inf over every rank and step, origin first.
 
-``overflow_report`` may count tensor data, so it runs in a thread worker with progress; until it
+``overflow_report`` may count tensor data, so it runs in a child process with the CLI's process pool
+(``DumpscopeApp.overflow_report``), watched by a thread worker with progress; until it
 ends the view says it is scanning (never "none found" about places not yet looked at).  The
 result is kept on the app (instant on reopening) and feeds the ``!`` badges and the step/rank
 trouble marks of the explorer.
@@ -74,7 +75,8 @@ class OverflowScreen(TableView):
 
     @work(thread=True, exclusive=True, group="overflow", name="overflow scan")
     def _scan(self, q) -> None:
-        from dumpscope.tui.engines import EngineMissing, overflow_report
+        from dumpscope.core.index import IndexCancelled
+        from dumpscope.tui.engines import EngineMissing
 
         last = [0.0]
 
@@ -88,8 +90,10 @@ class OverflowScreen(TableView):
                     "italic")
 
         try:
-            doc = overflow_report()(q, progress=progress)
+            doc = self.app.overflow_report(q, progress)  # type: ignore[attr-defined]
             error = None
+        except IndexCancelled:
+            return
         except EngineMissing as exc:
             doc, error = None, str(exc)
         except Exception as exc:

@@ -1,0 +1,337 @@
+"""Index builds and overflow scans in a child process, for the explorer.
+
+The CLI reads big folders with a process pool forked from itself.  The explorer cannot fork: a
+running Textual app (threads, a terminal driver) is not safe to copy.  So it starts a fresh
+``python -m dumpscope.core.child_jobs`` (fork + exec, safe from any thread), which runs exactly
+what the CLI runs — ``DumpIndex.update`` with its pool, or ``overflow_report`` — on the same
+index file, while the explorer reads what it stored through SQLite WAL snapshots (the writer
+lock of ``core.index_lock`` keeps other writers out).
+
+The child talks JSON lines on stdout (``{"event": "progress"|"partial"|"done"|"error", ...}``),
+runs in a session of its own so that killing its process group also ends its pool workers, and
+kills that group itself when its stdin closes (the explorer went away without saying so).
+POSIX only: elsewhere ``usable()`` is False and the explorer builds in its own thread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any, Callable, Iterator, Optional
+
+#: how the explorer starts a child (tests point it at a script applying their hooks first)
+CHILD_COMMAND = [sys.executable, "-m", "dumpscope.core.child_jobs"]
+#: progress lines at most this often (the explorer redraws its status bar for each)
+PROGRESS_EVERY_S = 0.1
+#: the first partial results of an explorer's cold build come after this long (then as ``index.PARTIAL_AFTER_S``)
+FIRST_PARTIAL_S = 0.3
+
+
+class ChildFailed(Exception):
+    """The child could not be started, died, or reported an error (one line)."""
+
+
+class ChildCacheError(Exception):
+    """The child could not write the index file: ``error`` is the exception it met, rebuilt here."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def usable() -> bool:
+    return os.name == "posix" and hasattr(os, "killpg")
+
+
+class ChildJob:
+    """One running child: its JSON events, and a kill that takes its pool workers with it."""
+
+    def __init__(self, args: list[str]) -> None:
+        self._stderr = tempfile.TemporaryFile()
+        try:
+            self.proc = subprocess.Popen([*CHILD_COMMAND, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=self._stderr, start_new_session=True, close_fds=True)
+        except OSError as exc:
+            self._stderr.close()
+            raise ChildFailed(f"cannot start {CHILD_COMMAND[0]}: {exc.strerror or exc}") from None
+        self.pid = self.proc.pid
+
+    def events(self, cancel: Optional[threading.Event] = None) -> Iterator[dict[str, Any]]:
+        """The child's events until it exits; raises ``IndexCancelled`` (after killing it) when
+        ``cancel`` is set, ``ChildFailed`` when it ends without a ``done`` or ``error`` event."""
+        from dumpscope.core.index import IndexCancelled
+
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        buf = b""
+        ended = False
+        try:
+            while True:
+                if cancel is not None and cancel.is_set():
+                    raise IndexCancelled()
+                ready, _, _ = select.select([fd], [], [], 0.1)
+                if not ready:
+                    continue
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    break
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    try:
+                        event = json.loads(line)
+                    except ValueError:
+                        continue  # not ours (a library printing to stdout): ignored
+                    if event.get("event") in ("done", "error"):
+                        ended = True
+                    yield event
+        finally:
+            if not ended:
+                self.kill()
+        rc = self.proc.wait()
+        if not ended:
+            raise ChildFailed(self._why(rc))
+
+    def _why(self, rc: int) -> str:
+        try:
+            self._stderr.seek(0)
+            lines = [ln for ln in self._stderr.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+        except (OSError, ValueError):
+            lines = []
+        if lines:
+            return lines[-1].strip()
+        if rc < 0:
+            try:
+                return f"killed by {signal.Signals(-rc).name}"
+            except ValueError:
+                return f"killed by signal {-rc}"
+        return f"exited with status {rc}"
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        """End the child and its pool workers (its whole process group) and reap it."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # pragma: no cover (SIGKILL is not ignored)
+            pass
+        for fh in (self.proc.stdin, self.proc.stdout):
+            try:
+                if fh is not None:
+                    fh.close()
+            except OSError:
+                pass
+        try:
+            self._stderr.close()
+        except OSError:
+            pass
+
+
+def _cache_error(event: dict[str, Any]) -> BaseException:
+    """The child's exception rebuilt, for ``index_faults`` to judge (damage or not) and word."""
+    import sqlite3
+
+    kind, message = event.get("kind", ""), event.get("message", "")
+    if kind == "OSError":
+        return OSError(event.get("errno") or 0, event.get("strerror") or message)
+    cls = getattr(sqlite3, kind, None)
+    if isinstance(cls, type) and issubclass(cls, sqlite3.DatabaseError):
+        return cls(message)
+    return sqlite3.DatabaseError(message)
+
+
+def build_index(root: str, db_path: str, cancel: Optional[threading.Event],
+                on_start: Callable[[ChildJob], None],
+                progress: Callable[[dict[str, Any]], None],
+                partial: Callable[[], None], partial_after: float) -> list[str]:
+    """Build (update) the index file ``db_path`` of ``root`` in a child; returns its warnings.
+
+    ``partial()`` is called each time the child stored ops the caller can show (read them through
+    a connection of your own); raises ``ChildCacheError`` when the index file could not be written,
+    ``ChildFailed`` on anything else, ``IndexCancelled`` when ``cancel`` was set (child killed)."""
+    job = ChildJob(["build", root, db_path, "--partial-after", repr(float(partial_after))])
+    on_start(job)
+    try:
+        for event in job.events(cancel):
+            kind = event.get("event")
+            if kind == "progress":
+                progress(event)
+            elif kind == "partial":
+                partial()
+            elif kind == "error":
+                if event.get("cache"):
+                    raise ChildCacheError(_cache_error(event))
+                raise ChildFailed(event.get("message") or "index builder failed")
+            elif kind == "done":
+                return list(event.get("warnings") or [])
+    finally:
+        job.kill()
+    raise ChildFailed("index builder ended without an answer")  # pragma: no cover (events raises)
+
+
+def overflow_report(root: str, db_path: str, cancel: Optional[threading.Event],
+                    on_start: Callable[[ChildJob], None],
+                    progress: Optional[Callable[[int, int], None]] = None) -> dict[str, Any]:
+    """``core.overflow.overflow_report`` (every rank and step) run in a child over the index file:
+    its process pool counts the tensors, the counts are kept in the index as by the CLI."""
+    job = ChildJob(["overflow", root, db_path])
+    on_start(job)
+    try:
+        for event in job.events(cancel):
+            kind = event.get("event")
+            if kind == "progress" and progress is not None:
+                progress(int(event.get("done", 0)), int(event.get("total", 0)))
+            elif kind == "error":
+                raise ChildFailed(event.get("message") or "overflow scan failed")
+            elif kind == "done":
+                return event["doc"]
+    finally:
+        job.kill()
+    raise ChildFailed("overflow scan ended without an answer")  # pragma: no cover
+
+
+# ---------------------------------------------------------------------------------------- child side
+
+
+class _Out:
+    """JSON lines to the parent, one writer at a time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._fh = sys.stdout
+        sys.stdout = sys.stderr  # anything else printed goes to stderr, not into the event stream
+
+    def __call__(self, **event: Any) -> None:
+        line = json.dumps(event, allow_nan=False, default=str)
+        with self._lock:
+            self._fh.write(line + "\n")
+            self._fh.flush()
+
+
+def _watch_parent() -> None:
+    """A parent that went away closes our stdin: end this process group (our pool workers too)."""
+    def watch() -> None:
+        try:
+            while sys.stdin.buffer.read(1 << 12):
+                pass
+        except (OSError, ValueError):
+            pass
+        if os.getpgrp() == os.getpid():  # our own session (as the explorer starts us)
+            os.killpg(0, signal.SIGKILL)
+        import multiprocessing
+
+        for child in multiprocessing.active_children():
+            child.kill()
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent watch", daemon=True).start()
+
+
+def _error_event(exc: BaseException) -> dict[str, Any]:
+    import sqlite3
+
+    message = (str(exc).strip() or type(exc).__name__).splitlines()[0]
+    if isinstance(exc, (sqlite3.DatabaseError, OSError)):
+        return {"event": "error", "cache": True, "kind": "OSError" if isinstance(exc, OSError) else type(exc).__name__,
+                "message": message, "errno": getattr(exc, "errno", None), "strerror": getattr(exc, "strerror", None)}
+    return {"event": "error", "cache": False, "message": f"{type(exc).__name__}: {message}"}
+
+
+def _json_safe(value: Any) -> Any:
+    """JSON has no NaN/Infinity: spelled as strings, as the CLI's ``--json`` does."""
+    import math
+
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def _run_build(out: _Out, root: str, db_path: str, partial_after: float) -> int:
+    from dumpscope.core import index as index_mod
+    from dumpscope.core.index import DumpIndex
+
+    first_partial = min(FIRST_PARTIAL_S, partial_after)
+    index_mod.PARTIAL_AFTER_S = first_partial
+    index = DumpIndex(root, db_path)
+    last = [0.0, 0]
+
+    def progress(prog: Any) -> None:
+        early = len(index.early)
+        if early > last[1]:  # plain places made while the pool reads the rest: showable now
+            last[1] = early
+            out(event="partial", files=prog.files, records=prog.records)
+        now = time.monotonic()
+        if now - last[0] >= PROGRESS_EVERY_S or prog.done:
+            last[0] = now
+            out(event="progress", files=prog.files, dirs=prog.dirs, records=prog.records, phase=prog.phase)
+
+    def partial(prog: Any) -> None:
+        index_mod.PARTIAL_AFTER_S = partial_after  # after the first: the build's own pace
+        out(event="partial", files=prog.files, records=prog.records)
+
+    prog = index.update(progress=progress, partial=partial)
+    out(event="done", files=prog.files, warnings=index.warnings)
+    index.close()
+    return 0
+
+
+def _run_overflow(out: _Out, root: str, db_path: str) -> int:
+    from dumpscope.core.index import DumpIndex
+    from dumpscope.core.overflow import overflow_report as report
+    from dumpscope.core.query import DumpQuery
+
+    last = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= PROGRESS_EVERY_S or done == total:
+            last[0] = now
+            out(event="progress", done=done, total=total)
+
+    index = DumpIndex(root, db_path)
+    doc = report(DumpQuery(index), progress=progress)
+    out(event="done", doc=_json_safe(doc))
+    index.close()
+    return 0
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m dumpscope.core.child_jobs",
+                                     description="dumpscope's explorer runs this; not a user command")
+    parser.add_argument("job", choices=("build", "overflow"))
+    parser.add_argument("root")
+    parser.add_argument("db")
+    parser.add_argument("--partial-after", type=float, default=2.0)
+    args = parser.parse_args(argv)
+    out = _Out()
+    _watch_parent()
+    try:
+        if args.job == "build":
+            return _run_build(out, args.root, args.db, args.partial_after)
+        return _run_overflow(out, args.root, args.db)
+    except Exception as exc:
+        out(**_error_event(exc))
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""The explorer's child process (``python -m dumpscope.core.child_jobs``) with test hooks applied first.
+
+Tests point ``child_jobs.CHILD_COMMAND`` here (``test_tui_support.child_hooks``) and name the hooks in
+``DUMPSCOPE_TEST_CHILD_HOOKS`` (comma-separated), since a monkeypatch of the test process does not
+reach a child process:
+
+* ``highest_step_first``: the walk yields folders in reverse path order (partial results hold step 2 first)
+* ``slow_store=S``: each folder is stored after sleeping S seconds
+* ``max_page_count=N``: index files hold at most N pages (a cache disk that fills up half-way)
+* ``gate=PATH``: the job waits until PATH exists (a scan or build still running, for as long as a test needs)
+* ``fail=TEXT``: the job raises ``RuntimeError(TEXT)`` (a bug in the builder)
+* ``crash``: the process dies after printing a traceback-like line to stderr, with no event
+* ``pid_file=PATH``: the child writes its pid to PATH when it starts
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+import time
+
+
+def _apply(hooks: list[str]) -> None:
+    from dumpscope.core import child_jobs
+    from dumpscope.core import index as index_mod
+
+    for hook in hooks:
+        name, _, value = hook.partition("=")
+        if name == "highest_step_first":
+            real_scan = index_mod.scan_tree
+
+            def highest_step_first(root, *a, _real=real_scan, **kw):
+                yield from sorted(_real(root, *a, **kw), key=lambda s: s.dirpath, reverse=True)
+            index_mod.scan_tree = highest_step_first
+        elif name == "slow_store":
+            real_store = index_mod.DumpIndex._store_result
+
+            def slow_store(self, *a, _real=real_store, _s=float(value), **kw):
+                time.sleep(_s)
+                return _real(self, *a, **kw)
+            index_mod.DumpIndex._store_result = slow_store
+        elif name == "max_page_count":
+            real_connect = sqlite3.connect
+
+            def connect(db, *a, _real=real_connect, _n=int(value), **kw):
+                conn = _real(db, *a, **kw)
+                if db != ":memory:":
+                    conn.execute(f"PRAGMA max_page_count={_n}")
+                return conn
+            sqlite3.connect = connect  # this process is the test's child: patched everywhere
+        elif name in ("gate", "fail", "crash", "pid_file"):
+            real_main = child_jobs._run_build, child_jobs._run_overflow
+
+            def wrap(real):
+                def run(*a, _name=name, _value=value, **kw):
+                    if _name == "gate":
+                        while not os.path.exists(_value):
+                            time.sleep(0.02)
+                    elif _name == "fail":
+                        raise RuntimeError(_value)
+                    elif _name == "crash":
+                        sys.stderr.write("Traceback (most recent call last):\nMemoryError: the test's crash\n")
+                        sys.stderr.flush()
+                        os._exit(3)
+                    elif _name == "pid_file":
+                        with open(_value, "a") as fh:
+                            fh.write(f"{os.getpid()}\n")
+                    return real(*a, **kw)
+                return run
+            child_jobs._run_build, child_jobs._run_overflow = wrap(real_main[0]), wrap(real_main[1])
+        elif name:
+            raise SystemExit(f"unknown test hook {hook!r}")
+
+
+if __name__ == "__main__":
+    _apply([h for h in os.environ.get("DUMPSCOPE_TEST_CHILD_HOOKS", "").split(",") if h])
+    from dumpscope.core.child_jobs import main
+
+    sys.exit(main())
