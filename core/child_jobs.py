@@ -56,7 +56,7 @@ class ChildJob:
     def __init__(self, args: list[str]) -> None:
         self._stderr = tempfile.TemporaryFile()
         try:
-            self.proc = subprocess.Popen([*CHILD_COMMAND, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            self.proc = subprocess.Popen([*CHILD_COMMAND, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                          stderr=self._stderr, start_new_session=True, close_fds=True)
         except OSError as exc:
             self._stderr.close()
@@ -98,6 +98,7 @@ class ChildJob:
         rc = self.proc.wait()
         if not ended:
             raise ChildFailed(self._why(rc))
+        self._stderr.close()
 
     def _why(self, rc: int) -> str:
         try:
@@ -128,14 +129,9 @@ class ChildJob:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:  # pragma: no cover (SIGKILL is not ignored)
             pass
-        for fh in (self.proc.stdin, self.proc.stdout):
-            try:
-                if fh is not None:
-                    fh.close()
-            except OSError:
-                pass
         try:
-            self._stderr.close()
+            if self.proc.stdout is not None:
+                self.proc.stdout.close()
         except OSError:
             pass
 
@@ -222,19 +218,16 @@ class _Out:
 
 
 def _watch_parent() -> None:
-    """A parent that went away closes our stdin: end this process group (our pool workers too)."""
+    """A parent that went away (killed without ending us) reparents us: end this process group, our
+    pool workers too.  Polled, not a blocking read of a pipe: a thread holding a lock while the pool
+    forks its workers would leave them deadlocked."""
+    parent = os.getppid()
+
     def watch() -> None:
-        try:
-            while sys.stdin.buffer.read(1 << 12):
-                pass
-        except (OSError, ValueError):
-            pass
+        while os.getppid() == parent:
+            time.sleep(0.5)
         if os.getpgrp() == os.getpid():  # our own session (as the explorer starts us)
             os.killpg(0, signal.SIGKILL)
-        import multiprocessing
-
-        for child in multiprocessing.active_children():
-            child.kill()
         os._exit(1)
 
     threading.Thread(target=watch, name="parent watch", daemon=True).start()

@@ -6,6 +6,7 @@ reach a child process:
 
 * ``highest_step_first``: the walk yields folders in reverse path order (partial results hold step 2 first)
 * ``slow_store=S``: each folder is stored after sleeping S seconds
+* ``stall_drain``: the build stops for good once the walk is over and the pool has its work
 * ``max_page_count=N``: index files hold at most N pages (a cache disk that fills up half-way)
 * ``gate=PATH``: the job waits until PATH exists (a scan or build still running, for as long as a test needs)
 * ``fail=TEXT``: the job raises ``RuntimeError(TEXT)`` (a bug in the builder)
@@ -40,6 +41,12 @@ def _apply(hooks: list[str]) -> None:
                 time.sleep(_s)
                 return _real(self, *a, **kw)
             index_mod.DumpIndex._store_result = slow_store
+        elif name == "stall_drain":
+            def stall(self, *a, **kw):
+                while True:
+                    time.sleep(1)
+                yield  # pragma: no cover
+            index_mod._Pool.drain = stall
         elif name == "max_page_count":
             real_connect = sqlite3.connect
 
