@@ -156,6 +156,7 @@ class DumpscopeApp(App[int]):
         self._quitting = False
         self._recover_lock = threading.Lock()
         self._children: list[Any] = []  # core.child_jobs.ChildJob started by this app
+        self._compare_started = False
 
     # -- text safety: every widget's lines and every notification pass here ---------------------
 
@@ -387,7 +388,9 @@ class DumpscopeApp(App[int]):
             self.overflow_doc = None
             self.watch_results.clear()
         self._main().index_ready(q, message.layouts, message.problems, refreshed=message.refreshed and not moved)
-        if self.compare_with and not message.refreshed:
+        if self.compare_with and message.final and not self._compare_started:
+            # on the finished index only: partial results of a cold build would compare part of the tree
+            self._compare_started = True
             self.compare_status = "comparing…"
             self._run_compare(q, self.rank, self.step)
 
