@@ -78,10 +78,11 @@ def lenet_dump(tmp: Path) -> Optional[Path]:
 
 
 async def wait_ready(pilot, timeout: float = 30.0) -> None:
-    """Wait until the index is built, the first op is shown and workers are idle."""
+    """Wait until the index is built (not partial results of a cold build), the first op is shown and
+    workers are idle."""
     app = pilot.app
     waited = 0.0
-    while app.q is None and app.index_error is None and waited < timeout:
+    while (app.q is None or not app.index_final) and app.index_error is None and waited < timeout:
         await pilot.pause(0.05)
         waited += 0.05
     assert app.q is not None, f"index not ready: {app.index_error}"

@@ -157,6 +157,7 @@ class DumpscopeApp(App[int]):
         self._recover_lock = threading.Lock()
         self._children: list[Any] = []  # core.child_jobs.ChildJob started by this app
         self._compare_started = False
+        self.index_final = False  # the shown index is a finished build (not a cold build's partial results)
 
     # -- text safety: every widget's lines and every notification pass here ---------------------
 
@@ -369,6 +370,7 @@ class DumpscopeApp(App[int]):
         self.q = q
         q.index.on_damage = self._recover_index  # damage met by a later query: rebuilt, not fatal
         self.progress = ""
+        self.index_final = self.index_final or message.final
         self.trouble = message.trouble
         moved = False
         if not message.refreshed or (message.final and not self._place_settled):
