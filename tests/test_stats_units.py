@@ -81,3 +81,37 @@ def test_stats_of_a_payload_twin_are_merged_and_the_rest_of_the_csv_stays(tmp_pa
     # the CSV of Exp keeps only its unmatched row; every other CSV's unit is gone
     left = q.index.query("SELECT op_name, ntensors, slots FROM units WHERE storage='none'")
     assert left == [("model_act_Exp", 1, "o1")]
+
+
+def test_the_per_op_unit_is_the_pack_of_the_csv_records(tmp_path):
+    """``_per_op_unit`` builds the unit without tensor records: it must equal ``pack`` of them."""
+    from dumpscope.core.formats.stats_csv import read_stats_csv
+    from dumpscope.core.layouts.paths import place_of
+    from dumpscope.core.layouts.stats_tree import _per_op_unit, _records
+    from dumpscope.core.units import pack
+
+    rng = np.random.default_rng(3)
+    folder = tmp_path / "20240801000000" / "3" / "ge_default_20240801000000_1" / "1" / "2"
+    cases = [("float16", "ND"), ("float32", "NC1HWC0"), ("int32", "ND"), ("bool", "FRACTAL_NZ")]
+    for k, (dtype, fmt) in enumerate(cases):
+        a = (rng.standard_normal((3, 5)) * 4).astype(dtype)
+        b = a.astype(np.float32)
+        if dtype.startswith("float"):
+            b[0, 1], b[2, 2] = np.nan, -np.inf
+        write_cann_stats_csv(folder, "Add", f"net/blk{k}/Add", k + 1, 2, 1700000000000000 + k,
+                             inputs=[(a, dtype, fmt), (a * 0, dtype, fmt)], outputs=[(b.astype(dtype), dtype, fmt)])
+    paths = sorted(folder.iterdir())
+    sample = Path(__file__).resolve().parent.parent / "sample_dumps" / "stats_only"
+    paths += sorted(p for p in sample.rglob("*.csv") if p.name.count(".") >= 5)
+    place = place_of(tuple(folder.parts[-5:]))
+    made = 0
+    for path in paths:
+        parsed = read_stats_csv(str(path))
+        unit = _per_op_unit(parsed, place)
+        records = list(_records(parsed, place))
+        if unit is None:
+            assert len(records) < 2
+            continue
+        assert unit == pack(records), path
+        made += 1
+    assert made >= len(cases) + 3

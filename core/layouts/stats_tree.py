@@ -9,7 +9,7 @@ tensors of a CANN dump file are: half the rows, and ``finalize`` takes such plac
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Optional
 
 from dumpscope.core.errors import reason
 from dumpscope.core.formats.cann_names import parse_dump_name
@@ -17,7 +17,7 @@ from dumpscope.core.formats.stats_csv import KIND_ADUMP, KIND_CANN, StatsCsv, re
 from dumpscope.core.layouts.base import DirListing, Item, Layout
 from dumpscope.core.layouts.paths import DumpPlace, place_of
 from dumpscope.core.model import STORAGE_NONE, Problem, TensorRecord
-from dumpscope.core.units import pack
+from dumpscope.core.units import UnitRecord, dumps_entries, nonfinite_sums, slot_label
 
 
 class StatsCsvLayout(Layout):
@@ -46,13 +46,35 @@ class StatsCsvLayout(Layout):
                 w = w[len(path) + 1:].lstrip(" ") if w.startswith(path + ":") else w
                 more = f" (and {len(parsed.warnings) - 1} more bad rows)" if len(parsed.warnings) > 1 else ""
                 yield Problem(path, f"line {w}{more}" if w[:1].isdigit() else w + more)
-            records = list(_records(parsed, place))
-            if parsed.kind in (KIND_CANN, KIND_ADUMP) and len(records) > 1 and \
-                    len({(r.io, r.slot) for r in records}) == len(records):
-                # a per-op CSV is one run of one op, like a CANN dump file: one unit holds its tensors
-                yield pack(records)
+            unit = _per_op_unit(parsed, place) if parsed.kind in (KIND_CANN, KIND_ADUMP) else None
+            if unit is not None:
+                yield unit
             else:
-                yield from records
+                yield from _records(parsed, place)
+
+
+def _per_op_unit(parsed: StatsCsv, place: DumpPlace) -> Optional[UnitRecord]:
+    """A per-op CSV is one run of one op, like a CANN dump file: one unit holds its tensors.
+
+    The same unit as ``pack(list(_records(parsed, place)))`` (a test holds them equal), made without
+    the tensor records (a 64-rank job has thousands of these files).  None for a CSV of one usable
+    row or with a slot twice (those stay one unit a row)."""
+    rows = [r for r in parsed.rows if r.op_name]
+    if len(rows) < 2 or len({(r.io, r.slot) for r in rows}) != len(rows):
+        return None
+    entries = []
+    for r in rows:
+        dtype = r.dtype or "unknown"
+        shape = list(r.shape)
+        entries.append([r.io, r.slot, dtype, shape, r.format or "ND", list(shape), dtype, 0, r.size or 0, 0,
+                        {k: v for k, v in r.stats.items() if v is not None}, None])
+    first = rows[0]
+    op_name = first.op_name
+    return UnitRecord(
+        "stats_csv", parsed.path, first.op_type or "", op_name, op_name.replace("/", "_"), place.rank, place.step,
+        place.graph, first.task, first.stream, first.timestamp, STORAGE_NONE,
+        min(float(r.timestamp or 0) for r in rows), len(entries), dumps_entries(entries),
+        " ".join(slot_label(r.io, r.slot) for r in rows), None, *nonfinite_sums(entries))
 
 
 def _records(parsed: StatsCsv, place: DumpPlace) -> Iterator[TensorRecord]:
