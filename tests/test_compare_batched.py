@@ -228,7 +228,7 @@ class _Pool:
 
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
 def test_pool_and_batches_give_the_per_pair_answer(tmp_path, monkeypatch):
-    from dumpscope.core.compare import compare_dumps
+    from dumpscope.core.compare import compare_dumps, engine
     from dumpscope.core.query import open_query
 
     g = open_query(str(_tree(tmp_path / "g", "golden")), cache_directory=tmp_path / "cache")
@@ -237,7 +237,8 @@ def test_pool_and_batches_give_the_per_pair_answer(tmp_path, monkeypatch):
     cut.write_bytes(cut.read_bytes()[:-40])  # shortened after indexing: its rows are "unreadable"
     pools: list[_Pool] = []
     monkeypatch.setattr(mm, "BATCH_PAIRS", 16)
-    monkeypatch.setattr(mm, "POOL_MIN_PAIRS", 1)
+    monkeypatch.setattr(mm, "POOL_MIN_OPS", 1)
+    monkeypatch.setattr(engine, "_CHUNK_OPS", 8)  # ops handed in a chunk at a time, judged as batches finish
     monkeypatch.setattr(mm, "_pool", lambda workers: pools.append(_Pool()) or pools[-1])
     pooled = compare_dumps(g, t)
     assert pools and pools[0].submitted > 5  # batches went to worker processes

@@ -22,7 +22,8 @@ from dumpscope.core.compare import origin as org
 from dumpscope.core.compare import verdict as vd
 from dumpscope.core.compare.api_mapping import match_across_frameworks
 from dumpscope.core.compare.match import OpRef, match_ops, pair_slots
-from dumpscope.core.compare.measure_many import measure_jobs, ref_fields
+from dumpscope.core.compare import measure_many
+from dumpscope.core.compare.measure_many import Measurer, OpJob, Outcome, ref_fields
 from dumpscope.core.compare.metrics import CompareResult, measure_stats, to_row
 from dumpscope.core.layouts.py_stack import frames_from_stack
 from dumpscope.core.model import INPUT, OUTPUT
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from dumpscope.core.query import DumpQuery, OpRow, TensorRow
 
 STORAGE_VALUE = "value"  # INTERFACES.md §3: a non-tensor argument kept in its slot
+_CHUNK_OPS = 256  # ops prepared (queried, paired, classified) and handed to the measurer at a time
 _LITERAL = re.compile(r"^[A-Za-z0-9_]*\(")  # graph literals: F32(1e-05), I64(-1), Bool(1), Tensor(...), (..)
 
 
@@ -108,37 +110,26 @@ def _loads(p: _Pair) -> bool:
     return g.storage != "none" and t.storage != "none"
 
 
-def _measure_all(ops: list[_Op], th: vd.Thresholds, workers: Optional[int],
-                 progress: Optional[Callable[[int, int], None]]) -> None:
-    """Every pair of every op: values and statistics here, tensors by ``measure_many`` (each op's files
-    read once; a process pool for big places), results in op order."""
-    for op in ops:
-        for p in op.pairs:
-            if p.kind == "scalar" and (p.g.storage == STORAGE_VALUE or p.t.storage == STORAGE_VALUE):
-                p.value = (_value(p.g), _value(p.t))
-            elif p.g.storage == "none" or p.t.storage == "none":
-                p.result = measure_stats(_stats_doc(p.g), _stats_doc(p.t))
-    jobs = [[(ref_fields(p.g), ref_fields(p.t)) for p in op.pairs if _loads(p)] for op in ops]
-    allclose = (th.atol or 0.0, th.rtol or 0.0) if th.allclose else None
-    total = sum(len(op.pairs) for op in ops)
-    counted = [0]
+def _prepare(op: _Op) -> OpJob:
+    """Values and statistics-only pairs measured here; the job of the pairs whose tensors are read."""
+    for p in op.pairs:
+        if p.kind == "scalar" and (p.g.storage == STORAGE_VALUE or p.t.storage == STORAGE_VALUE):
+            p.value = (_value(p.g), _value(p.t))
+        elif p.g.storage == "none" or p.t.storage == "none":
+            p.result = measure_stats(_stats_doc(p.g), _stats_doc(p.t))
+    return [(ref_fields(p.g), ref_fields(p.t)) for p in op.pairs if _loads(p)]
 
-    def done(a: int, b: int) -> None:
-        n = sum(len(op.pairs) for op in ops[a:b])
-        counted[0] += n
-        if progress is not None and n:
-            progress(counted[0], total)
 
-    outcomes = measure_jobs(jobs, allclose, workers, done)
-    for op, got in zip(ops, outcomes):
-        it = iter(got)
-        for p in op.pairs:
-            if _loads(p):
-                r = next(it)
-                if isinstance(r, str):
-                    p.error = r
-                else:
-                    p.result = r
+def _take(op: _Op, got: list[Outcome]) -> None:
+    """An op's measured pairs, in the order ``_prepare`` listed them."""
+    it = iter(got)
+    for p in op.pairs:
+        if _loads(p):
+            r = next(it)
+            if isinstance(r, str):
+                p.error = r
+            else:
+                p.result = r
 
 
 def _side(t: "TensorRow", st: Optional[dict[str, Any]], value: Any) -> dict[str, Any]:
@@ -211,34 +202,62 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     details: dict[int, dict[str, Any]] = {}
     g_tensors: dict[int, list["TensorRow"]] = {}
     matched = sorted(match.pairs, key=lambda p: p[0].exec_index)
-    g_all = golden.tensors_of([g_by_id[gref.key].id for gref, _, _ in matched])
-    t_all = target.tensors_of([t_by_id[tref.key].id for _, tref, _ in matched])
-    for gref, tref, rule in matched:
-        gop, top = g_by_id[gref.key], t_by_id[tref.key]
-        gts_list = g_all[gop.id]
-        g_tensors[gop.id] = gts_list
-        details[gop.id] = golden.graph_details(gop)
-        pairs, missing = pair_slots({(x.io, x.slot): x for x in gts_list},
-                                    {(x.io, x.slot): x for x in t_all[top.id]})
-        unmatched_tensors += [f"{gop.name} {io}.{slot}" for io, slot in missing]
-        ops.append(_Op(gop, top, rule, [_Pair(gop, top, rule, g, t) for _, g, t in pairs]))
-    _classify(ops, details, g_names, joined_to_name, golden)
-    _measure_all(ops, th, workers, progress)
-    for op in ops:
-        _judge_op(op, th)
-        op.facts = _facts(op, details[op.gop.id], joined_to_name, g_names)
-        op.facts.saved_from = _forward_of(op.gop, g_names)
+    allclose = (th.atol or 0.0, th.rtol or 0.0) if th.allclose else None
+    # ops are prepared a chunk at a time and handed to the measurer; while the pool measures the
+    # next chunks, the finished ones are judged and their rows made (origins filled in at the end)
+    measurer = Measurer(allclose, workers, pool=len(matched) >= measure_many.POOL_MIN_OPS)
+    rows: list[dict[str, Any]] = []
+    row_at: list[int] = []  # first row of each op
+    total_pairs = counted = 0
+    small_output_seen = False
+
+    def finish(wait: bool) -> None:
+        nonlocal counted
+        for a, b, outcomes in measurer.ready(wait):
+            for op, got in zip(ops[a:b], outcomes):
+                _take(op, got)
+                _judge_op(op, th)
+                op.facts = _facts(op, details[op.gop.id], joined_to_name, g_names)
+                op.facts.saved_from = _forward_of(op.gop, g_names)
+                row_at.append(len(rows))
+                rows.extend(_row(p) for p in op.pairs)
+                counted += len(op.pairs)
+            if progress is not None and counted:
+                progress(counted, max(total_pairs, counted))
+
+    try:
+        for k in range(0, len(matched), _CHUNK_OPS):
+            chunk = matched[k:k + _CHUNK_OPS]
+            g_all = golden.tensors_of([g_by_id[gref.key].id for gref, _, _ in chunk])
+            t_all = target.tensors_of([t_by_id[tref.key].id for _, tref, _ in chunk])
+            new_ops: list[_Op] = []
+            for gref, tref, rule in chunk:
+                gop, top = g_by_id[gref.key], t_by_id[tref.key]
+                gts_list = g_all[gop.id]
+                g_tensors[gop.id] = gts_list
+                details[gop.id] = golden.graph_details(gop)
+                pairs, missing = pair_slots({(x.io, x.slot): x for x in gts_list},
+                                            {(x.io, x.slot): x for x in t_all[top.id]})
+                unmatched_tensors += [f"{gop.name} {io}.{slot}" for io, slot in missing]
+                new_ops.append(_Op(gop, top, rule, [_Pair(gop, top, rule, g, t) for _, g, t in pairs]))
+            small_output_seen = _classify(new_ops, details, small_output_seen)
+            ops.extend(new_ops)
+            total_pairs += sum(len(op.pairs) for op in new_ops)
+            measurer.submit([_prepare(op) for op in new_ops])
+            finish(wait=False)
+        finish(wait=True)
+    finally:
+        measurer.close()
     origins = org.trace([op.facts for op in ops])
     fd = org.first_divergence([op.facts for op in ops], origins)
-    rows: list[dict[str, Any]] = []
     fd_row: Optional[dict[str, Any]] = None
     for i, (op, origin) in enumerate(zip(ops, origins)):
         source = None
         if origin.kind is not None or any(p.verdict != vd.PASS for p in op.pairs):
             source = _user_frame(details[op.gop.id], g_tensors[op.gop.id])
-        for j, p in enumerate(op.pairs):
-            row = _row(p, origin, source)
-            rows.append(row)
+        for j in range(len(op.pairs)):
+            row = rows[row_at[i] + j]
+            row["origin"], row["origin_via"], row["source"] = origin.kind, origin.via, source
             if fd is not None and fd.op == i and fd.row == j:
                 fd_row = row
     first = None
@@ -260,10 +279,10 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     }
 
 
-def _classify(ops: list[_Op], details: dict[int, dict[str, Any]], g_names: set[str],
-              joined_to_name: dict[str, str], golden: "DumpQuery") -> None:
-    """Row kinds: parameter (Parameter dumps), scalar (arguments; constants with no producer), tensor."""
-    small_output_seen = False
+def _classify(ops: list[_Op], details: dict[int, dict[str, Any]], small_output_seen: bool) -> bool:
+    """Row kinds: parameter (Parameter dumps), scalar (arguments; constants with no producer), tensor.
+    ``small_output_seen``: whether an earlier op had a one-element output (returned updated, so the
+    ops can be classified a chunk at a time)."""
     for op in ops:
         inputs_from = details[op.gop.id]["inputs_from"]
         graph = bool(inputs_from)
@@ -283,6 +302,7 @@ def _classify(ops: list[_Op], details: dict[int, dict[str, Any]], g_names: set[s
                     p.kind = "scalar"  # no graph: a 1-element input nothing before produced
         if any(p.g.io == OUTPUT and _size(p.g.shape) <= 1 for p in op.pairs):
             small_output_seen = True
+    return small_output_seen
 
 
 def _size(shape: tuple[int, ...]) -> int:
@@ -350,7 +370,9 @@ def _forward_of(op: "OpRow", names: set[str]) -> Optional[str]:
     return None
 
 
-def _row(p: _Pair, origin: org.Origin, source: Optional[dict[str, Any]]) -> dict[str, Any]:
+def _row(p: _Pair) -> dict[str, Any]:
+    """The row of a judged pair; ``origin``, ``origin_via`` and ``source`` are filled in once every op
+    is judged (their places in the row are kept)."""
     gop, top = p.gop, p.top
     row: dict[str, Any] = {"name": gop.name, "io": p.g.io, "slot": p.g.slot, "step": gop.step, "rank": gop.rank}
     if p.result is not None:
@@ -368,11 +390,11 @@ def _row(p: _Pair, origin: org.Origin, source: Optional[dict[str, Any]]) -> dict
     row.update({
         "match": p.match, "target_name": top.name, "golden_op_id": gop.id, "target_op_id": top.id,
         "exec_index": gop.exec_index, "type": gop.type, "kind": p.kind,
-        "origin": origin.kind,
-        "origin_via": origin.via,
+        "origin": None,
+        "origin_via": None,
         "golden": _side(p.g, g_st, gval),
         "target": _side(p.t, t_st, tval),
-        "source": source,
+        "source": None,
     })
     if p.result is not None and p.result.stat_diffs is not None:
         row["stat_diffs"] = p.result.stat_diffs

@@ -110,6 +110,8 @@ def _pair_by(
 
 def generated_name(name: str) -> bool:
     """A name from MindSpore's kernel expansion (``Expand/…``): numbered by a graph-wide counter."""
+    if "Expand" not in name and "PrimFunc" not in name:
+        return False  # normalising only turns / . \ and spaces into _ and drops PrimFunc_: no Expand_ then
     return normalize_name(name).startswith("Expand_")
 
 

@@ -14,9 +14,10 @@ small, the same batches run here.
 
 from __future__ import annotations
 
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
-from typing import Any, Callable, Optional, Union
+from typing import Any, Iterator, Optional, Union
 
 import numpy as np
 
@@ -32,8 +33,8 @@ OpJob = list[tuple[RefFields, RefFields]]
 #: per pair: the measurement, or the one-line reason the tensors could not be read
 Outcome = Union[CompareResult, str]
 
-#: below this many loaded pairs a pool costs more (fork, pickling) than it saves
-POOL_MIN_PAIRS = 512
+#: below this many matched ops a pool costs more (fork, pickling) than it saves
+POOL_MIN_OPS = 256
 #: a batch closes at this many pairs or bytes (both sides), whichever comes first
 BATCH_PAIRS = 256
 BATCH_BYTES = 64 << 20
@@ -119,61 +120,97 @@ def batches(jobs: list[OpJob]) -> list[tuple[int, int]]:
 
 
 def _pool(workers: Optional[int]):
-    from dumpscope.core.index import process_pool
+    """A process pool like the index's (same size and start method, None where it would be None), but
+    not niced: here the parent waits on the workers, so they are the ones to hurry."""
+    import multiprocessing
+    import sys
+    from concurrent.futures import ProcessPoolExecutor
 
-    return process_pool(workers)
+    from dumpscope.core.index import _pool_size
 
-
-def measure_jobs(jobs: list[OpJob], allclose: Optional[tuple[float, float]], workers: Optional[int] = None,
-                 done: Optional[Callable[[int, int], None]] = None) -> list[list[Outcome]]:
-    """``measure_batch`` of every job, in job order.  ``done(start, stop)`` after each finished range
-    of ops (in order).  ``workers``: pool size (None: the index's default; 1: this process only)."""
-    n_pairs = sum(len(j) for j in jobs)
-    ranges = batches(jobs)
-    pool = _pool(workers) if n_pairs >= POOL_MIN_PAIRS and len(ranges) > 1 and workers != 1 else None
-    if pool is None:
-        return _inline(jobs, ranges, allclose, workers, done)
-    from concurrent.futures.process import BrokenProcessPool
-
-    out: list[list[Outcome]] = []
+    n = _pool_size(workers)
+    if n <= 1 or "textual.app" in sys.modules:
+        return None
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     try:
-        futures = []
-        for a, b in ranges:
+        return ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context(method))
+    except Exception:
+        return None
+
+
+class Measurer:
+    """Measures jobs as they are handed in, in batches: in the process pool when ``pool`` (and one is
+    available), else here (a batch of big tensors on a thread, numpy's long loops run without the
+    GIL).  ``ready`` gives finished batches strictly in submission order, so the caller can judge the
+    first ops while the workers measure the next ones; the answer is the same as measuring inline."""
+
+    def __init__(self, allclose: Optional[tuple[float, float]], workers: Optional[int] = None,
+                 pool: bool = False) -> None:
+        self.allclose = allclose
+        self._pool = _pool(workers) if pool and workers != 1 else None
+        self._threads = ThreadPoolExecutor(max_workers=max(1, workers or 2), thread_name_prefix="dumpscope-compare") \
+            if self._pool is None and workers != 1 else None
+        self._pending: deque[tuple[int, int, list[OpJob], Any]] = deque()
+        self._next = 0  # op number of the next job handed in
+
+    @property
+    def pooled(self) -> bool:
+        return self._pool is not None
+
+    def submit(self, jobs: list[OpJob]) -> None:
+        """Hand in the next ops' jobs (numbered on from the previous ones)."""
+        for a, b in batches(jobs):
+            part = jobs[a:b]
+            fut: Any = None
+            if self._pool is not None:
+                try:
+                    fut = self._pool.submit(measure_batch, part, self.allclose)
+                except Exception:  # no process can be started here: measure the rest in this process
+                    self._give_up()
+            if fut is None and self._threads is not None and _job_bytes_all(part) >= THREAD_MIN_BYTES * max(
+                    1, sum(len(j) for j in part)):
+                fut = self._threads.submit(measure_batch, part, self.allclose)
+            self._pending.append((self._next + a, self._next + b, part, fut if fut is not None else
+                                  _Done(measure_batch(part, self.allclose))))
+        self._next += len(jobs)
+
+    def ready(self, wait: bool = False) -> Iterator[tuple[int, int, list[list[Outcome]]]]:
+        """``(first op, end op, outcomes)`` of each finished batch in order; ``wait``: all of them."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        while self._pending and (wait or self._pending[0][3].done()):
+            a, b, part, fut = self._pending.popleft()
             try:
-                futures.append(pool.submit(measure_batch, jobs[a:b], allclose))
-            except Exception:  # no process can be started here: measure the rest inline
-                futures.append(None)
-        for (a, b), fut in zip(ranges, futures):
-            try:
-                got = fut.result() if fut is not None else None
-            except BrokenProcessPool:  # a worker died (killed, out of memory): this batch inline
-                got = None
-            out.extend(got if got is not None else measure_batch(jobs[a:b], allclose))
-            if done is not None:
-                done(a, b)
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-    return out
+                got = fut.result()
+            except BrokenProcessPool:  # a worker died (killed, out of memory): this batch here
+                self._give_up()
+                got = measure_batch(part, self.allclose)
+            yield a, b, got
+
+    def _give_up(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    def close(self) -> None:
+        for ex in (self._pool, self._threads):
+            if ex is not None:
+                ex.shutdown(wait=True, cancel_futures=True)
+        self._pool = self._threads = None
 
 
-def _inline(jobs: list[OpJob], ranges: list[tuple[int, int]], allclose: Optional[tuple[float, float]],
-            workers: Optional[int], done: Optional[Callable[[int, int], None]]) -> list[list[Outcome]]:
-    """This process, batch by batch; on a few threads when big tensors (numpy's GIL-free loops) dominate."""
-    n_pairs = sum(len(j) for j in jobs)
-    big = n_pairs > 0 and sum(_job_bytes(j) for j in jobs) >= THREAD_MIN_BYTES * n_pairs
-    threads = max(1, workers or 2)
-    if big and threads > 1 and len(jobs) > 1:  # one op per task: a big op is a batch of its own anyway
-        ranges = [(i, i + 1) for i in range(len(jobs))]
-        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dumpscope-compare") as tp:
-            results = tp.map(lambda r: measure_batch(jobs[r[0]:r[1]], allclose), ranges)
-            return _collect(zip(ranges, results), done)
-    return _collect(((r, measure_batch(jobs[r[0]:r[1]], allclose)) for r in ranges), done)
+class _Done:
+    """A batch measured on the spot, shaped like a future."""
+
+    def __init__(self, value: list[list[Outcome]]) -> None:
+        self._value = value
+
+    def done(self) -> bool:
+        return True
+
+    def result(self) -> list[list[Outcome]]:
+        return self._value
 
 
-def _collect(results, done: Optional[Callable[[int, int], None]]) -> list[list[Outcome]]:
-    out: list[list[Outcome]] = []
-    for (a, b), got in results:
-        out.extend(got)
-        if done is not None:
-            done(a, b)
-    return out
+def _job_bytes_all(jobs: list[OpJob]) -> int:
+    return sum(_job_bytes(j) for j in jobs)
