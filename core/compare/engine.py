@@ -23,7 +23,7 @@ from dumpscope.core.compare import verdict as vd
 from dumpscope.core.compare.api_mapping import match_across_frameworks
 from dumpscope.core.compare.match import OpRef, match_ops, pair_slots
 from dumpscope.core.compare import measure_many
-from dumpscope.core.compare.measure_many import Measurer, OpJob, Outcome, ref_fields
+from dumpscope.core.compare.measure_many import Judged, Measurer, OpJob, ref_fields
 from dumpscope.core.compare.metrics import CompareResult, measure_stats, to_row
 from dumpscope.core.layouts.py_stack import frames_from_stack
 from dumpscope.core.model import INPUT, OUTPUT
@@ -111,25 +111,36 @@ def _loads(p: _Pair) -> bool:
 
 
 def _prepare(op: _Op) -> OpJob:
-    """Values and statistics-only pairs measured here; the job of the pairs whose tensors are read."""
+    """Values and statistics-only pairs measured here; the job of the pairs whose tensors are read,
+    with the largest input magnitude among the ones measured here (``_judge_op``'s)."""
+    mag = 0.0
     for p in op.pairs:
         if p.kind == "scalar" and (p.g.storage == STORAGE_VALUE or p.t.storage == STORAGE_VALUE):
             p.value = (_value(p.g), _value(p.t))
         elif p.g.storage == "none" or p.t.storage == "none":
-            p.result = measure_stats(_stats_doc(p.g), _stats_doc(p.t))
-    return [(ref_fields(p.g), ref_fields(p.t)) for p in op.pairs if _loads(p)]
+            p.result = r = measure_stats(_stats_doc(p.g), _stats_doc(p.t))
+            if p.g.io == INPUT and p.kind != "scalar":
+                mag = max(mag, vd.magnitude_of(r.golden_stats), vd.magnitude_of(r.target_stats))
+    return [(ref_fields(p.g), ref_fields(p.t), p.g.io, p.kind) for p in op.pairs if _loads(p)], mag
 
 
-def _take(op: _Op, got: list[Outcome]) -> None:
-    """An op's measured pairs, in the order ``_prepare`` listed them."""
-    it = iter(got)
+def _take(op: _Op, got: Judged, th: vd.Thresholds) -> None:
+    """An op's measured and judged pairs (in the order ``_prepare`` listed them); the others judged
+    here against the op's input magnitude, as ``_judge_op`` judges them."""
+    judged, mag_in = got
+    it = iter(judged)
+    rest = False
     for p in op.pairs:
         if _loads(p):
-            r = next(it)
+            r, p.verdict, p.rule = next(it)
             if isinstance(r, str):
                 p.error = r
             else:
                 p.result = r
+        else:
+            rest = True
+    if rest:
+        _judge_op(op, th, mag_in, only_unloaded=True)
 
 
 def _side(t: "TensorRow", st: Optional[dict[str, Any]], value: Any) -> dict[str, Any]:
@@ -202,10 +213,9 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     details: dict[int, dict[str, Any]] = {}
     g_tensors: dict[int, list["TensorRow"]] = {}
     matched = sorted(match.pairs, key=lambda p: p[0].exec_index)
-    allclose = (th.atol or 0.0, th.rtol or 0.0) if th.allclose else None
     # ops are prepared a chunk at a time and handed to the measurer; while the pool measures the
     # next chunks, the finished ones are judged and their rows made (origins filled in at the end)
-    measurer = Measurer(allclose, workers, pool=len(matched) >= measure_many.POOL_MIN_OPS)
+    measurer = Measurer(th, workers, pool=len(matched) >= measure_many.POOL_MIN_OPS)
     rows: list[dict[str, Any]] = []
     row_at: list[int] = []  # first row of each op
     total_pairs = counted = 0
@@ -215,8 +225,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
         nonlocal counted
         for a, b, outcomes in measurer.ready(wait):
             for op, got in zip(ops[a:b], outcomes):
-                _take(op, got)
-                _judge_op(op, th)
+                _take(op, got, th)
                 op.facts = _facts(op, details[op.gop.id], joined_to_name, g_names)
                 op.facts.saved_from = _forward_of(op.gop, g_names)
                 row_at.append(len(rows))
@@ -312,16 +321,21 @@ def _size(shape: tuple[int, ...]) -> int:
     return n
 
 
-def _judge_op(op: _Op, th: vd.Thresholds) -> None:
+def _judge_op(op: _Op, th: vd.Thresholds, mag_in: Optional[float] = None, only_unloaded: bool = False) -> None:
     """Verdicts of one op's rows, each judged against the largest magnitude among the op's tensor inputs.
 
     A near-zero gradient stays noise where an optimizer reads it next to the weights it updates.
+    The rows whose tensors were read are judged the same way where they were measured
+    (``measure_many.judge_batch``); ``mag_in`` and ``only_unloaded`` then finish the others.
     """
-    mag_in = 0.0
+    if mag_in is None:
+        mag_in = 0.0
+        for p in op.pairs:
+            if p.g.io == INPUT and p.result is not None and p.kind != "scalar":
+                mag_in = max(mag_in, vd.magnitude_of(p.result.golden_stats), vd.magnitude_of(p.result.target_stats))
     for p in op.pairs:
-        if p.g.io == INPUT and p.result is not None and p.kind != "scalar":
-            mag_in = max(mag_in, vd.magnitude_of(p.result.golden_stats), vd.magnitude_of(p.result.target_stats))
-    for p in op.pairs:
+        if only_unloaded and _loads(p):
+            continue
         if p.error is not None:
             p.verdict, p.rule = vd.ERROR, p.error
         elif p.value is not None:

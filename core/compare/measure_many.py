@@ -23,15 +23,21 @@ import numpy as np
 
 from dumpscope.core.compare.metrics import (SMALL_MAX, CompareResult, Tolerance, measure_small_many, measure_streams,
                                             small_kind)
-from dumpscope.core.compare.verdict import element_rtol
+from dumpscope.core.compare.verdict import ERROR, Context, Thresholds, element_rtol, judge, magnitude_of
+from dumpscope.core.model import INPUT
 from dumpscope.core.tensor_io import OnceReader, TensorLoadError, TensorRef
 
 #: ``TensorRef``'s fields in order (a tuple pickles twenty times faster than the dataclass)
 RefFields = tuple
 #: one op's loaded pairs (golden, target), in row order
-OpJob = list[tuple[RefFields, RefFields]]
+Pairs = list[tuple[RefFields, RefFields]]
 #: per pair: the measurement, or the one-line reason the tensors could not be read
 Outcome = Union[CompareResult, str]
+#: what is sent for one op: its loaded pairs with each one's io and row kind, and the largest input
+#: magnitude among its pairs measured elsewhere (statistics-only rows), so the op is judged whole
+OpJob = tuple[list[tuple[RefFields, RefFields, str, str]], float]
+#: what comes back for one op: per loaded pair (outcome, verdict, rule), and the op's input magnitude
+Judged = tuple[list[tuple[Outcome, str, str]], float]
 
 #: below this many matched ops a pool costs more (fork, pickling) than it saves
 POOL_MIN_OPS = 256
@@ -44,7 +50,28 @@ THREAD_MIN_BYTES = 1 << 20
 SMALL_BLOCK = 1 << 14
 
 
-def measure_batch(jobs: list[OpJob], allclose: Optional[tuple[float, float]],
+def judge_batch(jobs: list[OpJob], th: Thresholds) -> list[Judged]:
+    """``measure_batch`` of consecutive ops, then each op judged as ``engine`` judges it: every row
+    against the largest magnitude among the op's tensor inputs (the unit of work of a pool worker)."""
+    allclose = (th.atol or 0.0, th.rtol or 0.0) if th.allclose else None
+    measured = measure_batch([[(g, t) for g, t, _io, _kind in pairs] for pairs, _mag in jobs], allclose)
+    out: list[Judged] = []
+    for (pairs, mag), outcomes in zip(jobs, measured):
+        for (_g, _t, io, kind), r in zip(pairs, outcomes):
+            if io == INPUT and kind != "scalar" and not isinstance(r, str):
+                mag = max(mag, magnitude_of(r.golden_stats), magnitude_of(r.target_stats))
+        judged = []
+        for (_g, _t, _io, kind), r in zip(pairs, outcomes):
+            if isinstance(r, str):
+                judged.append((r, ERROR, r))
+            else:
+                r.verdict, r.rule = judge(r, Context(th, magnitude=mag, kind=kind))
+                judged.append((r, r.verdict, r.rule))
+        out.append((judged, mag))
+    return out
+
+
+def measure_batch(jobs: list[Pairs], allclose: Optional[tuple[float, float]],
                   together: bool = True) -> list[list[Outcome]]:
     """Every loaded pair of consecutive ops (the unit of work sent to a pool worker), reading each op's
     files once.  ``together``: small in-memory pairs go through the batched kernel (False: pair by
@@ -101,7 +128,7 @@ _NBYTES = 10  # position of ``nbytes`` in RefFields
 
 
 def _job_bytes(job: OpJob) -> int:
-    return sum(max(0, g[_NBYTES] or 0) + max(0, t[_NBYTES] or 0) for g, t in job)
+    return sum(max(0, g[_NBYTES] or 0) + max(0, t[_NBYTES] or 0) for g, t, _io, _kind in job[0])
 
 
 def batches(jobs: list[OpJob]) -> list[tuple[int, int]]:
@@ -109,7 +136,7 @@ def batches(jobs: list[OpJob]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     start = pairs = size = 0
     for i, job in enumerate(jobs):
-        pairs += len(job)
+        pairs += len(job[0])
         size += _job_bytes(job)
         if pairs >= BATCH_PAIRS or size >= BATCH_BYTES:
             out.append((start, i + 1))
@@ -144,9 +171,8 @@ class Measurer:
     GIL).  ``ready`` gives finished batches strictly in submission order, so the caller can judge the
     first ops while the workers measure the next ones; the answer is the same as measuring inline."""
 
-    def __init__(self, allclose: Optional[tuple[float, float]], workers: Optional[int] = None,
-                 pool: bool = False) -> None:
-        self.allclose = allclose
+    def __init__(self, th: Thresholds, workers: Optional[int] = None, pool: bool = False) -> None:
+        self.th = th
         self._pool = _pool(workers) if pool and workers != 1 else None
         self._threads = ThreadPoolExecutor(max_workers=max(1, workers or 2), thread_name_prefix="dumpscope-compare") \
             if self._pool is None and workers != 1 else None
@@ -164,17 +190,17 @@ class Measurer:
             fut: Any = None
             if self._pool is not None:
                 try:
-                    fut = self._pool.submit(measure_batch, part, self.allclose)
+                    fut = self._pool.submit(judge_batch, part, self.th)
                 except Exception:  # no process can be started here: measure the rest in this process
                     self._give_up()
             if fut is None and self._threads is not None and _job_bytes_all(part) >= THREAD_MIN_BYTES * max(
-                    1, sum(len(j) for j in part)):
-                fut = self._threads.submit(measure_batch, part, self.allclose)
+                    1, sum(len(j[0]) for j in part)):
+                fut = self._threads.submit(judge_batch, part, self.th)
             self._pending.append((self._next + a, self._next + b, part, fut if fut is not None else
-                                  _Done(measure_batch(part, self.allclose))))
+                                  _Done(judge_batch(part, self.th))))
         self._next += len(jobs)
 
-    def ready(self, wait: bool = False) -> Iterator[tuple[int, int, list[list[Outcome]]]]:
+    def ready(self, wait: bool = False) -> Iterator[tuple[int, int, list[Judged]]]:
         """``(first op, end op, outcomes)`` of each finished batch in order; ``wait``: all of them."""
         from concurrent.futures.process import BrokenProcessPool
 
@@ -184,7 +210,7 @@ class Measurer:
                 got = fut.result()
             except BrokenProcessPool:  # a worker died (killed, out of memory): this batch here
                 self._give_up()
-                got = measure_batch(part, self.allclose)
+                got = judge_batch(part, self.th)
             yield a, b, got
 
     def _give_up(self) -> None:
@@ -202,13 +228,13 @@ class Measurer:
 class _Done:
     """A batch measured on the spot, shaped like a future."""
 
-    def __init__(self, value: list[list[Outcome]]) -> None:
+    def __init__(self, value: list[Judged]) -> None:
         self._value = value
 
     def done(self) -> bool:
         return True
 
-    def result(self) -> list[list[Outcome]]:
+    def result(self) -> list[Judged]:
         return self._value
 
 
