@@ -124,6 +124,14 @@ def _tensors_of_unit(row: tuple) -> list[TensorRow]:
                       producer, t["stats"], t["extra"], ts) for t in unpack(packed)]
 
 
+def _unit_tensors(row: tuple, entries: list) -> list[TensorRow]:
+    """``_tensors_of_unit`` of a unit whose packed tensors are already decoded (``units.unpack``'s fields)."""
+    uid, op_id, path, storage, producer, ts, _packed = row
+    return [TensorRow((uid << 16) | k, op_id, io, slot, dtype, tuple(shape), fmt, tuple(dshape), path, storage, sdt,
+                      off, nb, subf, producer, stats, extra or {}, ts)
+            for k, (io, slot, dtype, shape, fmt, dshape, sdt, off, nb, subf, stats, extra) in enumerate(entries)]
+
+
 class OpLookupError(LookupError):
     """An OP argument matched no op or several; ``matches`` holds the closest names."""
 
@@ -339,10 +347,17 @@ class DumpQuery:
                     f"SELECT {_U_COLS} FROM units WHERE id IN ({marks}) AND op_id=id UNION ALL "
                     f"SELECT {_U_COLS} FROM units WHERE op_id IN ({marks}) AND op_id != id", part + part):
                 found[row[1]].append(row)
+        every = [row for rows in found.values() for row in rows]
+        try:  # one JSON document for every unit: the decoder's per-call cost once, not per unit
+            packed = json.loads("[" + ",".join(row[6] for row in every) + "]")
+        except ValueError:
+            packed = None  # a damaged unit: decode one by one, so the error is the usual one
+        decoded = dict(zip((row[0] for row in every), packed)) if packed is not None else {}
         out: dict[int, list[TensorRow]] = {}
         for op_id, rows in found.items():
             rows.sort(key=lambda r: r[0])
-            tensors = [t for row in rows for t in _tensors_of_unit(row)]
+            tensors = [t for row in rows for t in (_unit_tensors(row, decoded[row[0]]) if row[0] in decoded
+                                                   else _tensors_of_unit(row))]
             tensors.sort(key=lambda t: (t.io != "input", t.slot))
             out[op_id] = tensors
         return out

@@ -263,3 +263,20 @@ def test_pool_and_batches_give_the_per_pair_answer(tmp_path, monkeypatch):
     assert any(r["golden"]["shape"] == [0, 3] for r in rows)  # empty tensors
     assert any(r["cosine"] is None and r["golden"]["shape"] != r["target"]["shape"] for r in rows)
     assert reference["first_divergence"] is not None
+
+
+@pytest.mark.parametrize("sample", ["compare_golden", "msprobe", "troubleshooter", "stats_only", "mindspore_lenet_sync"])
+def test_tensors_of_is_tensors_of_each_op(tmp_path, sample):
+    from pathlib import Path
+
+    from dumpscope.core.query import open_query
+
+    root = Path(__file__).resolve().parent.parent / "sample_dumps" / sample
+    if not root.is_dir():
+        pytest.skip(f"no sample {sample}")
+    q = open_query(str(root), cache_directory=tmp_path / "cache")
+    ids = [o.id for o in q.ops(kind="all")]
+    got = q.tensors_of(ids)
+    assert list(got) == ids and sum(map(len, got.values())) > 0
+    for op_id in ids:
+        assert got[op_id] == q.tensors(op_id)

@@ -24,7 +24,7 @@ from dumpscope.core.compare.api_mapping import match_across_frameworks
 from dumpscope.core.compare.match import OpRef, match_ops, pair_slots
 from dumpscope.core.compare import measure_many
 from dumpscope.core.compare.measure_many import Judged, Measurer, OpJob, ref_fields
-from dumpscope.core.compare.metrics import CompareResult, measure_stats, to_row
+from dumpscope.core.compare.metrics import CompareResult, measure_stats
 from dumpscope.core.layouts.py_stack import frames_from_stack
 from dumpscope.core.model import INPUT, OUTPUT
 from dumpscope.core.source_frames import first_user_frame
@@ -386,31 +386,37 @@ def _forward_of(op: "OpRow", names: set[str]) -> Optional[str]:
 
 def _row(p: _Pair) -> dict[str, Any]:
     """The row of a judged pair; ``origin``, ``origin_via`` and ``source`` are filled in once every op
-    is judged (their places in the row are kept)."""
-    gop, top = p.gop, p.top
-    row: dict[str, Any] = {"name": gop.name, "io": p.g.io, "slot": p.g.slot, "step": gop.step, "rank": gop.rank}
-    if p.result is not None:
-        row.update(to_row(p.result))
-        row["mode"] = "stats" if p.result.stat_diffs is not None else "tensor"
+    is judged (their places in the row are kept).  Key order as CLI.md lists them (``metrics.to_row``'s
+    keys, ``mode`` after the verdict when measured, before it when not)."""
+    gop, top, g, t, r = p.gop, p.top, p.g, p.t, p.result
+    row: dict[str, Any]
+    if r is not None:
+        row = {"name": gop.name, "io": g.io, "slot": g.slot, "step": gop.step, "rank": gop.rank,
+               "cosine": _num(r.cosine), "euc_dist": _num(r.euc_dist), "max_abs_err": _num(r.max_abs_err),
+               "max_rel_err": _num(r.max_rel_err), "one_thousandth_ratio": _num(r.one_thousandth_ratio),
+               "five_thousandth_ratio": _num(r.five_thousandth_ratio), "verdict": p.verdict, "rule": p.rule,
+               "mode": "stats" if r.stat_diffs is not None else "tensor"}
+        g_st, t_st = r.golden_stats, r.target_stats
     else:
-        row.update({k: None for k in ("cosine", "euc_dist", "max_abs_err", "max_rel_err",
-                                      "one_thousandth_ratio", "five_thousandth_ratio")})
-        row["mode"] = "value" if p.value is not None else "tensor"
-    row["verdict"], row["rule"] = p.verdict, p.rule
-    r = p.result
-    g_st, t_st = (r.golden_stats, r.target_stats) if r is not None else (None, None)
+        row = {"name": gop.name, "io": g.io, "slot": g.slot, "step": gop.step, "rank": gop.rank,
+               "cosine": None, "euc_dist": None, "max_abs_err": None, "max_rel_err": None,
+               "one_thousandth_ratio": None, "five_thousandth_ratio": None,
+               "mode": "value" if p.value is not None else "tensor", "verdict": p.verdict, "rule": p.rule}
+        g_st = t_st = None
     gval = p.value[0] if p.value is not None else _scalar_value(r, g_st)
     tval = p.value[1] if p.value is not None else _scalar_value(r, t_st)
-    row.update({
-        "match": p.match, "target_name": top.name, "golden_op_id": gop.id, "target_op_id": top.id,
-        "exec_index": gop.exec_index, "type": gop.type, "kind": p.kind,
-        "origin": None,
-        "origin_via": None,
-        "golden": _side(p.g, g_st, gval),
-        "target": _side(p.t, t_st, tval),
-        "source": None,
-    })
-    if p.result is not None and p.result.stat_diffs is not None:
-        row["stat_diffs"] = p.result.stat_diffs
-        row["stat_rel_errs"] = p.result.stat_rel_errs
+    row["match"] = p.match
+    row["target_name"] = top.name
+    row["golden_op_id"] = gop.id
+    row["target_op_id"] = top.id
+    row["exec_index"] = gop.exec_index
+    row["type"] = gop.type
+    row["kind"] = p.kind
+    row["origin"] = row["origin_via"] = None
+    row["golden"] = _side(g, g_st, gval)
+    row["target"] = _side(t, t_st, tval)
+    row["source"] = None
+    if r is not None and r.stat_diffs is not None:
+        row["stat_diffs"] = r.stat_diffs
+        row["stat_rel_errs"] = r.stat_rel_errs
     return row
