@@ -650,7 +650,7 @@ def finalize(index: "DumpIndex") -> None:
                 (lg.gkey, n.name, sanitize_name(n.name), n.type, _node_data(n, consumers.get(n.name, [])))
                 for n in lg.graph.nodes.values()])
         cur.executemany("INSERT INTO problems VALUES(-1,?,?)", problems)
-        cur.execute("DELETE FROM meta WHERE key='layouts'")  # recomputed on the next summary
+        cur.execute("DELETE FROM meta WHERE key IN ('layouts', 'accounting')")  # recomputed on the next summary
         cur.execute("COMMIT")
     index.early_only = False  # from now on ops also holds finalized places
     attach_overflow(index)

@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 from dumpscope.core.cache import index_path
 from dumpscope.core.index_lock import writer_lock
 from dumpscope.core import finalize as finalizing  # a module: tests swap its functions
+from dumpscope.core import freshness
 from dumpscope.core.index_schema import (  # noqa: F401  (SCHEMA_VERSION, the index sets: re-exported)
     _SCHEMA,
     ANALYSIS_LIMIT,
@@ -421,6 +422,7 @@ class _BatchPart:
 
 _NTENSORS = UNIT_COLUMNS.index("ntensors")
 _STORAGE = UNIT_COLUMNS.index("storage")
+_PATH = UNIT_COLUMNS.index("path")
 _INSERT_UNIT = (f"INSERT INTO units(id, op_id, dir_id, {', '.join(UNIT_COLUMNS)}) "
                 f"VALUES({', '.join('?' * (len(UNIT_COLUMNS) + 3))})")
 
@@ -545,6 +547,13 @@ class DumpIndex:
     def cursor(self) -> sqlite3.Cursor:
         return self.conn.cursor()
 
+    #: seconds each update may spend looking for files changed in place (None: every file; see
+    #: ``core.freshness``; ``summary --recheck`` sets None)
+    check_budget_s: Optional[float] = freshness.BUDGET_S
+    #: what the last update's check covered (``summary`` reports it)
+    freshness: Optional[freshness.Freshness] = None
+    _read_ns = 0  # when this update began reading folders: stored as each folder's ``scanned_ns``
+
     #: called as ``on_damage(index, error)`` when a query fails with ``sqlite3.DatabaseError``; when it
     #: returns True (it put a rebuilt index in place: the explorer's ``_recover_index``) the query runs once more
     on_damage: Optional[Callable[["DumpIndex", BaseException], bool]] = None
@@ -595,6 +604,10 @@ class DumpIndex:
             known = {row[1]: row for row in self.conn.execute(
                 "SELECT id, path, mtime_ns, nentries, skips, subdirs FROM dirs")}
         retry = self._changed_problem_dirs()
+        # files changed in place since their folder was read: those folders are read again
+        self._read_ns = 0  # set when the first folder is about to be read
+        stale, self.freshness = freshness.check(self, self.check_budget_s)
+        retry |= stale
         seen: set[str] = set()
         skip: set[str] = set()
         changed = False
@@ -630,6 +643,8 @@ class DumpIndex:
                     continue
                 changed = True
                 prog.changed_dirs += 1
+                if not self._read_ns:
+                    self._read_ns = freshness.read_start_ns()
                 old_id = old[0] if old else None
                 if scanned.problem is None and len(scanned.files) >= PARALLEL_MIN_FILES and pool.usable:
                     pool.submit(self.root, scanned, old_id)
@@ -692,6 +707,8 @@ class DumpIndex:
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES('finalized', '1')")
             self.analyze()
         self.early.clear()
+        if self.freshness is not None:
+            self.freshness.settle(self, self._read_ns)
         prog.phase = "done"
         prog.done = True
         if progress is not None:
@@ -765,7 +782,7 @@ class DumpIndex:
         row = cur.execute("SELECT first_unit, last_unit FROM dirs WHERE id=?", (dir_id,)).fetchone()
         if row is not None and row[0] is not None:  # a folder's units have consecutive ids
             cur.execute("DELETE FROM units WHERE id BETWEEN ? AND ? AND dir_id=?", (row[0], row[1], dir_id))
-        for table in ("exec_orders", "graph_files", "problems", "overflow"):
+        for table in ("exec_orders", "graph_files", "problems", "overflow", "files"):
             cur.execute(f"DELETE FROM {table} WHERE dir_id=?", (dir_id,))
 
     def _next_unit_id(self, cur: sqlite3.Cursor) -> int:
@@ -788,16 +805,21 @@ class DumpIndex:
             if old_id is not None:
                 self._delete_dir(cur, old_id)
                 cur.execute("UPDATE dirs SET mtime_ns=?, nentries=?, skips=?, layouts=?, nfiles=?, nclaimed=?, "
-                            "subdirs=?, first_unit=?, last_unit=? WHERE id=?",
+                            "subdirs=?, first_unit=?, last_unit=?, scanned_ns=? WHERE id=?",
                             (mtime_ns, nentries, json.dumps(skips), used, nfiles, nclaimed, subdirs, first_unit,
-                             last, old_id))
+                             last, self._read_ns, old_id))
                 dir_id = old_id
             else:
                 cur.execute("INSERT INTO dirs(path, mtime_ns, nentries, skips, layouts, nfiles, nclaimed, subdirs, "
-                            "first_unit, last_unit) VALUES(?,?,?,?,?,?,?,?,?,?)",
+                            "first_unit, last_unit, scanned_ns) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
                             (path, mtime_ns, nentries, json.dumps(skips), used, nfiles, nclaimed, subdirs,
-                             first_unit, last))
+                             first_unit, last, self._read_ns))
                 dir_id = cur.lastrowid
+            files = dict.fromkeys(u[_PATH] for u in units)
+            files.update((it.path if isinstance(it, GraphFile) else it.source, None) for it in others
+                         if isinstance(it, (GraphFile, ExecOrder)) and (it.path if isinstance(it, GraphFile)
+                                                                       else it.source))
+            cur.executemany("INSERT INTO files(dir_id, path) VALUES(?, ?)", [(dir_id, f) for f in files])
             for it in others:
                 if isinstance(it, Problem):
                     cur.execute("INSERT INTO problems VALUES(?,?,?)", (dir_id, it.path, it.error))

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS dirs(id INTEGER PRIMARY KEY, path TEXT UNIQUE, mtime_ns INTEGER,
     nentries INTEGER, skips TEXT, layouts TEXT, nfiles INTEGER, nclaimed INTEGER, subdirs TEXT,
-    first_unit INTEGER, last_unit INTEGER);
+    first_unit INTEGER, last_unit INTEGER, scanned_ns INTEGER);
+-- every file a folder's records come from (tensor files, dump.json, graphs, execution orders):
+-- core/freshness.py compares each with the time its folder was read
+CREATE TABLE IF NOT EXISTS files(id INTEGER PRIMARY KEY, dir_id INTEGER, path TEXT);
 CREATE TABLE IF NOT EXISTS units(id INTEGER PRIMARY KEY, op_id INTEGER, dir_id INTEGER, producer TEXT, path TEXT,
     op_type TEXT, op_name TEXT, file_name TEXT, rank INTEGER, step INTEGER, graph TEXT, task INTEGER,
     stream INTEGER, ts INTEGER, storage TEXT, order_hint REAL, ntensors INTEGER, tensors TEXT, slots TEXT,
@@ -43,6 +46,7 @@ UNIT_INDEXES = {
     # only units grouped under another unit's op (npy inputs/outputs…): a CANN file is its own op
     "units_op": "CREATE INDEX IF NOT EXISTS units_op ON units(op_id) WHERE op_id != id",
     "units_place": "CREATE INDEX IF NOT EXISTS units_place ON units(rank, step)",
+    "files_dir": "CREATE INDEX IF NOT EXISTS files_dir ON files(dir_id)",
 }
 OP_INDEXES = {
     "ops_order": "CREATE INDEX IF NOT EXISTS ops_order ON ops(rank, step, exec_index)",

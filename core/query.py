@@ -177,12 +177,8 @@ class DumpQuery:
         return rank, step
 
     def problems(self) -> list[dict[str, str]]:
-        from dumpscope.core.freshness import truncated_files
-
-        stored = self.index.query("SELECT path, error FROM problems ORDER BY path")
-        known = {p for p, _ in stored}
-        late = [(p, e) for p, e in truncated_files(self.index) if p not in known]  # changed in place since
-        return [{"path": p, "error": e} for p, e in sorted(stored + late)]
+        # files changed in place since they were read are read again by the update (core.freshness)
+        return [{"path": p, "error": e} for p, e in self.index.query("SELECT path, error FROM problems ORDER BY path, error")]
 
     def layouts(self) -> list[dict[str, Any]]:
         """Producers found, with their file counts (computed once per index build)."""
@@ -246,7 +242,13 @@ class DumpQuery:
         from dumpscope.core.accounting import file_accounting
 
         graphs = self.graph_files()
-        accounting = file_accounting(self.index)
+        # ~1 s at 100k files: computed once per index build (finalize drops it), like layouts()
+        cached = self.index.query("SELECT value FROM meta WHERE key='accounting'")
+        if cached:
+            accounting = json.loads(cached[0][0])
+        else:
+            accounting = file_accounting(self.index)
+            self._remember("INSERT OR REPLACE INTO meta VALUES('accounting', ?)", [(json.dumps(accounting),)])
         return {
             "path": self.root,
             "layouts": self.layouts(),
@@ -263,6 +265,8 @@ class DumpQuery:
             "skipped_files": accounting["not_recognised"],
             "accounting": accounting,  # every listed file's fate: the parts add up to "files"
             "problems": self.problems(),
+            # how much of the tree the last update checked for files changed in place (core.freshness)
+            **({"changes": self.index.freshness.as_json()} if self.index.freshness is not None else {}),
         }
 
     # -- ops ----------------------------------------------------------------------------

@@ -571,9 +571,11 @@ def compute_tensor_stats(ref: TensorRef, first_bad_n: int = 10, bins: int = 32):
 
 
 def signature(ref: TensorRef) -> Optional[str]:
-    """A cache key that changes when the file changes."""
+    """A cache key that changes when the file changes (ctime and inode too: a rewrite in place that
+    keeps the size and puts the old mtime back still moves ctime; a replaced file has a new inode)."""
     try:
         st = os.stat(ref.path)
     except OSError:
         return None
-    return f"{ref.path}|{ref.storage}|{ref.io}|{ref.slot}|{ref.offset}|{st.st_size}|{st.st_mtime_ns}"
+    return (f"{ref.path}|{ref.storage}|{ref.io}|{ref.slot}|{ref.offset}|{st.st_size}|{st.st_mtime_ns}|"
+            f"{st.st_ctime_ns}|{st.st_ino}")

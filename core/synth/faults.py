@@ -329,11 +329,25 @@ def write_msprobe_json(path: PathLike, *, entries: int = 0, min_bytes: int = 0, 
     return written
 
 
+# -- files changed in place after indexing (issue 20: change detection) ----------------------------
+
+def rewrite_in_place(path: PathLike, data: bytes, keep_mtime: bool = True) -> None:
+    """Overwrite ``path`` through its open file (same inode, the folder's mtime and entry count do
+    not move) and, with ``keep_mtime``, put its old mtime back as ``cp -p`` or a careful tool would:
+    only ctime still tells that it changed."""
+    st = os.stat(path)
+    with open(path, "r+b") as fh:
+        fh.write(data)
+        fh.truncate(len(data))
+    if keep_mtime:
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
 def write_fault_corpus(root: PathLike) -> dict[str, str]:
     """A good CANN tree and MindSpore tree below ``root``, seeded with every fault of :func:`seed_faults`."""
     write_good_trees(root)
     return seed_faults(root)
 
 
-__all__ = ["CANN_STEP", "HOSTILE_BAD_FILE", "HOSTILE_NAMES", "HOSTILE_TYPE", "MS_GRAPHS", "MS_STEP", "msprobe_entries", "seed_faults",
+__all__ = ["CANN_STEP", "HOSTILE_BAD_FILE", "HOSTILE_NAMES", "HOSTILE_TYPE", "MS_GRAPHS", "MS_STEP", "msprobe_entries", "rewrite_in_place", "seed_faults",
            "write_fault_corpus", "write_good_trees", "write_hostile_tree", "write_msprobe_json"]
