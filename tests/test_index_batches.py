@@ -59,7 +59,9 @@ def _rows(idx: DumpIndex) -> dict[str, list[tuple]]:
 
     by_dir = {"dir_id": dirs}
     return {
-        "dirs": table("dirs", ("id", "first_unit", "last_unit"), {}),
+        # scanned_ns: when each folder was read (core.freshness), a time of this build
+        "dirs": table("dirs", ("id", "first_unit", "last_unit", "scanned_ns"), {}),
+        "files": table("files", ("id",), by_dir),
         "dir_units": sorted((dirs[d], n) for d, n in idx.query(
             "SELECT dir_id, COUNT(*) FROM units GROUP BY dir_id")),
         "units": table("units", ("id",), {"op_id": unit_path, "dir_id": dirs}),
