@@ -11,7 +11,11 @@ axes, so a chunk of logical rows needs only a slab of the file:
 
 Chunks hold the stored element type (raw bit patterns for bfloat16/float8: callers decode or
 hand them to the stats engine, which reads bits).  Anything else returns ``None`` and the caller
-loads the tensor whole.
+loads the tensor whole: other device formats (FRACTAL_Z, C1HWNCoC0, NDC1HWC0…), whose logical
+order does not follow an outer device axis, and a non-default ``target`` layout (NHWC…), whose
+transpose moves the channel axis last so a logical row needs every slab of its image.
+
+:func:`device_windows` reads one logical block ``x[a, lo:hi]`` for a slice (the explorer's pane).
 """
 
 from __future__ import annotations
@@ -135,3 +139,57 @@ def _nz_chunks(path: str, offset: int, dev: tuple[int, int, int, int, int], hh: 
                 if keep <= 0:
                     break
                 yield x.transpose(1, 2, 0, 3).reshape(jb * h0, w1 * w0)[:keep, :ww].reshape(-1)
+
+
+# ----------------------------------------------------------------------------- windows (slices)
+
+#: ``read(a, lo, hi)``: the logical block ``x[a, lo:hi]``, stored element type
+WindowReader = Callable[[int, int, int], np.ndarray]
+
+
+def device_windows(path: str, offset: int, fmt: str, device_shape: Sequence[int], original_shape: Sequence[int],
+                   sdt: np.dtype) -> Optional[tuple[WindowReader, tuple[int, ...], int]]:
+    """``(read, logical shape, lead)`` for slicing a device-layout tensor, else ``None``.
+
+    ``read(a, lo, hi)`` returns the logical block ``x[a, lo:hi]`` and reads only the slabs that hold
+    it.  ``lead`` is 2 when ``a`` indexes the first logical axis and ``lo:hi`` the second (NC1HWC0 ->
+    NCHW: image, channels; batched FRACTAL_NZ: matrix, rows), 1 when there is no axis before the
+    blocked one (a 2-D FRACTAL_NZ matrix: ``a`` is 0, ``lo:hi`` are rows, all columns).
+    """
+    made = device_chunks(path, offset, fmt, device_shape, original_shape, sdt)
+    if made is None:
+        return None
+    shape = tuple(made[1])
+    dev = tuple(int(d) for d in device_shape)
+    sdt = np.dtype(sdt)
+    kind = _conversion_kind(canonical_format(fmt))
+    if kind == "NC1HWC0" and len(shape) == 4:
+        n, c1, h, w, c0 = dev
+        slab = h * w * c0
+
+        def read_nc(a: int, lo: int, hi: int) -> np.ndarray:
+            k0, k1 = lo // c0, (hi - 1) // c0 + 1
+            fh, read = _reader(path, offset, sdt, n * c1 * slab)
+            with fh:
+                x = read((a * c1 + k0) * slab, (k1 - k0) * slab).reshape(k1 - k0, h, w, c0)
+            return x.transpose(0, 3, 1, 2).reshape((k1 - k0) * c0, h, w)[lo - k0 * c0:hi - k0 * c0]
+
+        return read_nc, shape, 2
+    if kind == "FRACTAL_NZ" and len(shape) in (2, 3) and len(dev) == len(shape) + 2:
+        *batch, w1, h1, h0, w0 = dev
+        ww = shape[-1]
+        block = h0 * w0
+        matrix = w1 * h1 * block
+
+        def read_nz(a: int, lo: int, hi: int) -> np.ndarray:
+            j0, j1 = lo // h0, (hi - 1) // h0 + 1
+            x = np.empty((w1, j1 - j0, h0, w0), sdt)
+            fh, read = _reader(path, offset, sdt, prod(batch) * matrix)
+            with fh:
+                for k in range(w1):  # x[a, k, j0:j1] is contiguous in the file
+                    read(a * matrix + (k * h1 + j0) * block, (j1 - j0) * block, x[k])
+            rows = x.transpose(1, 2, 0, 3).reshape((j1 - j0) * h0, w1 * w0)
+            return rows[lo - j0 * h0:hi - j0 * h0, :ww]
+
+        return read_nz, shape, 2 if len(shape) == 3 else 1
+    return None

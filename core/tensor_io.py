@@ -372,9 +372,13 @@ def _load_raw(ref: TensorRef) -> np.ndarray:
 def stats_source(ref: TensorRef) -> tuple[Callable[[], Iterable[np.ndarray]], tuple[int, ...], str]:
     """Chunks for the stats engine: ``(make_chunks, logical shape, logical dtype)``.
 
-    Plain-layout CANN tensors and raw files are streamed straight off a memory map (raw bit
-    patterns for bfloat16/float8, which the engine understands); everything else is loaded
-    once in its logical layout.
+    Streamed a chunk at a time: plain-layout CANN tensors, raw files and C-order ``.npy`` (raw bit
+    patterns for bfloat16/float8, which the engine understands), NC1HWC0/FRACTAL_NZ CANN tensors
+    (``core.device_chunks``), ``.pt`` storages stored uncompressed and contiguous (``_stream_pt``),
+    ``.h5`` datasets (a block of rows at a time, h5py) and packed int4/int2/uint1 (decoded per chunk).
+    Loaded whole, because the format gives no cheaper way: other device formats (FRACTAL_Z,
+    C1HWNCoC0… convert through the whole tensor), a deflated or non-contiguous ``.pt``, a
+    Fortran-order or structured ``.npy``.
     """
     from dumpscope.core.device_format import PLAIN_FORMATS  # formats stored as the logical tensor
 
@@ -405,9 +409,42 @@ def stats_source(ref: TensorRef) -> tuple[Callable[[], Iterable[np.ndarray]], tu
         streamed = _stream_plain(ref, ref.offset, max(0, size - ref.offset), stored)
         if streamed is not None:
             return streamed
+    elif ref.storage == STORAGE_PT:
+        streamed = _stream_pt(ref)
+        if streamed is not None:
+            return streamed
+    elif ref.storage == STORAGE_H5:
+        from dumpscope.core.layouts.torch_h5 import dataset_chunks
+
+        made = dataset_chunks(ref.path, ref.extra.get("dataset", ""))
+        if made is not None:
+            return made[0], made[1], made[2].name
+    # whole: a compressed or non-contiguous .pt, a Fortran-order or object .npy, a device layout
+    # device_chunks does not stream (FRACTAL_Z, C1HWNCoC0, …)
     arr = load_tensor(ref)
     logical = arr.dtype.name
     return (lambda: _chunks(arr), tuple(arr.shape), logical)
+
+
+def _stream_pt(ref: TensorRef):
+    """A ``.pt`` whose tensor lies uncompressed and C-contiguous in its zip (what ``torch.save``
+    writes): read straight off the file in chunks, never unpickled, never whole."""
+    from dumpscope.core.formats.pt_reader import stored_payload
+
+    try:
+        found = stored_payload(ref.path)
+    except Exception as exc:
+        raise _err(ref, exc) from None
+    if found is None:
+        return None
+    offset, info = found
+    sdt = _stored_dtype(info.dtype)
+    if sdt is None or (tuple(ref.shape) and tuple(info.shape) != tuple(ref.shape)):
+        return None
+    count = element_count(info.shape)
+    if count == 0:
+        return (lambda: iter([np.zeros(0, sdt)]), tuple(info.shape), info.dtype)
+    return (lambda: _read_chunks(ref.path, offset, count, sdt), tuple(info.shape), info.dtype)
 
 
 _BITS_DTYPES = {"bfloat16": np.uint16, "float8_e5m2": np.uint8, "float8_e4m3fn": np.uint8,
@@ -416,6 +453,8 @@ _BITS_DTYPES = {"bfloat16": np.uint16, "float8_e5m2": np.uint8, "float8_e4m3fn":
 
 def _stream_plain(ref: TensorRef, offset: int, size: int, dtype: str):
     count = element_count(ref.shape)
+    if dtype in _PACKED:
+        return _stream_packed(ref, offset, size, dtype, count)
     if dtype in _BITS_DTYPES:
         sdt = np.dtype(_BITS_DTYPES[dtype])
     else:
@@ -430,6 +469,35 @@ def _stream_plain(ref: TensorRef, offset: int, size: int, dtype: str):
     if count == 0:
         return (lambda: iter([np.zeros(0, sdt)]), tuple(ref.shape), dtype)
     return (lambda: _read_chunks(ref.path, offset, count, sdt), tuple(ref.shape), dtype)
+
+
+#: sub-byte integer types packed several to a byte (core.dtypes decodes them)
+_PACKED = ("int4", "int2", "uint2", "uint1")
+#: bytes of a packed payload decoded at a time
+PACKED_CHUNK_BYTES = 1 << 22
+
+
+def _stream_packed(ref: TensorRef, offset: int, size: int, dtype: str, count: int):
+    """Packed int4/int2/uint1 payloads decoded a chunk of bytes at a time (a whole number of
+    elements per byte, so chunks split between elements)."""
+    from dumpscope.core.dtypes import decode, decoded_numpy_dtype, itemsize_bits, nbytes_for
+
+    need = nbytes_for(dtype, count)
+    if need > size or os.path.getsize(ref.path) < offset + need:
+        raise TensorLoadError(f"{ref.path}: truncated: payload of {ref.io} {ref.slot} ends past the end of file")
+    per_byte = 8 // itemsize_bits(dtype)
+    out = decoded_numpy_dtype(dtype)
+
+    def make() -> Iterable[np.ndarray]:
+        left = count
+        for raw in _read_chunks(ref.path, offset, need, np.dtype(np.uint8), PACKED_CHUNK_BYTES):
+            n = min(left, raw.size * per_byte)
+            yield decode(raw, dtype, n)
+            left -= n
+        if count == 0:
+            yield np.zeros(0, out)
+
+    return (make, tuple(ref.shape), out.name)
 
 
 def _stored_dtype(dtype: str) -> Optional[np.dtype]:

@@ -62,10 +62,19 @@ def apply_index(arr: np.ndarray, index: Index) -> np.ndarray:
 def render_slice(arr: np.ndarray, text: str, limit: int = DEFAULT_LIMIT) -> str:
     """The slice as numpy prints it, at most ``limit`` values (a note says when cut)."""
     part = np.asarray(apply_index(arr, parse_index(text)))
-    head = f"shape {list(part.shape)} {part.dtype}"
-    if part.size > limit:
-        flat = np.asarray(part.flat[:limit])  # copies only what is shown
-        body = np.array2string(flat, threshold=limit + 1, max_line_width=100, precision=6)
-        return f"{head}: first {limit} of {part.size} values (flattened)\n{body}"
-    body = np.array2string(part, threshold=limit + 1, max_line_width=100, precision=6)
+    flat = np.asarray(part.flat[:limit]) if part.size > limit else part  # copies only what is shown
+    return _render(tuple(part.shape), part.dtype, part.size, flat, limit)
+
+
+def render_result(res, limit: int = DEFAULT_LIMIT) -> str:
+    """A ``core.tensor_slice.SliceResult`` printed as :func:`render_slice` prints the same slice."""
+    return _render(res.shape, res.dtype, res.size, res.values, limit)
+
+
+def _render(shape: tuple, dtype: np.dtype, size: int, values: np.ndarray, limit: int) -> str:
+    head = f"shape {list(shape)} {dtype}"
+    if size > limit:
+        body = np.array2string(values[:limit], threshold=limit + 1, max_line_width=100, precision=6)
+        return f"{head}: first {limit} of {size} values (flattened)\n{body}"
+    body = np.array2string(values, threshold=limit + 1, max_line_width=100, precision=6)
     return f"{head}\n{body}"

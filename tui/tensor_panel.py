@@ -20,7 +20,7 @@ from textual.worker import get_current_worker
 from dumpscope.core.inert import inert
 from dumpscope.core.query import DumpQuery, TensorRow
 from dumpscope.tui.detail import shape_text
-from dumpscope.tui.slicing import SliceError, render_slice
+from dumpscope.tui.slicing import DEFAULT_LIMIT, SliceError, parse_index, render_result
 
 BARS = " ▁▂▃▄▅▆▇█"
 
@@ -190,10 +190,14 @@ class TensorPanel(VerticalScroll, can_focus=True):
 
     @work(thread=True, exclusive=True, group="slice", name="tensor slice")
     def _compute_slice(self, t: TensorRow, text: str, generation: int) -> None:
-        from dumpscope.core.tensor_io import load_tensor
+        from dumpscope.core.tensor_slice import tensor_slice
 
-        try:
-            out = Text(render_slice(load_tensor(t.ref()), text))
+        try:  # reads only the part of the file the slice covers (device layouts: their slabs)
+            try:
+                res = tensor_slice(t.ref(), parse_index(text), DEFAULT_LIMIT)
+            except IndexError as exc:
+                raise SliceError(str(exc)) from None
+            out = Text(render_result(res, DEFAULT_LIMIT))
         except SliceError as exc:
             out = Text(f"! bad index: {inert(exc)}", "bold red")
         except Exception as exc:

@@ -376,3 +376,37 @@ def load_pt(path: str, info: Optional[PtTensorInfo] = None) -> np.ndarray:
     if info.dtype == "bfloat16":
         out = (out.astype(np.uint32) << 16).view(np.float32)
     return out
+
+
+def stored_payload(path: str) -> Optional[tuple[int, PtTensorInfo]]:
+    """``(file offset of the tensor's first byte, info)`` when the tensor can be read straight off the
+    file: its storage member stored uncompressed (``torch.save`` writes it so) and the tensor
+    C-contiguous in it, little-endian; else None (``load_pt`` reads it whole)."""
+    import struct
+
+    name = os.path.basename(path)
+    with _open_zip(path) as zf:
+        info = _read_info(zf, name)
+        zinfo = zf.getinfo(info.entry)
+    if zinfo.compress_type != zipfile.ZIP_STORED or zinfo.flag_bits & 0x1 or info.byteorder != "little":
+        return None
+    dt = _np_dtype(info.dtype, info.byteorder)
+    expect, step = [], 1
+    for size in reversed(info.shape):
+        expect.append(step)
+        step *= size
+    if any(st != want for st, want, size in zip(info.stride, reversed(expect), info.shape) if size > 1):
+        return None
+    count = step
+    if info.storage_offset + count > info.storage_numel:
+        raise PtFormatError(f"{name}: tensor view exceeds its storage")
+    if zinfo.file_size < (info.storage_offset + count) * dt.itemsize:
+        raise PtFormatError(f"{name}: storage truncated ({zinfo.file_size // dt.itemsize} < "
+                            f"{info.storage_offset + count} elements)")
+    with open(path, "rb") as fh:
+        fh.seek(zinfo.header_offset)
+        local = fh.read(30)
+    if len(local) != 30 or local[:4] != b"PK\x03\x04":
+        raise PtFormatError(f"{name}: broken zip member header")
+    name_len, extra_len = struct.unpack("<HH", local[26:30])
+    return zinfo.header_offset + 30 + name_len + extra_len + info.storage_offset * dt.itemsize, info

@@ -109,6 +109,37 @@ def load_dataset(path: str, dataset: str) -> np.ndarray:
         raise ValueError(f"{name}: cannot read {dataset or '(no dataset)'} ({reason})") from None
 
 
+#: elements read from a dataset at a time (whole rows)
+CHUNK_ELEMENTS = 1 << 22
+
+
+def dataset_chunks(path: str, dataset: str):
+    """``(make_chunks, shape, dtype)`` reading a numeric dataset a block of rows at a time (h5py
+    reads only those rows, compressed or chunked), else None: compare and stats stay bounded."""
+    h5py = _h5py()
+    if h5py is None:
+        return None
+    try:
+        with h5py.File(path, "r") as fh:
+            ds = fh[dataset]
+            shape, dtype = tuple(int(d) for d in ds.shape), np.dtype(ds.dtype)
+    except (OSError, KeyError, ValueError, TypeError):
+        return None  # load_dataset names the problem
+    if dtype.kind not in "biufc" or dtype.names is not None or not shape:
+        return None
+    rows = max(1, CHUNK_ELEMENTS // max(1, int(np.prod(shape[1:], dtype=np.int64))))
+
+    def make():
+        with h5py.File(path, "r") as fh:
+            ds = fh[dataset]
+            for r in range(0, shape[0], rows):
+                yield np.ascontiguousarray(ds[r:r + rows]).reshape(-1)
+            if shape[0] == 0:
+                yield np.zeros(0, dtype)
+
+    return make, shape, dtype
+
+
 def load_tensor(rec: TensorRecord) -> np.ndarray:
     """Read ``extra["dataset"]`` of ``rec.path`` (needs h5py)."""
     return load_dataset(rec.path, rec.extra.get("dataset", ""))
