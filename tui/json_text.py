@@ -74,28 +74,43 @@ def _nonfinite(v: float) -> str:
     return '"nan"' if v != v else ('"inf"' if v > 0 else '"-inf"')
 
 
+#: ``",\n<indent>\"key\": "`` per indentation and string key: a row's keys repeat 40,000 times
+_PREFIXES: dict[str, dict[str, str]] = {}
+
+
 def _dict(d: dict, out: list[str], nl: str) -> None:
     if not d:
         out.append("{}")
         return
     inner = nl + " "
-    sep = "{" + inner
+    prefixes = _PREFIXES.get(inner)
+    if prefixes is None:
+        prefixes = _PREFIXES[inner] = {}
     append = out.append
+    first = True
     for k, v in d.items():
-        append(sep)
-        sep = "," + inner
-        append(_encode_str(k if type(k) is str else _key_text(k)))
+        if type(k) is str:
+            prefix = prefixes.get(k)
+            if prefix is None:
+                prefix = "," + inner + _encode_str(k) + ": "
+                if len(prefixes) < 4096:
+                    prefixes[k] = prefix
+        else:
+            prefix = "," + inner + _encode_str(_key_text(k)) + ": "
+        if first:
+            prefix = "{" + prefix[1:]
+            first = False
         t = type(v)
         if t is str:
-            append(": " + _encode_str(v))
+            append(prefix + _encode_str(v))
         elif t is float and v - v == 0.0:
-            append(": " + _float_repr(v))
+            append(prefix + _float_repr(v))
         elif t is int:
-            append(": " + _int_repr(v))
+            append(prefix + _int_repr(v))
         elif v is None:
-            append(": null")
+            append(prefix + "null")
         else:
-            append(": ")
+            append(prefix)
             _value(v, out, inner)
     append(nl + "}")
 
