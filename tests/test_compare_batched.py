@@ -280,3 +280,31 @@ def test_tensors_of_is_tensors_of_each_op(tmp_path, sample):
     assert list(got) == ids and sum(map(len, got.values())) > 0
     for op_id in ids:
         assert got[op_id] == q.tensors(op_id)
+
+
+def test_gc_is_paused_while_comparing_and_restored(tmp_path, monkeypatch):
+    import gc
+
+    from dumpscope.core.compare import compare_dumps, engine
+    from dumpscope.core.gc_pause import gc_paused
+    from dumpscope.core.query import open_query
+
+    g = open_query(str(_tree(tmp_path / "g", "golden")), cache_directory=tmp_path / "cache")
+    seen = []
+    real = engine._classify
+    monkeypatch.setattr(engine, "_classify", lambda *a: seen.append(gc.isenabled()) or real(*a))
+    assert gc.isenabled()
+    compare_dumps(g, g, workers=1)
+    assert seen and not any(seen) and gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            with gc_paused():
+                pass
+        assert not gc.isenabled()  # off before: stays off
+    finally:
+        gc.enable()
+    with pytest.raises(RuntimeError):
+        with gc_paused():
+            raise RuntimeError("boom")
+    assert gc.isenabled()

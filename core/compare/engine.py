@@ -22,9 +22,10 @@ from dumpscope.core.compare import origin as org
 from dumpscope.core.compare import verdict as vd
 from dumpscope.core.compare.api_mapping import match_across_frameworks
 from dumpscope.core.compare.match import OpRef, match_ops, pair_slots
-from dumpscope.core.compare import measure_many
+from dumpscope.core.compare import measure_many  # noqa: I001 (module and names)
 from dumpscope.core.compare.measure_many import Judged, Measurer, OpJob, ref_fields
 from dumpscope.core.compare.metrics import CompareResult, measure_stats
+from dumpscope.core.gc_pause import gc_paused
 from dumpscope.core.layouts.py_stack import frames_from_stack
 from dumpscope.core.model import INPUT, OUTPUT
 from dumpscope.core.source_frames import first_user_frame
@@ -178,6 +179,7 @@ def _position(op: "OpRow") -> int:
     return op.exec_index if op.exec_index is not None else 1 << 30
 
 
+@gc_paused()  # the collector's walks over the growing rows cost as much as the rows (gc_pause)
 def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] = None,
                   step: Optional[int] = None, rtol: Optional[float] = None, atol: Optional[float] = None,
                   progress: Optional[Callable[[int, int], None]] = None, workers: Optional[int] = None,

@@ -24,6 +24,7 @@ import numpy as np
 from dumpscope.core.compare.metrics import (SMALL_MAX, CompareResult, Tolerance, measure_small_many, measure_streams,
                                             small_kind)
 from dumpscope.core.compare.verdict import ERROR, Context, Thresholds, element_rtol, judge, magnitude_of
+from dumpscope.core.gc_pause import gc_paused
 from dumpscope.core.model import INPUT
 from dumpscope.core.tensor_io import OnceReader, TensorLoadError, TensorRef
 
@@ -53,6 +54,11 @@ SMALL_BLOCK = 1 << 14
 def judge_batch(jobs: list[OpJob], th: Thresholds) -> list[Judged]:
     """``measure_batch`` of consecutive ops, then each op judged as ``engine`` judges it: every row
     against the largest magnitude among the op's tensor inputs (the unit of work of a pool worker)."""
+    with gc_paused():  # results are small records without cycles (see gc_pause)
+        return _judged(jobs, th)
+
+
+def _judged(jobs: list[OpJob], th: Thresholds) -> list[Judged]:
     allclose = (th.atol or 0.0, th.rtol or 0.0) if th.allclose else None
     measured = measure_batch([[(g, t) for g, t, _io, _kind in pairs] for pairs, _mag in jobs], allclose)
     out: list[Judged] = []
