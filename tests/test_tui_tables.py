@@ -149,3 +149,53 @@ async def test_table_keys_in_help_and_palette(long_pair):
             body.scroll_page_down(animate=False)
             await pilot.pause()
         assert "table.columns_right" in seen and "table.columns_left" in seen
+
+
+# -- unjoined ops: a glyph in the list, the reason in the detail ------------------------------------
+
+
+@pytest.fixture
+def unjoined_dump(tmp_path, tmp_path_factory, monkeypatch) -> Path:
+    """The real MindSpore 2.10 BatchNorm golden dump plus one file (a copy of ReLU's output) named for an
+    ``Abs`` op the dumped graph does not have — as a dump of another run's file would be."""
+    import shutil
+
+    from conftest import unpack_data
+
+    set_env(monkeypatch, tmp_path)
+    root = tmp_path / "golden"
+    shutil.copytree(unpack_data(tmp_path_factory, "real_mindspore_210_bn") / "golden", root)
+    step = root / "rank_0" / "Net" / "0" / "0"
+    src = next(step.glob("ReLU.Default_relu-ReLU_ReLU-op0.*.output.0.*.npy"))
+    shutil.copy(src, step / src.name.replace("ReLU.Default_relu-ReLU_ReLU-op0", "Abs.Default_extra-Cell_Abs-op9"))
+    return root
+
+
+async def test_unjoined_op_has_a_glyph_and_the_detail_says_why(unjoined_dump):
+    app = DumpscopeApp(str(unjoined_dump), display_name="golden")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("t")  # the flat list
+        await settle(pilot)
+        rows = screen_text(app).splitlines()
+        left = [r.split("▕")[0] for r in rows]
+        abs_row = next(r for r in left if "Abs-op9" in r)
+        conv_row = next(r for r in left if "Conv2D-op0" in r)
+        assert "? " in abs_row.split("Abs-op9")[0] and "?" not in conv_row  # the glyph, not a colour
+        op = app.q.resolve_op("Default_extra-Cell_Abs-op9")
+        assert op.joined is None and op.join_note
+        await pilot.press("slash", *"Abs-op9", "enter")
+        await settle(pilot)
+        assert app.main.current.id == op.id
+        text = screen_text(app)
+        assert "? graph name unknown:" in text  # on the first screen, under the header
+        await pilot.press("tab")  # into the detail, and down to the Op section
+        await settle(pilot)
+        detail = app.screen.focused
+        detail.scroll_end(animate=False)
+        await settle(pilot)
+        body = str(detail.query_one("#detail-rest").render())
+        assert f"? not joined: {op.join_note}" in " ".join(body.split())
+        from dumpscope.tui.help import HelpScreen
+
+        assert "? no graph-side name" in str(HelpScreen()._footer_text())  # the legend lists the glyph

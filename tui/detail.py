@@ -336,7 +336,7 @@ class OpDetail(VerticalScroll, can_focus=True):
                         + "\n", "yellow")
         elif badges is not None and op.id in badges.watched:
             text.append("W a watched tensor changed here\n", "yellow")
-        if op.join_note:
+        if op.join_note:  # the glyph the list shows; the reason in full under "Op"
             text.append(f"? graph name unknown: {inert(op.join_note)}\n", "yellow")
         for t in tensors:
             text.append_text(tensor_line(t))
@@ -375,6 +375,11 @@ class OpDetail(VerticalScroll, can_focus=True):
         exec_txt = "-" if op.exec_index is None else str(op.exec_index)
         text.append(f"  rank {op.rank}  step {op.step}  graph {inert(op.graph)}  exec #{exec_txt}\n")
         text.append(f"  layout {inert(op.producer)}  join {inert(op.join_rule or 'none')}\n")
+        if op.join_note:
+            text.append(f"  ? not joined: {inert(op.join_note)} — the op keeps its file-side name; no links, "
+                        "attributes or source line from the graph\n", "yellow")
+        elif op.graph_only:
+            text.append("  · graph-only: a node of the graph with no dump data\n", "dim")
         if op.task is not None:
             text.append(f"  task {op.task}  stream {op.stream}\n", "dim")
         graph = details.get("graph")
