@@ -463,6 +463,9 @@ class DumpscopeApp(App[int]):
                     self.post_message(CompareProgress(f"comparing… {done:,}/{total:,} tensors"))
 
             result = fn(q, self.target_q, rank=rank, step=step, progress=progress)
+            from dumpscope.tui.view_compare import warm_view
+
+            warm_view(self, result)  # the compare table sorted and counted here, so `c` has nothing to wait for
         except IndexCancelled:
             return
         except EngineMissing as exc:

@@ -110,9 +110,10 @@ class CompareDiffScreen(Screen):
     ]
     AUTO_FOCUS = "#diff-body"
 
-    def __init__(self, rows: list[dict[str, Any]], index: int) -> None:
+    def __init__(self, rows: list[dict[str, Any]], index: int, born: Optional[list[int]] = None) -> None:
         super().__init__()
         self.all_rows = rows
+        self._born_rows = born  # indices of the rows where an error is born (the compare view found them)
         self.index = index
         self.history: list[int] = []
         self.data: Optional[DiffData] = None
@@ -132,8 +133,8 @@ class CompareDiffScreen(Screen):
         self._show()
 
     def reopen(self):
-        rows, index = self.all_rows, self.index
-        return lambda: CompareDiffScreen(rows, index)
+        rows, index, born = self.all_rows, self.index, self._born_rows
+        return lambda: CompareDiffScreen(rows, index, born)
 
     # -- showing ------------------------------------------------------------------------------
 
@@ -154,10 +155,16 @@ class CompareDiffScreen(Screen):
         text.append(inert(str(r.get("type") or "")) + "  ", "bold")
         text.append(inert(str(r.get("name", "")).rsplit("/", 1)[-1]), "bold")
         text.append(f"  {slot_label(r)}")
-        born = [i for i, x in enumerate(self.all_rows) if is_born(x)]
+        born = self.born_rows()
         if born:
             text.append(f"   n/N born {self._born_position(born)}/{len(self._born_ops(born))}", "dim")
         return text
+
+    def born_rows(self) -> list[int]:
+        """Rows where an error is born (one scan per screen, none when the compare view passed them)."""
+        if self._born_rows is None:
+            self._born_rows = [i for i, x in enumerate(self.all_rows) if is_born(x)]
+        return self._born_rows
 
     def _born_ops(self, born: list[int]) -> list[int]:
         """One entry (its first error row) per op where an error is born."""
@@ -314,7 +321,7 @@ class CompareDiffScreen(Screen):
             self.app.pop_screen()
 
     def action_born(self, delta: int) -> None:
-        ops = self._born_ops([i for i, x in enumerate(self.all_rows) if is_born(x)])
+        ops = self._born_ops(self.born_rows())
         if not ops:
             self.notify("no op where an error is born", timeout=2)
             return

@@ -315,12 +315,14 @@ class MainScreen(Screen):
         elif remember and self.current is not None and self.current.id != op.id:
             self.history.append(self.current)
         del self.history[:-HISTORY]
-        if self.mode == "tree":
-            found = self.query_one(OpTree).select_op(op)
-        else:
-            found = self.query_one(OpList).select_op(op)
-        if not found:
+        def missing() -> None:
             self.notify(f"{op.short} is not in the {self.mode} view", timeout=2)
+
+        if self.mode == "tree":
+            if not self.query_one(OpTree).select_op(op):
+                missing()
+        else:  # the list's cursor follows when its worker has found the row
+            self.query_one(OpList).seek(op, missing)
         self.show_op(op, then)
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:

@@ -7,7 +7,10 @@ few pages are kept, so scrolling a 100k-op list touches only what is on screen.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
+
+from textual import work
+from textual.worker import get_current_worker
 
 from dumpscope.core.inert import inert
 from dumpscope.core.query import DumpQuery, OpRow
@@ -78,6 +81,41 @@ class OpList(LineList):
             return False
         self.cursor = pos
         return True
+
+    def seek(self, op: OpRow, missing: Optional[Callable[[], None]] = None) -> None:
+        """Like ``select_op``, but the position and its page are read in the "list seek" worker (two
+        queries over up to 100k+ ops: a jump never waits on them); ``missing()`` when ``op`` is not here."""
+        if self.q is None or op.rank != self.rank or op.step != self.step:
+            if missing is not None:
+                missing()
+            return
+        self._seek(self.q, op, self.grep, missing)
+
+    @work(thread=True, exclusive=True, group="list-seek", name="list seek", exit_on_error=False)
+    def _seek(self, q: DumpQuery, op: OpRow, grep: Optional[str], missing: Optional[Callable[[], None]]) -> None:
+        try:
+            pos = q.op_position(op, grep)
+            page_no = pos // PAGE
+            page = q.ops(op.rank, op.step, grep, limit=PAGE, offset=page_no * PAGE)
+        except Exception:  # a damaged index: the op is shown, only the list cursor stays
+            page_no, pos, page = 0, -1, []
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._seeked, q, grep, op, pos, page_no, page, missing)
+
+    def _seeked(self, q: DumpQuery, grep: Optional[str], op: OpRow, pos: int, page_no: int, page: list[OpRow],
+                missing: Optional[Callable[[], None]]) -> None:
+        if q is not self.q or grep != self.grep or (op.rank, op.step) != (self.rank, self.step):
+            return  # the list was reloaded meanwhile
+        offset = pos - page_no * PAGE
+        found = page[offset] if 0 <= offset < len(page) else None
+        if found is None or found.id != op.id:
+            if missing is not None:
+                missing()
+            return
+        self._pages[page_no] = page
+        while len(self._pages) > KEEP_PAGES:
+            self._pages.popitem(last=False)
+        self.cursor = pos
 
     def row_parts(self, index: int) -> Iterable[Part]:
         op = self.op_at(index)

@@ -8,20 +8,23 @@ rows where an error is born (origin "born" or "constant").
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual import work
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
+from textual.worker import get_current_worker
 
 from dumpscope.core.inert import inert
 from dumpscope.tui.badges import VERDICT_CLASS, VERDICT_GLYPH
 from dumpscope.tui.detail import OpDetail
 from dumpscope.tui.table_view import TableView
-from dumpscope.tui.vtable import Column
+from dumpscope.tui.vtable import Column, blank_columns
 
 _VERDICT_ORDER = {"error": 0, "warning": 1, "pass": 2}
 
@@ -43,13 +46,14 @@ def _num(v: Any, missing: float) -> float:
     return float(v)
 
 
-SORTS: dict[str, tuple[str, Callable[[dict[str, Any]], Any]]] = {
-    "0": ("execution order", lambda r: r["_order"]),
-    "1": ("cosine (lowest first)", lambda r: _num(r.get("cosine"), -2.0)),
-    "2": ("max abs err (largest first)", lambda r: -_num(r.get("max_abs_err"), math.inf)),
-    "3": ("max rel err (largest first)", lambda r: -_num(r.get("max_rel_err"), math.inf)),
-    "4": ("verdict (errors first)", lambda r: (_VERDICT_ORDER.get(str(r.get("verdict")), 3), r["_order"])),
-    "5": ("name", lambda r: str(r.get("name"))),
+#: sort keys over (row, its place in execution order)
+SORTS: dict[str, tuple[str, Optional[Callable[[dict[str, Any], int], Any]]]] = {
+    "0": ("execution order", None),
+    "1": ("cosine (lowest first)", lambda r, i: _num(r.get("cosine"), -2.0)),
+    "2": ("max abs err (largest first)", lambda r, i: -_num(r.get("max_abs_err"), math.inf)),
+    "3": ("max rel err (largest first)", lambda r, i: -_num(r.get("max_rel_err"), math.inf)),
+    "4": ("verdict (errors first)", lambda r, i: (_VERDICT_ORDER.get(str(r.get("verdict")), 3), i)),
+    "5": ("name", lambda r, i: str(r.get("name"))),
 }
 
 
@@ -79,6 +83,67 @@ def is_first_divergence(row: dict[str, Any], fd: Optional[dict[str, Any]]) -> bo
     return bool(fd) and all(row.get(k) == fd.get(k) for k in ("name", "io", "slot", "step") if k in fd)  # type: ignore
 
 
+def compare_columns(first: Callable[[], Optional[dict[str, Any]]]) -> list[Column]:
+    """The compare table's columns; ``first()`` is the first divergence's row (marked ▶)."""
+
+    def verdict(r: dict[str, Any]) -> tuple[str, Optional[str]]:
+        v = str(r.get("verdict"))
+        return (("▶" if r is first() else "") + VERDICT_GLYPH.get(v, "?"), VERDICT_CLASS.get(v))
+
+    return [
+        Column("verdict", "", 2, fmt=verdict, blank=lambda r: False),
+        Column("name", "op", keep_end=True, fmt=both_names),
+        Column("io", "tensor", 6, fmt=lambda r: f"{'in' if r.get('io') == 'input' else 'out'}.{r.get('slot')}"),
+        Column("origin", "origin", 6, fmt=origin_text,
+               blank=lambda r: not r.get("origin") and r.get("kind") not in ("parameter", "scalar")),
+        Column("cosine", "cosine", 8, ">", fmt=_f("cosine", 6)),
+        Column("max_abs_err", "max abs", 9, ">", fmt=_f("max_abs_err")),
+        Column("max_rel_err", "max rel", 9, ">", fmt=_f("max_rel_err")),
+        Column("one_thousandth_ratio", "‰1", 6, ">", fmt=_f("one_thousandth_ratio", 3)),
+        Column("five_thousandth_ratio", "‰5", 6, ">", fmt=_f("five_thousandth_ratio", 3)),
+        Column("rule", "rule", 10),
+    ]
+
+
+@dataclass
+class Prepared:
+    """The compare table of one result in one sort order (made in a worker, kept on the app)."""
+
+    rows: list[dict[str, Any]]  # the result's own row dicts (not copied), sorted
+    first: Optional[dict[str, Any]]  # the first divergence's row
+    cursor: int
+    counts: dict[str, int]
+    hidden: list[str]  # column keys empty in every row
+    born: list[int]  # indices (in ``rows``) of the rows where an error is born
+
+
+def prepare(result: dict[str, Any], sort_key: str, columns: list[Column]) -> Prepared:
+    """Sort, count and find the first divergence in one pass or two: no per-row copies (100k rows)."""
+    rows = result.get("rows", [])
+    fd = result.get("first_divergence")
+    first = next((r for r in rows if r.get("name") == fd.get("name") and is_first_divergence(r, fd)), None) \
+        if fd else None
+    key = SORTS[sort_key][1]
+    if key is not None:
+        order = sorted(range(len(rows)), key=lambda i: key(rows[i], i))
+        rows = [rows[i] for i in order]
+    counts = {"pass": 0, "warning": 0, "error": 0}
+    born = []
+    for i, r in enumerate(rows):
+        v = r.get("verdict")
+        if v in counts:
+            counts[v] += 1
+        if v == "error" and r.get("origin") in ("born", "constant"):
+            born.append(i)
+    cursor = next((i for i, r in enumerate(rows) if r is first), 0) if first is not None else 0
+    return Prepared(rows, first, cursor, counts, blank_columns(columns, rows), born)
+
+
+def warm_view(app: Any, result: dict[str, Any]) -> None:
+    """Prepare the table's default order for ``result`` (called in the compare worker, so ``c`` finds it)."""
+    app.compare_view_cache = {"result": result, (id(result), "0"): prepare(result, "0", compare_columns(lambda: None))}
+
+
 class CompareScreen(TableView):
     title_text = "Compare — golden vs target"
     export_name = "compare"
@@ -89,27 +154,14 @@ class CompareScreen(TableView):
         for k, (label, _) in SORTS.items()]
 
     sort_key = "0"
+    _first: Optional[dict[str, Any]] = None
+    _born: Optional[list[int]] = None
 
     def columns(self) -> list[Column]:
-        def verdict(r: dict[str, Any]) -> tuple[str, Optional[str]]:
-            v = str(r.get("verdict"))
-            return (("▶" if r.get("_first") else "") + VERDICT_GLYPH.get(v, "?"), VERDICT_CLASS.get(v))
-
-        return [
-            Column("verdict", "", 2, fmt=verdict, blank=lambda r: False),
-            Column("name", "op", keep_end=True, fmt=both_names),
-            Column("io", "tensor", 6, fmt=lambda r: f"{'in' if r.get('io') == 'input' else 'out'}.{r.get('slot')}"),
-            Column("origin", "origin", 6, fmt=origin_text, blank=lambda r: not origin_text(r)),
-            Column("cosine", "cosine", 8, ">", fmt=_f("cosine", 6)),
-            Column("max_abs_err", "max abs", 9, ">", fmt=_f("max_abs_err")),
-            Column("max_rel_err", "max rel", 9, ">", fmt=_f("max_rel_err")),
-            Column("one_thousandth_ratio", "‰1", 6, ">", fmt=_f("one_thousandth_ratio", 3)),
-            Column("five_thousandth_ratio", "‰5", 6, ">", fmt=_f("five_thousandth_ratio", 3)),
-            Column("rule", "rule", 10),
-        ]
+        return compare_columns(lambda: self._first)
 
     def row_class(self, index: int, row: dict[str, Any]) -> Optional[str]:
-        return "linelist--origin" if row.get("_first") else None
+        return "linelist--origin" if row is self._first else None
 
     def is_problem(self, row: dict[str, Any]) -> bool:
         return is_born(row)
@@ -122,11 +174,37 @@ class CompareScreen(TableView):
             self.note(f"! {err}" if err else "comparing… (the table fills in when done)",
                       "bold red" if err else "italic")
             return
+        cache = getattr(app, "compare_view_cache", None)
+        prepared = cache.get((id(result), self.sort_key)) if cache and cache.get("result") is result else None
+        if prepared is not None:
+            self._show(result, prepared)
+            return
+        self.table.empty_text = "sorting…"
+        self.table.refresh()
+        self._prepare(result, self.sort_key)
+
+    @work(thread=True, exclusive=True, group="compare-view", name="compare view")
+    def _prepare(self, result: dict[str, Any], sort_key: str) -> None:
+        """Sorting and counting 100k+ rows takes longer than a key may wait: off the UI thread."""
+        prepared = prepare(result, sort_key, self.table.columns)
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._prepared, result, sort_key, prepared)
+
+    def _prepared(self, result: dict[str, Any], sort_key: str, prepared: Prepared) -> None:
+        app: Any = self.app
+        cache = getattr(app, "compare_view_cache", None)
+        if not cache or cache.get("result") is not result:  # one result's tables at a time
+            cache = app.compare_view_cache = {"result": result}
+        cache[(id(result), sort_key)] = prepared
+        if sort_key == self.sort_key and app.compare_result is result:
+            self._show(result, prepared)
+
+    def _show(self, result: dict[str, Any], prepared: Prepared) -> None:
+        self._first, self._born = prepared.first, prepared.born
+        self.table.empty_text = self.empty_text
+        self.table.set_rows(prepared.rows, cursor=prepared.cursor, hidden=prepared.hidden)
+        counts = prepared.counts
         fd = result.get("first_divergence")
-        rows = [dict(r, _order=i, _first=is_first_divergence(r, fd)) for i, r in enumerate(result.get("rows", []))]
-        self._rows = rows
-        self._apply_sort()
-        counts = {v: sum(1 for r in rows if r.get("verdict") == v) for v in ("pass", "warning", "error")}
         note = Text()
         note.append(f"✓ {counts['pass']}  ", "green")
         note.append(f"~ {counts['warning']}  ", "yellow")
@@ -144,11 +222,6 @@ class CompareScreen(TableView):
         note.append(f"   n/N: where errors are born   sort: {SORTS[self.sort_key][0]} (0-5)", "dim")
         self.note(note)
 
-    def _apply_sort(self) -> None:
-        rows = sorted(getattr(self, "_rows", []), key=SORTS[self.sort_key][1])
-        first = next((i for i, r in enumerate(rows) if r.get("_first")), 0)
-        self.table.set_rows(rows, cursor=first)
-
     def action_sort(self, key: str) -> None:
         self.sort_key = key
         self.load()
@@ -156,7 +229,7 @@ class CompareScreen(TableView):
     def open_row(self, row: dict[str, Any]) -> None:
         from dumpscope.tui.compare_diff import CompareDiffScreen
 
-        self.app.push_screen(CompareDiffScreen(self.table.rows, self.table.cursor))
+        self.app.push_screen(CompareDiffScreen(self.table.rows, self.table.cursor, born=self._born))
 
 
 class CompareDetailScreen(Screen):

@@ -51,6 +51,22 @@ class Column:
         return self.blank(row) if self.blank is not None else _blank_value(row.get(self.key))
 
 
+def blank_columns(columns: list[Column], rows: list[dict[str, Any]]) -> list[str]:
+    """Keys of the columns empty in every row (each scan stops at the first row with a value)."""
+    if not rows:
+        return []
+    out = []
+    for c in columns:
+        if c.blank is None:
+            k = c.key
+            empty = not any(not _blank_value(r.get(k)) for r in rows)
+        else:
+            empty = all(map(c.blank, rows))
+        if empty:
+            out.append(c.key)
+    return out
+
+
 def fit(text: str, width: int, align: str = "<", keep_end: bool = False) -> str:
     if width <= 0:
         return ""
@@ -92,13 +108,14 @@ class VTable(LineList):
         self._more = (False, False)
         self._name_natural = NAME_MAX
 
-    def set_rows(self, rows: list[dict[str, Any]], cursor: int = 0, hide: Iterable[str] = ()) -> None:
-        """``hide``: keys of columns that say nothing here (e.g. the rank when one rank was scanned)."""
+    def set_rows(self, rows: list[dict[str, Any]], cursor: int = 0, hide: Iterable[str] = (),
+                 hidden: Optional[Iterable[str]] = None) -> None:
+        """``hide``: keys of columns that say nothing here (e.g. the rank when one rank was scanned);
+        ``hidden``: the keys of the columns empty in every row when the caller found them already
+        (``blank_columns`` in a worker: a big table's scan is no work for the UI thread)."""
         self.rows = rows
-        # a column is hidden only when no row has a value (stops at the first row that has one)
-        hide = set(hide)
-        self._hidden = frozenset(i for i, c in enumerate(self.columns)
-                                 if c.key in hide or (rows and all(c.is_blank(r) for r in rows)))
+        blank = set(blank_columns(self.columns, rows) if hidden is None else hidden) | set(hide)
+        self._hidden = frozenset(i for i, c in enumerate(self.columns) if c.key in blank)
         self._name_natural = self._natural_name_width(rows)
         self._layout_key = None
         if self.pending_cursor is not None and rows:
