@@ -134,16 +134,14 @@ async def test_esc_returns_to_the_view_the_jump_came_from(overflow_dump):
 async def test_overflow_view_never_says_none_found_while_scanning(overflow_dump, monkeypatch):
     import threading
 
-    from dumpscope.tui import engines
-
     gate = threading.Event()
-    real = engines.overflow_report()
+    real = DumpscopeApp.overflow_report  # the scan, wherever it runs (a child process or this one)
 
-    def slow(q, **kwargs):
+    def slow(self, q, progress):
         gate.wait(10)
-        return real(q, **kwargs)
+        return real(self, q, progress)
 
-    monkeypatch.setattr(engines, "overflow_report", lambda: slow)
+    monkeypatch.setattr(DumpscopeApp, "overflow_report", slow)
     app = DumpscopeApp(str(overflow_dump), display_name="overflow")
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)

@@ -167,7 +167,7 @@ class VTable(LineList):
         if sum(need(i) for i in movable) <= room - name_min * len(flex_pinned):
             self.col_offset = 0  # everything fits: nothing to scroll
         start = self.col_offset
-        budget = room - name_min * len(flex_pinned)  # "‹" takes the name's separator
+        budget = room - name_min * len(flex_pinned) - (1 if start else 0)  # "‹" after the name
         visible: list[int] = []
         for i in movable[start:]:
             right = 1 if i != movable[-1] else 0  # room for the "›" marker when more follow
@@ -175,7 +175,7 @@ class VTable(LineList):
                 break
             visible.append(i)
         more_right = len(visible) < len(movable) - start
-        used = sum(need(i) for i in visible if cols[i].width) + (1 if more_right else 0)
+        used = sum(need(i) for i in visible if cols[i].width) + (1 if start else 0) + (1 if more_right else 0)
         flex = flex_pinned + [i for i in visible if not cols[i].width]
         share = max(NAME_MIN, (room - used - len([i for i in visible if not cols[i].width])) // max(1, len(flex)))
         widths = {i: (cols[i].width or share) for i in pinned + visible}
@@ -204,7 +204,9 @@ class VTable(LineList):
         parts: list[Part] = []
         for i, w, text, cls in cells:
             parts.append((text, cls))
-            parts.append(("‹" if (left and i == name) else " ", "linelist--muted" if left and i == name else None))
+            parts.append((" ", None))
+            if left and i == name:  # columns scrolled out between the name and the next one shown
+                parts.append(("‹", "linelist--muted"))
         if right:
             parts.append(("›", "linelist--muted"))
         return parts
