@@ -118,9 +118,17 @@ async def settle(pilot) -> None:
         busy = any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in pilot.app.workers)
         if not busy and getattr(pilot.app.screen, "_loading", None) is None:
             break
-    # a scrollbar that appears with the new content re-flows its pane on the next refresh: let it
-    for _ in range(3):
+    # a scrollbar that appears with the new content re-flows its pane on the next refresh: let it, until
+    # no widget of the screen waits for a layout or a repaint (twice in a row: a re-flow may ask for one more)
+    quiet = 0
+    for _ in range(100):
         await pilot.pause()
+        screen = pilot.app.screen
+        pending = any(getattr(w, "_layout_required", False) or getattr(w, "_repaint_required", False)
+                      for w in [screen, *screen.walk_children()])
+        quiet = 0 if pending else quiet + 1
+        if quiet >= 2:
+            break
 
 
 def screen_text(app) -> str:
