@@ -308,3 +308,32 @@ def test_gc_is_paused_while_comparing_and_restored(tmp_path, monkeypatch):
         with gc_paused():
             raise RuntimeError("boom")
     assert gc.isenabled()
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
+def test_every_place_of_step_all_shares_one_pool(tmp_path, monkeypatch):
+    import shutil
+
+    from dumpscope.core.compare import engine
+    from dumpscope.core.compare.places import compare_places
+    from dumpscope.core.query import open_query
+
+    roots = {}
+    for side in ("golden", "target"):
+        root = _tree(tmp_path / side, side)
+        model = root / "20240101120000" / "0" / "ge_default_20240101120000_1" / "1"
+        for step in ("1", "2"):
+            shutil.copytree(model / "0", model / step)
+        roots[side] = open_query(str(root), cache_directory=tmp_path / "cache")
+    pools: list[_Pool] = []
+    monkeypatch.setattr(mm, "BATCH_PAIRS", 16)
+    monkeypatch.setattr(mm, "POOL_MIN_OPS", 1)
+    monkeypatch.setattr(engine, "_CHUNK_OPS", 8)
+    monkeypatch.setattr(mm, "_pool", lambda workers: pools.append(_Pool()) or pools[-1])
+    pooled = compare_places(roots["golden"], roots["target"], step="all")
+    assert len(pools) == 1 and pools[0].submitted > 15 and mm._SHARED is None
+    assert [p["golden"]["step"] for p in pooled["places"]] == [0, 1, 2]
+    inline = compare_places(roots["golden"], roots["target"], step="all", workers=1)
+    assert len(pools) == 1
+    assert json.dumps(pooled) == json.dumps(inline)
+    assert pooled["problems"] == inline["problems"]

@@ -185,13 +185,14 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
                   progress: Optional[Callable[[int, int], None]] = None, workers: Optional[int] = None,
                   thresholds: Optional[vd.Thresholds] = None, layer_mapping: Optional[str] = None,
                   api_mapping: Optional[str] = None, target_rank: Optional[int] = None,
-                  target_step: Optional[int] = None) -> dict[str, Any]:
+                  target_step: Optional[int] = None, with_problems: bool = True) -> dict[str, Any]:
     """CLI.md ``compare`` document for one rank/step of both dumps.
 
     MindSpore-vs-PyTorch API dumps (or any pair given ``layer_mapping``/``api_mapping`` files, msprobe's
     formats) are paired by ``api_mapping.match_across_frameworks`` instead of by name.
     ``target_rank``/``target_step``: the target's place when it differs from the golden's (several
-    places: ``places.compare_places``)."""
+    places: ``places.compare_places``).  ``with_problems=False``: ``problems`` left empty (they are the
+    trees', not the place's: several places list them once)."""
     g_rank, g_step = golden.default_place(rank, step)
     t_ranks, t_steps = target.ranks(), target.steps()
     t_rank = g_rank if g_rank in t_ranks or not t_ranks else t_ranks[0]
@@ -286,7 +287,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
         "rules": "see `dumpscope compare --help` (core/compare/verdict.py)",
         "compared": {"ops": len(ops), "tensors": len(rows), "golden_ops": len(g_ops), "target_ops": len(t_ops)},
         "problems": [dict(p, side="golden") for p in golden.problems()]
-        + [dict(p, side="target") for p in target.problems()],
+        + [dict(p, side="target") for p in target.problems()] if with_problems else [],
     }
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, Iterator, Optional, Union
 
@@ -179,7 +180,16 @@ class Measurer:
 
     def __init__(self, th: Thresholds, workers: Optional[int] = None, pool: bool = False) -> None:
         self.th = th
-        self._pool = _pool(workers) if pool and workers != 1 else None
+        self._pool = None
+        self._owns_pool = False
+        if pool and workers != 1:
+            self._pool = _SHARED.get(workers) if _SHARED else None
+            if self._pool is None:
+                self._pool = _pool(workers)
+                if _SHARED is not None and self._pool is not None:
+                    _SHARED[workers] = self._pool  # kept for the next places, shut by shared_pool()
+                else:
+                    self._owns_pool = True
         self._threads = ThreadPoolExecutor(max_workers=max(1, workers or 2), thread_name_prefix="dumpscope-compare") \
             if self._pool is None and workers != 1 else None
         self._pending: deque[tuple[int, int, list[OpJob], Any]] = deque()
@@ -221,14 +231,39 @@ class Measurer:
 
     def _give_up(self) -> None:
         if self._pool is not None:
+            if _SHARED:
+                for k, v in list(_SHARED.items()):
+                    if v is self._pool:
+                        del _SHARED[k]
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
 
     def close(self) -> None:
-        for ex in (self._pool, self._threads):
+        for ex in (self._pool if self._owns_pool else None, self._threads):
             if ex is not None:
                 ex.shutdown(wait=True, cancel_futures=True)
         self._pool = self._threads = None
+
+
+#: pools kept across the places of one ``shared_pool`` block (by ``workers``), else None
+_SHARED: Optional[dict[Optional[int], Any]] = None
+
+
+@contextmanager
+def shared_pool() -> Iterator[None]:
+    """Measurers made inside the block share one process pool (started by the first that needs it,
+    shut at the end): ``compare --step all`` over 20 places forks the workers once, not 20 times."""
+    global _SHARED
+    if _SHARED is not None:  # nested: the outer block owns the pools
+        yield
+        return
+    _SHARED = {}
+    try:
+        yield
+    finally:
+        pools, _SHARED = _SHARED, None
+        for p in pools.values():
+            p.shutdown(wait=True, cancel_futures=True)
 
 
 class _Done:

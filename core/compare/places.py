@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from dumpscope.core.compare.engine import compare_dumps
+from dumpscope.core.compare.measure_many import shared_pool
+from dumpscope.core.gc_pause import gc_paused
 
 if TYPE_CHECKING:
     from dumpscope.core.query import DumpQuery
@@ -80,19 +82,8 @@ def compare_places(golden: "DumpQuery", target: "DumpQuery", rank: Axis = None, 
     its place; ``target_rank``/``target_step`` where the target's differs), ``first_divergence`` the
     first place's in step-then-rank order that has one, and ``places`` with each pair's summary."""
     pairs, unpaired = place_pairs(golden, target, rank, step, golden_rank, target_rank, golden_step, target_step)
-    docs = []
-    for k, ((gr, gs), (tr, ts)) in enumerate(pairs):
-        def tick(done: int, total: int, k: int = k) -> None:
-            if progress is not None:
-                progress(k * 1000 + (1000 * done) // max(total, 1), 1000 * len(pairs))
-        doc = compare_dumps(golden, target, rank=gr, step=gs, target_rank=tr, target_step=ts, progress=tick,
-                            **kwargs)
-        if (tr, ts) != (gr, gs):
-            for row in doc["rows"]:
-                row["target_rank"], row["target_step"] = tr, ts
-            if doc.get("first_divergence"):
-                doc["first_divergence"].update(target_rank=tr, target_step=ts)
-        docs.append(doc)
+    with shared_pool(), gc_paused():  # one pool for every place; no collector walks over the rows
+        docs = _compare_each(golden, target, pairs, progress, kwargs)
     if len(docs) == 1 and not unpaired["golden"] and not unpaired["target"]:
         return docs[0]
     first = next((d["first_divergence"] for d in docs if d.get("first_divergence")), None)
@@ -114,3 +105,22 @@ def compare_places(golden: "DumpQuery", target: "DumpQuery", rank: Axis = None, 
                      for k in ("ops", "tensors", "golden_ops", "target_ops")},
         "problems": docs[0].get("problems", []) if docs else [],  # of the two trees: the same for every place
     }
+
+
+def _compare_each(golden: "DumpQuery", target: "DumpQuery", pairs: list, progress: Any,
+                  kwargs: dict[str, Any]) -> list[dict[str, Any]]:
+    """``compare_dumps`` of each pair of places, in order."""
+    docs = []
+    for k, ((gr, gs), (tr, ts)) in enumerate(pairs):
+        def tick(done: int, total: int, k: int = k) -> None:
+            if progress is not None:
+                progress(k * 1000 + (1000 * done) // max(total, 1), 1000 * len(pairs))
+        doc = compare_dumps(golden, target, rank=gr, step=gs, target_rank=tr, target_step=ts, progress=tick,
+                            with_problems=k == 0, **kwargs)  # the trees' problems: listed once
+        if (tr, ts) != (gr, gs):
+            for row in doc["rows"]:
+                row["target_rank"], row["target_step"] = tr, ts
+            if doc.get("first_divergence"):
+                doc["first_divergence"].update(target_rank=tr, target_step=ts)
+        docs.append(doc)
+    return docs
