@@ -2,21 +2,20 @@
 
 Every file the walk listed is exactly one of: read as tensor data, statistics, a graph, an
 execution order, overflow evidence, metadata a layout consumed (``.dump_metadata``,
-``mapping.csv``, the global execution order …), a named problem, or not recognised.  The
+``mapping.csv``, the global execution order …), a named problem, not recognised, or part of
+another dump of the same places that was set aside (``core.dump_roots``).  The
 counts come from the index's tables and add up to the number of files listed.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from typing import TYPE_CHECKING, Iterable
 
 if TYPE_CHECKING:
     from dumpscope.core.index import DumpIndex
 
-#: folder names where a dump tree's own structure begins (FORMATS.md §5.1, §8.1, §9)
-_TREE_LEVEL = re.compile(r"^(?:rank_?\d+|\d{14}|worldsize\d+_global_rank\d+|step_?\d+|device_\d+|proc\d+)$")
+from dumpscope.core.dump_roots import TREE_LEVEL as _TREE_LEVEL
 
 
 def tree_root(dirs: Iterable[str], fallback: str) -> str:
@@ -46,7 +45,10 @@ def layout_roots(index: "DumpIndex") -> dict[str, str]:
 
 def file_accounting(index: "DumpIndex") -> dict[str, int]:
     """Counts per fate of every listed file; ``files`` is their sum."""
-    listed, claimed = index.query("SELECT COALESCE(SUM(nfiles), 0), COALESCE(SUM(nclaimed), 0) FROM dirs")[0]
+    listed, claimed, aside = index.query(
+        "SELECT COALESCE(SUM(nfiles), 0), COALESCE(SUM(CASE WHEN a.dir_id IS NULL THEN nclaimed END), 0), "
+        "COALESCE(SUM(CASE WHEN a.dir_id IS NOT NULL THEN nfiles END), 0) "
+        "FROM dirs d LEFT JOIN aside_dirs a ON a.dir_id = d.id")[0]
     walked = {p for (p,) in index.query("SELECT path FROM dirs")}
     seen: set[str] = set()
 
@@ -69,6 +71,8 @@ def file_accounting(index: "DumpIndex") -> dict[str, int]:
     unclaimed_problems = max(0, -metadata)  # a bad file no layout claimed: a problem, not "not recognised"
     out = {"tensor": tensor, "stats": stats, "graph": graph, "order": order, "overflow": overflow,
            "metadata": max(0, metadata), "problem": problem,
-           "not_recognised": listed - claimed - unclaimed_problems}
+           "not_recognised": listed - aside - claimed - unclaimed_problems,
+           # every file of another dump of the same rank/step places, set aside (core.dump_roots)
+           "other_dump": aside}
     out["files"] = listed
     return out

@@ -23,7 +23,7 @@ from dumpscope.core.units import dumps_entries, nonfinite_sums, slot_label
 from dumpscope.core.index_schema import OP_INDEXES, create_indexes, drop_indexes
 from dumpscope.core.overflow_join import attach_overflow
 
-from dumpscope.core import graph_only
+from dumpscope.core import dump_roots, graph_only
 
 if TYPE_CHECKING:  # the index calls finalize; finalize only reads and writes its tables
     from dumpscope.core.index import DumpIndex
@@ -562,12 +562,14 @@ def _mark_watch_snapshots(ops: dict[tuple, OpAcc]) -> None:
 
 def finalize(index: "DumpIndex") -> None:
     """Rebuild the op table, one rank/step at a time so memory follows the largest step."""
+    others = dump_roots.separate(index)  # another dump of the same places is set aside, never merged
     _merge_stats_only(index)
     places = index.query("SELECT DISTINCT rank, step FROM units ORDER BY rank, step")
     graph_files = index.query("SELECT path, kind, rank, graph FROM graph_files ORDER BY path")
     wanted = {(r, g) for r, g in index.query("SELECT DISTINCT rank, graph FROM units")} if graph_files else set()
     parsed: dict[str, Optional[list[Graph]]] = {}
     graphs, problems = _load_graphs(index, wanted, parsed)
+    problems.extend((o.root, o.message(index.root)) for o in others)
     graph_only.read_all(graph_files, parsed, problems)  # every graph file is read or a named problem
     listed = graph_only.listed_graphs(graph_files, parsed) if not places else []
     orders: dict[tuple[int, str], list[str]] = {}

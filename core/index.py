@@ -784,6 +784,9 @@ class DumpIndex:
             cur.execute("DELETE FROM units WHERE id BETWEEN ? AND ? AND dir_id=?", (row[0], row[1], dir_id))
         for table in ("exec_orders", "graph_files", "problems", "overflow", "files"):
             cur.execute(f"DELETE FROM {table} WHERE dir_id=?", (dir_id,))
+        for table in ("units", "exec_orders", "graph_files", "problems", "overflow"):  # core.dump_roots
+            cur.execute(f"DELETE FROM aside_{table} WHERE dir_id=?", (dir_id,))
+        cur.execute("DELETE FROM aside_dirs WHERE dir_id=?", (dir_id,))
 
     def _next_unit_id(self, cur: sqlite3.Cursor) -> int:
         """Unit ids are never reused (they are op ids too, and views keep op ids across updates)."""

@@ -38,6 +38,14 @@ CREATE INDEX IF NOT EXISTS graph_nodes_name ON graph_nodes(gkey, name);
 CREATE INDEX IF NOT EXISTS graph_nodes_sname ON graph_nodes(gkey, sname);
 CREATE TABLE IF NOT EXISTS graphs(gkey TEXT PRIMARY KEY, rank INTEGER, graph TEXT, name TEXT, path TEXT, kind TEXT);
 CREATE TABLE IF NOT EXISTS stats_cache(sig TEXT PRIMARY KEY, data TEXT);
+-- rows of the folders of another dump of the same rank/step places, set aside (core.dump_roots)
+CREATE TABLE IF NOT EXISTS aside_dirs(dir_id INTEGER PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS aside_units AS SELECT * FROM units WHERE 0;
+CREATE INDEX IF NOT EXISTS aside_units_dir ON aside_units(dir_id);
+CREATE TABLE IF NOT EXISTS aside_exec_orders AS SELECT * FROM exec_orders WHERE 0;
+CREATE TABLE IF NOT EXISTS aside_graph_files AS SELECT * FROM graph_files WHERE 0;
+CREATE TABLE IF NOT EXISTS aside_problems AS SELECT * FROM problems WHERE 0;
+CREATE TABLE IF NOT EXISTS aside_overflow AS SELECT * FROM overflow WHERE 0;
 """
 
 #: secondary indexes, dropped while a table is bulk-loaded and built once afterwards (a sorted

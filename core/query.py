@@ -186,11 +186,13 @@ class DumpQuery:
         if cached:
             return json.loads(cached[0][0])
         from dumpscope.core.accounting import layout_roots
+        from dumpscope.core.dump_roots import aside_layouts
 
         rows = self.index.query(
             "SELECT producer, COUNT(DISTINCT path) FROM units GROUP BY producer ORDER BY producer")
         roots = layout_roots(self.index)
         out = [{"name": producer, "root": roots.get(producer, self.root), "files": files} for producer, files in rows]
+        out += list(aside_layouts(self.index))  # another dump of the same places: listed, set aside
         self._remember("INSERT OR REPLACE INTO meta VALUES('layouts', ?)", [(json.dumps(out),)])
         return out
 
@@ -267,7 +269,16 @@ class DumpQuery:
             "problems": self.problems(),
             # how much of the tree the last update checked for files changed in place (core.freshness)
             **({"changes": self.index.freshness.as_json()} if self.index.freshness is not None else {}),
+            # dumps of the same rank/step places as an earlier root under PATH: set aside, not merged
+            "other_dumps": self.other_dumps(),
         }
+
+    def other_dumps(self) -> list[dict[str, Any]]:
+        """Each dump root set aside because an earlier root holds the same rank/step places
+        (``core.dump_roots``): its root, the root read instead, the shared places, one message."""
+        from dumpscope.core.dump_roots import other_dumps
+
+        return [o.as_json(self.root) for o in other_dumps(self.index)]
 
     # -- ops ----------------------------------------------------------------------------
 

@@ -294,6 +294,8 @@ def _open(path: str, args: argparse.Namespace):
     _OPENED.append(q.index.db_path)
     for w in q.index.warnings:  # the cache could not be used: the answer comes from memory
         print(f"dumpscope: warning: {inert(w)}", file=sys.stderr)
+    for other in q.other_dumps():  # never a silent answer: a dump of the same places was not read
+        print(f"dumpscope: note: {inert(other['message'])}", file=sys.stderr)
     return q
 
 
@@ -440,7 +442,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
     t.add_column("files", justify="right")
     t.add_column("root")
     for lay in doc["layouts"]:
-        t.add_row(inert(lay["name"]), str(lay["files"]), inert(lay["root"]))
+        t.add_row(inert(lay["name"]), str(lay["files"]),
+                  inert(lay["root"]) + ("  (set aside: another dump of the same places)" if lay.get("set_aside") else ""))
     con.print(t)
     con.print(f"ranks: {doc['ranks']}   steps: {doc['steps']}   graphs: {doc['graphs']}")
     con.print(f"ops: {doc['ops']}   parameters: {doc['parameters']}   constants: {doc['constants']}   "
@@ -449,7 +452,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     acc = doc.get("accounting") or {}
     con.print("files: " + ", ".join(f"{acc[k]} {k.replace('_', ' ')}" for k in
                                      ("tensor", "stats", "graph", "order", "overflow", "metadata", "problem",
-                                      "not_recognised") if acc.get(k)))
+                                      "not_recognised", "other_dump") if acc.get(k)))
     for g in doc["graph_files"]:
         if g.get("joined", True) or g.get("listed"):
             how = "joined to the dump" if g.get("joined", True) else "listed as ops (no tensors)"
