@@ -8,7 +8,7 @@ depends on which folder was stored first.  Each dump is therefore recognised by 
 when two roots hold the same (rank, step), the root first in path order is indexed and every
 other root that shares a place with it is set aside whole: its rows move to the ``aside_*``
 tables, its files are counted as ``other_dump`` in the accounting, and one problem line names
-both roots.  Roots that share no place (hosts holding different ranks, runs of later steps)
+both roots (a place here is (rank, step, graph), see ``decide``).  Roots that share no place (hosts holding different ranks, runs of later steps)
 stay one job.  The decision depends only on the stored folders, never on the order they were
 read in, and is taken again by every finalize (a root set aside returns once the clash is gone).
 """
@@ -63,12 +63,15 @@ class OtherDump:
                 "message": self.message(index_root)}
 
 
-def decide(roots_places: dict[str, set[tuple[int, int]]]) -> dict[str, tuple[str, list[tuple[int, int]]]]:
-    """Roots in path order: a root sharing a (rank, step) with a root kept before it is set aside.
+def decide(roots_places: dict[str, set[tuple]]) -> dict[str, tuple[str, list[tuple]]]:
+    """Roots in path order: a root sharing a place with a root kept before it is set aside.
 
-    Returns ``{aside root: (the kept root it clashes with first, the shared places)}``."""
-    owner: dict[tuple[int, int], str] = {}
-    aside: dict[str, tuple[str, list[tuple[int, int]]]] = {}
+    A place is (rank, step, graph): what the op table groups by.  Two runs of one job share
+    them; a CANN tree and a MindSpore tree beside it (other graph names) do not, and stay
+    together as before.  Returns ``{aside root: (the kept root it clashes with first, the
+    shared places)}``."""
+    owner: dict[tuple, str] = {}
+    aside: dict[str, tuple[str, list[tuple]]] = {}
     for root in sorted(roots_places):
         places = roots_places[root]
         shared = sorted(p for p in places if p in owner)
@@ -97,15 +100,16 @@ def separate(index: "DumpIndex") -> list[OtherDump]:
     current = {d for (d,) in index.query("SELECT dir_id FROM aside_dirs")}
     others: list[OtherDump] = []
     if len(set(root_of_dir.values())) > 1:
-        roots_places: dict[str, set[tuple[int, int]]] = {r: set() for r in root_of_dir.values()}
+        roots_places: dict[str, set[tuple]] = {r: set() for r in root_of_dir.values()}
         for table in ("units", "aside_units"):
-            for d, rank, step in index.query(f"SELECT DISTINCT dir_id, rank, step FROM {table}"):
+            for d, rank, step, graph in index.query(f"SELECT DISTINCT dir_id, rank, step, graph FROM {table}"):
                 if d in root_of_dir:
-                    roots_places[root_of_dir[d]].add((rank, step))
+                    roots_places[root_of_dir[d]].add((rank, step, graph))
         aside = decide(roots_places)
         if aside:
             by_depth = sorted(roots_places, key=len, reverse=True)
-            found = {root: OtherDump(root, kept, shared) for root, (kept, shared) in aside.items()}
+            found = {root: OtherDump(root, kept, sorted({(r, s) for r, s, _g in shared}))
+                     for root, (kept, shared) in aside.items()}
             for d, p in index.query("SELECT id, path FROM dirs"):
                 owner = _owner(p, by_depth)
                 if owner in found:

@@ -296,17 +296,22 @@ def _open(path: str, args: argparse.Namespace):
         print(f"dumpscope: warning: {inert(w)}", file=sys.stderr)
     for other in q.other_dumps():  # never a silent answer: a dump of the same places was not read
         print(f"dumpscope: note: {inert(other['message'])}", file=sys.stderr)
+        _OTHER_DUMPS.append(other)
     return q
 
 
 #: index files opened by the running command (discarded and rebuilt if they turn out damaged)
 _OPENED: list[str] = []
+#: dumps set aside under the opened PATHs (core.dump_roots): every JSON document of the command lists them
+_OTHER_DUMPS: list[dict] = []
 
 
 def _print_json(doc: Any) -> None:
     # exact: json escapes C0 itself, json_safe the DEL/C1/bidi characters it leaves raw
     from dumpscope.tui.json_text import dumps  # json.dumps(_clean(doc), indent=1, ensure_ascii=False), faster
 
+    if _OTHER_DUMPS and isinstance(doc, dict) and "other_dumps" not in doc:
+        doc = {**doc, "other_dumps": list(_OTHER_DUMPS)}
     sys.stdout.write(json_safe(dumps(doc)) + "\n")
 
 
@@ -1012,6 +1017,7 @@ def _run(args: argparse.Namespace) -> int:
     import sqlite3
 
     _OPENED.clear()
+    _OTHER_DUMPS.clear()
     try:
         try:
             return _HANDLERS[args.command](args)
@@ -1029,6 +1035,7 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"dumpscope: warning: index cache {inert(p)} was damaged ({inert(exc)}): rebuilt",
                       file=sys.stderr)
             _OPENED.clear()
+            _OTHER_DUMPS.clear()
             return _HANDLERS[args.command](args)
     except CliError as exc:
         print(f"dumpscope: {inert(exc)}", file=sys.stderr)
