@@ -4,7 +4,8 @@ Both are whole processes started from here, each on a fresh (deleted) index in i
 alternating per repetition, best of ``--reps``:
 
 * ``summary`` cold: ``dumpscope summary PATH`` wall time (the CLI's index build with its process pool).
-* explorer cold: ``python bench_tui_cold.py --explore PATH`` runs the real ``DumpscopeApp`` headless
+* explorer cold: ``python bench_tui_cold.py --explore PATH`` starts the cold build as ``dumpscope PATH``
+  does (``child_jobs.prestart_build``, before Textual is imported), runs the real ``DumpscopeApp`` headless
   (``App.run_test``, 120x40) and prints a marker after the first frame painted once the ops list
   holds ops (**first ops**), and after the frame painted once the cold build has finished
   (**complete**); times are taken here, when the marker line arrives, from just before the process
@@ -44,12 +45,14 @@ def _mark(what: str) -> None:
 
 
 async def _explore(dump: str, in_thread: bool) -> None:
-    from dumpscope.tui import app as app_mod
+    from dumpscope.core import child_jobs
 
+    early = None
     if in_thread:
-        from dumpscope.core import child_jobs
-
         child_jobs.usable = lambda: False  # the build in the explorer's own thread, as before
+    else:
+        early = child_jobs.prestart_build(dump)  # as `dumpscope PATH` does, before Textual is imported
+    from dumpscope.tui import app as app_mod
 
     class Bench(app_mod.DumpscopeApp):
         CSS_PATH = str(Path(app_mod.__file__).parent / "app.tcss")
@@ -69,7 +72,7 @@ async def _explore(dump: str, in_thread: bool) -> None:
             _mark(f"complete ops={self.q.count_ops() if self.q else 0}")
             self.done = True
 
-    app = Bench(dump, display_name="bench")
+    app = Bench(dump, display_name="bench", early_build=early)
     app.done = False
     async with app.run_test(size=(120, 40)) as pilot:
         while not app.done:

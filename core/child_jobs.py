@@ -62,10 +62,19 @@ class ChildJob:
             self._stderr.close()
             raise ChildFailed(f"cannot start {CHILD_COMMAND[0]}: {exc.strerror or exc}") from None
         self.pid = self.proc.pid
+        self._stream: Optional[Iterator[dict[str, Any]]] = None
+        self._cancel: Optional[threading.Event] = None
 
     def events(self, cancel: Optional[threading.Event] = None) -> Iterator[dict[str, Any]]:
-        """The child's events until it exits; raises ``IndexCancelled`` (after killing it) when
-        ``cancel`` is set, ``ChildFailed`` when it ends without a ``done`` or ``error`` event."""
+        """The child's events until it exits (one stream: a second call goes on where the first
+        stopped); raises ``IndexCancelled`` (after killing it) when ``cancel`` is set, ``ChildFailed``
+        when it ends without a ``done`` or ``error`` event."""
+        self._cancel = cancel
+        if self._stream is None:
+            self._stream = self._read()
+        return self._stream
+
+    def _read(self) -> Iterator[dict[str, Any]]:
         from dumpscope.core.index import IndexCancelled
 
         assert self.proc.stdout is not None
@@ -74,7 +83,7 @@ class ChildJob:
         ended = False
         try:
             while True:
-                if cancel is not None and cancel.is_set():
+                if self._cancel is not None and self._cancel.is_set():
                     raise IndexCancelled()
                 ready, _, _ = select.select([fd], [], [], 0.1)
                 if not ready:
@@ -115,6 +124,18 @@ class ChildJob:
                 return f"killed by signal {-rc}"
         return f"exited with status {rc}"
 
+    pushed_back: Optional[dict[str, Any]] = None
+    failure: Optional[ChildFailed] = None
+
+    def replay(self, cancel: Optional[threading.Event] = None) -> Iterator[dict[str, Any]]:
+        """``events``, starting with the one ``wait_opened`` stopped at (or the failure it met)."""
+        if self.failure is not None:
+            raise self.failure
+        if self.pushed_back is not None:
+            event, self.pushed_back = self.pushed_back, None
+            yield event
+        yield from self.events(cancel)
+
     def alive(self) -> bool:
         return self.proc.poll() is None
 
@@ -149,19 +170,53 @@ def _cache_error(event: dict[str, Any]) -> BaseException:
     return sqlite3.DatabaseError(message)
 
 
+def prestart_build(root: str, use_cache: bool = True, cache_dir: Optional[str] = None) -> Optional[ChildJob]:
+    """``dumpscope PATH``: start the cold build before Textual is imported, so that the explorer's
+    start-up (~0.5 s) and the child's overlap.  Only for a tree with no index file yet: a stored
+    index or a cache that cannot be used is left to the explorer's own checks.  None: not started."""
+    if not (use_cache and usable()):
+        return None
+    from pathlib import Path
+
+    from dumpscope.core.cache import index_path
+
+    path = index_path(root, Path(cache_dir) if cache_dir else None)
+    try:
+        if os.path.lexists(path):
+            return None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return ChildJob(["build", root, str(path)])
+    except (OSError, ChildFailed):
+        return None
+
+
+def wait_opened(job: ChildJob, cancel: Optional[threading.Event]) -> None:
+    """Wait until the child has the index file open (schema written): the explorer's own open then
+    never waits for the writer lock the build holds."""
+    try:
+        for event in job.events(cancel):
+            if event.get("event") in ("opened", "done", "error"):
+                job.pushed_back = event
+                return
+    except ChildFailed as exc:  # said when the build reads the events again
+        job.failure = exc
+
+
 def build_index(root: str, db_path: str, cancel: Optional[threading.Event],
                 on_start: Callable[[ChildJob], None],
                 progress: Callable[[dict[str, Any]], None],
-                partial: Callable[[], None], partial_after: float) -> list[str]:
+                partial: Callable[[], None], partial_after: float, job: Optional[ChildJob] = None) -> list[str]:
     """Build (update) the index file ``db_path`` of ``root`` in a child; returns its warnings.
 
     ``partial()`` is called each time the child stored ops the caller can show (read them through
     a connection of your own); raises ``ChildCacheError`` when the index file could not be written,
-    ``ChildFailed`` on anything else, ``IndexCancelled`` when ``cancel`` was set (child killed)."""
-    job = ChildJob(["build", root, db_path, "--partial-after", repr(float(partial_after))])
-    on_start(job)
+    ``ChildFailed`` on anything else, ``IndexCancelled`` when ``cancel`` was set (child killed).
+    ``job``: a child already building it (``prestart_build``)."""
+    if job is None:
+        job = ChildJob(["build", root, db_path, "--partial-after", repr(float(partial_after))])
+        on_start(job)
     try:
-        for event in job.events(cancel):
+        for event in job.replay(cancel):
             kind = event.get("event")
             if kind == "progress":
                 progress(event)
@@ -256,19 +311,22 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def _run_build(out: _Out, root: str, db_path: str, partial_after: float) -> int:
+def _run_build(out: _Out, root: str, db_path: str, partial_after: Optional[float]) -> int:
     from dumpscope.core import index as index_mod
     from dumpscope.core.index import DumpIndex
 
-    first_partial = min(FIRST_PARTIAL_S, partial_after)
-    index_mod.PARTIAL_AFTER_S = first_partial
+    if partial_after is None:
+        partial_after = index_mod.PARTIAL_AFTER_S
+    index_mod.PARTIAL_AFTER_S = min(FIRST_PARTIAL_S, partial_after)
     index = DumpIndex(root, db_path)
-    last = [0.0, 0]
+    out(event="opened")
+    last = [0.0]
+    shown = [0]  # ops (or records) the explorer was last told about: each partial shows 4x as many
 
     def progress(prog: Any) -> None:
-        early = len(index.early)
-        if early > last[1]:  # plain places made while the pool reads the rest: showable now
-            last[1] = early
+        made = index.early_seq  # ops of plain places made while the pool reads the rest: showable now
+        if made and made >= 4 * shown[0]:
+            shown[0] = made
             out(event="partial", files=prog.files, records=prog.records)
         now = time.monotonic()
         if now - last[0] >= PROGRESS_EVERY_S or prog.done:
@@ -277,6 +335,7 @@ def _run_build(out: _Out, root: str, db_path: str, partial_after: float) -> int:
 
     def partial(prog: Any) -> None:
         index_mod.PARTIAL_AFTER_S = partial_after  # after the first: the build's own pace
+        shown[0] = max(shown[0], prog.records)
         out(event="partial", files=prog.files, records=prog.records)
 
     prog = index.update(progress=progress, partial=partial)
@@ -313,7 +372,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("job", choices=("build", "overflow"))
     parser.add_argument("root")
     parser.add_argument("db")
-    parser.add_argument("--partial-after", type=float, default=2.0)
+    parser.add_argument("--partial-after", type=float, default=None)
     args = parser.parse_args(argv)
     out = _Out()
     _watch_parent()

@@ -71,8 +71,9 @@ def _apply(hooks: list[str]) -> None:
                         sys.stderr.flush()
                         os._exit(3)
                     elif _name == "pid_file":
-                        with open(_value, "a") as fh:
+                        with open(_value + ".tmp", "w") as fh:  # whole or absent for the test reading it
                             fh.write(f"{os.getpid()}\n")
+                        os.replace(_value + ".tmp", _value)
                     return real(*a, **kw)
                 return run
             child_jobs._run_build, child_jobs._run_overflow = wrap(real_main[0]), wrap(real_main[1])

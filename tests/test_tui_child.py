@@ -88,6 +88,33 @@ async def test_built_in_a_child_with_the_same_ops_as_the_cli(big_tree, tmp_path,
     assert _ops(db) == _ops(str(index_path(str(big_tree), cli_cache)))
 
 
+async def test_a_build_started_before_the_explorer_is_the_one_used(big_tree, tmp_path, monkeypatch):
+    """``dumpscope PATH`` starts a cold build before Textual is imported (``prestart_build``)."""
+    early = child_jobs.prestart_build(str(big_tree))
+    assert early is not None
+    app = DumpscopeApp(str(big_tree), display_name="t", early_build=early)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await settle(pilot)
+        assert app._children == [early] and not early.alive()  # no second child
+        assert app.q.count_ops() == 470
+        assert not any(n.severity == "warning" for n in app._notifications)
+    assert child_jobs.prestart_build(str(big_tree)) is None  # an index file exists: the explorer decides
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    assert child_jobs.prestart_build(str(big_tree), cache_dir=str(blocker / "cache")) is None
+
+
+async def test_a_build_started_before_the_explorer_ends_with_it(big_tree, tmp_path, monkeypatch):
+    child_hooks(monkeypatch, "stall_drain")
+    early = child_jobs.prestart_build(str(big_tree))
+    app = DumpscopeApp(str(big_tree), display_name="t", early_build=early)
+    async with app.run_test(size=SIZE) as pilot:
+        await _wait_for(pilot, lambda: len(_group_alive(early.pid)) >= 2, "the child's pool workers")
+        await pilot.press("q")
+    assert _group_alive(early.pid) == []
+
+
 async def test_unusable_cache_dir_builds_in_memory_with_one_notice(tmp_path, monkeypatch):
     set_env(monkeypatch, tmp_path)
     dump = make_ms_tree(tmp_path / "t", steps=(0, 1))

@@ -41,7 +41,7 @@ class IndexProgress(Message):
 
 
 class IndexReady(Message):
-    def __init__(self, q: DumpQuery, refreshed: bool = False, final: bool = True) -> None:
+    def __init__(self, q: DumpQuery, refreshed: bool = False, final: bool = True, just_built: bool = False) -> None:
         super().__init__()
         self.q = q
         self.refreshed = refreshed
@@ -53,7 +53,10 @@ class IndexReady(Message):
         self.trouble = trouble_places(q)
         self.start, self.start_by_trouble = start_place(q, self.trouble)
         self.layouts = q.layouts()
-        self.problems = len(q.problems())
+        # partial results, or a cold build that read every file moments ago: the problems stored (the
+        # full list stats every indexed file again for ones truncated since: ~1 s per 100k files)
+        self.problems = len(q.problems()) if final and not just_built else \
+            q.index.query("SELECT COUNT(*) FROM problems")[0][0]
 
 
 class CompareProgress(Message):
@@ -122,7 +125,8 @@ class DumpscopeApp(App[int]):
 
     def __init__(self, path: str, compare_with: Optional[str] = None, use_cache: bool = True,
                  watch: bool = False, cache_dir: Optional[str] = None, display_name: Optional[str] = None,
-                 keymap_path: Optional[str] = None, export_dir: Optional[str] = None) -> None:
+                 keymap_path: Optional[str] = None, export_dir: Optional[str] = None,
+                 early_build: Any = None) -> None:
         super().__init__()
         #: where screenshots (and the export dialog's default) go: --export-dir, else the working directory
         self.export_dir = export_dir
@@ -156,7 +160,12 @@ class DumpscopeApp(App[int]):
         self._quitting = False
         self._recover_lock = threading.Lock()
         self._children: list[Any] = []  # core.child_jobs.ChildJob started by this app
+        #: a cold build started before the app (``child_jobs.prestart_build``), used if the index is cold
+        self._early_build = early_build
+        if early_build is not None:
+            self._children.append(early_build)
         self._compare_started = False
+        self._partial_pending = False  # partial results posted, not yet shown
         self.index_final = False  # the shown index is a finished build (not a cold build's partial results)
 
     # -- text safety: every widget's lines and every notification pass here ---------------------
@@ -224,8 +233,16 @@ class DumpscopeApp(App[int]):
             self.post_message(IndexProgress(progress_text(prog)))
 
         try:
+            early, self._early_build = self._early_build, None
+            if early is not None:
+                from dumpscope.core.child_jobs import wait_opened
+
+                wait_opened(early, self._cancel)
             index = DumpIndex.open(self.path, progress=progress, cancel=self._cancel, update=False,
                                    **self._cache_kwargs())
+            if early is not None and (index.db_path == ":memory:" or index.has_snapshot()):
+                early.kill()  # not a cold build on the cache file after all: the checks below decide
+                early = None
             if index.has_snapshot() and index.db_path != ":memory:":
                 # Warm start: show the stored index at once, then check the tree for changes on a
                 # second connection; WAL readers keep seeing the old snapshot, so the views never
@@ -241,9 +258,11 @@ class DumpscopeApp(App[int]):
             shown: list[DumpQuery] = []
 
             def show_partial() -> None:
-                # a long cold build: show the ops found so far, through a reader connection
-                if index.db_path == ":memory:" or get_current_worker().is_cancelled:
+                # a long cold build: show the ops found so far, through a reader connection (skipped
+                # while the views still load the last ones: the next partial or the final shows more)
+                if index.db_path == ":memory:" or get_current_worker().is_cancelled or self._partial_pending:
                     return
+                self._partial_pending = True
                 if not shown:
                     shown.append(DumpQuery(DumpIndex(self.path, index.db_path)))
                     self.post_message(IndexReady(shown[0], final=False))
@@ -256,7 +275,7 @@ class DumpscopeApp(App[int]):
 
             built = False
             if index.db_path != ":memory:":
-                index, built = self._build_in_child(index, show_partial, progress)
+                index, built = self._build_in_child(index, show_partial, progress, early)
                 if index.db_path == ":memory:":
                     shown.clear()
             if not built:
@@ -273,7 +292,7 @@ class DumpscopeApp(App[int]):
                 self.notify(w, title="index", severity="warning", timeout=8)
             if shown:
                 if not get_current_worker().is_cancelled:
-                    self.post_message(IndexReady(shown[0], refreshed=True))
+                    self.post_message(IndexReady(shown[0], refreshed=True, just_built=True))
                 index.close()
                 return
         except IndexCancelled:
@@ -282,9 +301,9 @@ class DumpscopeApp(App[int]):
             self.post_message(IndexFailed(str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
             return
         if not get_current_worker().is_cancelled:
-            self.post_message(IndexReady(DumpQuery(index)))
+            self.post_message(IndexReady(DumpQuery(index), just_built=True))
 
-    def _build_in_child(self, index: Any, show_partial: Any, progress: Any) -> tuple[Any, bool]:
+    def _build_in_child(self, index: Any, show_partial: Any, progress: Any, early: Any = None) -> tuple[Any, bool]:
         """A cold build by the CLI's builder and its process pool, in a child process writing the
         index file (``core.child_jobs``); returns the index to go on with and whether it is built.
 
@@ -302,7 +321,7 @@ class DumpscopeApp(App[int]):
 
         try:
             warnings = child_jobs.build_index(self.path, index.db_path, self._cancel, self._children.append,
-                                              child_progress, show_partial, index_mod.PARTIAL_AFTER_S)
+                                              child_progress, show_partial, index_mod.PARTIAL_AFTER_S, early)
         except child_jobs.ChildCacheError as exc:
             from dumpscope.core.index_faults import rebuild_in_memory
 
@@ -370,6 +389,7 @@ class DumpscopeApp(App[int]):
         self.q = q
         q.index.on_damage = self._recover_index  # damage met by a later query: rebuilt, not fatal
         self.progress = ""
+        self._partial_pending = False
         self.index_final = self.index_final or message.final
         self.trouble = message.trouble
         moved = False

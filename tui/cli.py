@@ -945,11 +945,18 @@ def cmd_explore(args: argparse.Namespace) -> int:
         raise CliError(f"{args.compare}: no such directory")
     if args.export_dir and not os.path.isdir(args.export_dir):
         raise CliError(f"{args.export_dir}: --export-dir is not a directory")
-    from dumpscope.tui.app import DumpscopeApp
+    from dumpscope.core.child_jobs import prestart_build
 
-    app = DumpscopeApp(args.path, compare_with=args.compare, use_cache=not args.no_cache, watch=args.watch,
-                       cache_dir=args.cache_dir, export_dir=args.export_dir)
-    app.run()
+    early = prestart_build(args.path, not args.no_cache, args.cache_dir)  # a cold build starts before Textual
+    try:
+        from dumpscope.tui.app import DumpscopeApp
+
+        app = DumpscopeApp(args.path, compare_with=args.compare, use_cache=not args.no_cache, watch=args.watch,
+                           cache_dir=args.cache_dir, export_dir=args.export_dir, early_build=early)
+        app.run()
+    finally:
+        if early is not None:
+            early.kill()
     return app.return_code or 0
 
 
