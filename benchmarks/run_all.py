@@ -38,7 +38,7 @@ SIZES = {
     "full": {"index_files": 100_000, "memory_files": 1_000_000, "tui_ops": 100_000, "mb": 1024,
              "graph_ops": 50_000},
 }
-BENCHES = ("index", "memory", "stats", "compare", "troubleshooter", "tui", "graph", "overflow")
+BENCHES = ("index", "memory", "stats", "compare", "troubleshooter", "tui", "graph", "overflow", "tuicold")
 
 
 ENV: Optional[dict] = None  # set in main(): byte-code caching on (see common.bytecode_env)
@@ -80,6 +80,13 @@ def bench_overflow(sz: dict, args) -> list[dict]:
                            args.workdir, "--reps", str(args.reps), "--ops", ops], args.timeout)
     res = common.parse_results(out)
     return res if rc == 0 and res else res + [failed("bench_overflow", rc, err)]
+
+
+def bench_tuicold(sz: dict, args) -> list[dict]:
+    rc, out, err, _ = run([sys.executable, "bench_tui_cold.py", "--files", str(sz["index_files"]), "--workdir",
+                           args.workdir, "--reps", str(args.reps)], args.timeout)
+    res = common.parse_results(out)
+    return res if rc == 0 and res else res + [failed("bench_tui_cold", rc, err)]
 
 
 def bench_memory(sz: dict, args) -> list[dict]:
@@ -321,7 +328,7 @@ def main() -> int:
     t_all = time.perf_counter()
     fns = {"index": bench_index, "memory": bench_memory, "stats": bench_stats, "compare": bench_compare,
            "troubleshooter": bench_troubleshooter, "tui": bench_tui, "graph": bench_graph,
-           "overflow": bench_overflow}
+           "overflow": bench_overflow, "tuicold": bench_tuicold}
     for name in [b.strip() for b in args.only.split(",") if b.strip()]:
         t0 = time.perf_counter()
         print(f"--- {name} ...", file=sys.stderr, flush=True)
