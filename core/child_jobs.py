@@ -30,8 +30,9 @@ from typing import Any, Callable, Iterator, Optional
 CHILD_COMMAND = [sys.executable, "-m", "dumpscope.core.child_jobs"]
 #: progress lines at most this often (the explorer redraws its status bar for each)
 PROGRESS_EVERY_S = 0.1
-#: the first partial results of an explorer's cold build come after this long (then as ``index.PARTIAL_AFTER_S``)
-FIRST_PARTIAL_S = 0.3
+#: the first partial results of an explorer's cold build come after this long (then as ``index.PARTIAL_AFTER_S``);
+#: a build done sooner shows its finished index only
+FIRST_PARTIAL_S = 0.5
 
 
 class ChildFailed(Exception):
@@ -317,15 +318,17 @@ def _run_build(out: _Out, root: str, db_path: str, partial_after: Optional[float
 
     if partial_after is None:
         partial_after = index_mod.PARTIAL_AFTER_S
-    index_mod.PARTIAL_AFTER_S = min(FIRST_PARTIAL_S, partial_after)
+    first_after = min(FIRST_PARTIAL_S, partial_after)
+    index_mod.PARTIAL_AFTER_S = first_after
     index = DumpIndex(root, db_path)
     out(event="opened")
+    started = time.monotonic()
     last = [0.0]
     shown = [0]  # ops (or records) the explorer was last told about: each partial shows 4x as many
 
     def progress(prog: Any) -> None:
         made = index.early_seq  # ops of plain places made while the pool reads the rest: showable now
-        if made and made >= 4 * shown[0]:
+        if made and made >= 4 * shown[0] and time.monotonic() - started >= first_after:
             shown[0] = made
             out(event="partial", files=prog.files, records=prog.records)
         now = time.monotonic()
