@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import unpack_data
-from test_tui_support import screen_text, search_and_open, set_env, settle, wait_ready
+from test_tui_support import help_text, screen_text, search_and_open, set_env, settle, wait_ready
 
 pytest.importorskip("textual")
 
@@ -297,14 +297,7 @@ async def test_diff_keys_are_in_help_and_palette(bn_pair):
         assert "Diff: next op where an error is born" in screen_text(app)
         await pilot.press("escape")
         await settle(pilot)
-        await pilot.press("question_mark")
-        await settle(pilot)
-        body = app.screen.query_one("#help-body")
-        seen = ""
-        for _ in range(20):  # page through the help as a user would
-            seen += screen_text(app)
-            body.scroll_page_down(animate=False)
-            await pilot.pause()
+        seen = await help_text(pilot)
         assert "diff.next_born" in seen and "diff.follow_input" in seen and "detail.links" in seen
 
 

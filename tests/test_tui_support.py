@@ -131,6 +131,19 @@ async def settle(pilot) -> None:
             break
 
 
+async def help_text(pilot) -> str:
+    """Open help (``?``) and page through it as a user would; the text of every page."""
+    await pilot.press("question_mark")
+    await settle(pilot)
+    body = pilot.app.screen.query_one("#help-body")
+    seen = ""
+    for _ in range(20):
+        seen += screen_text(pilot.app)
+        body.scroll_page_down(animate=False)
+        await pilot.pause()
+    return seen
+
+
 def screen_text(app) -> str:
     """Plain text of the current screen (what a user would read)."""
     import io

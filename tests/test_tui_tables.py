@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from test_tui_support import make_ms_tree, screen_text, set_env, settle, wait_ready
+from test_tui_support import help_text, make_ms_tree, screen_text, set_env, settle, wait_ready
 
 pytest.importorskip("textual")
 
@@ -140,14 +140,7 @@ async def test_table_keys_in_help_and_palette(long_pair):
         assert "Table: scroll the columns right" in screen_text(app)
         await pilot.press("escape")
         await settle(pilot)
-        await pilot.press("question_mark")
-        await settle(pilot)
-        body = app.screen.query_one("#help-body")
-        seen = ""
-        for _ in range(20):
-            seen += screen_text(app)
-            body.scroll_page_down(animate=False)
-            await pilot.pause()
+        seen = await help_text(pilot)
         assert "table.columns_right" in seen and "table.columns_left" in seen
 
 
