@@ -32,7 +32,7 @@ CHILD_COMMAND = [sys.executable, "-m", "dumpscope.core.child_jobs"]
 PROGRESS_EVERY_S = 0.1
 #: the first partial results of an explorer's cold build come after this long (then as ``index.PARTIAL_AFTER_S``);
 #: a build done sooner shows its finished index only
-FIRST_PARTIAL_S = 0.5
+FIRST_PARTIAL_S = 0.2
 
 
 class ChildFailed(Exception):
