@@ -91,6 +91,16 @@ def _cann_tensor(ref: TensorRef):
     return t
 
 
+def _cann_tensor_named(ref: TensorRef):
+    """``_cann_tensor`` with any other failure (a damaged header) said as this tensor's ``TensorLoadError``."""
+    try:
+        return _cann_tensor(ref)
+    except TensorLoadError:
+        raise
+    except Exception as exc:
+        raise _err(ref, exc) from None
+
+
 def load_tensor(ref: TensorRef) -> np.ndarray:
     """The tensor's values in its logical layout (bfloat16/float8 as exact float32)."""
     try:
@@ -383,12 +393,7 @@ def stats_source(ref: TensorRef) -> tuple[Callable[[], Iterable[np.ndarray]], tu
     from dumpscope.core.device_format import PLAIN_FORMATS  # formats stored as the logical tensor
 
     if ref.storage == STORAGE_CANN and (not ref.format or ref.format in PLAIN_FORMATS):
-        try:
-            t = _cann_tensor(ref)
-        except TensorLoadError:
-            raise
-        except Exception as exc:
-            raise _err(ref, exc) from None
+        t = _cann_tensor_named(ref)
         streamed = _stream_plain(ref, t.offset, t.size, t.dtype)
         if streamed is not None:
             return streamed
@@ -524,12 +529,7 @@ def _stream_device(ref: TensorRef):
     (``core.device_chunks``): stats of a 2 GiB tensor stay within a few chunks of memory."""
     from dumpscope.core.device_chunks import device_chunks
 
-    try:
-        t = _cann_tensor(ref)
-    except TensorLoadError:
-        raise
-    except Exception as exc:
-        raise _err(ref, exc) from None
+    t = _cann_tensor_named(ref)
     sdt = _stored_dtype(t.dtype)
     if sdt is None or t.size < element_count(t.shape) * sdt.itemsize:
         return None  # packed / odd sizes: the whole-tensor loader handles (and names) them
