@@ -89,6 +89,15 @@ def _reader(path: str, offset: int, sdt: np.dtype, total: int):
     return fh, read
 
 
+def _whole_units(read: Callable[..., np.ndarray], count: int, unit: int, per: int,
+                 convert: Callable[[np.ndarray, int], np.ndarray]) -> Iterator[np.ndarray]:
+    """``per`` whole outer units (images, matrices) of ``unit`` stored elements at a time, each run
+    through ``convert(stored, units)`` to its logical elements."""
+    for u0 in range(0, count, per):
+        nb = min(per, count - u0)
+        yield convert(read(u0 * unit, nb * unit), nb)
+
+
 def _nc1hwc0_chunks(path: str, offset: int, dev: tuple[int, ...], c: int, sdt: np.dtype,
                     chunk_bytes: int) -> Iterator[np.ndarray]:
     n, c1, h, w, c0 = dev
@@ -96,12 +105,10 @@ def _nc1hwc0_chunks(path: str, offset: int, dev: tuple[int, ...], c: int, sdt: n
     image = c1 * slab
     fh, read = _reader(path, offset, sdt, n * image)
     with fh:
-        per = max(1, chunk_bytes // max(1, image * sdt.itemsize))
-        if per > 1 or image * sdt.itemsize <= chunk_bytes:  # whole images per chunk
-            for n0 in range(0, n, per):
-                nb = min(per, n - n0)
-                x = read(n0 * image, nb * image).reshape(nb, c1, h, w, c0)
-                yield x.transpose(0, 1, 4, 2, 3).reshape(nb, c1 * c0, h, w)[:, :c].reshape(-1)
+        if image * sdt.itemsize <= chunk_bytes:  # whole images per chunk
+            per = chunk_bytes // max(1, image * sdt.itemsize)
+            yield from _whole_units(read, n, image, per, lambda x, nb: x.reshape(nb, c1, h, w, c0).transpose(
+                0, 1, 4, 2, 3).reshape(nb, c1 * c0, h, w)[:, :c].reshape(-1))
             return
         per = max(1, chunk_bytes // max(1, slab * sdt.itemsize))
         for i in range(n):
@@ -121,12 +128,10 @@ def _nz_chunks(path: str, offset: int, dev: tuple[int, int, int, int, int], hh: 
     matrix = w1 * h1 * block
     fh, read = _reader(path, offset, sdt, b * matrix)
     with fh:
-        per = max(1, chunk_bytes // max(1, matrix * sdt.itemsize))
-        if per > 1 or matrix * sdt.itemsize <= chunk_bytes:  # whole matrices per chunk
-            for b0 in range(0, b, per):
-                nb = min(per, b - b0)
-                x = read(b0 * matrix, nb * matrix).reshape(nb, w1, h1, h0, w0)
-                yield x.transpose(0, 2, 3, 1, 4).reshape(nb, h1 * h0, w1 * w0)[:, :hh, :ww].reshape(-1)
+        if matrix * sdt.itemsize <= chunk_bytes:  # whole matrices per chunk
+            per = chunk_bytes // max(1, matrix * sdt.itemsize)
+            yield from _whole_units(read, b, matrix, per, lambda x, nb: x.reshape(nb, w1, h1, h0, w0).transpose(
+                0, 2, 3, 1, 4).reshape(nb, h1 * h0, w1 * w0)[:, :hh, :ww].reshape(-1))
             return
         rows = max(1, chunk_bytes // max(1, w1 * block * sdt.itemsize))  # row blocks per chunk
         for i in range(b):
