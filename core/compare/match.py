@@ -123,13 +123,16 @@ def match_ops(golden: list[OpRef], target: list[OpRef]) -> MatchResult:
     """Match golden ops to target ops by name, normalised name, then type + execution order."""
     g_all = sorted(golden, key=lambda o: o.exec_index)
     t_all = sorted(target, key=lambda o: o.exec_index)
-    g = [o for o in g_all if not generated_name(o.name)]
-    t = [o for o in t_all if not generated_name(o.name)]
+    g_gen = [o for o in g_all if generated_name(o.name)]
+    t_gen = [o for o in t_all if generated_name(o.name)]
+    generated = {id(o) for o in g_gen + t_gen}
+    g = [o for o in g_all if id(o) not in generated]
+    t = [o for o in t_all if id(o) not in generated]
     pairs: list[tuple[OpRef, OpRef, str]] = []
     g, t = _pair_by(g, t, lambda o: o.name, RULE_NAME, pairs)
     g, t = _pair_by(g, t, lambda o: normalize_name(o.name), RULE_NORMALIZED, pairs)
     g, t = _pair_by(g, t, lambda o: op_token(o.name), RULE_NORMALIZED, pairs, unique_only=True)
-    g_gen, t_gen = _pair_generated(g_all, t_all, pairs)
+    g_gen, t_gen = _pair_generated(g_all, t_all, g_gen, t_gen, pairs)
     g, t = _pair_by(g, t, _type_key, RULE_ORDER_TYPE, pairs, equal_counts_only=True)
     pairs.sort(key=lambda p: (p[1].exec_index, p[0].exec_index))
     left_g = sorted(g + g_gen, key=lambda o: o.exec_index)
@@ -143,11 +146,16 @@ def _generated_kind(o: OpRef) -> str:
     return _COUNTER.sub("", normalize_name(o.name))
 
 
-def _pair_generated(g_all: list[OpRef], t_all: list[OpRef], pairs: list[tuple[OpRef, OpRef, str]]
-                    ) -> tuple[list[OpRef], list[OpRef]]:
+def _pair_generated(g_all: list[OpRef], t_all: list[OpRef], g_gen: list[OpRef], t_gen: list[OpRef],
+                    pairs: list[tuple[OpRef, OpRef, str]]) -> tuple[list[OpRef], list[OpRef]]:
     """Pair generated-name ops (module docstring), in rounds until nothing more pairs: within the
     stretch between the same anchors (the paired ops before and after), then across the graph
     where both sides have as many left of one kind; each round's pairs are new anchors."""
+
+    if not g_gen or not t_gen:
+        return g_gen, t_gen
+    generated = {id(o) for o in g_gen + t_gen}
+    kind = {id(o): _generated_kind(o) for o in g_gen + t_gen}
 
     def add(a: OpRef, b: OpRef) -> None:
         pairs.append((a, b, RULE_NAME if a.name == b.name else RULE_ORDER_TYPE))
@@ -159,7 +167,7 @@ def _pair_generated(g_all: list[OpRef], t_all: list[OpRef], pairs: list[tuple[Op
         for o in ops:
             if id(o) in paired:
                 anchor = anchor_of.get(id(o), anchor)
-            elif generated_name(o.name):
+            elif id(o) in generated:
                 after[id(o)] = anchor
         out: dict[tuple[int, int, str], list[OpRef]] = defaultdict(list)
         anchor = -2
@@ -167,7 +175,7 @@ def _pair_generated(g_all: list[OpRef], t_all: list[OpRef], pairs: list[tuple[Op
             if id(o) in paired:
                 anchor = anchor_of.get(id(o), anchor)
             elif id(o) in after:
-                out[(after[id(o)], anchor, _generated_kind(o))].append(o)
+                out[(after[id(o)], anchor, kind[id(o)])].append(o)
         for group in out.values():
             group.reverse()
         return out
@@ -187,12 +195,12 @@ def _pair_generated(g_all: list[OpRef], t_all: list[OpRef], pairs: list[tuple[Op
                     paired.update((id(a), id(b)))
         gk: dict[str, list[OpRef]] = defaultdict(list)
         tk: dict[str, list[OpRef]] = defaultdict(list)
-        for o in g_all:
-            if generated_name(o.name) and id(o) not in paired:
-                gk[_generated_kind(o)].append(o)
-        for o in t_all:
-            if generated_name(o.name) and id(o) not in paired:
-                tk[_generated_kind(o)].append(o)
+        for o in g_gen:
+            if id(o) not in paired:
+                gk[kind[id(o)]].append(o)
+        for o in t_gen:
+            if id(o) not in paired:
+                tk[kind[id(o)]].append(o)
         for k, go in gk.items():
             if len(go) == len(tk.get(k, ())):
                 for a, b in zip(go, tk[k]):
@@ -200,8 +208,7 @@ def _pair_generated(g_all: list[OpRef], t_all: list[OpRef], pairs: list[tuple[Op
         if len(pairs) == before:
             break
     paired = {id(o) for p in pairs for o in p[:2]}
-    return ([o for o in g_all if generated_name(o.name) and id(o) not in paired],
-            [o for o in t_all if generated_name(o.name) and id(o) not in paired])
+    return [o for o in g_gen if id(o) not in paired], [o for o in t_gen if id(o) not in paired]
 
 
 def pair_slots(golden: dict[tuple[str, int], Any], target: dict[tuple[str, int], Any]
