@@ -123,21 +123,11 @@ def write_stats_job(dump: Path, ranks: int, steps: int, ops: int) -> Path:
     """A CANN ``dump_data=stats`` job: per place ``ops`` per-op CSVs; rank ranks//2, step 1 has a NaN op."""
     import numpy as np
 
-    from dumpscope.core.synth.stats_csv_writer import write_cann_stats_csv
+    from dumpscope.core.synth.job_tree import write_cann_stats_job
 
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((4, 16)).astype(np.float16)
-    bad = a.copy()
-    bad[0, 3] = np.nan
-    for r in range(ranks):
-        for s in range(steps):
-            folder = dump / "20240801000000" / str(r) / "ge_default_20240801000000_1" / "1" / str(s)
-            for k in range(ops):
-                out = bad if (r, s, k) == (ranks // 2, min(1, steps - 1), ops // 2) else a
-                write_cann_stats_csv(folder, "Mul", f"model/layer_{k}/Mul", k + 1, 1,
-                                     1722470400000000 + s * 10_000_000 + k * 100 + r,
-                                     inputs=[(a, "float16", "ND")], outputs=[(out, "float16", "ND")])
-    return dump
+    a = np.random.default_rng(0).standard_normal((4, 16)).astype(np.float16)
+    return write_cann_stats_job(dump, ranks, steps, ops, a, nan_at=(ranks // 2, min(1, steps - 1), ops // 2),
+                                nan_index=(0, 3))
 
 
 def bench_scale(workdir: str, ranks: int, steps: int, ops: int, reps: int) -> None:

@@ -12,23 +12,13 @@ import pytest
 
 import dumpscope.core.index as index_mod
 from dumpscope.core.index import DumpIndex
-from dumpscope.core.synth.job_tree import write_cann_job
-from dumpscope.core.synth.stats_csv_writer import write_cann_stats_csv
+from dumpscope.core.synth.job_tree import write_cann_job, write_cann_stats_job
 
 
 def _stats_job(root: Path, ranks: int = 3, steps: int = 2, ops: int = 4) -> None:
     """A CANN ``dump_data=stats`` job (one NaN op), with a bad CSV and a file nobody reads."""
-    a = np.linspace(-1, 1, 12, dtype=np.float16).reshape(3, 4)
-    bad = a.copy()
-    bad[1, 2] = np.nan
-    for r in range(ranks):
-        for s in range(steps):
-            folder = root / "20240801000000" / str(r) / "ge_default_20240801000000_1" / "1" / str(s)
-            for k in range(ops):
-                out = bad if (r, s, k) == (1, 1, 2) else a
-                write_cann_stats_csv(folder, "Mul", f"model/layer_{k}/Mul", k + 1, 1,
-                                     1722470400000000 + s * 10_000_000 + k * 100 + r,
-                                     inputs=[(a, "float16", "ND")], outputs=[(out, "float16", "ND")])
+    write_cann_stats_job(root, ranks, steps, ops, np.linspace(-1, 1, 12, dtype=np.float16).reshape(3, 4),
+                         nan_at=(1, 1, 2), nan_index=(1, 2))
     place = root / "20240801000000" / "0" / "ge_default_20240801000000_1" / "1" / "0"
     (place / "Mul.model_broken_Mul.9.1.1722470400009999.csv").write_text("Input/Output,Index\nInput,x\n")
     (place / "notes.txt").write_text("not a dump file\n")

@@ -1,4 +1,4 @@
-"""A synthetic multi-rank, multi-step CANN job: ``{time}/{device}/{model}/1/{step}/`` per rank.
+"""Synthetic multi-rank, multi-step CANN jobs: ``{time}/{device}/{model}/1/{step}/`` per rank.
 
 Every place runs the same five ops on float16 values computed with numpy: MatMul → Exp → Mul →
 HcomAllReduce (the sum over ranks of the Mul outputs) → Add.  ``overflow={(rank, step)}`` makes
@@ -16,6 +16,7 @@ import numpy as np
 
 from dumpscope.core.synth.cann_writer import SynthTensor, write_dump
 from dumpscope.core.synth.opdebug_writer import encode_opdebug_payload_old, write_opdebug_file
+from dumpscope.core.synth.stats_csv_writer import write_cann_stats_csv
 
 TIME = "20240701000000"
 MODEL = f"ge_default_{TIME}_1"
@@ -59,4 +60,23 @@ def write_cann_job(root, ranks: Iterable[int] = (0, 1), steps: Iterable[int] = (
                             "para_base": 0x2000, "kernel_code": 0x1000, "block_idx": 0, "status": 0x20})
                 write_opdebug_file(str(folder / f"Opdebug.Node_OpDebug.99.2.{ts0 + 150}"), payload,
                                    dump_time=ts0 + 150)
+    return root
+
+
+def write_cann_stats_job(root, ranks: int, steps: int, ops: int, values: np.ndarray,
+                         nan_at: tuple[int, int, int], nan_index: tuple[int, ...]) -> Path:
+    """A CANN ``dump_data=stats`` job: ``{time}/{rank}/{model}/1/{step}/`` holding ``ops`` per-op CSVs
+    of one ``Mul`` each (input and output ``values``, float16); the op at ``nan_at`` = (rank, step, op)
+    has a NaN at ``nan_index`` in its output.  Returns ``root``."""
+    root = Path(root)
+    bad = values.copy()
+    bad[nan_index] = np.nan
+    for r in range(ranks):
+        for s in range(steps):
+            folder = root / "20240801000000" / str(r) / "ge_default_20240801000000_1" / "1" / str(s)
+            for k in range(ops):
+                out = bad if (r, s, k) == nan_at else values
+                write_cann_stats_csv(folder, "Mul", f"model/layer_{k}/Mul", k + 1, 1,
+                                     1722470400000000 + s * 10_000_000 + k * 100 + r,
+                                     inputs=[(values, "float16", "ND")], outputs=[(out, "float16", "ND")])
     return root
