@@ -125,7 +125,8 @@ def _worker_start() -> None:
         pass
 
 
-def _pool_size(workers: Optional[int]) -> int:
+def pool_size(workers: Optional[int] = None) -> int:
+    """Processes in a pool: ``workers``, else ``DUMPSCOPE_WORKERS``, else the cores (at most 4)."""
     return workers if workers is not None else int(os.environ.get("DUMPSCOPE_WORKERS", "0") or 0) or \
         min(4, os.cpu_count() or 1)
 
@@ -144,7 +145,7 @@ def _new_pool(workers: int):
 def process_pool(workers: Optional[int] = None):
     """A process pool like the index's (same size, same start method, workers niced), or None where
     none can be used (one core, or inside the explorer: forking a running Textual app is not safe)."""
-    n = _pool_size(workers)
+    n = pool_size(workers)
     if n <= 1 or "textual.app" in sys.modules:
         return None
     try:
@@ -166,7 +167,7 @@ class _Pool:
     """
 
     def __init__(self, workers: Optional[int]) -> None:
-        n = _pool_size(workers)
+        n = pool_size(workers)
         self.workers = n
         # Forking a process that runs a Textual app (threads, a terminal driver) is not safe;
         # the explorer indexes in its own worker thread instead.

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from dumpscope.core.formats.opdebug import status_words
 from dumpscope.core.overflow_origin import RankFirst, TensorSummary, first_rank, judge_op
-from dumpscope.core.overflow_scan import OpCount, count_ops, record_counts
+from dumpscope.core.overflow_scan import OpCount, PlaceJob, count_ops, scan_places
 
 if TYPE_CHECKING:
     from dumpscope.core.query import DumpQuery, OpRow
@@ -62,29 +62,39 @@ def _units_of_ops(q: "DumpQuery", op_ids: list[int]) -> list[tuple]:
 
 
 def _scan(q: "DumpQuery", todo: list[dict[str, Any]], scan: str,
-          progress: Optional[Callable[[int, int], None]], workers: Optional[int],
-          wanted: dict[tuple[int, int], set[int]]) -> dict[int, OpCount]:
-    """Count the outputs of every op without evidence in the places ``todo`` (``wanted``: the ops
-    looked at, per place)."""
-    cond = "nan IS NULL" if scan == "auto" else "(evidence IS NULL OR evidence != 'tensor')"
-    ops: set[int] = set()
-    units: list[tuple] = []
+          progress: Optional[Callable[[int, int], None]], workers: Optional[int]
+          ) -> tuple[dict[int, OpCount], dict[tuple[int, int], tuple[int, int]]]:
+    """Count the outputs of every op without evidence in the places ``todo``, a place at a time.
+
+    Returns the counts of bad ops and of ops the index already calls bad (the report needs no
+    others: clean counts are recorded on the ops), and per place (ops looked at, ops counted)."""
+    evidence = "nan IS NULL" if scan == "auto" else "(evidence IS NULL OR evidence != 'tensor')"
+    cond = f"graph_only=0 AND COALESCE(status, 0) = 0 AND {evidence}"
+    looked: dict[tuple[int, int], int] = {}
+    total = 0
     for p in todo:
-        ids = {i for (i,) in q.index.query(
-            f"SELECT id FROM ops WHERE rank=? AND step=? AND graph_only=0 AND COALESCE(status, 0) = 0 AND {cond}",
-            (p["rank"], p["step"]))}
-        if not ids:
-            continue
-        wanted[(p["rank"], p["step"])] = ids
-        ops |= ids
-        place_units = [u for u in _units_of_place(q, p["rank"], p["step"]) if u[1] in ids]
-        missing = ids - {u[1] for u in place_units}
-        units += place_units + (_units_of_ops(q, sorted(missing)) if missing else [])
-    if not ops:
-        return {}
-    counts = count_ops(q, ops, units, progress, workers)
-    record_counts(q, counts)
-    return counts
+        key = (p["rank"], p["step"])
+        n_ops = q.index.query(f"SELECT COUNT(*) FROM ops WHERE rank=? AND step=? AND {cond}", key)[0][0]
+        if n_ops:
+            looked[key] = n_ops
+            total += q.index.query(f"SELECT COUNT(*) FROM units WHERE rank=? AND step=? AND op_id IN "
+                                   f"(SELECT id FROM ops WHERE rank=? AND step=? AND {cond})", key + key)[0][0]
+
+    def loader(rank: int, step: int) -> Callable[[], list[tuple]]:
+        def units() -> list[tuple]:
+            ids = {i for (i,) in q.index.query(f"SELECT id FROM ops WHERE rank=? AND step=? AND {cond}", (rank, step))}
+            rows = [u for u in _units_of_place(q, rank, step) if u[1] in ids]
+            missing = ids - {u[1] for u in rows}  # ops whose units were stored under another place
+            return rows + (_units_of_ops(q, sorted(missing)) if missing else [])
+        return units
+
+    def keep(rank: int, step: int) -> set[int]:
+        return {i for (i,) in q.index.query(f"SELECT id FROM ops WHERE rank=? AND step=? AND {cond} AND {_BAD}",
+                                            (rank, step))}
+
+    jobs = (PlaceJob((r, s), loader(r, s), keep(r, s)) for (r, s) in looked)
+    counts, counted = scan_places(q, jobs, total, progress, workers)
+    return counts, {key: (n, counted.get(key, 0)) for key, n in looked.items()}
 
 
 def _summaries(q: "DumpQuery", op: "OpRow", counted: Optional[OpCount]) -> list[TensorSummary]:
@@ -171,16 +181,16 @@ def overflow_report(q: "DumpQuery", rank: Optional[int] = None, step: Optional[i
         todo = found
     else:
         todo = []
-    wanted: dict[tuple[int, int], set[int]] = {}
-    counts = _scan(q, todo, scan, progress, workers, wanted) if todo else {}
+    counts, looked = _scan(q, todo, scan, progress, workers) if todo else ({}, {})
     if todo:  # evidence changed: count again (and overlay what the index may not have taken)
         found = places(q, rank, step)
         for p in found:
-            ids = wanted.get((p["rank"], p["step"]))
-            if ids is not None:
-                left = sum(1 for i in ids if not (i in counts and counts[i].counted))
+            seen = looked.get((p["rank"], p["step"]))
+            if seen is not None:
+                n_ops, n_counted = seen
+                left = n_ops - n_counted
                 p["unknown"] = min(p["unknown"], left)
-                p["tensor"] = max(p["tensor"], len(ids) - left)
+                p["tensor"] = max(p["tensor"], n_ops - left)
     where, params = _filters(rank, step)
     from dumpscope.core.query import _OP_COLS, _op
 

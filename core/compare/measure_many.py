@@ -160,9 +160,9 @@ def _pool(workers: Optional[int]):
     import sys
     from concurrent.futures import ProcessPoolExecutor
 
-    from dumpscope.core.index import _pool_size
+    from dumpscope.core.index import pool_size
 
-    n = _pool_size(workers)
+    n = pool_size(workers)
     if n <= 1 or "textual.app" in sys.modules:
         return None
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
