@@ -62,3 +62,16 @@ def test_what_json_refuses_is_refused_the_same_way(bad):
     with pytest.raises(TypeError) as got:
         dumps(bad)
     assert str(got.value) == str(want.value)
+
+
+def test_dump_in_parts_writes_the_same_text_and_never_holds_it_whole(tmp_path, monkeypatch):
+    """``dump`` hands the text on in parts (a big compare document is never whole in memory)."""
+    from dumpscope.tui import json_text
+    from dumpscope.tui.json_text import dump
+
+    monkeypatch.setattr(json_text, "_FLUSH_PIECES", 64)
+    doc = {"rows": [dict(ODD["rows"][0], i=i, name=f"net/Op-{i}") for i in range(500)], "tail": ODD}
+    parts: list[str] = []
+    dump(doc, parts.append)
+    assert "".join(parts) == _stdlib(doc)
+    assert len(parts) > 20 and max(map(len, parts)) < len("".join(parts)) // 10

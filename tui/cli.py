@@ -308,11 +308,13 @@ _OTHER_DUMPS: list[dict] = []
 
 def _print_json(doc: Any) -> None:
     # exact: json escapes C0 itself, json_safe the DEL/C1/bidi characters it leaves raw
-    from dumpscope.tui.json_text import dumps  # json.dumps(_clean(doc), indent=1, ensure_ascii=False), faster
+    from dumpscope.tui.json_text import dump  # json.dumps(_clean(doc), indent=1, ensure_ascii=False), faster
 
     if _OTHER_DUMPS and isinstance(doc, dict) and "other_dumps" not in doc:
         doc = {**doc, "other_dumps": list(_OTHER_DUMPS)}
-    sys.stdout.write(json_safe(dumps(doc)) + "\n")
+    write = sys.stdout.write
+    dump(doc, lambda text: write(json_safe(text)))  # in parts: a big document is never whole in memory
+    write("\n")
 
 
 def _clean(value: Any) -> Any:

@@ -28,6 +28,31 @@ def dumps(doc: Any) -> str:
     return "".join(out)
 
 
+#: pieces gathered before ``dump`` hands them on: a few MB of text, whatever the document's size
+_FLUSH_PIECES = 1 << 16
+
+
+class _Flushing(list):
+    """The piece list of ``dump``: a list items are appended to, emptied into ``write`` between the
+    items of a list (the rows of a compare) once it holds ``_FLUSH_PIECES``."""
+
+    __slots__ = ("write",)
+
+    def flush(self) -> None:
+        if self:
+            self.write("".join(self))
+            self.clear()
+
+
+def dump(doc: Any, write: Callable[[str], Any]) -> None:
+    """The text of ``dumps(doc)`` handed to ``write`` in parts: a 58 MB compare document never sits in
+    memory whole (nor the millions of small pieces it is joined from)."""
+    out = _Flushing()
+    out.write = write
+    _value(doc, out, "\n")
+    out.flush()
+
+
 def _value(v: Any, out: list[str], nl: str) -> None:
     leaf = _leaf(v)
     if leaf is not None:
@@ -122,6 +147,7 @@ def _list(items: Any, out: list[str], nl: str) -> None:
     inner = nl + " "
     sep = "[" + inner
     append = out.append
+    flushing = type(out) is _Flushing
     for v in items:
         append(sep)
         sep = "," + inner
@@ -132,6 +158,8 @@ def _list(items: Any, out: list[str], nl: str) -> None:
             append(_encode_str(v))
         else:
             _value(v, out, inner)
+            if flushing and len(out) >= _FLUSH_PIECES:
+                out.flush()  # type: ignore[attr-defined]
     append(nl + "]")
 
 
