@@ -191,6 +191,10 @@ def _typical_from_exponents(exp_sum: float, nonzero: int) -> float:
     return 0.0 if nonzero <= 0 else float(2.0 ** (exp_sum / nonzero + 0.5))
 
 
+#: the smallest positive float64 (a subnormal): the log grid's first magnitude never goes below it
+_TINY = float(np.nextafter(0.0, 1.0))
+
+
 def _choose_edges(lo: float, hi: float, typical: float, bins: int) -> tuple[np.ndarray, bool]:
     """Edges covering ``[lo, hi]``: equal width, or symmetric-log when max|x| > LOG_SPAN × typical|x|."""
     bins = max(1, int(bins))
@@ -200,6 +204,8 @@ def _choose_edges(lo: float, hi: float, typical: float, bins: int) -> tuple[np.n
     if not (typical > 0 and amax / typical > LOG_SPAN and bins >= 3):
         return np.linspace(lo, hi, bins + 1), False
     g0 = typical * typical / amax  # as far below the typical magnitude as max|x| is above it
+    if not 0 < g0 < amax:  # typical² under/overflowed (float64 subnormals, values near the float max)
+        g0 = min(max(2.0 ** (2 * math.log2(typical) - math.log2(amax)), _TINY), amax / 2)
     if lo < 0 < hi:
         k = max(1, (bins - 1) // 2)
         grid = np.geomspace(g0, amax, k + 1)
@@ -313,6 +319,8 @@ _FSUB = 1 << 17
 #: A block's shifted moments are recomputed around the exact block mean when the shift is this
 #: far from it (relative to the block's spread), i.e. when more than ~4 digits would cancel.
 _SHIFT_GUARD = 1e-4
+#: A running mean with ``mean² <= _ZERO_SHIFT * mean(x²)`` shifts the next sub-block by 0 (no subtraction).
+_ZERO_SHIFT = 1e-6
 _HIGH16 = {4: (1, 2), 8: (3, 4)}  # index and stride of the high 16 bits of a float (little-endian)
 if np.little_endian is False:  # pragma: no cover - big-endian hosts
     _HIGH16 = {4: (0, 2), 8: (0, 4)}
@@ -321,12 +329,21 @@ if np.little_endian is False:  # pragma: no cover - big-endian hosts
 _LOCAL = threading.local()
 
 
+def _aligned(size: int, dtype: Any) -> np.ndarray:
+    """An uninitialised ``size``-element array starting on a 64-byte boundary: every thread's scratch
+    has the same alignment, so no SIMD/BLAS kernel can sum it in an alignment-dependent order."""
+    dt = np.dtype(dtype)
+    raw = np.empty(size * dt.itemsize + 64, np.uint8)
+    start = (-raw.ctypes.data) % 64
+    return raw[start : start + size * dt.itemsize].view(dt)
+
+
 def _work_buffers(m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``m``-element float64, uint64 and bool scratch arrays of the calling thread."""
     bufs = getattr(_LOCAL, "bufs", None)
     if bufs is None or bufs[0].size < m:
         size = max(m, _FSUB)
-        bufs = _LOCAL.bufs = (np.empty(size, np.float64), np.empty(size, np.uint64), np.empty(size, np.bool_))
+        bufs = _LOCAL.bufs = (_aligned(size, np.float64), _aligned(size, np.uint64), np.empty(size, np.bool_))
     return bufs[0][:m], bufs[1][:m], bufs[2][:m]
 
 
@@ -342,10 +359,40 @@ def _bin_buffer(role: str, dtype: np.dtype) -> np.ndarray:
     return buf
 
 
+#: Row length of the sum of squares: ``np.vecdot`` of rows this short runs BLAS ``ddot`` on the
+#: calling thread (OpenBLAS threads a single ``ddot`` only above ~10k elements, and its spinning
+#: threads would take the second core from the other reducing thread).
+_DOT_ROW = 4096
+
+
+def _sums(g: np.ndarray) -> tuple[float, float]:
+    """``Σ g`` and ``Σ g²`` in float64, summed in an order that depends only on ``g.size``."""
+    m = g.size
+    k = m - m % _DOT_ROW
+    if k == 0:
+        return float(np.add.reduce(g)), float(np.vecdot(g, g))
+    rows = g[:k].reshape(-1, _DOT_ROW)
+    s1 = float(np.add.reduce(np.add.reduce(rows, axis=1)))
+    s2 = float(np.add.reduce(np.vecdot(rows, rows)))
+    if k < m:
+        s1 += float(np.add.reduce(g[k:]))
+        s2 += float(np.vecdot(g[k:], g[k:]))
+    return s1, s2
+
+
 def _shifted_sums(x: np.ndarray, c: float, g: np.ndarray) -> tuple[float, float]:
-    """``Σ(x-c)`` and ``Σ(x-c)²`` in float64 (``g``: scratch; einsum, not BLAS: see ``_dot``)."""
-    np.subtract(x, c, out=g, dtype=np.float64)
-    return float(np.add.reduce(g)), float(np.einsum("i,i->", g, g))
+    """``Σ(x-c)`` and ``Σ(x-c)²`` in float64 (``g``: scratch).  The float32 → float64 widening is
+    its own copy (a mixed-type ``subtract`` casts in small buffered chunks, ~2x slower), and
+    ``c == 0`` subtracts nothing."""
+    if x.dtype == np.float64:
+        if c == 0:
+            return _sums(x)
+        np.subtract(x, c, out=g)
+    else:
+        np.copyto(g, x)  # exact
+        if c != 0:
+            np.subtract(g, c, out=g)
+    return _sums(g)
 
 
 def _ordered_keys(vals: np.ndarray) -> np.ndarray:
@@ -497,10 +544,11 @@ class _FloatAcc:
     Pass 2 (histogram): a monotone binning map in the data's own float type with exact edges.
     """
 
-    def __init__(self, first_bad_n: int, shift: Optional[float] = None) -> None:
+    def __init__(self, first_bad_n: int, shift: Optional[float] = None, shift_rms2: float = 0.0) -> None:
         #: the first shift ``c`` of the moments (then the running mean): blocks reduced apart start from
-        #: the first block's mean, so they rarely need re-centring
+        #: the first block's mean (and mean square), so they rarely need re-centring
         self.shift = shift
+        self.shift_rms2 = shift_rms2
         self.n = 0
         self.nan = self.posinf = self.neginf = self.zeros = 0
         self.nfin = 0
@@ -567,8 +615,21 @@ class _FloatAcc:
     def add(self, block: np.ndarray, offset: int) -> None:
         x = self._prep(block)
         self.n += x.size
-        for i in range(0, x.size, _FSUB):
-            self._add_sub(x[i : i + _FSUB], offset + i)
+        with np.errstate(over="ignore", invalid="ignore"):  # x² of values near the float max
+            for i in range(0, x.size, _FSUB):
+                self._add_sub(x[i : i + _FSUB], offset + i)
+
+    def _shift_for_block(self) -> float:
+        """The shift ``c`` of the next sub-block's moments: the running mean (else the hint), or 0 —
+        which saves the subtraction — when that mean is within ``rms / 1000`` of 0 (then the block's
+        mean is almost surely within the ``_SHIFT_GUARD`` of 0 too: no digit cancels)."""
+        if self.nfin:
+            c, rms2 = self.mean, self.sumsq / self.nfin
+        elif self.shift is not None:
+            c, rms2 = self.shift, self.shift_rms2
+        else:
+            return 0.0  # nothing known yet: the guard re-centres if the mean is not near 0
+        return 0.0 if c * c <= _ZERO_SHIFT * rms2 else c
 
     def _add_sub(self, x: np.ndarray, offset: int) -> None:
         m = x.size
@@ -597,27 +658,28 @@ class _FloatAcc:
         self.lo = min(self.lo, lo)
         self.hi = max(self.hi, hi)
         g, ubuf, mask = _work_buffers(m)
-        zeros = int(np.count_nonzero(np.equal(x, 0, out=mask)))
-        self.zeros += zeros
-        nonzero = m - zeros
-        # exponent field sum → mean floor(log2|x|) of the non-zero values (integer einsum is the
-        # fast integer sum; sub-blocks are small enough for int32: 255 * _FSUB < 2**31)
+        # |x| bits shifted left past the sign: 0 only for ±0.0 (most blocks have none: one min tells),
+        # then the exponent field; its sum → mean floor(log2|x|) of the non-zero values (exact integer
+        # sums: 255 * _FSUB < 2**32)
         if x.itemsize == 4:
             u = ubuf.view(np.uint32)[:m]
-            np.bitwise_and(x.view(np.uint32), np.uint32(0x7F800000), out=u)
-            np.right_shift(u, np.uint32(23), out=u)
-            field_sum = float(np.einsum("i->", u.view(np.int32)))
+            np.left_shift(x.view(np.uint32), np.uint32(1), out=u)
+            zeros = 0 if np.minimum.reduce(u) else int(np.count_nonzero(np.equal(u, 0, out=mask)))
+            np.right_shift(u, np.uint32(24), out=u)
             bias = 127.0
         else:
             u = ubuf
-            np.bitwise_and(x.view(np.uint64), np.uint64(0x7FF0000000000000), out=u)
-            np.right_shift(u, np.uint64(52), out=u)
-            field_sum = float(np.einsum("i->", u.view(np.int64)))
+            np.left_shift(x.view(np.uint64), np.uint64(1), out=u)
+            zeros = 0 if np.minimum.reduce(u) else int(np.count_nonzero(np.equal(u, 0, out=mask)))
+            np.right_shift(u, np.uint64(53), out=u)
             bias = 1023.0
+        field_sum = float(np.add.reduce(u, dtype=u.dtype))
+        self.zeros += zeros
+        nonzero = m - zeros
         self.exp_sum += field_sum - bias * nonzero
         self.nonzero += nonzero
         # shifted moments around c (float64 throughout; exact when c is the block mean)
-        c = self.mean if self.nfin else self.shift if self.shift is not None else float(x[0])
+        c = self._shift_for_block()
         s1, s2 = _shifted_sums(x, c, g)
         d = s1 / m
         if d * d > _SHIFT_GUARD * (s2 / m) or not math.isfinite(s2):
@@ -713,13 +775,16 @@ class _FloatAcc:
         fbuf = _bin_buffer("f", dtype)
         if nb <= 256:  # two uint8 bins per uint16: half the bincount work
             ibuf = _bin_buffer("i", np.dtype(np.uint8))
+            kbuf = _bin_buffer("k", np.dtype(np.intp))  # bincount would cast (holding the GIL) itself
             pairs = np.zeros(256 * nb, dtype=np.int64)
             counts = np.zeros(nb, dtype=np.int64)
             for x in self._finite_parts(block, offset, dtype):
                 idx = lmap.index(x, fbuf, ibuf[: x.size])
                 even = x.size & ~1
                 if even:
-                    pairs += np.bincount(idx[:even].view(np.uint16), minlength=256 * nb)
+                    keys = kbuf[: even // 2]
+                    np.copyto(keys, idx[:even].view(np.uint16))
+                    pairs += np.bincount(keys, minlength=256 * nb)
                 if even < x.size:
                     counts[idx[-1]] += 1
             grid = pairs.reshape(nb, 256)[:, :nb]  # [odd element's bin, even element's bin]
@@ -860,9 +925,10 @@ def _run(source: ChunkSource, shape: tuple[int, ...], logical: str, block: int,
     gen = _FloatAcc(first_bad_n)
     gen.add(head, off0)
     shift = gen.mean if gen.nfin else None
+    shift_rms2 = gen.sumsq / gen.nfin if gen.nfin else 0.0
 
     def reduce_block(piece: np.ndarray, off: int) -> _FloatAcc:
-        acc = _FloatAcc(first_bad_n, shift)
+        acc = _FloatAcc(first_bad_n, shift, shift_rms2)
         acc.add(piece, off)
         return acc
 
