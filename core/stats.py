@@ -208,14 +208,21 @@ def _choose_edges(lo: float, hi: float, typical: float, bins: int) -> tuple[np.n
         g0 = min(max(2.0 ** (2 * math.log2(typical) - math.log2(amax)), _TINY), amax / 2)
     if lo < 0 < hi:
         k = max(1, (bins - 1) // 2)
-        grid = np.geomspace(g0, amax, k + 1)
+        grid = _geomspace(g0, amax, k + 1)
         return np.concatenate((-grid[::-1], grid)), True
     m_lo = lo if lo >= 0 else -hi  # one-sided: work on magnitudes, mirror for negatives
     if m_lo >= g0 and m_lo > 0:
-        edges = np.geomspace(m_lo, amax, bins + 1)
+        edges = _geomspace(m_lo, amax, bins + 1)
     else:
-        edges = np.concatenate(([0.0], np.geomspace(g0, amax, bins)))
+        edges = np.concatenate(([0.0], _geomspace(g0, amax, bins)))
     return (edges if lo >= 0 else -edges[::-1]), True
+
+
+def _geomspace(start: float, stop: float, num: int) -> np.ndarray:
+    """``np.geomspace`` without its spurious overflow warning next to the float64 maximum (numpy
+    rounds the last power over it, then sets the end point to ``stop`` exactly)."""
+    with np.errstate(over="ignore"):
+        return np.geomspace(start, stop, num)
 
 
 def _bin_index_exact(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -319,8 +326,9 @@ _FSUB = 1 << 17
 #: A block's shifted moments are recomputed around the exact block mean when the shift is this
 #: far from it (relative to the block's spread), i.e. when more than ~4 digits would cancel.
 _SHIFT_GUARD = 1e-4
-#: A running mean with ``mean² <= _ZERO_SHIFT * mean(x²)`` shifts the next sub-block by 0 (no subtraction).
-_ZERO_SHIFT = 1e-6
+#: A running mean with ``mean² <= _ZERO_SHIFT * mean(x²)`` (|mean| below ~rms/300: the sampling noise of a
+#: 128K-element sub-block's mean is ~rms/360) shifts the next sub-block by 0 (no subtraction).
+_ZERO_SHIFT = 1e-5
 _HIGH16 = {4: (1, 2), 8: (3, 4)}  # index and stride of the high 16 bits of a float (little-endian)
 if np.little_endian is False:  # pragma: no cover - big-endian hosts
     _HIGH16 = {4: (0, 2), 8: (0, 4)}
@@ -621,7 +629,7 @@ class _FloatAcc:
 
     def _shift_for_block(self) -> float:
         """The shift ``c`` of the next sub-block's moments: the running mean (else the hint), or 0 —
-        which saves the subtraction — when that mean is within ``rms / 1000`` of 0 (then the block's
+        which saves the subtraction — when that mean is within ~``rms / 300`` of 0 (then the block's
         mean is almost surely within the ``_SHIFT_GUARD`` of 0 too: no digit cancels)."""
         if self.nfin:
             c, rms2 = self.mean, self.sumsq / self.nfin
