@@ -59,8 +59,10 @@ class _Op:
     gop: "OpRow"
     top: "OpRow"
     match: str
-    pairs: list[_Pair] = field(default_factory=list)
+    pairs: list[_Pair] = field(default_factory=list)  # emptied once the op's rows are made
     facts: Optional[org.OpFacts] = None
+    n_rows: int = 0
+    source: Optional[dict[str, Any]] = None  # the user's source line, for an op with a row that did not pass
 
 
 def is_parameter(op: "OpRow") -> bool:
@@ -229,11 +231,17 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
         for a, b, outcomes in measurer.ready(wait):
             for op, got in zip(ops[a:b], outcomes):
                 _take(op, got, th)
-                op.facts = _facts(op, details[op.gop.id], joined_to_name, g_names)
+                det, tensors = details.pop(op.gop.id), g_tensors.pop(op.gop.id)
+                op.facts = _facts(op, det, joined_to_name, g_names)
                 op.facts.saved_from = _forward_of(op.gop, g_names)
                 row_at.append(len(rows))
                 rows.extend(_row(p) for p in op.pairs)
-                counted += len(op.pairs)
+                op.n_rows = len(op.pairs)
+                # an origin needs a row in error, so only such ops can be shown with their source line
+                if any(p.verdict != vd.PASS for p in op.pairs):
+                    op.source = _user_frame(det, tensors)
+                op.pairs = []  # the rows hold what is shown: a big place is not kept twice (tensors, results)
+                counted += op.n_rows
             if progress is not None and counted:
                 progress(counted, max(total_pairs, counted))
 
@@ -264,12 +272,9 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     fd = org.first_divergence([op.facts for op in ops], origins)
     fd_row: Optional[dict[str, Any]] = None
     for i, (op, origin) in enumerate(zip(ops, origins)):
-        source = None
-        if origin.kind is not None or any(p.verdict != vd.PASS for p in op.pairs):
-            source = _user_frame(details[op.gop.id], g_tensors[op.gop.id])
-        for j in range(len(op.pairs)):
+        for j in range(op.n_rows):
             row = rows[row_at[i] + j]
-            row["origin"], row["origin_via"], row["source"] = origin.kind, origin.via, source
+            row["origin"], row["origin_via"], row["source"] = origin.kind, origin.via, op.source
             if fd is not None and fd.op == i and fd.row == j:
                 fd_row = row
     first = None
