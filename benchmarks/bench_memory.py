@@ -74,20 +74,40 @@ def _status_kb(pid: int, key: str) -> int:
     return 0
 
 
+def _pss_kb(pid: int) -> int:
+    """Proportional set size: pages shared with other processes (a forked pool worker shares most of
+    its parent's) counted in shares, so a tree's sum is the memory it really holds."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+#: peak summed PSS of the process tree in the last ``run_sampled`` (KB)
+LAST_PSS_KB = 0
+
+
 def run_sampled(cmd: list[str], env: "dict | None" = None, stdout: int = subprocess.PIPE) -> tuple[str, int, int]:
-    """Run ``cmd``; return (stdout, peak summed RSS of the process tree in KB, peak single worker KB)."""
+    """Run ``cmd``; return (stdout, peak summed RSS of the process tree in KB, peak single worker KB).
+    The peak summed PSS is left in ``LAST_PSS_KB``."""
+    global LAST_PSS_KB
     proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE, text=True, env=env)
-    peak_sum = peak_other = 0
+    peak_sum = peak_other = peak_pss = 0
     import threading
 
     done = threading.Event()
 
     def sample() -> None:
-        nonlocal peak_sum, peak_other
+        nonlocal peak_sum, peak_other, peak_pss
         while not done.is_set():
             pids = _descendants(proc.pid)
             rss = {p: _status_kb(p, "VmRSS:") for p in pids}
             peak_sum = max(peak_sum, sum(rss.values()))
+            peak_pss = max(peak_pss, sum(_pss_kb(p) for p in pids))
             for p in pids:
                 if p != proc.pid:
                     peak_other = max(peak_other, _status_kb(p, "VmHWM:"))
@@ -98,6 +118,7 @@ def run_sampled(cmd: list[str], env: "dict | None" = None, stdout: int = subproc
     out, err = proc.communicate()
     done.set()
     th.join()
+    LAST_PSS_KB = peak_pss
     if proc.returncode:
         raise SystemExit(f"child failed:\n{err}")
     return out, peak_sum, peak_other
@@ -118,7 +139,8 @@ def _measure_path(cmd: str, dump, n: int, workdir: str) -> None:
     common.emit(f"peak RSS, `dumpscope {cmd}` cold on a {n:,}-file tree (whole process tree)", round(tree_mb), "MB",
                 target="<= 500 MB at 1M files" if n >= 1_000_000 else "<= 500 MB at 1M files (this is a smaller tree)",
                 met=tree_mb <= 500 if n >= 1_000_000 else None,
-                note=f"largest single child {worker_kb / 1024:.0f} MB (sampled every 0.2 s); wall {wall:.1f} s; "
+                note=f"summed PSS {LAST_PSS_KB / 1024:.0f} MB (shared pages of forked workers counted once); "
+                     f"largest single child {worker_kb / 1024:.0f} MB (sampled every 0.2 s); wall {wall:.1f} s; "
                      "output discarded")
 
 
