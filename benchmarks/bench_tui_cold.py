@@ -30,11 +30,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import common  # noqa: E402
+common: Any = None  # imported by the driver only: the explorer process imports what `dumpscope PATH` does
 
 
 # ------------------------------------------------------------------------------- inside the explorer
@@ -47,6 +48,8 @@ def _mark(what: str) -> None:
 async def _explore(dump: str, in_thread: bool) -> None:
     from dumpscope.core import child_jobs
 
+    import dumpscope.tui.cli  # noqa: F401  (what `dumpscope PATH` imports before it starts the build)
+
     early = None
     if in_thread:
         child_jobs.usable = lambda: False  # the build in the explorer's own thread, as before
@@ -54,19 +57,25 @@ async def _explore(dump: str, in_thread: bool) -> None:
         early = child_jobs.prestart_build(dump)  # as `dumpscope PATH` does, before Textual is imported
     from dumpscope.tui import app as app_mod
 
+    real_ready = app_mod.DumpscopeApp.on_index_ready
+
+    def on_index_ready(self, message) -> None:
+        real_ready(self, message)
+        if not self.shown and self._main()._count:
+            self.shown = True
+            self.call_after_refresh(_mark, "first_ops")
+        if message.final and not self.finished:
+            self.finished = True
+            self.call_after_refresh(self._complete)
+
+    # patched in place, not overridden in the subclass: Textual calls the handler of every class of
+    # the MRO, so an override calling super() would run the explorer's twice for each message
+    app_mod.DumpscopeApp.on_index_ready = on_index_ready
+
     class Bench(app_mod.DumpscopeApp):
         CSS_PATH = str(Path(app_mod.__file__).parent / "app.tcss")
         shown = False
         finished = False
-
-        def on_index_ready(self, message) -> None:
-            super().on_index_ready(message)
-            if not self.shown and self._main()._count:
-                self.shown = True
-                self.call_after_refresh(_mark, "first_ops")
-            if message.final and not self.finished:
-                self.finished = True
-                self.call_after_refresh(self._complete)
 
         def _complete(self) -> None:
             _mark(f"complete ops={self.q.count_ops() if self.q else 0}")
@@ -139,6 +148,8 @@ def main() -> int:
     if args.explore:
         asyncio.run(_explore(args.explore, args.in_thread))
         return 0
+    global common
+    import common
     info = common.print_machine()
     dump = common.cann_tree(args.workdir, args.files)
     work = common.check_workdir(args.workdir)

@@ -33,6 +33,9 @@ PROGRESS_EVERY_S = 0.1
 #: the first partial results of an explorer's cold build come after this long (then as ``index.PARTIAL_AFTER_S``);
 #: a build done sooner shows its finished index only
 FIRST_PARTIAL_S = 0.2
+#: once its first partial results are sent, the builder (and its pool workers) runs at this niceness
+#: more: the explorer drawing them comes first on a machine with fewer cores than busy processes
+BACKGROUND_NICE = 5
 
 
 class ChildFailed(Exception):
@@ -312,6 +315,16 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+def _to_background() -> None:
+    """Lower the priority of this process group (the builder and its pool workers; only when it is
+    ours, as the explorer starts us): a best effort, never an error."""
+    try:
+        if os.getpgrp() == os.getpid():
+            os.setpriority(os.PRIO_PGRP, 0, os.getpriority(os.PRIO_PGRP, 0) + BACKGROUND_NICE)
+    except (AttributeError, OSError):
+        pass
+
+
 def _run_build(out: _Out, root: str, db_path: str, partial_after: Optional[float]) -> int:
     from dumpscope.core import index as index_mod
     from dumpscope.core.index import DumpIndex
@@ -329,8 +342,11 @@ def _run_build(out: _Out, root: str, db_path: str, partial_after: Optional[float
     def progress(prog: Any) -> None:
         made = index.early_seq  # ops of plain places made while the pool reads the rest: showable now
         if made and made >= 4 * shown[0] and time.monotonic() - started >= first_after:
+            first = not shown[0]
             shown[0] = made
             out(event="partial", files=prog.files, records=prog.records)
+            if first:
+                _to_background()
         now = time.monotonic()
         if now - last[0] >= PROGRESS_EVERY_S or prog.done:
             last[0] = now
@@ -338,8 +354,11 @@ def _run_build(out: _Out, root: str, db_path: str, partial_after: Optional[float
 
     def partial(prog: Any) -> None:
         index_mod.PARTIAL_AFTER_S = partial_after  # after the first: the build's own pace
+        first = not shown[0]
         shown[0] = max(shown[0], prog.records)
         out(event="partial", files=prog.files, records=prog.records)
+        if first:
+            _to_background()
 
     prog = index.update(progress=progress, partial=partial)
     out(event="done", files=prog.files, warnings=index.warnings)

@@ -198,16 +198,22 @@ class DumpQuery:
 
     def _remember(self, sql: str, rows: list[tuple]) -> None:
         """Best-effort cache write: while another connection is building the index the file is
-        locked for writing, and a view must not wait for it (the answer is still returned)."""
+        locked for writing, and a view must not wait for it (the answer is still returned).  No busy
+        wait either: it would hold the index's lock, and every other query of the explorer with it."""
         with self.index._lock:
-            cur = self.index.conn.cursor()
+            conn = self.index.conn
+            cur = conn.cursor()
+            waits = cur.execute("PRAGMA busy_timeout").fetchone()[0]
+            cur.execute("PRAGMA busy_timeout=0")
             try:
                 cur.execute("BEGIN IMMEDIATE")
                 cur.executemany(sql, rows)
                 cur.execute("COMMIT")
             except sqlite3.OperationalError:
-                if self.index.conn.in_transaction:
+                if conn.in_transaction:
                     cur.execute("ROLLBACK")
+            finally:
+                cur.execute(f"PRAGMA busy_timeout={int(waits)}")
 
     def graph_files(self) -> list[dict[str, Any]]:
         """Every graph file found: the graphs joined to the dump (``joined: true``) or, in a tree

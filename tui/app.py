@@ -41,22 +41,36 @@ class IndexProgress(Message):
 
 
 class IndexReady(Message):
-    def __init__(self, q: DumpQuery, refreshed: bool = False, final: bool = True, just_built: bool = False) -> None:
+    def __init__(self, q: DumpQuery, refreshed: bool = False, final: bool = True, just_built: bool = False,
+                 facts: Optional[DumpQuery] = None) -> None:
         super().__init__()
         self.q = q
         self.refreshed = refreshed
         self.final = final  # False for the partial results of a cold build still running
-        # summary facts are computed here, in the worker: some are full-table queries
-        self.place = q.default_place()
+        # summary facts are computed here, in the worker: some are full-table queries.  ``facts``: the
+        # same index on the worker's own connection, so that the views' queries never wait for these
+        q = facts or q
         from dumpscope.core.overflow import start_place, trouble_places
 
         self.trouble = trouble_places(q)
         self.start, self.start_by_trouble = start_place(q, self.trouble)
-        self.layouts = q.layouts()
+        # partial results: only the names the status bar shows, from the folders stored (the full
+        # list counts the files of every unit stored so far: a scan repeated for each partial result)
+        self.layouts = q.layouts() if final else _layout_names(q)
         # partial results, or a cold build that read every file moments ago: the problems stored (the
         # full list stats every indexed file again for ones truncated since: ~1 s per 100k files)
         self.problems = len(q.problems()) if final and not just_built else \
             q.index.query("SELECT COUNT(*) FROM problems")[0][0]
+
+
+def _layout_names(q: DumpQuery) -> list[dict[str, Any]]:
+    """The producers of the folders stored so far (``dirs.layouts``: one short JSON list per folder)."""
+    import json
+
+    names: set[str] = set()
+    for (used,) in q.index.query("SELECT DISTINCT layouts FROM dirs WHERE layouts IS NOT NULL"):
+        names.update(json.loads(used))
+    return [{"name": name} for name in sorted(names)]
 
 
 class CompareProgress(Message):
@@ -263,11 +277,11 @@ class DumpscopeApp(App[int]):
                 if index.db_path == ":memory:" or get_current_worker().is_cancelled or self._partial_pending:
                     return
                 self._partial_pending = True
-                if not shown:
-                    shown.append(DumpQuery(DumpIndex(self.path, index.db_path)))
-                    self.post_message(IndexReady(shown[0], final=False))
+                if not shown:  # the views' connection, and this worker's own for the facts
+                    shown.extend(DumpQuery(DumpIndex(self.path, index.db_path)) for _ in range(2))
+                    self.post_message(IndexReady(shown[0], final=False, facts=shown[1]))
                 else:
-                    self.post_message(IndexReady(shown[0], refreshed=True, final=False))
+                    self.post_message(IndexReady(shown[0], refreshed=True, final=False, facts=shown[1]))
 
             def partial(prog: Any) -> None:
                 show_partial()
@@ -292,7 +306,8 @@ class DumpscopeApp(App[int]):
                 self.notify(w, title="index", severity="warning", timeout=8)
             if shown:
                 if not get_current_worker().is_cancelled:
-                    self.post_message(IndexReady(shown[0], refreshed=True, just_built=True))
+                    self.post_message(IndexReady(shown[0], refreshed=True, just_built=True, facts=shown[1]))
+                shown[1].index.close()
                 index.close()
                 return
         except IndexCancelled:
