@@ -138,9 +138,10 @@ def summary_run(dump: Path, cache: Path) -> float:
 
 
 def main() -> int:
+    global common
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--files", type=int, default=100_000)
-    ap.add_argument("--workdir", default=common.DEFAULT_WORKDIR)
+    ap.add_argument("--workdir", default=None)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--in-thread", action="store_true", help="also measure the old in-thread build")
     ap.add_argument("--explore", metavar="PATH", help=argparse.SUPPRESS)
@@ -148,9 +149,9 @@ def main() -> int:
     if args.explore:
         asyncio.run(_explore(args.explore, args.in_thread))
         return 0
-    global common
     import common
     info = common.print_machine()
+    args.workdir = args.workdir or common.DEFAULT_WORKDIR
     dump = common.cann_tree(args.workdir, args.files)
     work = common.check_workdir(args.workdir)
     cache = work / "cache-tui-cold"
