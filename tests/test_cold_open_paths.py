@@ -72,3 +72,27 @@ def test_partial_results_name_the_same_layouts_as_the_finished_index(built):
     assert [lay["name"] for lay in partial.layouts] == [lay["name"] for lay in final.layouts]
     assert partial.layouts  # the tree has a CANN dump: not an empty list by accident
     assert (partial.start, partial.trouble) == (final.start, final.trouble)
+
+
+async def test_the_next_partial_results_wait_until_these_are_painted(built, tmp_path, monkeypatch):
+    """A cold build's partial results are posted one at a time: the flag that holds back the next ones
+    is cleared after the frame showing these was painted, not when their handler starts (a second
+    tree load before that paint would delay the first ops)."""
+    pytest.importorskip("textual")
+    from test_tui_support import set_env, wait_ready
+
+    from dumpscope.tui.app import DumpscopeApp, IndexReady
+
+    set_env(monkeypatch, tmp_path)
+    app = DumpscopeApp(built.root, display_name="job")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_ready(pilot)
+        after_refresh = []
+        monkeypatch.setattr(app, "call_after_refresh", lambda fn, *a: after_refresh.append(fn))
+        app._partial_pending = True  # as the build's worker sets it when it posts partial results
+        app.on_index_ready(IndexReady(built, refreshed=True, final=False))
+        assert app._partial_pending  # still held back: nothing painted yet
+        assert after_refresh, "nothing waits for the paint"
+        for fn in after_refresh:
+            fn()
+        assert not app._partial_pending

@@ -404,7 +404,8 @@ class DumpscopeApp(App[int]):
         self.q = q
         q.index.on_damage = self._recover_index  # damage met by a later query: rebuilt, not fatal
         self.progress = ""
-        self._partial_pending = False
+        if self._partial_pending:  # the next partial results once these are painted, not while they are
+            self.call_after_refresh(self._partial_painted)
         self.index_final = self.index_final or message.final
         self.trouble = message.trouble
         moved = False
@@ -430,6 +431,9 @@ class DumpscopeApp(App[int]):
             self._compare_started = True
             self.compare_status = "comparing…"
             self._run_compare(q, self.rank, self.step)
+
+    def _partial_painted(self) -> None:
+        self._partial_pending = False
 
     def _recover_index(self, index: Any, exc: BaseException) -> bool:
         """A query met damaged pages after the explorer opened the index (``DumpIndex.on_damage``):
