@@ -130,7 +130,7 @@ def explorer_run(dump: Path, cache: Path, in_thread: bool) -> dict:
 def summary_run(dump: Path, cache: Path) -> float:
     common.drop_index(dump, cache)
     exe = os.path.join(os.path.dirname(sys.executable), "dumpscope")  # not a pyenv shim
-    cmd = [exe] if os.path.exists(exe) else [sys.executable, "-m", "dumpscope.tui.cli"]
+    cmd = [exe] if os.path.exists(exe) else [sys.executable, "-m", "dumpscope"]
     t0 = time.perf_counter()
     subprocess.run(cmd + ["summary", str(dump)], check=True, env=common.fresh_cache_env(cache),
                    stdout=subprocess.DEVNULL)

@@ -196,15 +196,17 @@ class DumpQuery:
         self._remember("INSERT OR REPLACE INTO meta VALUES('layouts', ?)", [(json.dumps(out),)])
         return out
 
-    def _remember(self, sql: str, rows: list[tuple]) -> None:
+    def _remember(self, sql: str, rows: list[tuple], wait: bool = False) -> None:
         """Best-effort cache write: while another connection is building the index the file is
         locked for writing, and a view must not wait for it (the answer is still returned).  No busy
-        wait either: it would hold the index's lock, and every other query of the explorer with it."""
+        wait either: it would hold the index's lock, and every other query of the explorer with it.
+        ``wait``: an overflow scan's counts (its own long job) wait for the lock as other writes do."""
         with self.index._lock:
             conn = self.index.conn
             cur = conn.cursor()
             waits = cur.execute("PRAGMA busy_timeout").fetchone()[0]
-            cur.execute("PRAGMA busy_timeout=0")
+            if not wait:
+                cur.execute("PRAGMA busy_timeout=0")
             try:
                 cur.execute("BEGIN IMMEDIATE")
                 cur.executemany(sql, rows)
@@ -634,7 +636,7 @@ class DumpQuery:
             return
         self._remember("UPDATE ops SET nan=?, posinf=?, neginf=?, evidence=COALESCE(evidence, 'tensor') "
                        "WHERE id=? AND (evidence IS NULL OR evidence='tensor')",
-                       [(n, p, m, op_id) for op_id, (n, p, m) in counts.items()])
+                       [(n, p, m, op_id) for op_id, (n, p, m) in counts.items()], wait=True)
 
     def cached_stats(self, t: TensorRow) -> Optional[dict[str, Any]]:
         from dumpscope.core.tensor_io import signature
