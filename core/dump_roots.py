@@ -42,6 +42,42 @@ def dump_root(dirpath: str, index_root: str) -> str:
     return index_root
 
 
+def roots_of(unit_dirs: list[str], index_root: str) -> dict[str, str]:
+    """The dump root of each folder holding units.
+
+    A folder below a rank / time / step level: ``dump_root``.  A folder without one (msprobe or
+    Troubleshooter dumps kept as ``golden/`` and ``target/``, MindSpore statistics in a plain folder)
+    belongs to the root of a structured dump above it when there is one (a ``graphs/`` folder beside
+    ``rank_0/``), else to the highest folder holding units above it or itself: two such dumps side
+    by side are two roots, a dump's own subfolders (tensor data beside ``dump.json``) stay in it."""
+    out: dict[str, str] = {}
+    plain: list[str] = []
+    for path in unit_dirs:
+        root = dump_root(path, index_root)
+        if root != index_root or _has_level(path, index_root):
+            out[path] = root
+        else:
+            plain.append(path)
+    structured = sorted(set(out.values()), key=len, reverse=True)
+    by_length = sorted(plain, key=len)
+    for path in plain:
+        owner = _owner(path, structured)
+        if owner is None:
+            owner = next(p for p in by_length if _under(path, p))
+        out[path] = owner
+    return out
+
+
+def _has_level(path: str, index_root: str) -> bool:
+    if path == index_root or not path.startswith(index_root.rstrip(os.sep) + os.sep):
+        return False
+    return any(TREE_LEVEL.match(part) for part in path[len(index_root.rstrip(os.sep)) + 1:].split(os.sep))
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
 @dataclass(slots=True)
 class OtherDump:
     """A dump root set aside: it holds places of an earlier root (``kept``)."""
@@ -87,7 +123,7 @@ def decide(roots_places: dict[str, set[tuple]]) -> dict[str, tuple[str, list[tup
 def _owner(path: str, roots: list[str]) -> str | None:
     """The deepest root holding ``path`` (roots sorted by length, longest first)."""
     for root in roots:
-        if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
+        if _under(path, root):
             return root
     return None
 
@@ -96,7 +132,8 @@ def separate(index: "DumpIndex") -> list[OtherDump]:
     """Set aside the dump roots that repeat an earlier root's places (see the module docstring),
     bring back the ones that no longer do, and remember the result (``meta.other_dumps``)."""
     unit_dirs = index.query("SELECT id, path FROM dirs WHERE first_unit IS NOT NULL")
-    root_of_dir = {d: dump_root(p, index.root) for d, p in unit_dirs}
+    root_of_path = roots_of([p for _d, p in unit_dirs], index.root)
+    root_of_dir = {d: root_of_path[p] for d, p in unit_dirs}
     current = {d for (d,) in index.query("SELECT dir_id FROM aside_dirs")}
     others: list[OtherDump] = []
     if len(set(root_of_dir.values())) > 1:

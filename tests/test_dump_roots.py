@@ -14,7 +14,7 @@ import pytest
 
 import dumpscope.core.index as index_mod
 from conftest import cli_json, unpack_data
-from dumpscope.core.dump_roots import decide, dump_root
+from dumpscope.core.dump_roots import decide, dump_root, roots_of
 from dumpscope.core.index import DumpIndex
 from dumpscope.core.query import DumpQuery
 from dumpscope.core.synth.job_tree import write_cann_job
@@ -133,6 +133,36 @@ def test_real_msprobe_runs_side_by_side(capsys, tmp_path_factory, tmp_path):
     assert doc["files"] == _files(pair)
     places = [(r, 0) for r in doc["ranks"]]
     assert _all_ops(capsys, pair, tmp_path / "c", places) == _all_ops(capsys, pair / "day1", tmp_path / "c2", places)
+
+
+def test_real_msprobe_dumps_without_step_or_rank_folders_side_by_side(capsys, tmp_path_factory, tmp_path):
+    """Two plain folders holding a ``dump.json`` each (a run copied out of its step0/rank0, as users
+    keep ``golden/`` and ``target/``): two dumps, the second set aside, not merged into one place."""
+    runs = unpack_data(tmp_path_factory, "real_msprobe26")
+    proc = next((runs / "mix_stats" / "step0").iterdir())  # step0/proc<pid>/dump.json
+    pair = tmp_path / "pair"
+    shutil.copytree(proc, pair / "golden")
+    shutil.copytree(proc, pair / "target")
+    doc = cli_json(capsys, "summary", str(pair), "--cache-dir", str(tmp_path / "c"))
+    alone = cli_json(capsys, "summary", str(pair / "golden"), "--cache-dir", str(tmp_path / "c1"))
+    assert doc["ops"] == alone["ops"] > 0 and doc["tensors"] == alone["tensors"]
+    assert [(o["root"], o["kept"]) for o in doc["other_dumps"]] == [(str(pair / "target"), str(pair / "golden"))]
+    assert doc["accounting"]["other_dump"] == _files(pair / "target")
+
+
+@pytest.mark.parametrize("dirs, roots", [
+    # plain folders side by side: a root each; a dump's own subfolder stays in it
+    (["g", "g/dump_tensor_data", "t"], ["g", "g", "t"]),
+    # a plain folder beside a structured dump belongs to it
+    (["graphs", "rank_0/Net/0/0"], ["", ""]),
+    (["run/graphs", "run/rank_0/Net/0/0", "other"], ["run", "run", "other"]),
+    # files in PATH itself: everything plain below is that dump
+    (["", "sub"], ["", ""]),
+])
+def test_roots_of_plain_folders(dirs, roots):
+    base = "/data/job"
+    full = [f"{base}/{d}" if d else base for d in dirs]
+    assert roots_of(full, base) == {p: (f"{base}/{r}" if r else base) for p, r in zip(full, roots)}
 
 
 # -- generated trees --------------------------------------------------------------------------
