@@ -395,10 +395,10 @@ def _join(ops: list[OpAcc], lg: Optional[LoadedGraph], csv_pos: dict[str, int],
                 return cands[0].name, "short_name"
         return None
 
-    used: set[str] = set()
+    used: dict[str, OpAcc] = {}  # graph-side name → the dumped op it was given to first
 
     def give(op: OpAcc, name: str, rule: str) -> None:
-        used.add(name)
+        used.setdefault(name, op)
         if lg is not None:
             op.joined, op.join_rule = name, rule
         else:  # no graph: the CSV names the op (``_op_rows`` takes it)
@@ -411,9 +411,12 @@ def _join(ops: list[OpAcc], lg: Optional[LoadedGraph], csv_pos: dict[str, int],
             continue
         if op.type == "Parameter" or not _OP_SUFFIX.search(op.sfile):
             hit = exact(op)
-            if hit is not None and hit[0] not in used:
-                give(op, *hit)
-            elif hit is None and op.type != "Parameter":
+            holder = used.get(hit[0]) if hit is not None else None
+            if hit is not None and (holder is None or holder.name == op.name):
+                give(op, *hit)  # free, or taken by an earlier run of this very op (a loop body)
+            elif hit is not None:
+                op.note = _taken_note(hit[0], holder)
+            elif op.type != "Parameter":
                 op.note = "no node of this name in the graph"
             continue
         groups[_OP_SUFFIX.sub("", op.sfile)].setdefault(op.sfile, []).append(op)
@@ -432,12 +435,21 @@ def _join(ops: list[OpAcc], lg: Optional[LoadedGraph], csv_pos: dict[str, int],
         for op in firsts:
             if id(op) in named:
                 continue
-            note = (f"no {op.type} node of this scope in the graph" if not cands else
+            hit = exact(op)
+            note = (_taken_note(hit[0], used[hit[0]]) if hit is not None and hit[0] in used else
+                    f"no {op.type} node of this scope in the graph" if not cands else
                     f"{len(firsts)} dumped and {len(cands)} graph {op.type} ops share this scope: "
                     "they cannot be paired one to one")
             for run in by_file[op.sfile]:
                 run.note = note
     _place_unnamed(ops, names_in_order)
+
+
+def _taken_note(name: str, holder: OpAcc) -> str:
+    """Why an op kept its file-side name although a node matches it: another dumped op joined it first."""
+    task = f", task {holder.task}" if holder.task is not None else ""
+    return (f"its graph node is already joined to another dumped op ({holder.file_name}{task}): "
+            f"one node {name}, two dumped ops")
 
 
 def _op_number(op: OpAcc) -> int:

@@ -181,7 +181,7 @@ async def test_unjoined_op_has_a_glyph_and_the_detail_says_why(unjoined_dump):
         await settle(pilot)
         assert app.main.current.id == op.id
         text = screen_text(app)
-        assert "? graph name unknown:" in text  # on the first screen, under the header
+        assert "? not joined:" in text  # on the first screen, under the header
         await pilot.press("tab")  # into the detail, and down to the Op section
         await settle(pilot)
         detail = app.screen.focused

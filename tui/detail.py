@@ -337,7 +337,7 @@ class OpDetail(VerticalScroll, can_focus=True):
         elif badges is not None and op.id in badges.watched:
             text.append("W a watched tensor changed here\n", "yellow")
         if op.join_note:  # the glyph the list shows; the reason in full under "Op"
-            text.append(f"? graph name unknown: {inert(op.join_note)}\n", "yellow")
+            text.append(f"? not joined: {inert(op.join_note)}\n", "yellow")
         for t in tensors:
             text.append_text(tensor_line(t))
             text.append("\n")
