@@ -15,7 +15,7 @@ import os
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from dumpscope.core.formats.opdebug import status_words
-from dumpscope.core.overflow_origin import RankFirst, TensorSummary, first_rank, judge_op
+from dumpscope.core.overflow_origin import Judgement, RankFirst, TensorSummary, collective_kind, first_rank, judge_op
 from dumpscope.core.overflow_scan import OpCount, PlaceJob, count_ops, scan_places
 
 if TYPE_CHECKING:
@@ -306,10 +306,37 @@ def trouble_places(q: "DumpQuery") -> dict[tuple[int, int], tuple[int, int]]:
         f"SELECT rank, step, COUNT(*), MIN(exec_index) FROM ops WHERE graph_only=0 AND {_BAD} GROUP BY rank, step")}
 
 
+def first_bad_op(q: "DumpQuery", rank: int, step: int) -> Optional["OpRow"]:
+    """The first op of a place (execution order) with overflow evidence in the index, or None."""
+    from dumpscope.core.query import _OP_COLS, _op
+
+    rows = q.index.query(f"SELECT {_OP_COLS} FROM ops WHERE rank=? AND step=? AND graph_only=0 AND {_BAD} "
+                         "ORDER BY exec_index IS NULL, exec_index, seq LIMIT 1", (rank, step))
+    return _op(rows[0]) if rows else None
+
+
+def judge(q: "DumpQuery", op: "OpRow") -> Judgement:
+    """Why ``op`` holds non-finite values: born there, inherited, received… (reads its tensors' statistics)."""
+    return judge_op(op.type, _summaries(q, op, None))
+
+
 def start_place(q: "DumpQuery", trouble: dict[tuple[int, int], tuple[int, int]]) -> tuple[tuple[int, int], bool]:
-    """Where a view opens: the first place with trouble (earliest step, then execution index, then rank),
-    else the lowest rank and step; and whether it was trouble that chose it."""
-    if trouble:
+    """Where a view opens: the first place with trouble by the whole-job rule (``first_rank`` on what the
+    index knows: earliest step; a rank whose first bad op is a collective received the values, so it
+    comes after one whose first bad op computes; then timestamps, else execution index; then rank),
+    else the lowest rank and step; and whether it was trouble that chose it.  Nothing is read."""
+    if not trouble:
+        return q.default_place(), False
+    step0 = min(s for _r, s in trouble)
+    firsts = []
+    for rank, step in sorted(p for p in trouble if p[1] == step0):
+        op = first_bad_op(q, rank, step)
+        if op is None:  # the index changed since ``trouble`` was read
+            continue
+        received = Judgement("received", "a collective (not read)") if collective_kind(op.type) else None
+        firsts.append(RankFirst(rank, step, op.exec_index, op.name, op.type, op.first_ts, received))
+    best, _why = first_rank(firsts)
+    if best is None:
         (rank, step), _ = min(trouble.items(), key=lambda kv: (kv[0][1], kv[1][1], kv[0][0]))
         return (rank, step), True
-    return q.default_place(), False
+    return (best.rank, best.step), True

@@ -140,8 +140,11 @@ class DumpscopeApp(App[int]):
     def __init__(self, path: str, compare_with: Optional[str] = None, use_cache: bool = True,
                  watch: bool = False, cache_dir: Optional[str] = None, display_name: Optional[str] = None,
                  keymap_path: Optional[str] = None, export_dir: Optional[str] = None,
-                 early_build: Any = None) -> None:
+                 early_build: Any = None, rank: Optional[int] = None, step: Optional[int] = None) -> None:
         super().__init__()
+        #: ``--rank``/``--step``: the place to open on (a missing one: the lowest present), else chosen by trouble
+        self.want_place: Optional[tuple[Optional[int], Optional[int]]] = \
+            (rank, step) if rank is not None or step is not None else None
         #: where screenshots (and the export dialog's default) go: --export-dir, else the working directory
         self.export_dir = export_dir
         self.path = path
@@ -416,7 +419,8 @@ class DumpscopeApp(App[int]):
             self.rank, self.step = message.start
             if message.final:
                 self._place_settled = True
-                if message.start_by_trouble:
+                self._open_on_answer(q, (self.rank, self.step), message.trouble)
+                if message.start_by_trouble and self.want_place is None:
                     n = message.trouble.get(message.start, (0, 0))[0]
                     self.notify(f"opened on rank {self.rank} step {self.step}: the first with overflow evidence "
                                 f"({n} ops; o lists them all)", title="overflow", timeout=6)
@@ -434,6 +438,39 @@ class DumpscopeApp(App[int]):
 
     def _partial_painted(self) -> None:
         self._partial_pending = False
+
+    @work(thread=True, exclusive=True, group="opening", name="open on the answer", exit_on_error=False)
+    def _open_on_answer(self, q: DumpQuery, shown: tuple[int, int],
+                        trouble: dict[tuple[int, int], tuple[int, int]]) -> None:
+        """Once the opening place is settled: the place ``--rank``/``--step`` asked for (checked against the
+        index), and the cursor on its first op with overflow evidence, when it has trouble."""
+        from dumpscope.core.overflow import first_bad_op
+
+        place, note = shown, ""
+        if self.want_place is not None:
+            rank, step = self.want_place
+            if rank is not None and rank not in q.ranks():
+                note = f"no rank {rank} in this dump"
+            elif step is not None and step not in q.steps(rank if rank is not None else shown[0]):
+                note = f"no step {step} at rank {rank if rank is not None else shown[0]}"
+            else:
+                place = q.default_place(rank if rank is not None else shown[0], step)
+        op = first_bad_op(q, *place) if place in trouble else None
+        if not get_current_worker().is_cancelled:
+            self.call_from_thread(self._opened_on, q, shown, place, op, note)
+
+    def _opened_on(self, q: DumpQuery, shown: tuple[int, int], place: tuple[int, int], op: Optional[OpRow],
+                   note: str) -> None:
+        main = self._main()
+        if q is not self.q or (self.rank, self.step) != shown or main.history or main.hits:
+            return  # the index was replaced, or the user moved on meanwhile: never yank the cursor
+        if note:
+            self.notify(f"{note}; opened on rank {self.rank} step {self.step}", severity="warning", timeout=6)
+        if place != shown:
+            self.rank, self.step = place
+            main.place_changed(select=op)
+        if op is not None:
+            main.jump_to(op, remember=False)
 
     def _recover_index(self, index: Any, exc: BaseException) -> bool:
         """A query met damaged pages after the explorer opened the index (``DumpIndex.on_damage``):

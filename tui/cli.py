@@ -94,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--watch", action="store_true", help="pick up new files while the explorer is open")
     p.add_argument("--export-dir", metavar="DIR",
                    help="where screenshots (ctrl+s) and exports go (default: the working directory)")
+    p.add_argument("--step", type=int, metavar="S", help="open on this step (default: the first with overflow "
+                   "evidence, else the lowest); the cursor lands on its first bad op if it has one")
+    p.add_argument("--rank", type=int, metavar="R", help="open on this rank (default: as --step)")
     _add_common(p)
 
     p = sub.add_parser("summary", help="what was found under PATH")
@@ -954,7 +957,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
         from dumpscope.tui.app import DumpscopeApp
 
         app = DumpscopeApp(args.path, compare_with=args.compare, use_cache=not args.no_cache, watch=args.watch,
-                           cache_dir=args.cache_dir, export_dir=args.export_dir, early_build=early)
+                           cache_dir=args.cache_dir, export_dir=args.export_dir, early_build=early,
+                           rank=args.rank, step=args.step)
         app.run()
     finally:
         if early is not None:

@@ -239,6 +239,9 @@ class OpDetail(VerticalScroll, can_focus=True):
             stack = next((t.extra.get("stack") for t in tensors if t.extra.get("stack")), None)
             frames = stack_frames(stack) if stack else []
         self.query_one("#detail-head", Static).update(self._head(op, tensors, frames, badges))
+        self._head_of = (op, tensors, frames, badges)
+        if op.bad or (badges is not None and op.id in badges.overflow):
+            self._why(q, op)
         self._links = ([("in", n) for n in details["inputs_from"]] + [("ctl", n) for n in details["control_from"]]
                        + [("out", n) for n in details["consumers"]] + self._source_links(details, tensors))
         links = self.query_one("#detail-links", OptionList)
@@ -256,6 +259,24 @@ class OpDetail(VerticalScroll, can_focus=True):
         trend.display = False
         if any(t.io == "output" and t.slot == 0 and t.storage != "value" for t in tensors):
             self._trend(q, op)
+
+    @work(thread=True, exclusive=True, group="detail-why", name="detail why", exit_on_error=False)
+    def _why(self, q: DumpQuery, op: OpRow) -> None:
+        """Why this op holds NaN/Inf (born here, inherited, received): its tensors' statistics, read here."""
+        from dumpscope.core.overflow import judge
+
+        try:
+            j = judge(q, op)
+        except Exception:  # the reason is a hint: a failure leaves it out, the op stays shown
+            return
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._show_why, op.id, f"{j.kind}: {j.reason}")
+
+    def _show_why(self, op_id: int, why: str) -> None:
+        head = getattr(self, "_head_of", None)
+        if head is None or self.op is None or self.op.id != op_id or head[0].id != op_id:
+            return  # the cursor moved on meanwhile
+        self.query_one("#detail-head", Static).update(self._head(*head, why=why))
 
     @work(thread=True, exclusive=True, group="detail-trend", name="detail trend")
     def _trend(self, q: DumpQuery, op: OpRow) -> None:
@@ -295,7 +316,8 @@ class OpDetail(VerticalScroll, can_focus=True):
                 out.append(link)
         return out
 
-    def _head(self, op: OpRow, tensors: list[TensorRow], frames: list[dict[str, Any]], badges: Any) -> Text:
+    def _head(self, op: OpRow, tensors: list[TensorRow], frames: list[dict[str, Any]], badges: Any,
+              why: str = "") -> Text:
         # one line per fact, cut with … rather than wrapped: the first screen keeps its order
         text = Text(no_wrap=True, overflow="ellipsis")
         bad = op.bad or (badges is not None and op.id in badges.overflow)
@@ -328,6 +350,11 @@ class OpDetail(VerticalScroll, can_focus=True):
             text.append("! " + ", ".join(bits) + (f" ({op.evidence})" if op.evidence else "") + "\n", "bold red")
         elif bad:
             text.append("! non-finite output (overflow scan)\n", "bold red")
+        if why:  # born here / inherited / received, and from what (the overflow view's judgement), two lines
+            cause, arrow, effect = why.partition(" → ")
+            text.append(f"  ↳ {inert(cause)}\n", "red")
+            if arrow:
+                text.append(f"    → {inert(effect)}\n", "red")
         if verdict:
             text.append(f"{VERDICT_GLYPH.get(verdict, '?')} compare: {verdict}  (c: compare view)\n",
                         VERDICT_STYLE.get(verdict, ""))

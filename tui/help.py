@@ -96,6 +96,10 @@ class HelpScreen(Screen):
         return Text.assemble(
             ("\nBadges: ", "bold"), "! overflow/NaN/Inf  ✓ ~ ✗ compare verdict  W watched tensor changed  "
             "★ bookmark  · graph-only node (dim)  ? no graph-side name (show says why)\n",
+            ("Opening: ", "bold"), "on the first rank/step with overflow evidence already known (Opdebug, statistics, "
+            "an earlier o or `dumpscope overflow`; a rank that only received NaN through a collective comes after "
+            "the one that made it), else the lowest; `--rank`/`--step` choose it. If that place has trouble, the "
+            "cursor is on its first bad op and the detail says why (↳ born / inherited / received).\n",
             ("Remap keys: ", "bold"), "$XDG_CONFIG_HOME/dumpscope/keys.toml (default ~/.config; or keys.json), e.g.\n",
             ('  [keys]\n  "dumpscope.search" = "slash,ctrl+f"\n', "dim"))
 
