@@ -111,3 +111,30 @@ async def test_statistics_evidence_needs_no_scan(tmp_path_factory, tmp_path, mon
         await wait_ready(pilot)
         assert app.main.current.name == first
         assert any(r.strip().startswith("↳ born: inputs finite") for r in _detail(app))
+
+
+async def test_overflow_view_names_its_empty_columns_and_h_shows_them(dp2, capsys):
+    """No Opdebug here, so no status in any row: the column is hidden, the line under the table says so,
+    and H brings it back (and hides it again)."""
+    from test_tui_support import settle
+
+    doc = cli_json(capsys, "overflow", str(dp2))
+    assert doc["ops"] and not any(r["status"] or r["status_words"] for r in doc["ops"])
+    app = DumpscopeApp(str(dp2), display_name="dp2")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("o")
+        await settle(pilot)
+        rows = screen_text(app).splitlines()
+        header = next(r for r in rows if " exec " in r)
+        assert " status " not in header
+        assert rows[-2].strip() == "hidden, empty in every row: status   H: show them"
+        await pilot.press("H")
+        await settle(pilot)
+        rows = screen_text(app).splitlines()
+        header = next(r for r in rows if " exec " in r)
+        assert " status " in header
+        assert rows[-2].strip().startswith("showing every column, the empty ones too")
+        await pilot.press("H")
+        await settle(pilot)
+        assert " status " not in next(r for r in screen_text(app).splitlines() if " exec " in r)

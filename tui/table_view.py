@@ -57,9 +57,11 @@ class TableView(Screen):
         yield Static(Text(self.title_text, "bold"), id="view-title")
         yield Static("", id="view-note")
         yield VTable(self.columns(), empty_text=self.empty_text, row_class=self.row_class, id="view-table")
+        yield Static("", id="view-hidden")
         yield Footer()
 
     def on_mount(self) -> None:
+        self.query_one("#view-hidden").display = False
         self.table.focus()
         self.table.pending_cursor = self._restore_cursor
         self.load()
@@ -75,6 +77,13 @@ class TableView(Screen):
     def note(self, text: str | Text, style: str = "") -> None:
         self.query_one("#view-note", Static).update(Text(text, style) if isinstance(text, str) else text)
 
+    def on_vtable_hidden_changed(self, event: VTable.HiddenChanged) -> None:
+        """The line under the table: which columns are hidden (empty in every row) and ``H`` to show them."""
+        text = event.table.hidden_text()
+        line = self.query_one("#view-hidden", Static)
+        line.update(Text(text, "dim", no_wrap=True, overflow="ellipsis"))
+        line.display = bool(text)
+
     def action_close(self) -> None:
         self.app.pop_screen()
 
@@ -83,6 +92,7 @@ class TableView(Screen):
         yield ("Table: scroll the columns right", lambda: self.table.action_scroll_columns(1), "→")
         yield ("Table: scroll the columns left", lambda: self.table.action_scroll_columns(-1), "←")
         yield ("Table: next problem row", lambda: self.action_next_problem(1), "n")
+        yield ("Table: show/hide the empty columns", self.table.action_toggle_hidden, "H")
 
     def action_next_problem(self, delta: int) -> None:
         rows = self.table.rows

@@ -6,7 +6,8 @@ one formats a row only when it scrolls into view.
 Narrow terminals: the columns up to the first flexible one (the op name) stay put and the name
 keeps a fair share of the width; the columns after it scroll sideways with ``←``/``→`` when they
 do not all fit (``‹``/``›`` in the header say more are there).  A column empty in every row takes
-no room at all (CSV export keeps it).  Names are cut in the middle (block and leaf kept).
+no room at all (CSV export keeps it); ``hidden_text`` names the hidden ones for a line under the
+table, and ``H`` shows them.  Names are cut in the middle (block and leaf kept).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional, Union
 
 from textual.binding import Binding
+from textual.message import Message
 
 from dumpscope.tui.fit import middle
 from dumpscope.tui.linelist import LineList, Part
@@ -89,7 +91,16 @@ class VTable(LineList):
                 tooltip="Scroll the columns after the op name left (wide tables)"),
         Binding("right", "scroll_columns(1)", "Columns right", show=False, id="table.columns_right",
                 tooltip="Scroll the columns after the op name right (wide tables)"),
+        Binding("H", "toggle_hidden", "Hidden columns", show=False, id="table.toggle_hidden",
+                tooltip="Show/hide the columns hidden as empty in every row (named under the table)"),
     ]
+
+    class HiddenChanged(Message):
+        """Which columns are hidden changed (new rows, or ``H``): the view updates its line under the table."""
+
+        def __init__(self, table: "VTable") -> None:
+            super().__init__()
+            self.table = table
 
     def __init__(self, columns: list[Column], empty_text: str = "(no rows)",
                  row_class: Optional[Callable[[int, dict[str, Any]], Optional[str]]] = None, **kwargs) -> None:
@@ -102,7 +113,10 @@ class VTable(LineList):
         self.pending_cursor: Optional[int] = None
         #: how many of the columns after the name are scrolled out on the left
         self.col_offset = 0
-        self._hidden: frozenset[int] = frozenset()  # columns empty in every row
+        self._hidden: frozenset[int] = frozenset()  # columns empty in every row (or saying nothing here)
+        self._blank: tuple[str, ...] = ()  # keys of the columns empty in every row
+        self._same: tuple[str, ...] = ()  # keys of the columns the view hid as saying nothing (``hide``)
+        self.show_hidden = False  # ``H``: draw them anyway
         self._layout_key: Any = None
         self._layout: list[tuple[int, int]] = []
         self._more = (False, False)
@@ -114,13 +128,46 @@ class VTable(LineList):
         ``hidden``: the keys of the columns empty in every row when the caller found them already
         (``blank_columns`` in a worker: a big table's scan is no work for the UI thread)."""
         self.rows = rows
-        blank = set(blank_columns(self.columns, rows) if hidden is None else hidden) | set(hide)
-        self._hidden = frozenset(i for i, c in enumerate(self.columns) if c.key in blank)
+        blank = set(blank_columns(self.columns, rows) if hidden is None else hidden)
+        same = set(hide) - blank
+        self._blank = tuple(c.key for c in self.columns if c.key in blank)
+        self._same = tuple(c.key for c in self.columns if c.key in same)
+        self._apply_hidden()
         self._name_natural = self._natural_name_width(rows)
-        self._layout_key = None
         if self.pending_cursor is not None and rows:
             cursor, self.pending_cursor = self.pending_cursor, None
         self.reset(cursor)
+        self.post_message(self.HiddenChanged(self))
+
+    def _apply_hidden(self) -> None:
+        keys = () if self.show_hidden else self._blank + self._same
+        self._hidden = frozenset(i for i, c in enumerate(self.columns) if c.key in keys)
+        self._layout_key = None
+
+    def hidden_text(self) -> str:
+        """The line under the table naming the hidden columns ("" when none are), so that an empty
+        column is never mistaken for a missing feature."""
+        titles = {c.key: (c.title.strip() or c.key) for c in self.columns}
+        if not (self._blank or self._same):
+            return ""
+        if self.show_hidden:
+            return "showing every column, the empty ones too   H: hide them again"
+        parts = []
+        if self._blank:
+            parts.append("empty in every row: " + ", ".join(titles[k] for k in self._blank))
+        if self._same:
+            parts.append("one value: " + ", ".join(titles[k] for k in self._same))
+        return "hidden, " + "; ".join(parts) + "   H: show them"
+
+    def action_toggle_hidden(self) -> None:
+        if not (self._blank or self._same):
+            self.notify("no hidden columns in this table", timeout=2)
+            return
+        self.show_hidden = not self.show_hidden
+        self._apply_hidden()
+        self._name_natural = self._natural_name_width(self.rows)
+        self.refresh()
+        self.post_message(self.HiddenChanged(self))
 
     def row_count(self) -> int:
         return len(self.rows)
