@@ -138,3 +138,20 @@ async def test_overflow_view_names_its_empty_columns_and_h_shows_them(dp2, capsy
         await pilot.press("H")
         await settle(pilot)
         assert " status " not in next(r for r in screen_text(app).splitlines() if " exec " in r)
+
+
+async def test_a_single_rank_nan_run_opens_on_its_earliest_step_and_first_bad_op(tmp_path_factory, tmp_path,
+                                                                                   monkeypatch, capsys):
+    """tests/data/real_ms210_nan: every dumped step holds NaN; the earliest step's first NaN kernel (numpy)."""
+    from test_tui_real_dumps import first_nan_mindspore
+
+    set_env(monkeypatch, tmp_path)
+    dump = unpack_data(tmp_path_factory, "real_ms210_nan") / "nan"
+    name, step = first_nan_mindspore(dump, 0)
+    doc = cli_json(capsys, "overflow", str(dump))
+    assert {r["step"] for r in doc["ops"]} != {step}  # later steps have trouble too: the earliest wins
+    app = DumpscopeApp(str(dump), display_name="nan")
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        assert (app.rank, app.step) == (0, step) and app.main.current.name == name
+        assert any(r.strip().startswith("↳ born: inputs finite") for r in _detail(app))
