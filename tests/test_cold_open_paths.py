@@ -96,3 +96,13 @@ async def test_the_next_partial_results_wait_until_these_are_painted(built, tmp_
         for fn in after_refresh:
             fn()
         assert not app._partial_pending
+
+
+def test_every_module_warmed_up_during_a_cold_build_exists():
+    pytest.importorskip("textual")
+    import importlib
+
+    from dumpscope.tui.app import WARM_UP
+
+    for name in WARM_UP:  # a renamed module would be skipped silently by the warm-up itself
+        importlib.import_module(name)

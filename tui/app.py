@@ -63,6 +63,22 @@ class IndexReady(Message):
             q.index.query("SELECT COUNT(*) FROM problems")[0][0]
 
 
+#: modules the first op's panes import in their workers (statistics, trend, source frames) and the first
+#: scrolled frame needs: imported while a cold build's first results are awaited, not while they are painted
+WARM_UP = ("dumpscope.core.tensor_io", "dumpscope.core.stats", "dumpscope.core.trend", "dumpscope.core.source_frames",
+           "dumpscope.core.layouts.py_stack", "textual.scrollbar")
+
+
+def _warm_up() -> None:
+    import importlib
+
+    for name in WARM_UP:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # a module renamed since: only a little slower
+            pass
+
+
 def _layout_names(q: DumpQuery) -> list[dict[str, Any]]:
     """The producers of the folders stored so far (``dirs.layouts``: one short JSON list per folder)."""
     import json
@@ -337,6 +353,7 @@ class DumpscopeApp(App[int]):
             self.post_message(IndexProgress(progress_text(SimpleNamespace(
                 phase=event.get("phase", ""), files=int(event.get("files", 0))))))
 
+        _warm_up()  # while the child reads the first folder
         try:
             warnings = child_jobs.build_index(self.path, index.db_path, self._cancel, self._children.append,
                                               child_progress, show_partial, index_mod.PARTIAL_AFTER_S, early)

@@ -76,21 +76,30 @@ def build_scopes(counts: dict[tuple[str, str], int],
     it they are sorted by name.
     """
     graphs: dict[str, Scope] = {}
+    order = order or {}
+    bad = bad or {}
     for (graph, scope), n in counts.items():
-        first = (order or {}).get((graph, scope))
+        first = order.get((graph, scope))
         first = (1 << 62) if first is None else first
-        nbad = (bad or {}).get((graph, scope), 0)
-        node = graphs.setdefault(graph, Scope(graph, "", f"graph {graph}" if graph else "graph"))
+        nbad = bad.get((graph, scope), 0)
+        node = graphs.get(graph)
+        if node is None:
+            node = graphs[graph] = Scope(graph, "", f"graph {graph}" if graph else "graph")
         node.total += n
         node.bad += nbad
-        node.first = min(node.first, first)
-        path = ""
-        for part in [p for p in scope.split("/") if p] if scope else []:
-            path = f"{path}/{part}" if path else part
-            node = node.children.setdefault(part, Scope(graph, path, part))
+        if first < node.first:
+            node.first = first
+        for part in scope.split("/") if scope else ():
+            if not part:
+                continue
+            child = node.children.get(part)
+            if child is None:  # a Scope made only for a new part (a cold open builds ~100k of these)
+                child = node.children[part] = Scope(graph, f"{node.path}/{part}" if node.path else part, part)
+            node = child
             node.total += n
             node.bad += nbad
-            node.first = min(node.first, first)
+            if first < node.first:
+                node.first = first
         node.own += n
     for root in graphs.values():
         _sort(root)
