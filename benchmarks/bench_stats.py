@@ -18,15 +18,18 @@ numpy pass, issue 21 Build 4), with the load average before and after.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import sys
 import tempfile
 import time
 import tracemalloc
+from typing import Iterator, Optional
 
 import numpy as np
 
+from dumpscope.core import stats as _stats
 from dumpscope.core.stats import compute_stats, stats_workers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -65,6 +68,46 @@ def _bf16_decoded_reduce(bits: np.ndarray) -> float:
         total += float(np.add.reduce((bits[i : i + (1 << 22)].astype(np.uint32) << 16).view(np.float32),
                                      dtype=np.float64))
     return total
+
+
+@contextlib.contextmanager
+def _workers_env(workers: Optional[str]) -> Iterator[None]:
+    """``DUMPSCOPE_WORKERS=workers`` for the duration (None: leave the default)."""
+    saved = os.environ.get("DUMPSCOPE_WORKERS")
+    if workers is not None:
+        os.environ["DUMPSCOPE_WORKERS"] = workers
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("DUMPSCOPE_WORKERS", None)
+        else:
+            os.environ["DUMPSCOPE_WORKERS"] = saved
+
+
+def _pass_split(run, reps: int) -> tuple[float, float, float, float]:
+    """Best-of-``reps`` wall and CPU seconds of the float engine's pass 1 (everything but the
+    histogram) and pass 2 (``_FloatAcc.histogram``), from one instrumented run each."""
+    real = _stats._FloatAcc.histogram
+    seen: dict[str, tuple[float, float]] = {}
+
+    def timed(self, *a, **k):
+        w, c = time.perf_counter(), time.process_time()
+        out = real(self, *a, **k)
+        seen["p2"] = (time.perf_counter() - w, time.process_time() - c)
+        return out
+    _stats._FloatAcc.histogram = timed
+    try:
+        rows = []
+        for _ in range(reps):
+            w, c = time.perf_counter(), time.process_time()
+            run()
+            w, c = time.perf_counter() - w, time.process_time() - c
+            p2w, p2c = seen["p2"]
+            rows.append((w - p2w, c - p2c, p2w, p2c))
+    finally:
+        _stats._FloatAcc.histogram = real
+    return tuple(min(r[i] for r in rows) for i in range(4))  # type: ignore[return-value]
 
 
 def main() -> None:
@@ -110,20 +153,18 @@ def main() -> None:
             first = next(iter(times.values()))
             timed = {}
             for label, workers in ((f"{stats_workers()} threads", None), ("1 thread", "1")):
-                saved = os.environ.get("DUMPSCOPE_WORKERS")
-                if workers is not None:
-                    os.environ["DUMPSCOPE_WORKERS"] = workers
-                c0 = time.process_time()
-                t = common.best_time(run, args.reps)
-                cpu = (time.process_time() - c0) / max(1, args.reps)
-                if workers is not None:
-                    if saved is None:
-                        os.environ.pop("DUMPSCOPE_WORKERS", None)
-                    else:
-                        os.environ["DUMPSCOPE_WORKERS"] = saved
+                with _workers_env(workers):
+                    c0 = time.process_time()
+                    t = common.best_time(run, args.reps)
+                    cpu = (time.process_time() - c0) / max(1, args.reps)
+                    split = _pass_split(run, args.reps) if kind in ("float32", "float64") else None
                 timed[label] = t
                 print(f"  {'compute_stats, ' + label:40s} {t:7.3f} s  {gb / t:6.2f} GB/s  ratio vs first baseline "
                       f"{t / first:.2f}x, vs best {t / min(times.values()):.2f}x  (cpu/wall ~{cpu / t:.1f})")
+                if split is not None:
+                    p1w, p1c, p2w, p2c = split
+                    print(f"  {'  pass 1 (moments) / pass 2 (histogram)':40s} wall {p1w:.3f} / {p2w:.3f} s "
+                          f"({p1w / first:.2f}x / {p2w / first:.2f}x), cpu {p1c:.3f} / {p2c:.3f} s")
             st = run()
             t = min(timed.values())
             print(f"  numpy heap peak during compute_stats: {heap_peak / 2**20:.1f} MB; "
