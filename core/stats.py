@@ -13,23 +13,33 @@ Two engines, chosen by the element width:
   float64.  Exact, cheap, and needs no second pass.
 * **Float engine** (32/64-bit floats; ints and complex magnitudes are converted to float64 per
   block): per 128K-element sub-block, ``min``/``max`` of the raw data (a non-finite min or max is
-  the only trigger for the masked slow path — clean blocks are never masked or copied), zero count,
-  exponent-field sum, and float64 shifted sums Σ(x-c), Σ(x-c)² around the running mean, merged with
-  Chan's update (a block whose mean is far from the shift is re-centred on its own mean, so no
-  catastrophic cancellation when ``|mean| >> std``); ``l2norm² = M2 + n·mean²``.  The histogram
-  needs the finite range first, so it is a second pass over the data (re-iterating the chunks).
-  Blocks (1M elements) are reduced independently — on ``stats_workers()`` threads for tensors of
+  the only trigger for the masked slow path — clean blocks are never masked or copied), the zero
+  count and exponent-field sum from the ``|x|`` bits (one ``min`` of them says whether there is a
+  zero to count at all), and float64 shifted sums Σ(x-c), Σ(x-c)² around the running mean — or
+  around 0 when that mean is within ~rms/300 of 0, which skips the subtraction — merged with Chan's
+  update (a block whose mean is far from the shift is re-centred on its own mean, so no catastrophic
+  cancellation when ``|mean| >> std``); ``l2norm² = M2 + n·mean²``.  The histogram needs the finite
+  range first, so it is a second pass over the data (re-iterating the chunks).  Blocks (1M
+  elements) are reduced independently — on ``stats_workers()`` threads for tensors of
   ``PARALLEL_MIN_ELEMS`` or more (numpy releases the GIL in its loops) — and merged in block order
   (Chan's parallel update; histogram counts add), so the answer does not depend on the threads.
 
-Cost, and why there is no one-pass float histogram (measured on 1 GiB float32, one core): pass 1 is
-~2.8x one ``np.add.reduce(x, dtype=float64)`` (float64 shifted moments ~1.5x, the exponent sum for
-the typical magnitude ~0.5x, min/max and zeros ~0.3x), pass 2 ~2.3x (map to bins, pair-wise
-``bincount``).  Exact equal-width edges over ``[min, max]`` cannot be known before the pass that
-finds min and max; binning the float bits into coarse buckets during pass 1 (the fp16 way) would cost
-more than pass 2 itself — a 65,536-bucket ``bincount`` of the high 16 bits is ~3x one numpy pass, and
-the buckets that straddle an edge still need another look at the data.  So the histogram stays exact
-and costs its pass; on a machine with free cores the threads divide both passes.
+Cost (1 GiB float32 memmap, warm page cache, one core, CPU time against one
+``np.add.reduce(x, dtype=float64)`` = 1.0): pass 1 ~1.8 — min/max 0.5 (the first read of the
+data), exponent sum and zeros 0.6 (four integer ufuncs), moments 0.8 (widening copy, row sums, row
+``vecdot``: BLAS ``ddot`` on 4096-element rows, which stays on the calling thread; the mixed-type
+``subtract(x32, c, dtype=float64)`` and ``einsum`` used before were ~2x slower each) — and pass 2
+~1.6 (map to bins 0.5, pair keys + ``bincount`` 1.05).  That is ~3.4x one pass in CPU: the 2x
+target holds only when two cores divide both passes.  float64 data is far worse off (~9x in CPU):
+its one numpy pass is a plain sum at memory speed (~27 GB/s warm), so even two bare reads of the
+data would be 2x; every step here is 8 bytes wide.
+Why there is no one-pass float histogram: exact equal-width edges over ``[min, max]`` cannot be
+known before the pass that finds min and max; binning the float bits into coarse buckets during
+pass 1 (the fp16 way) would cost more than pass 2 itself — a 65,536-bucket ``bincount`` of the high
+16 bits is ~3x one numpy pass, and the buckets that straddle an edge still need another look at the
+data.  A min/max pre-pass followed by one fused pass does the same work plus a read.  Three bin
+indices per ``bincount`` key (32,768 keys) instead of two measured no faster (building the keys
+costs what the shorter ``bincount`` saves).  So the histogram stays exact and costs its pass.
 
 Histogram: ``bins`` equal-width bins over ``[min, max]`` of the finite values.  When the values
 span more than :data:`LOG_SPAN` (4 orders of magnitude) — measured as ``max|x|`` over the *typical*
