@@ -60,6 +60,10 @@ CHUNK_FILES = 1000
 #: files a task (a job of 64 ranks x 4 steps has 256 folders of ~50 files: one task each would
 #: cost more in round trips than the reading itself)
 BATCH_FILES = 400
+#: files handed to the pool and not yet stored: the walk waits for the oldest folder beyond this many
+#: (times the workers), so memory follows this backlog, not the tree (a million-file walk outruns the
+#: storing process; every queued folder keeps its file names and, once read, its records)
+BACKLOG_FILES_PER_WORKER = 20_000
 
 @dataclass(slots=True)
 class Progress:
@@ -176,6 +180,11 @@ class _Pool:
         self._root = ""
         self._pending: list[tuple[Scanned, Optional[int], list[tuple[Any, list[str]]]]] = []
         self._batch: Optional[_Batch] = None
+        self.backlog = 0  # files of the folders in ``_pending``
+
+    @property
+    def over_backlog(self) -> bool:
+        return self.backlog > BACKLOG_FILES_PER_WORKER * max(1, self.workers)
 
     def _executor(self):
         if self._pool is None:
@@ -196,6 +205,7 @@ class _Pool:
         self._batch.folders.append(scanned)
         self._batch.files += len(scanned.files)
         self._pending.append((scanned, old_id, [(part, scanned.files)]))
+        self.backlog += len(scanned.files)
         if self._batch.files >= BATCH_FILES:
             self.flush()
 
@@ -229,6 +239,7 @@ class _Pool:
                     self._give_up()
             jobs.append((fut if fut is not None else self._inline(scanned, chunk, n == 0), chunk))
         self._pending.append((scanned, old_id, jobs))
+        self.backlog += len(files)
 
     def _give_up(self) -> None:
         self.usable = False
@@ -263,8 +274,20 @@ class _Pool:
             if len(jobs) > 1:
                 others = _dedupe_problems(others)
             out.append((scanned, old_id, units, others, [], claimed))
+            self.backlog -= len(scanned.files)
         self._pending = keep
         return out
+
+    def oldest(self) -> list[tuple]:
+        """Wait for the oldest queued folder (starting the batch being gathered if it is in it) and
+        return the results of the folders at the head that are back."""
+        if not self._pending:
+            return []
+        for f, _chunk in self._pending[0][2]:
+            if isinstance(f, _BatchPart) and f.batch.future is None:
+                self.flush()
+            f.exception()
+        return self._collect(block=False)
 
     def finished(self) -> list[tuple]:
         return self._collect(block=False) if self._pending else []
@@ -448,7 +471,7 @@ class DumpIndex:
         self.conn.execute("PRAGMA page_size=16384")  # only a new file takes it: fewer, fuller pages for bulk loads
         self.conn.execute("PRAGMA journal_mode=WAL" if db_path != ":memory:" else "PRAGMA journal_mode=MEMORY")
         self.conn.execute("PRAGMA synchronous=OFF")
-        self.conn.execute("PRAGMA temp_store=MEMORY")
+        self.conn.execute("PRAGMA temp_store=FILE")
         self.conn.execute("PRAGMA cache_size=-65536")  # 64 MiB: bulk loads and index builds stay in memory
         self._ensure_schema()
 
@@ -667,6 +690,9 @@ class DumpIndex:
                                        len(listing.claimed))
                 for done in pool.finished():
                     self._store_result(prog, *done)
+                while pool.over_backlog:  # the walk waits for the storing: memory bounded by the backlog
+                    for done in pool.oldest():
+                        self._store_result(prog, *done)
                 now = time.monotonic()
                 if partial is not None and now >= next_partial[0] and prog.records >= next_partial[1]:
                     self._partial_finalize(prog, partial)

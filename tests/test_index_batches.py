@@ -101,6 +101,28 @@ def test_a_batched_build_stores_the_same_index_as_an_inline_one(tmp_path, monkey
         assert got[table] == expected[table], table
 
 
+def test_a_walk_that_outruns_the_storing_waits_and_stores_the_same_index(tmp_path, monkeypatch):
+    """The backlog bound (files handed to the pool, not yet stored): the walk waits for the oldest
+    folder, small batches gathered so far included, and the index is the one an unbounded build stores."""
+    root = _tree(tmp_path)
+    free, _ = _batched_build(root, tmp_path / "free", monkeypatch)
+    monkeypatch.setattr(index_mod, "BACKLOG_FILES_PER_WORKER", 10)  # x 2 workers; batches of 7 files
+    peaks: list[int] = []
+    real_oldest = index_mod._Pool.oldest
+
+    def oldest(self):
+        peaks.append(self.backlog)
+        return real_oldest(self)
+    monkeypatch.setattr(index_mod._Pool, "oldest", oldest)
+    bounded, routes = _batched_build(root, tmp_path / "bounded", monkeypatch)
+    assert len(peaks) >= 2 and "Future" in routes  # the walk waited, with the pool reading
+    # a folder is never split: the backlog is at most the bound plus one folder's files
+    assert max(peaks) <= 20 + max(len(files) for _d, _s, files in os.walk(root))
+    expected, got = _rows(free), _rows(bounded)
+    for table in expected:
+        assert got[table] == expected[table], table
+
+
 def _worker_dies(root, folders):
     raise RuntimeError("worker died")
 
