@@ -60,7 +60,7 @@ async def _open(root: Path) -> RecordingApp:
     app = RecordingApp(str(root), display_name="job")
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
-        for _ in range(200):  # until the cold build has finished
+        for _ in range(1200):  # until the cold build has finished (60 s at most: a loaded box is slow)
             if any(final for final, _r, _s in app.seen):
                 break
             await pilot.pause(0.05)
