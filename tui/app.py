@@ -79,6 +79,14 @@ def _warm_up() -> None:
             pass
 
 
+def _drop_partial(shown: list[DumpQuery]) -> None:
+    """The cache file failed during a cold build: its partial results are not followed up (the
+    views keep theirs until the in-memory index replaces it); the facts' own connection is closed."""
+    for facts in shown[1:]:
+        facts.index.close()
+    shown.clear()
+
+
 def _layout_names(q: DumpQuery) -> list[dict[str, Any]]:
     """The producers of the folders stored so far (``dirs.layouts``: one short JSON list per folder)."""
     import json
@@ -310,7 +318,7 @@ class DumpscopeApp(App[int]):
             if index.db_path != ":memory:":
                 index, built = self._build_in_child(index, show_partial, progress, early)
                 if index.db_path == ":memory:":
-                    shown.clear()
+                    _drop_partial(shown)
             if not built:
                 try:
                     index.update(progress=progress, cancel=self._cancel, partial=partial)
@@ -320,7 +328,7 @@ class DumpscopeApp(App[int]):
                     from dumpscope.core.index_faults import rebuild_in_memory
 
                     index = rebuild_in_memory(DumpIndex, index, exc, progress, self._cancel)
-                    shown.clear()
+                    _drop_partial(shown)
             for w in index.warnings:
                 self.notify(w, title="index", severity="warning", timeout=8)
             if shown:
