@@ -361,7 +361,9 @@ class DumpscopeApp(App[int]):
             self.post_message(IndexProgress(progress_text(SimpleNamespace(
                 phase=event.get("phase", ""), files=int(event.get("files", 0))))))
 
-        _warm_up()  # while the child reads the first folder
+        # while the child reads the first folder; in a thread of its own, so that its events are read
+        # (and a partial result's facts taken) as soon as they come
+        threading.Thread(target=_warm_up, name="warm up").start()
         try:
             warnings = child_jobs.build_index(self.path, index.db_path, self._cancel, self._children.append,
                                               child_progress, show_partial, index_mod.PARTIAL_AFTER_S, early)
