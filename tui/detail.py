@@ -23,6 +23,7 @@ from textual.worker import get_current_worker
 from dumpscope.core.inert import inert
 from dumpscope.core.query import DumpQuery, OpRow, TensorRow
 from dumpscope.tui.badges import VERDICT_GLYPH
+from dumpscope.tui.quiet import update_static
 
 VERDICT_STYLE = {"pass": "green", "warning": "yellow", "error": "bold red"}
 
@@ -238,7 +239,7 @@ class OpDetail(VerticalScroll, can_focus=True):
         if not frames:
             stack = next((t.extra.get("stack") for t in tensors if t.extra.get("stack")), None)
             frames = stack_frames(stack) if stack else []
-        self.query_one("#detail-head", Static).update(self._head(op, tensors, frames, badges))
+        update_static(self.query_one("#detail-head", Static), self._head(op, tensors, frames, badges))
         self._head_of = (op, tensors, frames, badges)
         if op.bad or (badges is not None and op.id in badges.overflow):
             self._why(q, op)
@@ -252,13 +253,16 @@ class OpDetail(VerticalScroll, can_focus=True):
         has = bool(self._links)
         self.query_one("#detail-links-title").display = has
         links.display = has
-        self.query_one("#detail-rest", Static).update(self._rest(q, op, tensors, details, frames))
+        update_static(self.query_one("#detail-rest", Static), self._rest(q, op, tensors, details, frames))
         self.scroll_home(animate=False)
         trend = self.query_one("#detail-trend", Static)
-        trend.update("")
-        trend.display = False
         if any(t.io == "output" and t.slot == 0 and t.storage != "value" for t in tensors):
+            if trend.display:  # the next trend usually has as many lines: keep its room, no layout
+                update_static(trend, Text("Steps …" + "\n" * max(0, trend.content_region.height - 1), "dim"))
             self._trend(q, op)
+        elif trend.display:
+            trend.update("")
+            trend.display = False
 
     @work(thread=True, exclusive=True, group="detail-why", name="detail why", exit_on_error=False)
     def _why(self, q: DumpQuery, op: OpRow) -> None:
@@ -276,27 +280,33 @@ class OpDetail(VerticalScroll, can_focus=True):
         head = getattr(self, "_head_of", None)
         if head is None or self.op is None or self.op.id != op_id or head[0].id != op_id:
             return  # the cursor moved on meanwhile
-        self.query_one("#detail-head", Static).update(self._head(*head, why=why))
+        update_static(self.query_one("#detail-head", Static), self._head(*head, why=why))
 
     @work(thread=True, exclusive=True, group="detail-trend", name="detail trend")
     def _trend(self, q: DumpQuery, op: OpRow) -> None:
         """output.0 of this op at every step of its rank (statistics cached in the index)."""
         from dumpscope.core.trend import trend_of
 
-        if len(q.steps(op.rank)) < 2 or get_current_worker().is_cancelled:
-            return
+        text: Optional[Text] = None
         try:
-            doc = trend_of(q, op, "output", 0, op.rank)
+            if len(q.steps(op.rank)) >= 2 and not get_current_worker().is_cancelled:
+                doc = trend_of(q, op, "output", 0, op.rank)
+                text = trend_text(doc, op.step) if len(doc["points"]) >= 2 else None
         except Exception:  # the trend is a hint: a failure leaves the line out, the op stays shown
-            return
-        if len(doc["points"]) >= 2 and not get_current_worker().is_cancelled:
-            self.app.call_from_thread(self._show_trend, op.id, trend_text(doc, op.step))
+            text = None
+        if not get_current_worker().is_cancelled:  # None: no trend, the room kept for it goes
+            self.app.call_from_thread(self._show_trend, op.id, text)
 
-    def _show_trend(self, op_id: int, text: Text) -> None:
+    def _show_trend(self, op_id: int, text: Optional[Text]) -> None:
         if self.op is None or self.op.id != op_id:
             return  # the cursor moved on meanwhile
         trend = self.query_one("#detail-trend", Static)
-        trend.update(text)
+        if text is None:
+            if trend.display:
+                trend.update("")
+                trend.display = False
+            return
+        update_static(trend, text)
         trend.display = True
 
     @staticmethod

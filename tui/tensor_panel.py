@@ -20,6 +20,7 @@ from textual.worker import get_current_worker
 from dumpscope.core.inert import inert
 from dumpscope.core.query import DumpQuery, TensorRow
 from dumpscope.tui.detail import shape_text
+from dumpscope.tui.quiet import update_static
 from dumpscope.tui.slicing import DEFAULT_LIMIT, SliceError, parse_index, render_result
 
 BARS = " ▁▂▃▄▅▆▇█"
@@ -140,7 +141,7 @@ class TensorPanel(VerticalScroll, can_focus=True):
     def _refresh_tensor(self) -> None:
         self._generation += 1
         t = self.current
-        self.query_one("#tp-slice-out", Static).update("")
+        update_static(self.query_one("#tp-slice-out", Static), "")
         if t is None or self.q is None:
             self.clear("no tensors dumped for this op")
             return
@@ -149,8 +150,11 @@ class TensorPanel(VerticalScroll, can_focus=True):
         title.append(f"{t.io}.{t.slot}", "bold")
         title.append(" ]", "dim")
         title.append(f"  {inert(t.dtype)} {shape_text(t.shape)}  {self.index + 1}/{len(self.tensors)}", "")
-        self.query_one("#tp-title", Static).update(title)
-        self.query_one("#tp-stats", Static).update(Text("computing statistics…", "dim italic"))
+        update_static(self.query_one("#tp-title", Static), title)
+        stats = self.query_one("#tp-stats", Static)
+        # as tall as the statistics it replaces, so they arrive without a layout of the screen
+        update_static(stats, Text("computing statistics…" + "\n" * max(0, stats.content_region.height - 1),
+                                  "dim italic"))
         self.last_stats = None
         self._compute_stats(self.q, t, self._generation)
 
@@ -169,7 +173,7 @@ class TensorPanel(VerticalScroll, can_focus=True):
             return
         self.last_stats = doc
         widget = self.query_one("#tp-stats", Static)
-        widget.update(Text(f"! {inert(error)}", "bold red") if error else stats_text(doc or {}))
+        update_static(widget, Text(f"! {inert(error)}", "bold red") if error else stats_text(doc or {}))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id != "tp-slice":
