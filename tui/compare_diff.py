@@ -21,13 +21,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from dumpscope.core.inert import inert
 from dumpscope.tui.badges import VERDICT_GLYPH
 from dumpscope.tui.detail import first_user_frame, frame_text
 from dumpscope.tui.view_compare import is_born
+from dumpscope.tui.keybar import KeyBar
 
 STYLE = {"pass": "green", "warning": "yellow", "error": "bold red"}
 #: attributes that name the node, not what it computes (they differ between any two runs)
@@ -127,7 +128,7 @@ class CompareDiffScreen(Screen):
         yield Static("", id="view-title")
         with VerticalScroll(id="diff-body"):
             yield Static("", id="diff-text")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self._show()

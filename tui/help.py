@@ -13,7 +13,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
+
+from dumpscope.tui.keybar import KeyBar
 
 
 
@@ -62,7 +64,7 @@ class HelpScreen(Screen):
         with VerticalScroll(id="help-body"):
             yield Static(self._table(), id="help-keys")
             yield Static(self._footer_text(), id="help-config")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#help-body").focus()

@@ -17,7 +17,7 @@ from textual.containers import Horizontal, Vertical
 from textual import events
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import ContentSwitcher, Footer, Input, Static, Tree
+from textual.widgets import ContentSwitcher, Input, Static, Tree
 
 from dumpscope.core.inert import inert
 from dumpscope.core.query import DumpQuery, OpRow
@@ -27,6 +27,7 @@ from dumpscope.tui.linelist import LineList
 from dumpscope.tui.oplist import OpList
 from dumpscope.tui.optree import OpTree
 from dumpscope.tui.tensor_panel import TensorPanel
+from dumpscope.tui.keybar import KeyBar
 
 NARROW = 70
 #: seconds the cursor must rest before the detail pane follows it
@@ -105,7 +106,7 @@ class MainScreen(Screen):
                 yield OpDetail("select an op on the left", id="detail")
                 yield TensorPanel(id="tensor")
         yield Static("", id="status")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self._title()

@@ -13,10 +13,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from dumpscope.tui.linelist import LineList
 from dumpscope.tui.vtable import Column, VTable
+from dumpscope.tui.keybar import KeyBar
 
 
 class TableView(Screen):
@@ -58,7 +59,7 @@ class TableView(Screen):
         yield Static("", id="view-note")
         yield VTable(self.columns(), empty_text=self.empty_text, row_class=self.row_class, id="view-table")
         yield Static("", id="view-hidden")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#view-hidden").display = False

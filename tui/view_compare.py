@@ -17,7 +17,7 @@ from textual import work
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from dumpscope.core.inert import inert
@@ -25,6 +25,7 @@ from dumpscope.tui.badges import VERDICT_CLASS, VERDICT_GLYPH
 from dumpscope.tui.detail import OpDetail
 from dumpscope.tui.table_view import TableView
 from dumpscope.tui.vtable import Column, blank_columns
+from dumpscope.tui.keybar import KeyBar
 
 _VERDICT_ORDER = {"error": 0, "warning": 1, "pass": 2}
 
@@ -258,7 +259,7 @@ class CompareDetailScreen(Screen):
             with Vertical():
                 yield Static(Text("target", "bold yellow"))
                 yield OpDetail("target op not in the index", id="target-detail")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         app = self.app

@@ -15,10 +15,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import ScrollableContainer
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from dumpscope.core.neighbourhood import Neighbourhood, draw, neighbourhood
 from dumpscope.core.query import OpRow
+from dumpscope.tui.keybar import KeyBar
 
 
 class GraphScreen(Screen):
@@ -47,7 +48,7 @@ class GraphScreen(Screen):
                                    ("  arrows: move  enter: go there  esc: back", "dim")), id="view-title")
         with ScrollableContainer(id="graph-body", can_focus=False):  # keys move the cursor, it scrolls along
             yield Static("", id="graph-drawing")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         q = self.app.q  # type: ignore[attr-defined]
