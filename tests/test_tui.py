@@ -102,7 +102,10 @@ async def test_tree_expands_lazily(tmp_path, monkeypatch):
         # the 30 scope nodes are listed with counts, but no op node exists yet
         assert "blk0 (100)" in screen_text(app)
         assert op_nodes() == 0
-        assert tree.select_op(app.q.resolve_op("Add-op2550"))
+        missing = []
+        tree.seek(app.q.resolve_op("Add-op2550"), lambda: missing.append(1))  # its scope is read in a worker
+        await settle(pilot)
+        assert not missing
         assert tree.current is not None and tree.current.name == "Default/blk25/Add-op2550"
         # only the scope that holds the op was populated
         assert op_nodes() == 100

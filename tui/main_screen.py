@@ -14,10 +14,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual import events
+from textual import events, work
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import ContentSwitcher, Input, Static, Tree
+from textual.worker import get_current_worker
 
 from dumpscope.core.inert import inert
 from dumpscope.core.query import DumpQuery, OpRow
@@ -232,16 +233,31 @@ class MainScreen(Screen):
         if q is None:
             return
         app = self.app
-        self._count = q.count_ops(app.rank, app.step)  # type: ignore[attr-defined]
         self._loaded.clear()
         self.hits, self.hit_index = [], -1
         self._load_pane(select)
+        self._read_place(q, app.rank, app.step, select is None)  # type: ignore[attr-defined]
+
+    @work(thread=True, exclusive=True, group="place", name="place count", exit_on_error=False)
+    def _read_place(self, q: DumpQuery, rank: int, step: int, show_first: bool) -> None:
+        """The op count of the status bar and the first op (a ``COUNT(*)`` over 100k+ ops: off the UI thread)."""
+        try:
+            count = q.count_ops(rank, step)
+            first = q.ops(rank, step, limit=1) if show_first else []
+        except Exception:  # a damaged index: the panes say so (their own workers), the count stays
+            return
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._place_read, q, rank, step, count, first[0] if first else None, show_first)
+
+    def _place_read(self, q: DumpQuery, rank: int, step: int, count: int, first: Optional[OpRow],
+                    show_first: bool) -> None:
+        app = self.app
+        if q is not self.q or (rank, step) != (app.rank, app.step):  # type: ignore[attr-defined]
+            return  # another place was asked for meanwhile
+        self._count = count
         self.update_status()
-        if select is None:
-            op = self._pane_current()
-            if op is None:
-                first = q.ops(app.rank, app.step, limit=1)  # type: ignore[attr-defined]
-                op = first[0] if first else None
+        if show_first:
+            op = self._pane_current() or first
             if op is not None:
                 self.show_op(op)
             else:
@@ -260,7 +276,7 @@ class MainScreen(Screen):
                 tree.load(q, *key[:2])
                 self._loaded["tree"] = key
             if select is not None:
-                tree.select_op(select)
+                tree.seek(select)
         else:
             flat = self.query_one(OpList)
             key = key + (self.grep,)  # type: ignore[assignment]
@@ -268,7 +284,7 @@ class MainScreen(Screen):
                 flat.load(q, *key[:2], grep=self.grep, select=select)
                 self._loaded["flat"] = key
             elif select is not None:
-                flat.select_op(select)
+                flat.seek(select)
 
     def _pane_current(self) -> Optional[OpRow]:
         return (self.query_one(OpTree) if self.mode == "tree" else self.query_one(OpList)).current
@@ -319,11 +335,8 @@ class MainScreen(Screen):
         def missing() -> None:
             self.notify(f"{op.short} is not in the {self.mode} view", timeout=2)
 
-        if self.mode == "tree":
-            if not self.query_one(OpTree).select_op(op):
-                missing()
-        else:  # the list's cursor follows when its worker has found the row
-            self.query_one(OpList).seek(op, missing)
+        # the cursor follows when the pane's worker has found the row
+        (self.query_one(OpTree) if self.mode == "tree" else self.query_one(OpList)).seek(op, missing)
         self.show_op(op, then)
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
