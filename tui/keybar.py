@@ -75,8 +75,9 @@ class KeyBar(Widget, can_focus=False):
             extra = dim if not enabled else None
             rule = self.background_colors[1] + self.get_component_styles("keybar--rule").color  # a 20 % tint
             right.append("▏", Style(color=rule.rich_color))
-            right.append(f"{shown} ", key_style + extra if extra else key_style)
-            right.append(f"{description} ", desc_style + extra if extra else desc_style)
+            right.append(shown, key_style + extra if extra else key_style)
+            right.append(f" {description}", desc_style + extra if extra else desc_style)
+            right.append(" ")
         room = max(0, width - right.cell_len)
         text = Text(no_wrap=True, overflow="crop")
         spans: list[tuple[int, int, str]] = []
