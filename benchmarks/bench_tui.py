@@ -71,7 +71,10 @@ async def measure(dump: Path, keys: int) -> dict[str, object]:
     app = DumpscopeApp(str(dump), display_name="bench")
     async with app.run_test(size=(120, 40)) as pilot:
         results["first_paint_layout_s"] = time.perf_counter() - t0
-        while app.q is None:
+        from dumpscope.tui.optree import OpTree
+
+        tree = app.main.query_one(OpTree)  # its scopes and the status bar's count are read in workers
+        while app.q is None or not app.main._count or tree.reading or not tree.root.children:
             await pilot.pause(0.01)
         await pilot.pause()
         results["first_screen_with_ops_s"] = time.perf_counter() - t0

@@ -99,11 +99,20 @@ async def search_and_open(pilot, text: str) -> None:
 
 async def settle(pilot) -> None:
     """Let messages, timers and thread workers finish so the screen is stable."""
-    from textual.worker import WorkerState
+    from textual.worker import WorkerCancelled, WorkerState
+
+    async def workers_done() -> None:
+        # an exclusive worker cancelled by a newer one (a second load of the same pane) is done too
+        for _ in range(50):
+            try:
+                await pilot.app.workers.wait_for_complete()
+                return
+            except WorkerCancelled:
+                await pilot.pause()
 
     for _ in range(3):
         await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
+        await workers_done()
     await pilot.pause(0.1)  # the detail pane follows the cursor after a short rest
     # ... by a timer: on a loaded machine it may not have fired yet, so wait for it rather than for a time
     waited = 0.0
@@ -113,7 +122,7 @@ async def settle(pilot) -> None:
     # ... then the detail's "op detail" worker reads the op's rows and the render starts the trend worker:
     # wait until no worker runs and no op is still loading
     for _ in range(200):
-        await pilot.app.workers.wait_for_complete()
+        await workers_done()
         await pilot.pause()
         busy = any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in pilot.app.workers)
         if not busy and getattr(pilot.app.screen, "_loading", None) is None:
