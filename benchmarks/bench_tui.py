@@ -7,7 +7,9 @@ output tensor each, 1,000 scopes), warms the index, then measures in a headless 
 * issue 18: search Enter, `c` and Enter on a compare row (key to settled screen; goal <= 150 ms);
 * key-to-paint latency p50/p95 of ``down`` and ``pagedown`` in the flat execution-order list:
   from the key event to the first frame the app writes after it (frames are recorded at the
-  driver), plus ``end`` (jump to the last op).
+  driver), plus ``end`` (jump to the last op);
+* ``*_ui_cpu_ms``: the UI thread's CPU time per key (``time.thread_time``; workers excluded), a
+  figure a loaded machine does not stretch the way it stretches the wall-clock ones.
 
     python benchmarks/bench_tui.py [--ops 100000] [--dir /tmp/dumpscope-bench] [--keys 300]
 """
@@ -105,9 +107,13 @@ async def measure(dump: Path, keys: int) -> dict[str, object]:
             return out
 
         for key, n in (("down", keys), ("pagedown", max(10, keys // 5))):
+            cpu = time.thread_time()
             ms = await lat(key, n)
             results[f"{key}_ms_p50"] = statistics.median(ms)
             results[f"{key}_ms_p95"] = pct(ms, 95)
+            # the UI thread's own CPU per key (the app and Pilot share it; workers are not counted):
+            # what a key costs whatever the load of the machine, which stretches the wall figures
+            results[f"{key}_ui_cpu_ms"] = (time.thread_time() - cpu) * 1000 / n
         results["end_ms"] = (await lat("end", 1))[0]
         results["cursor_at_end"] = app.main.current.exec_index if app.main.current else None
         await app.workers.wait_for_complete()
@@ -116,6 +122,7 @@ async def measure(dump: Path, keys: int) -> dict[str, object]:
             """Last key posted → ``done()`` holds and a frame is written after it (issue 18: <= 150 ms)."""
             paints.clear()
             t = time.perf_counter()
+            settle_ms.cpu = time.thread_time()  # type: ignore[attr-defined]
             await pilot.press(*keys)
             while not done():
                 await pilot.pause(0.002)
@@ -129,6 +136,7 @@ async def measure(dump: Path, keys: int) -> dict[str, object]:
             after = [p for p in paints if p >= t_done]
             before = [p for p in paints if t <= p < t_done]
             end = after[0] if after else (before[-1] if before else t_done)
+            settle_ms.cpu = (time.thread_time() - settle_ms.cpu) * 1000  # type: ignore[attr-defined]
             return (end - t) * 1000
 
         # search Enter: the results are listed, then Enter opens the op
@@ -145,6 +153,7 @@ async def measure(dump: Path, keys: int) -> dict[str, object]:
         results["search_enter_ms"] = await settle_ms(
             ("enter",), lambda: detail.op is not None and detail.op.short.endswith(target)
             and (flat.current is not None and flat.current.id == detail.op.id))
+        results["search_enter_ui_cpu_ms"] = settle_ms.cpu  # type: ignore[attr-defined]
 
         # c and Enter on a compare row, over a compare result with one row per op (the UI's cost,
         # not the compare engine's: the result is the shape compare_dumps returns)
@@ -171,8 +180,10 @@ async def measure(dump: Path, keys: int) -> dict[str, object]:
         results["compare_rows"] = len(rows)
         results["c_ms"] = await settle_ms(
             ("c",), lambda: isinstance(app.screen, CompareScreen) and bool(app.screen.table.rows))
+        results["c_ui_cpu_ms"] = settle_ms.cpu  # type: ignore[attr-defined]
         results["compare_enter_ms"] = await settle_ms(
             ("enter",), lambda: isinstance(app.screen, CompareDiffScreen) and app.screen.data is not None)
+        results["compare_enter_ui_cpu_ms"] = settle_ms.cpu  # type: ignore[attr-defined]
         await app.workers.wait_for_complete()
     return results
 
