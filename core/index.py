@@ -62,8 +62,10 @@ CHUNK_FILES = 1000
 BATCH_FILES = 400
 #: files handed to the pool and not yet stored: the walk waits for the oldest folder beyond this many
 #: (times the workers), so memory follows this backlog, not the tree (a million-file walk outruns the
-#: storing process; every queued folder keeps its file names and, once read, its records)
-BACKLOG_FILES_PER_WORKER = 20_000
+#: storing process; every queued folder keeps its file names and, once read, its records).  High
+#: enough that a 100k-file tree never waits: its early ops need the walk over before the storing is
+#: (a place is finalized early only once no other folder can add to it)
+BACKLOG_FILES_PER_WORKER = 50_000
 
 @dataclass(slots=True)
 class Progress:
