@@ -268,6 +268,16 @@ def test_fast_path_crlf_and_missing_final_newline() -> None:
     assert _plain(_public_parse, text.rstrip("\n")) == _plain(_generic_parse, text)
 
 
+@pytest.mark.parametrize("field", ["t", "td", "func", "g", "list_list_int", "list_list_float", "list"])
+def test_a_scalar_where_a_message_belongs_is_read_as_an_empty_message(field: str) -> None:
+    """Damaged text such as ``value { t: 5 }`` (found by the fuzz test below: an ``int`` reached
+    ``.get``): both readers agree and neither raises."""
+    base = _rich_text()
+    assert 'value {\n        dt: 2\n      }' in base
+    text = base.replace('value {\n        dt: 2\n      }', f'value {{\n        {field}: 5\n      }}', 1)
+    assert _plain(_public_parse, text) == _plain(_generic_parse, text)
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_fuzz_fast_path_agrees_with_generic_reader(data: st.DataObject) -> None:

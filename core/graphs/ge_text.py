@@ -43,8 +43,17 @@ _LIST_ORDER = ("s", "i", "f", "b", "bt", "td", "t", "g", "na", "dt")
 
 
 def _first(tree: Tree, key: str, default: Any = None) -> Any:
+    """The first value of ``key``; ``default`` when absent, or when ``tree`` is no message at all (a
+    damaged file can hold ``t: 5`` where a message belongs)."""
+    if not isinstance(tree, dict):
+        return default
     vals = tree.get(key)
     return vals[0] if vals else default
+
+
+def _message(value: Any) -> Tree:
+    """``value`` if it is a message, else an empty one (damaged text: a scalar where a message belongs)."""
+    return value if isinstance(value, dict) else {}
 
 
 def _as_int(value: Any, default: int = 0) -> int:
@@ -100,7 +109,7 @@ def _attr_entries(values: Iterable[Any]) -> Iterable[tuple[str, Tree]]:
 
 
 def _attrs(tree: Tree, key: str = "attr") -> dict[str, Any]:
-    return {k: _attr_value(v) for k, v in _attr_entries(tree.get(key, []))}
+    return {k: _attr_value(v) for k, v in _attr_entries(_message(tree).get(key, []))}
 
 
 # ---- value decoding ------------------------------------------------------------------------
@@ -132,11 +141,11 @@ def _attr_value(value: Tree) -> Any:
     if "g" in value:
         return {"graph": _as_str(_first(_first(value, "g", {}), "name", ""))}
     if "list_list_int" in value:
-        lli = _first(value, "list_list_int", {})
-        return [[_as_int(x) for x in row.get("list_i", [])] for row in lli.get("list_list_i", [])]
+        lli = _message(_first(value, "list_list_int", {}))
+        return [[_as_int(x) for x in _message(row).get("list_i", [])] for row in lli.get("list_list_i", [])]
     if "list_list_float" in value:
-        llf = _first(value, "list_list_float", {})
-        return [[_as_float(x) for x in row.get("list_f", [])] for row in llf.get("list_list_f", [])]
+        llf = _message(_first(value, "list_list_float", {}))
+        return [[_as_float(x) for x in _message(row).get("list_f", [])] for row in llf.get("list_list_f", [])]
     if "bt" in value:
         return _bytes_text(_first(value, "bt"))
     if "expression" in value:
