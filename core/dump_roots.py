@@ -19,7 +19,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Optional
 
 if TYPE_CHECKING:
     from dumpscope.core.index import DumpIndex
@@ -31,15 +31,19 @@ TREE_LEVEL = re.compile(r"^(?:rank_?\d+|\d{14}|worldsize\d+_global_rank\d+|step_
 ASIDE_TABLES = ("units", "exec_orders", "graph_files", "problems", "overflow")
 
 
+def _levels_below(dirpath: str, index_root: str) -> tuple[list[str], Optional[int]]:
+    """The folders of ``dirpath`` below PATH, and the position of the first rank / time / step level
+    among them (None: no such level, or ``dirpath`` is not below PATH)."""
+    if not _under(dirpath, index_root) or dirpath == index_root:
+        return [], None
+    rel = dirpath[len(index_root.rstrip(os.sep)) + 1:].split(os.sep)
+    return rel, next((i for i, part in enumerate(rel) if TREE_LEVEL.match(part)), None)
+
+
 def dump_root(dirpath: str, index_root: str) -> str:
     """The folder above the first rank / time / step level below PATH (PATH itself when none)."""
-    if dirpath == index_root or not dirpath.startswith(index_root.rstrip(os.sep) + os.sep):
-        return index_root
-    rel = dirpath[len(index_root.rstrip(os.sep)) + 1:].split(os.sep)
-    for i, part in enumerate(rel):
-        if TREE_LEVEL.match(part):
-            return os.path.join(index_root, *rel[:i]) if i else index_root
-    return index_root
+    rel, level = _levels_below(dirpath, index_root)
+    return os.path.join(index_root, *rel[:level]) if level else index_root
 
 
 def roots_of(unit_dirs: list[str], index_root: str) -> dict[str, str]:
@@ -53,9 +57,8 @@ def roots_of(unit_dirs: list[str], index_root: str) -> dict[str, str]:
     out: dict[str, str] = {}
     plain: list[str] = []
     for path in unit_dirs:
-        root = dump_root(path, index_root)
-        if root != index_root or _has_level(path, index_root):
-            out[path] = root
+        if _levels_below(path, index_root)[1] is not None:
+            out[path] = dump_root(path, index_root)
         else:
             plain.append(path)
     structured = sorted(set(out.values()), key=len, reverse=True)
@@ -66,12 +69,6 @@ def roots_of(unit_dirs: list[str], index_root: str) -> dict[str, str]:
             owner = next(p for p in by_length if _under(path, p))
         out[path] = owner
     return out
-
-
-def _has_level(path: str, index_root: str) -> bool:
-    if path == index_root or not path.startswith(index_root.rstrip(os.sep) + os.sep):
-        return False
-    return any(TREE_LEVEL.match(part) for part in path[len(index_root.rstrip(os.sep)) + 1:].split(os.sep))
 
 
 def _under(path: str, root: str) -> bool:

@@ -160,8 +160,7 @@ def _cached_first_bad(q: "DumpQuery", op: "OpRow") -> Optional[OpCount]:
         return None
     c = OpCount()
     for _uid, tensors, _err in found.values():
-        for _io, slot, nan, pos, neg, first in tensors:
-            c.add(slot, nan, pos, neg, first)
+        c.add_unit(tensors)
     return c
 
 

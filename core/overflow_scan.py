@@ -47,6 +47,13 @@ class OpCount:
         if first is not None and (nan or pos or neg) and (self.first_bad is None or slot < self.first_bad[0]):
             self.first_bad = (slot, first)
 
+    def add_unit(self, tensors: Iterable[tuple], error: Optional[str] = None) -> None:
+        """One stored unit's scan result: its output tensors' ``(io, slot, nan, +inf, -inf, first)``."""
+        for _io, slot, nan, pos, neg, first in tensors:
+            self.add(slot, nan, pos, neg, first)
+        if error:
+            self.errors.append(error)
+
     @property
     def bad(self) -> bool:
         return bool(self.nan or self.posinf or self.neginf)
@@ -161,11 +168,7 @@ class _PlaceState:
 
     def add(self, results: Iterable[tuple]) -> None:
         for uid, tensors, err in results:
-            c = self.counts[self.op_of[uid]]
-            for _io, slot, nan, pos, neg, first in tensors:
-                c.add(slot, nan, pos, neg, first)
-            if err:
-                c.errors.append(err)
+            self.counts[self.op_of[uid]].add_unit(tensors, err)
 
 
 def scan_places(q: "DumpQuery", places: Iterable[PlaceJob], total: int,
