@@ -339,14 +339,18 @@ def _run_build(out: _Out, root: str, db_path: str, partial_after: Optional[float
     last = [0.0]
     shown = [0]  # ops (or records) the explorer was last told about: each partial shows 4x as many
 
+    def announce(prog: Any, now_shown: int) -> None:
+        """Tell the explorer partial results are there; after the first, the builder steps back."""
+        first = not shown[0]
+        shown[0] = now_shown
+        out(event="partial", files=prog.files, records=prog.records)
+        if first:
+            _to_background()
+
     def progress(prog: Any) -> None:
         made = index.early_seq  # ops of plain places made while the pool reads the rest: showable now
         if made and made >= 4 * shown[0] and time.monotonic() - started >= first_after:
-            first = not shown[0]
-            shown[0] = made
-            out(event="partial", files=prog.files, records=prog.records)
-            if first:
-                _to_background()
+            announce(prog, made)
         now = time.monotonic()
         if now - last[0] >= PROGRESS_EVERY_S or prog.done:
             last[0] = now
@@ -354,11 +358,7 @@ def _run_build(out: _Out, root: str, db_path: str, partial_after: Optional[float
 
     def partial(prog: Any) -> None:
         index_mod.PARTIAL_AFTER_S = partial_after  # after the first: the build's own pace
-        first = not shown[0]
-        shown[0] = max(shown[0], prog.records)
-        out(event="partial", files=prog.files, records=prog.records)
-        if first:
-            _to_background()
+        announce(prog, max(shown[0], prog.records))
 
     prog = index.update(progress=progress, partial=partial)
     out(event="done", files=prog.files, warnings=index.warnings)
