@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -107,6 +108,8 @@ def test_a_walk_that_outruns_the_storing_waits_and_stores_the_same_index(tmp_pat
     root = _tree(tmp_path)
     free, _ = _batched_build(root, tmp_path / "free", monkeypatch)
     monkeypatch.setattr(index_mod, "BACKLOG_FILES_PER_WORKER", 10)  # x 2 workers; batches of 7 files
+    # each batch takes 0.5 s in its worker: the walk outruns the reading on any machine, not only a slow one
+    monkeypatch.setattr(index_mod, "_scan_batch", _slow_batch)
     peaks: list[int] = []
     real_oldest = index_mod._Pool.oldest
 
@@ -121,6 +124,14 @@ def test_a_walk_that_outruns_the_storing_waits_and_stores_the_same_index(tmp_pat
     expected, got = _rows(free), _rows(bounded)
     for table in expected:
         assert got[table] == expected[table], table
+
+
+_REAL_SCAN_BATCH = index_mod._scan_batch
+
+
+def _slow_batch(root, folders):
+    time.sleep(0.5)
+    return _REAL_SCAN_BATCH(root, folders)
 
 
 def _worker_dies(root, folders):
