@@ -61,9 +61,6 @@ async def _explore(dump: str, in_thread: bool) -> None:
 
     def on_index_ready(self, message) -> None:
         real_ready(self, message)
-        if not self.shown and self._main()._count:
-            self.shown = True
-            self.call_after_refresh(_mark, "first_ops")
         if message.final and not self.finished:
             self.finished = True
             self.call_after_refresh(self._complete)
@@ -76,6 +73,14 @@ async def _explore(dump: str, in_thread: bool) -> None:
         CSS_PATH = str(Path(app_mod.__file__).parent / "app.tcss")
         shown = False
         finished = False
+
+        def on_op_tree_loaded(self, message) -> None:
+            # the op pane's worker has put the place's scopes in the tree: the next frame shows ops
+            # (the status count arrives from its own worker; checking it in on_index_ready saw only the
+            # count of the partial result before, one partial late)
+            if not self.shown and message.tree.root.children:
+                self.shown = True
+                self.call_after_refresh(_mark, "first_ops")
 
         def _complete(self) -> None:
             _mark(f"complete ops={self.q.count_ops() if self.q else 0}")

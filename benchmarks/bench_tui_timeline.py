@@ -89,6 +89,24 @@ async def _explore(dump: str) -> None:
     app_mod.IndexReady.__init__ = timed_ready
     child_jobs.build_index = timed_build
 
+    from dumpscope.core.query import DumpQuery
+
+    def timed_query(name: str):
+        real = getattr(DumpQuery, name)
+
+        def run(self, *a, **kw):
+            t = time.time()
+            try:
+                return real(self, *a, **kw)
+            finally:
+                _mark(f"query {name} {1000 * (time.time() - t):.0f} ms", t)
+        return run
+
+    for name in ("scope_counts", "scope_order", "bad_scope_counts", "kind_counts", "snapshot_counts",
+                 "ops_in_scope", "count_ops", "ops", "tensors", "ranks", "steps", "default_place"):
+        if hasattr(DumpQuery, name):
+            setattr(DumpQuery, name, timed_query(name))
+
     real_ready, real_mount = app_mod.DumpscopeApp.on_index_ready, app_mod.DumpscopeApp.on_mount
 
     def on_mount(self) -> None:
@@ -99,9 +117,6 @@ async def _explore(dump: str) -> None:
         _mark(f"on_index_ready ({'final' if message.final else 'partial'}) start")
         real_ready(self, message)
         _mark(f"on_index_ready ({'final' if message.final else 'partial'}) end")
-        if not self.shown and self._main()._count:
-            self.shown = True
-            self.call_after_refresh(_mark, "FIRST OPS painted")
         if message.final:
             self.call_after_refresh(self._complete)
 
@@ -112,6 +127,12 @@ async def _explore(dump: str) -> None:
         CSS_PATH = str(Path(app_mod.__file__).parent / "app.tcss")
         shown = False
         done = False
+
+        def on_op_tree_loaded(self, message) -> None:
+            _mark(f"op tree loaded ({len(message.tree.root.children)} scopes)")
+            if not self.shown and message.tree.root.children:
+                self.shown = True
+                self.call_after_refresh(_mark, "FIRST OPS painted")
 
         def _complete(self) -> None:
             _mark("COMPLETE painted")

@@ -25,8 +25,30 @@ def mark(what: str, once: bool = True, t: float | None = None) -> None:
         fh.write(f"{t if t is not None else time.time():.6f} child {what}\n")
 
 
+def _sampler(every: float = 0.005) -> None:
+    """``DUMPSCOPE_TIMELINE_SAMPLE=1``: every few ms, where this process's busy threads are, as
+    ``sample`` lines (as the explorer's sampler in ``bench_tui_timeline.py``)."""
+    import threading
+    import traceback
+
+    def run() -> None:
+        while True:
+            time.sleep(every)
+            now = time.time()
+            for ident, frame in sys._current_frames().items():
+                if ident == threading.get_ident():
+                    continue
+                stack = [f"{os.path.basename(fs.filename)}:{fs.name}" for fs in traceback.extract_stack(frame)]
+                if not any(x in stack[-1] for x in ("select", "wait", "sleep", "acquire", "_read")):
+                    mark("sample " + " > ".join(stack[-7:]), once=False, t=now)
+
+    threading.Thread(target=run, daemon=True).start()
+
+
 def main() -> int:
     mark("process started", t=_T0)
+    if os.environ.get("DUMPSCOPE_TIMELINE_SAMPLE"):
+        _sampler()
     from dumpscope.core import child_jobs
 
     mark("child_jobs imported")

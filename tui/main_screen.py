@@ -197,6 +197,8 @@ class MainScreen(Screen):
 
     _layouts: list = []
     _count = 0
+    #: the place read (status count, first op) waiting for the op pane's rows
+    _after_pane: Optional[tuple[DumpQuery, int, int, bool]] = None
     _problems = 0
 
     def show_error(self, error: str) -> None:
@@ -235,8 +237,21 @@ class MainScreen(Screen):
         app = self.app
         self._loaded.clear()
         self.hits, self.hit_index = [], -1
+        # the count and the first op's detail are read once the pane has its rows: on a cold open the
+        # ops come first, not behind the detail's file reads and statistics (2 cores, one GIL)
+        self._after_pane = (q, app.rank, app.step, select is None)  # type: ignore[attr-defined]
         self._load_pane(select)
-        self._read_place(q, app.rank, app.step, select is None)  # type: ignore[attr-defined]
+
+    def _pane_loaded(self) -> None:
+        after, self._after_pane = self._after_pane, None
+        if after is not None:
+            self._read_place(*after)
+
+    def on_op_tree_loaded(self, message: OpTree.Loaded) -> None:
+        self._pane_loaded()
+
+    def on_op_list_loaded(self, message: OpList.Loaded) -> None:
+        self._pane_loaded()
 
     @work(thread=True, exclusive=True, group="place", name="place count", exit_on_error=False)
     def _read_place(self, q: DumpQuery, rank: int, step: int, show_first: bool) -> None:
