@@ -102,7 +102,7 @@ async def _explore(dump: str) -> None:
                 _mark(f"query {name} {1000 * (time.time() - t):.0f} ms", t)
         return run
 
-    for name in ("scope_counts", "scope_order", "bad_scope_counts", "kind_counts", "snapshot_counts",
+    for name in ("scope_facts", "scope_counts", "scope_order", "bad_scope_counts", "kind_counts", "snapshot_counts",
                  "ops_in_scope", "count_ops", "ops", "tensors", "ranks", "steps", "default_place"):
         if hasattr(DumpQuery, name):
             setattr(DumpQuery, name, timed_query(name))
@@ -129,7 +129,8 @@ async def _explore(dump: str) -> None:
         done = False
 
         def on_op_tree_loaded(self, message) -> None:
-            _mark(f"op tree loaded ({len(message.tree.root.children)} scopes)")
+            tree = message.tree
+            _mark(f"op tree loaded: rank {tree.rank} step {tree.step}, {len(tree.root.children)} scopes")
             if not self.shown and message.tree.root.children:
                 self.shown = True
                 self.call_after_refresh(_mark, "FIRST OPS painted")

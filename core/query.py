@@ -237,6 +237,25 @@ class DumpQuery:
             "(COALESCE(status, 0) != 0 OR COALESCE(nan, 0) + COALESCE(posinf, 0) + COALESCE(neginf, 0) > 0) "
             "GROUP BY graph, scope", (rank, step))}
 
+    def scope_facts(self, rank: int, step: int) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int],
+                                                         dict[tuple[str, str], int]]:
+        """``scope_counts``, ``scope_order`` and ``bad_scope_counts`` of one rank/step from one pass over its
+        ops (the scope tree needs all three before it can show anything: one scan, not three)."""
+        counts: dict[tuple[str, str], int] = {}
+        order: dict[tuple[str, str], int] = {}
+        bad: dict[tuple[str, str], int] = {}
+        for g, s, n, first, nbad in self.index.query(
+                "SELECT graph, scope, COUNT(*), MIN(exec_index), SUM(graph_only = 0 AND "
+                "(COALESCE(status, 0) != 0 OR COALESCE(nan, 0) + COALESCE(posinf, 0) + COALESCE(neginf, 0) > 0)) "
+                "FROM ops WHERE rank=? AND step=? AND kind='op' AND graph_only != 2 GROUP BY graph, scope",
+                (rank, step)):
+            counts[(g, s)] = n
+            if first is not None:
+                order[(g, s)] = first
+            if nbad:
+                bad[(g, s)] = nbad
+        return counts, order, bad
+
     def scope_order(self, rank: int, step: int) -> dict[tuple[str, str], int]:
         """First execution index per (graph, scope), so views can list scopes in execution order."""
         return {(g, s): e for g, s, e in self.index.query(

@@ -64,7 +64,7 @@ async def test_enter_on_a_flat_row_focuses_the_links_of_that_op(tiny):
 
 #: every DumpQuery read the op panes make: none may run on the UI thread (issue 18 Build 6)
 PANE_QUERIES = ("count_ops", "op_position", "ops", "ops_in_scope", "ops_of_kind", "scope_counts",
-                "bad_scope_counts", "kind_counts", "snapshot_counts", "snapshots_of", "scope_order")
+                "bad_scope_counts", "kind_counts", "snapshot_counts", "snapshots_of", "scope_order", "scope_facts")
 
 
 @pytest.fixture
@@ -100,7 +100,7 @@ async def test_tree_scopes_and_jumps_read_off_the_ui_thread(tmp_path, monkeypatc
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         tree = app.screen.query_one(OpTree)
-        assert {"scope_counts", "count_ops"} <= {n for n, _ in pane_calls}  # the load read them ...
+        assert {"scope_facts", "count_ops"} <= {n for n, _ in pane_calls}  # the load read them ...
         assert not on_ui(pane_calls), f"queries on the UI thread while loading: {on_ui(pane_calls)}"  # ... off it
         pane_calls.clear()
         def closed_scope(own: bool):
@@ -124,7 +124,7 @@ async def test_tree_scopes_and_jumps_read_off_the_ui_thread(tmp_path, monkeypatc
         await pilot.press("enter")
         await settle(pilot)
         assert app.step == 1 and "1,200 ops" in screen_text(app)
-        assert {"ops_in_scope", "scope_counts", "count_ops"} <= {n for n, _ in pane_calls}
+        assert {"ops_in_scope", "scope_facts", "count_ops"} <= {n for n, _ in pane_calls}
         assert not on_ui(pane_calls), f"queries on the UI thread: {on_ui(pane_calls)}"
 
 

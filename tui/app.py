@@ -63,10 +63,11 @@ class IndexReady(Message):
             q.index.query("SELECT COUNT(*) FROM problems")[0][0]
 
 
-#: modules the first op's panes import in their workers (statistics, trend, source frames) and the first
-#: scrolled frame needs: imported while a cold build's first results are awaited, not while they are painted
-WARM_UP = ("dumpscope.core.tensor_io", "dumpscope.core.stats", "dumpscope.core.trend", "dumpscope.core.source_frames",
-           "dumpscope.core.layouts.py_stack", "textual.scrollbar")
+#: modules the first partial result's facts (``overflow``: its trouble places, with the CANN and protobuf
+#: modules behind them), the first op's panes (statistics, trend, source frames) and the first scrolled
+#: frame need: imported while a cold build's first results are awaited, not while they are painted
+WARM_UP = ("dumpscope.core.overflow", "dumpscope.core.tensor_io", "dumpscope.core.stats", "dumpscope.core.trend",
+           "dumpscope.core.source_frames", "dumpscope.core.layouts.py_stack", "textual.scrollbar")
 
 
 def _warm_up() -> None:

@@ -1,9 +1,9 @@
 """The scope tree: rank › graph › scope path › op, populated only when a node expands.
 
-Scope counts come from one ``scope_counts`` query; ops of a scope are fetched with
-``ops_in_scope`` when that scope is opened, at most ``OPS_PER_NODE`` at a time (a "more"
-node loads the next batch).  Chains of single-child scopes are folded into one node so
-deep MindSpore scopes fit an 80-column pane.
+Scope counts come from one ``scope_facts`` query (with each scope's first execution index and
+bad ops); ops of a scope are fetched with ``ops_in_scope`` when that scope is opened, at most
+``OPS_PER_NODE`` at a time (a "more" node loads the next batch).  Chains of single-child scopes
+are folded into one node so deep MindSpore scopes fit an 80-column pane.
 """
 
 from __future__ import annotations
@@ -224,9 +224,7 @@ class OpTree(Tree[NodeData]):
     @work(thread=True, exclusive=True, group="tree-load", name="tree load", exit_on_error=False)
     def _load(self, q: DumpQuery, rank: int, step: int, reopen: set[tuple[str, str]], generation: int) -> None:
         try:
-            order_fn = getattr(q, "scope_order", None)  # proposed core API; optional
-            roots = build_scopes(q.scope_counts(rank, step), order_fn(rank, step) if order_fn else None,
-                                 q.bad_scope_counts(rank, step))
+            roots = build_scopes(*q.scope_facts(rank, step))
             kinds_fn = getattr(q, "kind_counts", None)
             kinds = kinds_fn(rank, step) if kinds_fn else {}
             snaps_fn = getattr(q, "snapshot_counts", None)

@@ -1,0 +1,37 @@
+"""``DumpQuery.scope_facts``: the scope tree's one query gives what its three separate queries give
+(counts, first execution index and bad ops per scope), on a real NaN run and on a CANN job."""
+
+from __future__ import annotations
+
+from conftest import unpack_data
+
+from dumpscope.core.overflow import overflow_report
+from dumpscope.core.query import DumpQuery, open_query
+from dumpscope.core.synth.job_tree import write_cann_job
+
+
+def _same_as_three_queries(q: DumpQuery) -> int:
+    """Checks every place; returns the bad ops seen (the test must see some)."""
+    bad_seen = 0
+    for rank in q.ranks():
+        for step in q.steps(rank):
+            counts, order, bad = q.scope_facts(rank, step)
+            assert counts == q.scope_counts(rank, step)
+            assert order == {k: v for k, v in q.scope_order(rank, step).items() if v is not None}
+            assert bad == q.bad_scope_counts(rank, step)
+            bad_seen += sum(bad.values())
+    return bad_seen
+
+
+def test_scope_facts_on_a_real_nan_run(tmp_path_factory):
+    dump = unpack_data(tmp_path_factory, "real_ms210_nan") / "nan"
+    q = open_query(str(dump))
+    assert _same_as_three_queries(q) == 0  # nothing known bad before a scan
+    overflow_report(q)  # the scan records each op's NaN/Inf counts
+    assert _same_as_three_queries(q) > 0
+
+
+def test_scope_facts_on_a_cann_job_with_opdebug(tmp_path):
+    root = write_cann_job(tmp_path / "job", ranks=(0, 1), steps=(0, 1), overflow=[(1, 1)], opdebug=True)
+    q = open_query(str(root))
+    assert _same_as_three_queries(q) > 0
