@@ -8,8 +8,10 @@ become problems instead of exceptions.
 from __future__ import annotations
 
 import os
+import re
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
@@ -109,6 +111,14 @@ def context_parts(root: str) -> tuple[str, ...]:
     return tuple(Path(os.path.abspath(root)).parts[1:])[-CONTEXT_DEPTH:]
 
 
+def natural_key(name: str) -> tuple:
+    """Sort key putting ``step2`` before ``step10`` and ``rank_9`` before ``rank_10`` (digit runs by value)."""
+    return tuple((0, int(t), t) if t.isdigit() else (1, 0, t) for t in _DIGITS.split(name) if t)
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
 def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None,
               known: Optional[dict[str, tuple[int, list[str]]]] = None,
               stall_s: Optional[float] = None) -> Iterator[Scanned]:
@@ -117,9 +127,12 @@ def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None,
     ``known`` maps folders of a previous walk to ``(mtime_ns, subfolders)``; a folder whose
     mtime still matches is not listed again (``Scanned.unchanged``).
 
-    The order is not depth-first: results come back as the listings finish, but a folder's
-    children are only listed after the consumer has handled the folder itself, so a layout
-    that consumed a subfolder on its own can add that subfolder's path to ``skip`` in time.
+    Folders are listed ``workers`` at a time but yielded in a fixed order, breadth first, siblings
+    in :func:`natural_key` order: the same tree gives the same order on every run, and the lowest
+    rank and step folders come first (a cold build reads them first, so its first partial results
+    hold the place the explorer opens on).  A folder's children are only listed after the consumer
+    has handled the folder itself, so a layout that consumed a subfolder on its own can add that
+    subfolder's path to ``skip`` in time.
 
     A listing that makes no progress for ``stall_s`` seconds (a hung network mount) is given
     up: the folder becomes a problem and the walk goes on without waiting for its thread.
@@ -138,34 +151,37 @@ def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None,
             return fut
 
         base = context_parts(root)
-        pending: set[Future[Scanned]] = {submit(root, base)}
-        while pending:
-            done, pending = wait(pending, timeout=min(stall, 1.0), return_when=FIRST_COMPLETED)
+        order: deque[Future[Scanned]] = deque([submit(root, base)])
+        while order:
+            head = order[0]
+            done, _ = wait([head], timeout=min(stall, 1.0))
             if not done:
                 now = time.monotonic()
-                stuck = {f for f in pending if f.running() and now - started[f][1] > stall}
-                if stuck and len(stuck) == len([f for f in pending if f.running()]):
+                running = [f for f in order if f.running()]
+                stuck = {f for f in running if now - started[f][1] > stall}
+                if stuck and len(stuck) == len(running):  # no listing is making progress
                     for fut in stuck:
                         path = started[fut][0]
                         yield Scanned(path, base + (tuple(os.path.relpath(path, root).split(os.sep))
                                                     if path != root else ()),
                                       [], [], 0, Problem(path, f"listing stalled for over {stall:.0f} s "
                                                                "(network filesystem?): skipped"))
-                    pending -= stuck
+                    order = deque(f for f in order if f not in stuck)
                 continue
-            for fut in done:
-                res = fut.result()
-                if res.identity is not None:
-                    if res.identity in seen:
-                        yield Scanned(res.dirpath, res.parts, [], [], 0,
-                                      Problem(res.dirpath, "symlink loop: folder already visited, not followed again"))
-                        continue
-                    seen.add(res.identity)
-                yield res
-                for sub in res.subdirs:
-                    if os.path.join(res.dirpath, sub) in skip:
-                        continue
-                    pending.add(submit(os.path.join(res.dirpath, sub), res.parts + (sub,)))
+            order.popleft()
+            del started[head]
+            res = head.result()
+            if res.identity is not None:
+                if res.identity in seen:
+                    yield Scanned(res.dirpath, res.parts, [], [], 0,
+                                  Problem(res.dirpath, "symlink loop: folder already visited, not followed again"))
+                    continue
+                seen.add(res.identity)
+            yield res
+            for sub in sorted(res.subdirs, key=natural_key):
+                if os.path.join(res.dirpath, sub) in skip:
+                    continue
+                order.append(submit(os.path.join(res.dirpath, sub), res.parts + (sub,)))
     finally:
         # never join a thread stuck in a hung syscall: it ends on its own or with the process
         pool.shutdown(wait=False, cancel_futures=True)

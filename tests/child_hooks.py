@@ -6,6 +6,7 @@ reach a child process:
 
 * ``highest_step_first``: the walk yields folders in reverse path order (partial results hold step 2 first)
 * ``slow_store=S``: each folder is stored after sleeping S seconds
+* ``slow_listing=NAME``: listing a folder named NAME takes 0.5 s more (its siblings' listings finish first)
 * ``stall_drain``: the build stops for good once the walk is over and the pool has its work
 * ``max_page_count=N``: index files hold at most N pages (a cache disk that fills up half-way)
 * ``gate=PATH``: the job waits until PATH exists (a scan or build still running, for as long as a test needs)
@@ -41,6 +42,16 @@ def _apply(hooks: list[str]) -> None:
                 time.sleep(_s)
                 return _real(self, *a, **kw)
             index_mod.DumpIndex._store_result = slow_store
+        elif name == "slow_listing":
+            from dumpscope.core import walk
+
+            real_list = walk._scan
+
+            def slow_listing(path, *a, _real=real_list, _name=value, **kw):
+                if os.path.basename(path) == _name:
+                    time.sleep(0.5)
+                return _real(path, *a, **kw)
+            walk._scan = slow_listing
         elif name == "stall_drain":
             def stall(self, *a, **kw):
                 while True:

@@ -85,6 +85,20 @@ async def test_opens_on_lowest_or_first_trouble_step_after_a_slow_partial_build(
         assert "rank 0 step 1 ! 1" in app.status_text
 
 
+async def test_first_partial_result_is_the_lowest_step_when_its_folder_lists_last(tmp_path, monkeypatch):
+    """The walk yields folders in a fixed order (lowest rank and step first), not as their listings finish:
+    the cold build reads step 0 first, so the explorer's first ops are step 0's and it never moves."""
+    set_env(monkeypatch, tmp_path)
+    child_hooks(monkeypatch, "slow_listing=0", "slow_store=0.15")
+    monkeypatch.setattr(index_mod, "PARTIAL_AFTER_S", 0.0)
+    root = write_cann_job(tmp_path / "job", ranks=(0,), steps=(0, 1, 2, 3), overflow=[])
+    app = await _open(root)
+    partial = [s for s in app.seen if not s[0]]
+    assert partial, app.seen  # the build showed partial results before it ended
+    assert all((r, s) == (0, 0) for _f, r, s in app.seen), app.seen  # step 0 from the first, never moved
+    assert (app.rank, app.step) == (0, 0)
+
+
 async def test_o_scans_every_step_and_pickers_mark_trouble(tmp_path, monkeypatch):
     set_env(monkeypatch, tmp_path)
     root = write_cann_job(tmp_path / "job", ranks=(0, 1), steps=(0, 1, 2), overflow={(1, 1)})
