@@ -9,10 +9,13 @@ The first baseline, one ``np.add.reduce(x, dtype=float64)`` pass, is the referen
 Reports GB/s, the ratio to the baseline, the numpy heap peak during compute_stats (tracemalloc;
 memmapped pages are not heap) and the process peak RSS (which does include mapped file pages).
 
-``compute_stats`` is timed twice: with its default threads (``stats_workers()``: the cores, at most 4)
-and with ``DUMPSCOPE_WORKERS=1``; ``cpu/wall`` says how much the threads really ran at once (a busy
-box gives them no second core).  One ``RESULT`` line per dtype (target for float32/float64: <= 2x one
-numpy pass, issue 21 Build 4), with the load average before and after.
+``compute_stats`` is timed three ways: in forked processes (``stats_workers()``: the cores, at most 4;
+what ``dumpscope stats`` does: the process is single-threaded), on as many threads (what the explorer
+does: a helper thread is kept alive during those runs, so forking is refused) and with
+``DUMPSCOPE_WORKERS=1``.  ``cpu/wall`` says how much the workers really ran at once (a busy box gives
+them no second core; children's CPU counted).  One ``RESULT`` line per dtype (target for
+float32/float64: <= 2x one numpy pass, issue 21 Build 4) timing the default (process) path and naming
+it, with the load average.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import os
 import resource
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 from typing import Iterator, Optional
@@ -85,29 +89,47 @@ def _workers_env(workers: Optional[str]) -> Iterator[None]:
             os.environ["DUMPSCOPE_WORKERS"] = saved
 
 
-def _pass_split(run, reps: int) -> tuple[float, float, float, float]:
-    """Best-of-``reps`` wall and CPU seconds of the float engine's pass 1 (everything but the
-    histogram) and pass 2 (``_FloatAcc.histogram``), from one instrumented run each."""
-    real = _stats._FloatAcc.histogram
-    seen: dict[str, tuple[float, float]] = {}
+def _cpu() -> float:
+    """CPU seconds of this process and its reaped children (the forked stats workers)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _pass_split(run, reps: int) -> tuple[float, float]:
+    """Best-of-``reps`` wall seconds of the float engine's pass 1 (until the histogram is planned:
+    ``_FloatAcc.hist_plan``, called in this process on every path) and pass 2 (the rest), from one
+    instrumented run each."""
+    real = _stats._FloatAcc.hist_plan
+    seen: list[float] = []
 
     def timed(self, *a, **k):
-        w, c = time.perf_counter(), time.process_time()
-        out = real(self, *a, **k)
-        seen["p2"] = (time.perf_counter() - w, time.process_time() - c)
-        return out
-    _stats._FloatAcc.histogram = timed
+        seen.append(time.perf_counter())
+        return real(self, *a, **k)
+    _stats._FloatAcc.hist_plan = timed
     try:
         rows = []
         for _ in range(reps):
-            w, c = time.perf_counter(), time.process_time()
+            seen.clear()
+            w = time.perf_counter()
             run()
-            w, c = time.perf_counter() - w, time.process_time() - c
-            p2w, p2c = seen["p2"]
-            rows.append((w - p2w, c - p2c, p2w, p2c))
+            end = time.perf_counter()
+            rows.append((seen[0] - w, end - seen[0]))
     finally:
-        _stats._FloatAcc.histogram = real
-    return tuple(min(r[i] for r in rows) for i in range(4))  # type: ignore[return-value]
+        _stats._FloatAcc.hist_plan = real
+    return min(r[0] for r in rows), min(r[1] for r in rows)
+
+
+@contextlib.contextmanager
+def _no_fork() -> Iterator[None]:
+    """A second thread alive for the duration (as in the explorer): compute_stats takes its thread path."""
+    stop = threading.Event()
+    helper = threading.Thread(target=stop.wait, daemon=True)
+    helper.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        helper.join()
 
 
 def main() -> None:
@@ -152,26 +174,32 @@ def main() -> None:
             tracemalloc.stop()
             first = next(iter(times.values()))
             timed = {}
-            for label, workers in ((f"{stats_workers()} threads", None), ("1 thread", "1")):
-                with _workers_env(workers):
-                    c0 = time.process_time()
+            floats = kind in ("float32", "float64")
+            ways = [(f"{stats_workers()} processes", None, contextlib.nullcontext),
+                    (f"{stats_workers()} threads", None, _no_fork), ("1 thread", "1", contextlib.nullcontext)]
+            if not floats or stats_workers() == 1:  # only the float engine forks / uses threads
+                ways = [("default", None, contextlib.nullcontext)]
+            for label, workers, guard in ways:
+                with _workers_env(workers), guard():
+                    c0 = _cpu()
                     t = common.best_time(run, args.reps)
-                    cpu = (time.process_time() - c0) / max(1, args.reps)
-                    split = _pass_split(run, args.reps) if kind in ("float32", "float64") else None
+                    cpu = (_cpu() - c0) / max(1, args.reps)
+                    split = _pass_split(run, args.reps) if floats else None
                 timed[label] = t
                 print(f"  {'compute_stats, ' + label:40s} {t:7.3f} s  {gb / t:6.2f} GB/s  ratio vs first baseline "
                       f"{t / first:.2f}x, vs best {t / min(times.values()):.2f}x  (cpu/wall ~{cpu / t:.1f})")
                 if split is not None:
-                    p1w, p1c, p2w, p2c = split
+                    p1w, p2w = split
                     print(f"  {'  pass 1 (moments) / pass 2 (histogram)':40s} wall {p1w:.3f} / {p2w:.3f} s "
-                          f"({p1w / first:.2f}x / {p2w / first:.2f}x), cpu {p1c:.3f} / {p2c:.3f} s")
+                          f"({p1w / first:.2f}x / {p2w / first:.2f}x)")
             st = run()
-            t = min(timed.values())
+            path = next(iter(timed))  # the default path: processes (the dumpscope CLI) for float32/float64
+            t = timed[path]
             print(f"  numpy heap peak during compute_stats: {heap_peak / 2**20:.1f} MB; "
                   f"nan={st.nan} mean={st.mean:.6f} std={st.std:.6f} log_hist={st.hist_log}")
             summary.append((kind, first, t))
             target = kind in ("float32", "float64")
-            common.emit(f"stats {kind}, {gb:.2f} GB memmap (compute_stats, full statistics + exact histogram)",
+            common.emit(f"stats {kind}, {gb:.2f} GB memmap (compute_stats, {path}, full statistics + exact histogram)",
                         round(t, 3), "s", baseline=f"{first:.3f} s ({next(iter(times))}, one pass)",
                         ratio=round(t / first, 2), target="<= 2x one numpy pass" if target else "",
                         met=(t / first <= 2.0) if target else None,

@@ -628,6 +628,33 @@ class _FloatAcc:
             self.mixed = True
         self.mixed = self.mixed or o.mixed
 
+    _PLAIN_INT = ("n", "nan", "posinf", "neginf", "zeros", "nfin", "nonzero")
+    _PLAIN_FLOAT = ("mean", "m2", "sumsq", "lo", "hi", "exp_sum")
+
+    def to_plain(self) -> dict[str, Any]:
+        """Everything :meth:`merge` and :meth:`hist_plan` read, as JSON-able plain numbers (floats
+        round-trip exactly through JSON, NaN/Infinity included): how a forked child hands it over."""
+        d: dict[str, Any] = {k: int(getattr(self, k)) for k in self._PLAIN_INT}
+        d.update((k, float(getattr(self, k))) for k in self._PLAIN_FLOAT)
+        d["bad"] = [int(i) for i in self.bad.flat]
+        d["bad_ranges"] = [[int(a), int(b)] for a, b in self.bad_ranges]
+        d["wdtype"] = None if self.wdtype is None else self.wdtype.str
+        d["mixed"] = bool(self.mixed)
+        return d
+
+    @classmethod
+    def from_plain(cls, d: dict[str, Any], first_bad_n: int) -> "_FloatAcc":
+        acc = cls(first_bad_n)
+        for k in cls._PLAIN_INT:
+            setattr(acc, k, int(d[k]))
+        for k in cls._PLAIN_FLOAT:
+            setattr(acc, k, float(d[k]))
+        acc.bad.flat = [int(i) for i in d["bad"]][: acc.bad.limit]
+        acc.bad_ranges = [(int(a), int(b)) for a, b in d["bad_ranges"]]
+        acc.wdtype = None if d["wdtype"] is None else np.dtype(str(d["wdtype"]))
+        acc.mixed = bool(d["mixed"])
+        return acc
+
     # -- pass 1 ------------------------------------------------------------------------------
 
     def add(self, block: np.ndarray, offset: int) -> None:
@@ -749,15 +776,15 @@ class _FloatAcc:
             if part.size:
                 yield part
 
-    def histogram(self, blocks: Iterable[tuple[np.ndarray, int]], bins: int,
-                  workers: int = 1) -> tuple[np.ndarray, np.ndarray, bool]:
+    def hist_plan(self, bins: int) -> tuple[np.ndarray, bool, Optional[Callable[[np.ndarray, int], np.ndarray]]]:
+        """``(edges, log, count)``: the histogram's edges and ``count(block, offset)``, the int64 bin
+        counts of one block's finite values (None when every finite value is in bin 0: min == max).
+        Depends only on what pass 1 left, so every process that has it builds the same plan."""
         typical = _typical_from_exponents(self.exp_sum, self.nonzero)
         edges, log = _choose_edges(self.lo, self.hi, typical, bins)
         nb = len(edges) - 1
-        counts = np.zeros(nb, dtype=np.int64)
         if self.lo == self.hi:
-            counts[0] = self.nfin
-            return edges, counts, log
+            return edges, log, None
         dtype = np.dtype(np.float64) if self.mixed or self.wdtype is None else self.wdtype
         if not log:
             lmap = _LinearMap(self.lo, self.hi, nb, dtype)
@@ -767,9 +794,7 @@ class _FloatAcc:
                 lmap = _LinearMap(self.lo, self.hi, nb, dtype)
                 exact = lmap.edges(self.lo, self.hi) if lmap.ok else None
             if exact is not None:
-                for c in _ordered_map(lambda b, o: self._count_linear(b, o, lmap, dtype), blocks, workers):
-                    counts += c
-                return exact, counts, False
+                return exact, False, lambda b, o: self._count_linear(b, o, lmap, dtype)
             bmap = None
         else:
             bmap = _BucketMap(edges, dtype)
@@ -783,6 +808,15 @@ class _FloatAcc:
                 out += np.bincount(idx, minlength=nb)
             return out
 
+        return edges, log, count
+
+    def histogram(self, blocks: Iterable[tuple[np.ndarray, int]], bins: int,
+                  workers: int = 1) -> tuple[np.ndarray, np.ndarray, bool]:
+        edges, log, count = self.hist_plan(bins)
+        counts = np.zeros(len(edges) - 1, dtype=np.int64)
+        if count is None:
+            counts[0] = self.nfin
+            return edges, counts, log
         for c in _ordered_map(count, blocks, workers):
             counts += c
         return edges, counts, log
@@ -922,7 +956,7 @@ def _bucket_kind(chunk_dtype: np.dtype, logical: str) -> Optional[str]:
 
 
 def _run(source: ChunkSource, shape: tuple[int, ...], logical: str, block: int,
-         first_bad_n: int, bins: int) -> TensorStats:
+         first_bad_n: int, bins: int, read_range: Optional[ReadRange] = None) -> TensorStats:
     first = _iterate(source)
     it = iter(first)
     pieces = _blocks(it, block)
@@ -950,6 +984,21 @@ def _run(source: ChunkSource, shape: tuple[int, ...], logical: str, block: int,
         acc.add(piece, off)
         return acc
 
+    if (workers > 1 and read_range is not None and off0 == 0 and head.size == block
+            and head.dtype.kind == "f" and head.dtype.itemsize in (4, 8)):
+        close = getattr(pieces, "close", None)
+        forked = _run_forked(read_range, shape, block, gen, reduce_block, bins, workers)
+        if forked is not None:
+            if close is not None:
+                close()  # the chunk generator (an open file) is not needed any more
+            st, hist = forked
+            st.dtype = logical or head.dtype.name
+            if hist is not None:
+                st.hist_edges = [float(e) for e in hist[0]]
+                st.hist_counts = [int(c) for c in hist[1]]
+                st.hist_log = hist[2]
+            return st
+
     for acc in _ordered_map(reduce_block, pieces, workers):
         gen.merge(acc)
     st = gen.stats(shape, logical or head.dtype.name)
@@ -961,6 +1010,65 @@ def _run(source: ChunkSource, shape: tuple[int, ...], logical: str, block: int,
             st.hist_counts = [int(c) for c in counts]
             st.hist_log = log
     return st
+
+
+#: ``read_range(start, stop)``: elements ``[start, stop)`` of the flat tensor as one 1-D array (a
+#: memmap slice, or a read of that part of the file): a source that can be split by element range
+ReadRange = Callable[[int, int], np.ndarray]
+
+
+def _run_forked(read_range: ReadRange, shape: tuple[int, ...], block: int, gen: "_FloatAcc",
+                reduce_block: Callable[[np.ndarray, int], "_FloatAcc"], bins: int,
+                workers: int) -> Optional[tuple[TensorStats, Optional[tuple[np.ndarray, np.ndarray, bool]]]]:
+    """Both passes of the float engine over blocks 1… in forked processes (``gen`` holds block 0);
+    None when no process could be forked.  Every block is reduced exactly as on one thread and
+    merged here in block order, so the answer is bit-identical to the one-thread answer."""
+    from dumpscope.core.stats_procs import BlockProcs
+
+    n = _count(shape)
+    nblocks = -(-n // block)
+    plans: dict[int, Any] = {}
+
+    def handler(msg: dict[str, Any], b: int) -> Any:
+        start = b * block
+        piece = read_range(start, min(n, start + block))
+        if msg["pass"] == 1:
+            return reduce_block(piece, start).to_plain()
+        key = id(msg)
+        if key not in plans:  # one plan per phase message (the same object for all its blocks)
+            plans.clear()
+            plans[key] = (msg, _FloatAcc.from_plain(msg["acc"], gen.bad.limit).hist_plan(int(msg["bins"]))[2])
+        return plans[key][1](piece, start).tolist()
+
+    procs = BlockProcs.start(handler, 1, nblocks, workers)
+    if procs is None:
+        return None
+    msg1 = {"pass": 1}
+    with procs:
+        for b, plain in procs.run(msg1):
+            try:
+                acc = _FloatAcc.from_plain(plain, gen.bad.limit)
+            except (TypeError, ValueError, KeyError):  # a garbled result: reduce that block here
+                acc = _FloatAcc.from_plain(handler(msg1, b), gen.bad.limit)
+            gen.merge(acc)
+        st = gen.stats(shape, "")
+        if not gen.nfin:
+            return st, None
+        edges, log, count = gen.hist_plan(bins)
+        counts = np.zeros(len(edges) - 1, dtype=np.int64)
+        if count is None:
+            counts[0] = gen.nfin
+            return st, (edges, counts, log)
+        counts += count(read_range(0, min(n, block)), 0)
+        msg2 = {"pass": 2, "bins": bins, "acc": gen.to_plain()}
+        for b, part in procs.run(msg2):
+            try:
+                got = np.asarray(part, dtype=np.int64)
+                ok = got.shape == counts.shape
+            except (TypeError, ValueError, OverflowError):
+                ok = False
+            counts += got if ok else np.asarray(handler(msg2, b), dtype=np.int64)
+        return st, (edges, counts, log)
 
 
 def _count(shape: tuple[int, ...]) -> int:
@@ -999,7 +1107,11 @@ def compute_stats(array: np.ndarray, chunk_elems: int = 1 << 22, first_bad_n: in
     logical = _logical_name(dtype) or arr.dtype.name
     chunk_elems = max(1, int(chunk_elems))
     block = min(chunk_elems, _BLOCK)
-    return _run(lambda: _flat_chunks(arr, chunk_elems), shape, logical, block, first_bad_n, bins)
+    read_range = None
+    if arr.flags.c_contiguous and arr.ndim and chunk_elems % block == 0:  # blocks at multiples of block
+        flat = arr.reshape(-1)
+        read_range = lambda a, b: flat[a:b]  # noqa: E731  (a view: children share the mapping)
+    return _run(lambda: _flat_chunks(arr, chunk_elems), shape, logical, block, first_bad_n, bins, read_range)
 
 
 def compute_stats_chunks(chunks: ChunkSource, shape: tuple[int, ...], dtype: Any,
@@ -1010,10 +1122,16 @@ def compute_stats_chunks(chunks: ChunkSource, shape: tuple[int, ...], dtype: Any
     bf16, …) or raw bit patterns (uint16 chunks with ``dtype="bfloat16"``).  The generic engine
     (32/64-bit values) builds its histogram in a second pass: pass a callable returning a fresh
     iterable, or a re-iterable (list…); with a one-shot iterator the histogram is left empty.
+    A callable that also has ``read_range(start, stop)`` (elements ``[start, stop)`` as one array)
+    and ``chunk`` (every chunk but the last has that many elements) can be reduced in forked
+    processes (see :mod:`dumpscope.core.stats_procs`).
     """
     shape = tuple(int(d) for d in shape)
     block = min(max(1, int(chunk_elems)), _BLOCK)
-    return _run(chunks, shape, _logical_name(dtype), block, first_bad_n, bins)
+    read_range = getattr(chunks, "read_range", None)  # a source split by element range (a file)
+    if read_range is not None and (not getattr(chunks, "chunk", 0) or getattr(chunks, "chunk") % block):
+        read_range = None  # its chunks would cut blocks elsewhere than at multiples of block
+    return _run(chunks, shape, _logical_name(dtype), block, first_bad_n, bins, read_range)
 
 
 # --------------------------------------------------------------------------------------------

@@ -449,7 +449,7 @@ def _stream_pt(ref: TensorRef):
     count = element_count(info.shape)
     if count == 0:
         return (lambda: iter([np.zeros(0, sdt)]), tuple(info.shape), info.dtype)
-    return (lambda: _read_chunks(ref.path, offset, count, sdt), tuple(info.shape), info.dtype)
+    return (FileChunks(ref.path, offset, count, sdt), tuple(info.shape), info.dtype)
 
 
 _BITS_DTYPES = {"bfloat16": np.uint16, "float8_e5m2": np.uint8, "float8_e4m3fn": np.uint8,
@@ -473,7 +473,7 @@ def _stream_plain(ref: TensorRef, offset: int, size: int, dtype: str):
         raise TensorLoadError(f"{ref.path}: truncated: payload of {ref.io} {ref.slot} ends past the end of file")
     if count == 0:
         return (lambda: iter([np.zeros(0, sdt)]), tuple(ref.shape), dtype)
-    return (lambda: _read_chunks(ref.path, offset, count, sdt), tuple(ref.shape), dtype)
+    return (FileChunks(ref.path, offset, count, sdt), tuple(ref.shape), dtype)
 
 
 #: sub-byte integer types packed several to a byte (core.dtypes decodes them)
@@ -564,7 +564,38 @@ def _stream_npy(ref: TensorRef):
     count = element_count(shape)
     if count == 0:
         return (lambda: iter([np.zeros(0, sdt)]), tuple(shape), sdt.name)
-    return (lambda: _read_chunks(ref.path, head.data_offset, count, sdt), tuple(shape), sdt.name)
+    return (FileChunks(ref.path, head.data_offset, count, sdt), tuple(shape), sdt.name)
+
+
+class FileChunks:
+    """``count`` elements of ``sdt`` stored from ``offset`` of a file: called, the chunks of
+    :func:`_read_chunks`; ``read_range(start, stop)`` reads any element range alone, so the stats
+    engine can split a big tensor over forked processes, each reading its own part of the file."""
+
+    def __init__(self, path: str, offset: int, count: int, sdt: np.dtype, chunk: Optional[int] = None) -> None:
+        self.path, self.offset, self.count, self.sdt, self._chunk = path, offset, count, np.dtype(sdt), chunk
+
+    @property
+    def chunk(self) -> int:
+        """Elements per chunk (all but the last): the stats engine splits only at multiples of its block."""
+        return self._chunk or _read_chunks.__defaults__[0]  # type: ignore[index]
+
+    def __call__(self) -> Iterable[np.ndarray]:
+        return _read_chunks(self.path, self.offset, self.count, self.sdt, self.chunk)
+
+    def read_range(self, start: int, stop: int) -> np.ndarray:
+        stop = min(stop, self.count)
+        want = max(0, stop - start) * self.sdt.itemsize
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self.offset + start * self.sdt.itemsize)
+                buf = fh.read(want)
+        except OSError as exc:
+            raise TensorLoadError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
+        if len(buf) != want:
+            raise TensorLoadError(f"{self.path}: truncated: file ended {start + len(buf) // self.sdt.itemsize} "
+                                  f"elements into a tensor of {self.count}")
+        return np.frombuffer(buf, dtype=self.sdt)
 
 
 def _read_chunks(path: str, offset: int, count: int, sdt: np.dtype, chunk: int = 1 << 22) -> Iterable[np.ndarray]:

@@ -1,0 +1,241 @@
+"""Big float32/float64 tensors are reduced in forked processes when the process is single-threaded
+(``dumpscope stats``): the answer is bit-for-bit the one-thread answer, whatever happens to the
+children (killed, erring, garbled output), and nothing forks where it must not (threads alive,
+``DUMPSCOPE_WORKERS=1``).  No timing here: speed is ``benchmarks/bench_stats.py``'s business."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import threading
+
+import numpy as np
+import pytest
+
+from dumpscope.core import stats as S
+from dumpscope.core import stats_procs as P
+from dumpscope.core.stats import compute_stats, compute_stats_chunks
+from dumpscope.core.tensor_io import FileChunks, TensorLoadError
+from test_stats_speed_paths import check
+
+BLOCK = 4096
+CHUNK = 3 * BLOCK  # chunks a multiple of the block: the process path may split them
+
+
+@pytest.fixture
+def small(monkeypatch):
+    """Blocks of 4,096 elements (sub-blocks of 1,024), workers from 20,000 elements on."""
+    monkeypatch.setattr(S, "_BLOCK", BLOCK)
+    monkeypatch.setattr(S, "_FSUB", 1024)
+    monkeypatch.setattr(S, "PARALLEL_MIN_ELEMS", 20_000)
+    return monkeypatch
+
+
+@pytest.fixture
+def forks(monkeypatch):
+    """The pids this process forked (children record nothing: they never return to the test)."""
+    pids: list[int] = []
+    real = os.fork
+
+    def fork():
+        pid = real()
+        if pid:
+            pids.append(pid)
+        return pid
+    monkeypatch.setattr(P.os, "fork", fork)
+    yield pids
+    for pid in pids:  # every child was reaped: waiting again finds none
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def _data(dtype: str, n: int = 61_000, log: bool = False) -> np.ndarray:
+    rng = np.random.default_rng(21)
+    x = rng.standard_normal(n) * 3 + 2.5  # a mean the first block is not centred on
+    if log:
+        x[::997] *= 1e7  # heavy tails: log bins
+    x = x.astype(dtype)
+    tiny = np.finfo(dtype).smallest_subnormal
+    x[[3, 9_000, 9_001, 30_123, n - 2]] = [np.nan, np.inf, -np.inf, np.nan, np.inf]  # in several blocks
+    x[[17, 18, 44_000]] = 0.0
+    x[40_000] = -0.0
+    x[[50_000, 50_001]] = [tiny, -7 * tiny]  # subnormals
+    return x
+
+
+def _asdict(x: np.ndarray, workers: int, monkeypatch, **kw) -> dict:
+    monkeypatch.setenv("DUMPSCOPE_WORKERS", str(workers))
+    return dataclasses.asdict(compute_stats(x, chunk_elems=CHUNK, first_bad_n=4, **kw))
+
+
+def _parent_blocks(monkeypatch) -> list[int]:
+    """Offsets of the blocks pass 1 reduced in *this* process (children count in their own copy)."""
+    me = os.getpid()
+    seen: list[int] = []
+    real = S._FloatAcc.add
+
+    def add(self, block, offset):
+        if os.getpid() == me:
+            seen.append(offset)
+        return real(self, block, offset)
+    monkeypatch.setattr(S._FloatAcc, "add", add)
+    return seen
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("log", [False, True])
+def test_processes_give_the_one_thread_answer_bit_for_bit(dtype, log, small, forks):
+    x = _data(dtype, log=log)
+    one = _asdict(x, 1, small)
+    assert not forks
+    parent = _parent_blocks(small)
+    procs = _asdict(x, 3, small)
+    assert len(forks) == 2  # three workers: this process and two children
+    nblocks = -(-x.size // BLOCK)
+    assert 0 < len(parent) < nblocks // 2  # the children really reduced most blocks
+    assert procs == one
+    assert one["hist_log"] is log
+    st = S.TensorStats(**procs)
+    check(st, x)
+    bad = np.argwhere(~np.isfinite(x))[:4]
+    assert st.first_bad == [tuple(int(i) for i in ix) for ix in bad]
+    assert st.zeros == 4 and st.nan == 2 and st.posinf == 2 and st.neginf == 1
+
+
+def test_shaped_tensor_first_bad_are_nd_indices(small, forks):
+    x = _data("float32", n=64_000).reshape(16, 40, 100)
+    one = _asdict(x, 1, small)
+    assert _asdict(x, 2, small) == one and forks
+    assert one["first_bad"][0] == (0, 0, 3) and one["shape"] == (16, 40, 100)
+
+
+@pytest.mark.parametrize("phase", [1, 2])
+@pytest.mark.parametrize("how", ["kill", "raise", "garble", "bad_json"])
+def test_a_failing_child_changes_nothing(phase, how, small, forks):
+    x = _data("float32")
+    one = _asdict(x, 1, small)
+    victim = -(-x.size // BLOCK) - 2  # a block of the last child
+
+    def hook(msg, b):
+        if msg["pass"] == phase and b == victim:
+            if how == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            if how == "raise":
+                raise RuntimeError("child fails")
+            return b"not json\n" if how == "bad_json" else b'[%d, {"n": "x"}]\n' % b
+        return None
+    small.setattr(P, "_fault_hook", hook)
+    assert _asdict(x, 3, small) == one
+    assert len(forks) == 2
+
+
+def test_no_fork_while_another_thread_runs(small, forks):
+    x = _data("float64")
+    one = _asdict(x, 1, small)
+    stop = threading.Event()
+    helper = threading.Thread(target=stop.wait)
+    helper.start()
+    try:
+        assert not P.can_fork()
+        names: set[str] = set()
+        real = S._FloatAcc.add
+
+        def add(self, block, offset):
+            names.add(threading.current_thread().name)
+            return real(self, block, offset)
+        small.setattr(S._FloatAcc, "add", add)
+        assert _asdict(x, 3, small) == one
+    finally:
+        stop.set()
+        helper.join()
+    assert not forks  # the thread path instead
+    assert any(n.startswith("dumpscope-stats") for n in names)
+
+
+def test_one_worker_or_small_tensor_or_odd_chunks_never_fork(small, forks):
+    x = _data("float32")
+    _asdict(x, 1, small)  # DUMPSCOPE_WORKERS=1
+    small.setenv("DUMPSCOPE_WORKERS", "3")
+    compute_stats(x[:19_000], chunk_elems=CHUNK)  # under PARALLEL_MIN_ELEMS
+    compute_stats(x, chunk_elems=CHUNK + 1)  # chunks that cut blocks short: not split by range
+    compute_stats(x[::2], chunk_elems=CHUNK)  # not contiguous
+    assert not forks
+    compute_stats(x, chunk_elems=CHUNK)
+    assert forks
+
+
+def test_keyboard_interrupt_ends_the_children(small, forks):
+    x = _data("float32")
+    me = os.getpid()
+    real = S._FloatAcc.add
+    calls = []
+
+    def add(self, block, offset):
+        if os.getpid() == me:
+            calls.append(offset)
+            if len(calls) == 3:  # in this process's own range, children running
+                raise KeyboardInterrupt
+        return real(self, block, offset)
+    small.setattr(S._FloatAcc, "add", add)
+    small.setenv("DUMPSCOPE_WORKERS", "3")
+    with pytest.raises(KeyboardInterrupt):
+        compute_stats(x, chunk_elems=CHUNK)
+    assert len(forks) == 2  # and the fixture checks they were reaped
+
+
+def test_file_chunks_split_over_processes(small, forks, tmp_path):
+    x = _data("float64", n=55_000)
+    path = tmp_path / "t.bin"
+    path.write_bytes(b"HEAD" + x.tobytes())
+    src = FileChunks(str(path), 4, x.size, np.dtype(np.float64), chunk=CHUNK)
+    assert np.array_equal(src.read_range(10, 20), x[10:20], equal_nan=True)
+    small.setenv("DUMPSCOPE_WORKERS", "1")
+    one = dataclasses.asdict(compute_stats_chunks(src, x.shape, "float64", chunk_elems=CHUNK))
+    small.setenv("DUMPSCOPE_WORKERS", "2")
+    assert dataclasses.asdict(compute_stats_chunks(src, x.shape, "float64", chunk_elems=CHUNK)) == one
+    assert len(forks) == 1
+    assert one == dataclasses.asdict(compute_stats(x, chunk_elems=CHUNK))  # the same blocks as an array
+
+
+def test_file_truncated_under_the_children_is_one_error(small, forks, tmp_path):
+    x = _data("float32")
+    path = tmp_path / "t.bin"
+    path.write_bytes(x.tobytes())
+    src = FileChunks(str(path), 0, x.size + 5000, np.dtype(np.float32), chunk=CHUNK)  # claims more than is there
+    small.setenv("DUMPSCOPE_WORKERS", "2")
+    with pytest.raises(TensorLoadError, match="truncated"):
+        compute_stats_chunks(src, (x.size + 5000,), "float32", chunk_elems=CHUNK)
+
+
+def test_block_procs_results_in_block_order_and_split_ranges(forks):
+    assert P.split_ranges(1, 11, 3) == [(1, 4), (4, 7), (7, 11)]
+    assert P.split_ranges(0, 2, 4) == [(0, 1), (1, 2)]
+    procs = P.BlockProcs.start(lambda msg, b: [msg["k"], b, os.getpid()], 0, 9, 3)
+    assert procs is not None
+    with procs:
+        for k in (1, 2):  # two phases, the same children
+            got = list(procs.run({"k": k}))
+            assert [b for b, _ in got] == list(range(9))
+            assert all(r[0] == k and r[1] == b for b, r in got)
+            assert len({r[2] for _, r in got}) == 3  # three processes answered
+    assert len(forks) == 2
+
+
+@pytest.mark.parametrize("how", ["kill", "garble"])
+def test_block_procs_compute_what_a_failed_child_did_not_deliver(how, forks, monkeypatch):
+    me = os.getpid()
+
+    def hook(msg, b):
+        if b == 7:
+            if how == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            return b"[7, 1, 2]\n[oops\n"
+        return None
+    monkeypatch.setattr(P, "_fault_hook", hook)
+    procs = P.BlockProcs.start(lambda msg, b: [b * 10, os.getpid()], 0, 9, 3)
+    with procs:
+        got = dict(procs.run({}))
+    assert [got[b][0] for b in range(9)] == [b * 10 for b in range(9)]
+    assert got[6][1] != me and got[7][1] == me and got[8][1] == me  # the rest of the last child's range: here
+    assert got[3][1] != me and got[3][1] != got[6][1]
