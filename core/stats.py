@@ -20,9 +20,16 @@ Two engines, chosen by the element width:
   update (a block whose mean is far from the shift is re-centred on its own mean, so no catastrophic
   cancellation when ``|mean| >> std``); ``l2norm² = M2 + n·mean²``.  The histogram needs the finite
   range first, so it is a second pass over the data (re-iterating the chunks).  Blocks (1M
-  elements) are reduced independently — on ``stats_workers()`` threads for tensors of
-  ``PARALLEL_MIN_ELEMS`` or more (numpy releases the GIL in its loops) — and merged in block order
-  (Chan's parallel update; histogram counts add), so the answer does not depend on the threads.
+  elements) are reduced independently and merged in block order (Chan's parallel update;
+  histogram counts add), so the answer does not depend on who reduced them.  Tensors of
+  ``PARALLEL_MIN_ELEMS`` or more use ``stats_workers()`` workers: **forked processes**
+  (:mod:`dumpscope.core.stats_procs`) when the source can be split by element range (a
+  C-contiguous array or memmap, a plain file: :class:`~dumpscope.core.tensor_io.FileChunks`) and
+  the process is single-threaded (the ``dumpscope`` CLI), else threads (the explorer).  Threads
+  scale badly here: two threads making many short numpy calls each burn ~2x the CPU of one (GIL
+  hand-offs on this kind of VM), so on 2 cores they were slower than one thread; processes share
+  nothing but the page cache.  Each child sends each block's accumulator back as JSON (exact
+  floats) and the parent merges them in block order: bit-identical to one thread.
 
 Cost (1 GiB float32 memmap, warm page cache, one core, CPU time against one
 ``np.add.reduce(x, dtype=float64)`` = 1.0): pass 1 ~1.8 — min/max 0.5 (the first read of the
@@ -861,13 +868,14 @@ def _as_numbers(block: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x).reshape(-1)
 
 
-#: tensors of at least this many elements are reduced by several threads at once (numpy releases the
-#: GIL inside its loops); smaller ones are not worth a thread hand-off
+#: tensors of at least this many elements are reduced by several workers at once (forked processes,
+#: else threads); smaller ones are not worth a fork or a thread hand-off
 PARALLEL_MIN_ELEMS = 1 << 23
 
 
 def stats_workers() -> int:
-    """Threads reducing one big tensor: ``DUMPSCOPE_WORKERS`` if set, else the cores (at most 4)."""
+    """Workers (processes, else threads) reducing one big tensor: ``DUMPSCOPE_WORKERS`` if set, else
+    the cores (at most 4); 1 reduces it on the calling thread alone."""
     try:
         n = int(os.environ.get("DUMPSCOPE_WORKERS", "0") or 0)
     except ValueError:
@@ -1023,7 +1031,7 @@ def _run_forked(read_range: ReadRange, shape: tuple[int, ...], block: int, gen: 
     """Both passes of the float engine over blocks 1… in forked processes (``gen`` holds block 0);
     None when no process could be forked.  Every block is reduced exactly as on one thread and
     merged here in block order, so the answer is bit-identical to the one-thread answer."""
-    from dumpscope.core.stats_procs import BlockProcs
+    from dumpscope.core.stats_procs import BlockProcs, split_ranges
 
     n = _count(shape)
     nblocks = -(-n // block)
@@ -1040,7 +1048,9 @@ def _run_forked(read_range: ReadRange, shape: tuple[int, ...], block: int, gen: 
             plans[key] = (msg, _FloatAcc.from_plain(msg["acc"], gen.bad.limit).hist_plan(int(msg["bins"]))[2])
         return plans[key][1](piece, start).tolist()
 
-    procs = BlockProcs.start(handler, 1, nblocks, workers)
+    ranges = split_ranges(0, nblocks, workers)
+    ranges[0] = (1, ranges[0][1])  # block 0 is done (pass 1) and counted here (pass 2): a block less
+    procs = BlockProcs.start(handler, ranges)
     if procs is None:
         return None
     msg1 = {"pass": 1}

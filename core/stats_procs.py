@@ -4,8 +4,8 @@ Why processes: on this kind of VM, two threads making many short numpy calls eac
 the CPU of one thread (GIL hand-offs around every call), so threads made the float engine *slower*;
 forked children share the memory map (or read their own range of the file) and never contend.
 
-One job: :class:`BlockProcs` owns the block numbers ``[first, stop)`` of a tensor, splits them into
-contiguous ranges, keeps the first range for the calling process and forks one child per other
+One job: :class:`BlockProcs` takes contiguous ranges of a tensor's block numbers (see
+:func:`split_ranges`), keeps the first range for the calling process and forks one child per other
 range.  Each :meth:`BlockProcs.run` is a *phase* (pass 1, then pass 2 with what pass 1 found): every
 process calls ``handler(msg, block_no)`` for each block of its range, and the caller gets every
 block's result back **in block order** — so the caller merges exactly as one thread would.
@@ -72,9 +72,9 @@ class BlockProcs:
         self.children: list[_Child] = []
 
     @classmethod
-    def start(cls, handler: Callable[[Any, int], Any], first: int, stop: int,
-              workers: int) -> Optional["BlockProcs"]:
-        ranges = split_ranges(first, stop, workers)
+    def start(cls, handler: Callable[[Any, int], Any], ranges: list[tuple[int, int]]) -> Optional["BlockProcs"]:
+        """This process keeps ``ranges[0]``; one child is forked per other range (contiguous block
+        numbers ``[start, stop)``, in order)."""
         if len(ranges) < 2 or not can_fork():
             return None
         procs = cls(handler, ranges[0])

@@ -211,7 +211,7 @@ def test_file_truncated_under_the_children_is_one_error(small, forks, tmp_path):
 def test_block_procs_results_in_block_order_and_split_ranges(forks):
     assert P.split_ranges(1, 11, 3) == [(1, 4), (4, 7), (7, 11)]
     assert P.split_ranges(0, 2, 4) == [(0, 1), (1, 2)]
-    procs = P.BlockProcs.start(lambda msg, b: [msg["k"], b, os.getpid()], 0, 9, 3)
+    procs = P.BlockProcs.start(lambda msg, b: [msg["k"], b, os.getpid()], P.split_ranges(0, 9, 3))
     assert procs is not None
     with procs:
         for k in (1, 2):  # two phases, the same children
@@ -233,7 +233,7 @@ def test_block_procs_compute_what_a_failed_child_did_not_deliver(how, forks, mon
             return b"[7, 1, 2]\n[oops\n"
         return None
     monkeypatch.setattr(P, "_fault_hook", hook)
-    procs = P.BlockProcs.start(lambda msg, b: [b * 10, os.getpid()], 0, 9, 3)
+    procs = P.BlockProcs.start(lambda msg, b: [b * 10, os.getpid()], P.split_ranges(0, 9, 3))
     with procs:
         got = dict(procs.run({}))
     assert [got[b][0] for b in range(9)] == [b * 10 for b in range(9)]
