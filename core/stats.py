@@ -340,6 +340,9 @@ class _BucketAcc:
 
 #: Sub-block of the float engine: its float64 work buffer (1 MB) stays in L2.
 _FSUB = 1 << 17
+#: The histogram pass bins this many pass-1 sub-blocks at once (its counts are integers: the part
+#: size changes no answer; fewer, longer numpy calls save ~5% of that pass).
+_HIST_PARTS = 4
 #: A block's shifted moments are recomputed around the exact block mean when the shift is this
 #: far from it (relative to the block's spread), i.e. when more than ~4 digits would cancel.
 _SHIFT_GUARD = 1e-4
@@ -373,14 +376,15 @@ def _work_buffers(m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _bin_buffer(role: str, dtype: np.dtype) -> np.ndarray:
-    """A ``_FSUB``-element scratch array of the calling thread for the histogram pass."""
+    """A ``_FSUB * _HIST_PARTS``-element scratch array of the calling thread for the histogram pass."""
     bufs = getattr(_LOCAL, "bins", None)
     if bufs is None:
         bufs = _LOCAL.bins = {}
     key = (role, dtype.str)
     buf = bufs.get(key)
-    if buf is None or buf.size < _FSUB:
-        buf = bufs[key] = np.empty(_FSUB, dtype=dtype)
+    size = _FSUB * _HIST_PARTS
+    if buf is None or buf.size < size:
+        buf = bufs[key] = np.empty(size, dtype=dtype)
     return buf
 
 
@@ -771,13 +775,14 @@ class _FloatAcc:
         return i + 1 < len(r) and r[i + 1][0] < end
 
     def _finite_parts(self, block: np.ndarray, offset: int, dtype: np.dtype) -> Iterator[np.ndarray]:
-        """The finite values of one block in ``dtype``, a sub-block at a time (only sub-blocks pass 1
-        found NaN/Inf in are masked).  Reads nothing of ``self`` but what pass 1 left: thread-safe."""
+        """The finite values of one block in ``dtype``, ``_HIST_PARTS`` sub-blocks at a time (only parts
+        that overlap a sub-block pass 1 found NaN/Inf in are masked).  Reads nothing of ``self`` but what pass 1 left: thread-safe."""
         x = _as_numbers(block)
         if x.dtype != dtype:
             x = x.astype(dtype)
-        for i in range(0, x.size, _FSUB):
-            part = x[i : i + _FSUB]
+        step = _FSUB * _HIST_PARTS
+        for i in range(0, x.size, step):
+            part = x[i : i + step]
             if self._has_bad(offset + i, offset + i + part.size):
                 part = part[np.isfinite(part)]
             if part.size:
@@ -1071,6 +1076,7 @@ def _run_forked(read_range: ReadRange, shape: tuple[int, ...], block: int, gen: 
             return st, (edges, counts, log)
         counts += count(read_range(0, min(n, block)), 0)
         msg2 = {"pass": 2, "bins": bins, "acc": gen.to_plain()}
+        plans[id(msg2)] = (msg2, count)  # this process has the plan already (the children build theirs)
         for b, part in procs.run(msg2):
             try:
                 got = np.asarray(part, dtype=np.int64)
