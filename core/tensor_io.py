@@ -7,6 +7,7 @@ tensor never needs to be decoded at once).
 
 from __future__ import annotations
 
+import mmap
 import os
 import threading
 from collections import OrderedDict
@@ -584,18 +585,32 @@ class FileChunks:
         return _read_chunks(self.path, self.offset, self.count, self.sdt, self.chunk)
 
     def read_range(self, start: int, stop: int) -> np.ndarray:
-        stop = min(stop, self.count)
-        want = max(0, stop - start) * self.sdt.itemsize
+        """Elements ``[start, stop)``: a read-only map of just that part of the file (no copy; the
+        pages leave the resident set when the array is dropped), or a plain read where mapping fails."""
+        n = max(0, min(stop, self.count) - start)
+        pos = self.offset + start * self.sdt.itemsize
+        want = n * self.sdt.itemsize
+        if want == 0:
+            return np.zeros(0, self.sdt)
         try:
             with open(self.path, "rb") as fh:
-                fh.seek(self.offset + start * self.sdt.itemsize)
-                buf = fh.read(want)
+                have = os.fstat(fh.fileno()).st_size - pos
+                if have < want:
+                    raise TensorLoadError(f"{self.path}: truncated: file ended {start + max(0, have) // self.sdt.itemsize} "
+                                          f"elements into a tensor of {self.count}")
+                base = pos - pos % mmap.ALLOCATIONGRANULARITY
+                try:
+                    mapped = mmap.mmap(fh.fileno(), pos + want - base, access=mmap.ACCESS_READ, offset=base)
+                except (OSError, ValueError):  # a file system without mmap
+                    fh.seek(pos)
+                    buf = fh.read(want)
+                    if len(buf) == want:
+                        return np.frombuffer(buf, dtype=self.sdt)
+                    raise TensorLoadError(f"{self.path}: truncated: file ended {start + len(buf) // self.sdt.itemsize} "
+                                          f"elements into a tensor of {self.count}") from None
         except OSError as exc:
             raise TensorLoadError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
-        if len(buf) != want:
-            raise TensorLoadError(f"{self.path}: truncated: file ended {start + len(buf) // self.sdt.itemsize} "
-                                  f"elements into a tensor of {self.count}")
-        return np.frombuffer(buf, dtype=self.sdt)
+        return np.frombuffer(mapped, dtype=self.sdt, count=n, offset=pos - base)
 
 
 def _read_chunks(path: str, offset: int, count: int, sdt: np.dtype, chunk: int = 1 << 22) -> Iterable[np.ndarray]:

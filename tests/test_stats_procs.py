@@ -16,6 +16,7 @@ import pytest
 from dumpscope.core import stats as S
 from dumpscope.core import stats_procs as P
 from dumpscope.core.stats import compute_stats, compute_stats_chunks
+from dumpscope.core import tensor_io
 from dumpscope.core.tensor_io import FileChunks, TensorLoadError
 from test_stats_speed_paths import check
 
@@ -196,6 +197,12 @@ def test_file_chunks_split_over_processes(small, forks, tmp_path):
     assert dataclasses.asdict(compute_stats_chunks(src, x.shape, "float64", chunk_elems=CHUNK)) == one
     assert len(forks) == 1
     assert one == dataclasses.asdict(compute_stats(x, chunk_elems=CHUNK))  # the same blocks as an array
+
+    def no_mmap(*a, **k):
+        raise OSError("no mmap here")
+    small.setattr(tensor_io.mmap, "mmap", no_mmap)  # a file system without mmap: plain reads, same answer
+    assert np.array_equal(src.read_range(7, 9000), x[7:9000], equal_nan=True)
+    assert dataclasses.asdict(compute_stats_chunks(src, x.shape, "float64", chunk_elems=CHUNK)) == one
 
 
 def test_file_truncated_under_the_children_is_one_error(small, forks, tmp_path):
