@@ -1,6 +1,6 @@
 """Benchmark compute_stats against one numpy reduction pass (run by hand).
 
-    python benchmarks/bench_stats.py [--mb 1024] [--dir /tmp]
+    python benchmarks/bench_stats.py [--mb 1024] [--dir /tmp] [--kinds float32,float64] [--reps 3] [--cli]
 
 Writes a float32, float64, float16 and bfloat16 (uint16 bits) array of ``--mb`` MB each to temporary
 files (``--kinds`` picks a subset), maps them with np.memmap, warms the page cache, then times the
@@ -132,12 +132,54 @@ def _no_fork() -> Iterator[None]:
         helper.join()
 
 
+def _cli_row(d: str, raw: str, kind: str, n: int, gb: float, reps: int) -> None:
+    """``dumpscope stats`` on the tensor as a MindSpore ``.npy`` (whole process, fresh index cache each
+    run so no cached statistics), default workers and ``DUMPSCOPE_WORKERS=1``, against a whole-process
+    floor: ``python -c`` that maps the ``.npy`` and runs one ``np.add.reduce(x, dtype=float64)``."""
+    import subprocess
+    import shutil
+
+    leaf = os.path.join(d, f"cli_{kind}", "rank_0", "Net", "0", "0")
+    os.makedirs(leaf, exist_ok=True)
+    npy = os.path.join(leaf, f"MatMul.Default--MatMul-op1.0.0.1700000000000000.output.0.DefaultFormat.{kind}.npy")
+    src = np.memmap(raw, dtype=kind, mode="r", shape=(n,))
+    out = np.lib.format.open_memmap(npy, mode="w+", dtype=kind, shape=(n,))
+    for i in range(0, n, 1 << 22):
+        out[i : i + (1 << 22)] = src[i : i + (1 << 22)]
+    out.flush()
+    del out, src
+    floor_code = (f"import numpy as np; x = np.load({npy!r}, mmap_mode='r'); "
+                  "np.add.reduce(x.reshape(-1), dtype=np.float64)")
+    floor = common.time_subprocess(floor_code, reps=reps)
+    cli = [sys.executable, "-c", "import sys; from dumpscope.tui.cli import main; sys.exit(main())",
+           "stats", os.path.join(d, f"cli_{kind}"), "Default--MatMul-op1", "--io", "output", "--slot", "0",
+           "--json", "--no-cache"]
+    timed = {}
+    for label, workers in (("default workers", None), ("DUMPSCOPE_WORKERS=1", "1")):
+        env = dict(os.environ)
+        env.pop("DUMPSCOPE_WORKERS", None)
+        if workers:
+            env["DUMPSCOPE_WORKERS"] = workers
+        timed[label] = common.best_time(
+            lambda: subprocess.run(cli, check=True, env=env, stdout=subprocess.DEVNULL), reps)
+    shutil.rmtree(os.path.join(d, f"cli_{kind}"), ignore_errors=True)
+    for label, t in timed.items():
+        print(f"  {'dumpscope stats (.npy), ' + label:40s} {t:7.3f} s  vs floor {floor:.3f} s: {t / floor:.2f}x")
+    t = timed["default workers"]
+    common.emit(f"dumpscope stats {kind}, {gb:.2f} GB .npy, whole process", round(t, 3), "s",
+                baseline=f"{floor:.3f} s (python -c: np.load mmap + one np.add.reduce pass)",
+                ratio=round(t / floor, 2), target="", met=None,
+                note=", ".join(f"{k} {v:.3f} s" for k, v in timed.items()) + f"; load {os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=int, default=1024, help="size of each test array in MB")
     ap.add_argument("--dir", default=None, help="where to put the temporary files")
     ap.add_argument("--kinds", default="float32,float64,float16,bfloat16", help="comma-separated dtypes")
     ap.add_argument("--reps", type=int, default=5, help="runs per timing (best is reported)")
+    ap.add_argument("--cli", action="store_true",
+                    help="also time `dumpscope stats` whole-process on the float32/float64 tensors saved as .npy")
     args = ap.parse_args()
     summary = []
     common.print_machine()
@@ -193,19 +235,21 @@ def main() -> None:
                     print(f"  {'  pass 1 (moments) / pass 2 (histogram)':40s} wall {p1w:.3f} / {p2w:.3f} s "
                           f"({p1w / first:.2f}x / {p2w / first:.2f}x)")
             st = run()
-            path = next(iter(timed))  # the default path: processes (the dumpscope CLI) for float32/float64
-            t = timed[path]
+            way = next(iter(timed))  # the default path: processes (the dumpscope CLI) for float32/float64
+            t = timed[way]
             print(f"  numpy heap peak during compute_stats: {heap_peak / 2**20:.1f} MB; "
                   f"nan={st.nan} mean={st.mean:.6f} std={st.std:.6f} log_hist={st.hist_log}")
             summary.append((kind, first, t))
             target = kind in ("float32", "float64")
-            common.emit(f"stats {kind}, {gb:.2f} GB memmap (compute_stats, {path}, full statistics + exact histogram)",
+            common.emit(f"stats {kind}, {gb:.2f} GB memmap (compute_stats, {way}, full statistics + exact histogram)",
                         round(t, 3), "s", baseline=f"{first:.3f} s ({next(iter(times))}, one pass)",
                         ratio=round(t / first, 2), target="<= 2x one numpy pass" if target else "",
                         met=(t / first <= 2.0) if target else None,
                         note=", ".join(f"{k} {v:.3f} s" for k, v in timed.items())
                         + f"; numpy heap peak {heap_peak / 2**20:.1f} MB; load {os.getloadavg()[0]:.1f}")
             del x
+            if args.cli and kind in ("float32", "float64"):
+                _cli_row(d, path, kind, n, gb, args.reps)
     print("\nsummary (best of %d): dtype, one np.add.reduce pass, compute_stats, ratio" % args.reps)
     for kind, first, t in summary:
         print(f"  {kind:9s} {first:7.3f} s  {t:7.3f} s  {t / first:5.2f}x")

@@ -998,10 +998,14 @@ def _run(source: ChunkSource, shape: tuple[int, ...], logical: str, block: int,
         return acc
 
     if (workers > 1 and read_range is not None and off0 == 0 and head.size == block
-            and head.dtype.kind == "f" and head.dtype.itemsize in (4, 8)):
-        close = getattr(pieces, "close", None)
-        forked = _run_forked(read_range, shape, block, gen, reduce_block, bins, workers)
+            and head.dtype.kind == "f" and head.dtype.itemsize in (4, 8) and _forkable()):
+        if _count(shape) < PROCESS_MIN_ELEMS:  # a fork costs more than it saves; threads would cost more
+            workers = 1
+            forked = None
+        else:
+            forked = _run_forked(read_range, shape, block, gen, reduce_block, bins, workers)
         if forked is not None:
+            close = getattr(pieces, "close", None)
             if close is not None:
                 close()  # the chunk generator (an open file) is not needed any more
             st, hist = forked
@@ -1023,6 +1027,18 @@ def _run(source: ChunkSource, shape: tuple[int, ...], logical: str, block: int,
             st.hist_counts = [int(c) for c in counts]
             st.hist_log = log
     return st
+
+
+#: float32/float64 tensors of at least this many elements are reduced in forked processes where that is
+#: possible (smaller ones on the calling thread there): a fork, the children's first touches and their
+#: reaping cost ~10-20 ms, which two cores win back from ~24M elements on (1 GiB float32: 268M)
+PROCESS_MIN_ELEMS = 1 << 25
+
+
+def _forkable() -> bool:
+    from dumpscope.core.stats_procs import can_fork
+
+    return can_fork()
 
 
 #: ``read_range(start, stop)``: elements ``[start, stop)`` of the flat tensor as one 1-D array (a

@@ -124,14 +124,17 @@ def test_special_sub_blocks_on_threads_and_not(dtype: str, monkeypatch) -> None:
     monkeypatch.setattr(S, "_BLOCK", 1536)
     monkeypatch.setattr(S, "_FSUB", 512)
     monkeypatch.setattr(S, "PARALLEL_MIN_ELEMS", 1000)
+    monkeypatch.setattr(S, "PROCESS_MIN_ELEMS", 1000)
     x = _special_blocks(dtype, 512)
     out = {}
-    for workers in (1, 3):
+    for workers, forkable in ((1, True), (3, False), (3, True)):  # one thread, threads, processes
         monkeypatch.setenv("DUMPSCOPE_WORKERS", str(workers))
+        monkeypatch.setattr(S, "_forkable", lambda: forkable)
         st = compute_stats(x, chunk_elems=1000, first_bad_n=6)
         check(st, x, rtol=1e-12)
-        out[workers] = dataclasses.asdict(st)
-    assert out[1] == out[3]
+        out[workers, forkable] = dataclasses.asdict(st)
+    assert out[1, True] == out[3, False] == out[3, True]
+    out[1] = out[1, True]
     assert out[1]["zeros"] == 512 and out[1]["nan"] == truth(x)["nan"]
 
 

@@ -26,10 +26,11 @@ CHUNK = 3 * BLOCK  # chunks a multiple of the block: the process path may split 
 
 @pytest.fixture
 def small(monkeypatch):
-    """Blocks of 4,096 elements (sub-blocks of 1,024), workers from 20,000 elements on."""
+    """Blocks of 4,096 elements (sub-blocks of 1,024), workers (threads or processes) from 20,000 elements on."""
     monkeypatch.setattr(S, "_BLOCK", BLOCK)
     monkeypatch.setattr(S, "_FSUB", 1024)
     monkeypatch.setattr(S, "PARALLEL_MIN_ELEMS", 20_000)
+    monkeypatch.setattr(S, "PROCESS_MIN_ELEMS", 20_000)
     return monkeypatch
 
 
@@ -159,6 +160,18 @@ def test_one_worker_or_small_tensor_or_odd_chunks_never_fork(small, forks):
     _asdict(x, 1, small)  # DUMPSCOPE_WORKERS=1
     small.setenv("DUMPSCOPE_WORKERS", "3")
     compute_stats(x[:19_000], chunk_elems=CHUNK)  # under PARALLEL_MIN_ELEMS
+    small.setattr(S, "PROCESS_MIN_ELEMS", 40_000)
+    names: set[str] = set()
+    real = S._FloatAcc.add
+
+    def add(self, block, offset):
+        names.add(threading.current_thread().name)
+        return real(self, block, offset)
+    small.setattr(S._FloatAcc, "add", add)
+    assert _asdict(x[:30_000], 3, small) == _asdict(x[:30_000], 1, small)  # under PROCESS_MIN_ELEMS:
+    assert names == {threading.current_thread().name}  # one thread (threads cost more than they save)
+    small.setattr(S, "PROCESS_MIN_ELEMS", 20_000)
+    small.setenv("DUMPSCOPE_WORKERS", "3")
     compute_stats(x, chunk_elems=CHUNK + 1)  # chunks that cut blocks short: not split by range
     compute_stats(x[::2], chunk_elems=CHUNK)  # not contiguous
     assert not forks
