@@ -36,10 +36,14 @@ Cost (1 GiB float32 memmap, warm page cache, one core, CPU time against one
 data), exponent sum and zeros 0.6 (four integer ufuncs), moments 0.8 (widening copy, row sums, row
 ``vecdot``: BLAS ``ddot`` on 4096-element rows, which stays on the calling thread; the mixed-type
 ``subtract(x32, c, dtype=float64)`` and ``einsum`` used before were ~2x slower each) — and pass 2
-~1.6 (map to bins 0.5, pair keys + ``bincount`` 1.05).  That is ~3.4x one pass in CPU: the 2x
-target holds only when two cores divide both passes.  float64 data is far worse off (~9x in CPU):
-its one numpy pass is a plain sum at memory speed (~27 GB/s warm), so even two bare reads of the
-data would be 2x; every step here is 8 bytes wide.
+~1.6 (map to bins 0.5, pair keys + ``bincount`` 1.05).  That is ~3x one pass in CPU (session 6,
+idle box: 0.26 + 0.25 s against 0.17-0.18 s): the 2x target holds only when two cores divide both
+passes — two forked processes do (1.7-1.85x wall, ~2.0x when another job takes a core now and then);
+two threads do not (~3x).  float64 data is far worse off (~8.5x in CPU, 4.8x wall with two
+processes): its one numpy pass is a plain sum at memory speed (~27 GB/s warm), so even two bare
+reads of the data would be 2x and every step here is 8 bytes wide.  The trade-off is kept on
+purpose: exact histogram counts for exact edges and float64-accurate moments, bit-identical
+whatever the number of workers, rather than a one-pass approximation.
 Why there is no one-pass float histogram: exact equal-width edges over ``[min, max]`` cannot be
 known before the pass that finds min and max; binning the float bits into coarse buckets during
 pass 1 (the fp16 way) would cost more than pass 2 itself — a 65,536-bucket ``bincount`` of the high
