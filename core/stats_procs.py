@@ -24,16 +24,21 @@ explorer, which has threads and keeps the thread path.
 
 from __future__ import annotations
 
+import array
 import json
+import mmap
 import os
 import select
 import signal
 import threading
 from typing import Any, Callable, Iterator, Optional
 
-#: called in a child before each block as ``hook(msg, block_no)``: tests kill a child mid-way with it,
-#: or return bytes that the child writes instead of that block's result line
-_fault_hook: Optional[Callable[[Any, int], Optional[bytes]]] = None
+#: called in a child before each block as ``hook(msg, block_no, hints, slot)``: tests kill a child
+#: mid-way with it, hold it back, or return bytes that the child writes instead of that block's line
+_fault_hook: Optional[Callable[[Any, int, memoryview, int], Optional[bytes]]] = None
+#: whether the calling process takes the blocks a child has not started yet (tests turn it off to see
+#: the children do their share whatever the timing)
+STEAL = True
 
 
 def can_fork() -> bool:
@@ -50,34 +55,55 @@ def split_ranges(first: int, stop: int, parts: int) -> list[tuple[int, int]]:
 
 
 class _Child:
-    def __init__(self, pid: int, cmd_fd: int, out_fd: int, blocks: tuple[int, int]) -> None:
+    def __init__(self, pid: int, cmd_fd: int, out_fd: int, blocks: tuple[int, int], slot: int) -> None:
         self.pid = pid
         self.cmd_fd: Optional[int] = cmd_fd  # parent -> child: one JSON line per phase
         self.out_fd: Optional[int] = out_fd  # child -> parent: one JSON line per block
         self.blocks = blocks
+        self.slot = slot  # its three words in the shared hints: [progress, limit, phase]
         self.buf = b""
         self.got: dict[int, Any] = {}
+        self.ended = False  # this phase: it stopped (its range done, or it met what the parent took)
         self.alive = True
 
 
 class BlockProcs:
-    """Blocks ``[first, stop)`` split over this process and ``workers - 1`` forked children.
+    """Block ranges split over this process and one forked child per extra range.
 
     Use as a context manager; :meth:`start` returns None when nothing can be forked (the caller
-    keeps its one-process path)."""
+    keeps its one-process path).
 
-    def __init__(self, handler: Callable[[Any, int], Any], own: tuple[int, int]) -> None:
+    Work stealing (``steal=True``): once its own range is done, this process takes the blocks a
+    child has not started yet, from the end of that child's range backwards, so a child that runs
+    slower (a busy core) never holds the answer up.  The hints live in a small shared map: each
+    child publishes the block it is starting (``progress``) and stops at ``limit``, the lowest
+    block taken from it.  The hints may race (both sides may compute the same block: same result;
+    or each may leave it to the other): a child always ends its phase with an end line, and every
+    block nobody delivered is computed here, so the answer never depends on the race.  A third word
+    holds the phase, so a child still finishing a phase this process has closed stops at once.
+    """
+
+    def __init__(self, handler: Callable[[Any, int], Any], own: tuple[int, int], slots: int,
+                 steal: bool) -> None:
         self.handler = handler
         self.own = own
+        self.steal = steal
         self.children: list[_Child] = []
+        self.phase = 0
+        try:
+            self._map: Any = mmap.mmap(-1, 24 * max(1, slots))  # shared with the children (anonymous)
+        except (OSError, ValueError):  # no shared map: no stealing (each side keeps its own copy)
+            self._map, self.steal = bytearray(24 * max(1, slots)), False
+        self.hints = memoryview(self._map).cast("q")
 
     @classmethod
-    def start(cls, handler: Callable[[Any, int], Any], ranges: list[tuple[int, int]]) -> Optional["BlockProcs"]:
+    def start(cls, handler: Callable[[Any, int], Any], ranges: list[tuple[int, int]],
+              steal: Optional[bool] = None) -> Optional["BlockProcs"]:
         """This process keeps ``ranges[0]``; one child is forked per other range (contiguous block
-        numbers ``[start, stop)``, in order)."""
+        numbers ``[start, stop)``, in order).  ``steal``: see the class (default :data:`STEAL`)."""
         if len(ranges) < 2 or not can_fork():
             return None
-        procs = cls(handler, ranges[0])
+        procs = cls(handler, ranges[0], len(ranges) - 1, STEAL if steal is None else steal)
         try:
             for rng in ranges[1:]:
                 procs._fork(rng)
@@ -86,9 +112,14 @@ class BlockProcs:
         except BaseException:
             procs.close()
             raise
+        if not procs.children:
+            procs.close()
+            return None
         return procs
 
     def _fork(self, blocks: tuple[int, int]) -> None:
+        slot = len(self.children)
+        self.hints[3 * slot : 3 * slot + 3] = _words(blocks[0] - 1, blocks[1], 0)  # nothing started, no limit
         cmd_r, cmd_w = os.pipe()
         out_r, out_w = os.pipe()
         try:
@@ -107,22 +138,27 @@ class BlockProcs:
                             os.close(fd)
                 os.close(cmd_w)
                 os.close(out_r)
-                _child_main(self.handler, blocks, cmd_r, out_w)
+                _child_main(self.handler, blocks, cmd_r, out_w, self.hints, slot)
                 code = 0
             finally:
                 os._exit(code)
         os.close(cmd_r)
         os.close(out_w)
         os.set_blocking(out_r, False)
-        self.children.append(_Child(pid, cmd_w, out_r, blocks))
+        self.children.append(_Child(pid, cmd_w, out_r, blocks, slot))
 
     # -- a phase -----------------------------------------------------------------------------
 
     def run(self, msg: Any) -> Iterator[tuple[int, Any]]:
         """``(block_no, handler(msg, block_no))`` of every block, in block order."""
-        line = (json.dumps(msg) + "\n").encode()
+        self.phase += 1
+        line = (json.dumps([self.phase, msg]) + "\n").encode()
         for c in self.children:
-            c.got = {}
+            c.got, c.ended = {}, False
+            if self.steal:  # before the child reads the phase: this phase (first: a child that sees the
+                # new limit sees it too), nothing started, no limit
+                self.hints[3 * c.slot + 2] = self.phase
+                self.hints[3 * c.slot : 3 * c.slot + 2] = _words(c.blocks[0] - 1, c.blocks[1])
             if c.alive:
                 try:
                     _write_all(c.cmd_fd, line)
@@ -132,10 +168,30 @@ class BlockProcs:
             yield b, self.handler(msg, b)
             self._poll(0.0)  # keep the children's pipes drained: a full pipe would stall them
         for c in self.children:
-            for b in range(*c.blocks):
-                while b not in c.got and c.alive:
-                    self._poll(None, only=c)
-                yield b, c.got.pop(b) if b in c.got else self.handler(msg, b)
+            lo, hi = c.blocks
+            taken: dict[int, Any] = {}
+            scan, nxt = lo, hi - 1  # all below scan and all above nxt are in hand
+            while c.alive and not c.ended:
+                while scan < hi and (scan in c.got or scan in taken):
+                    scan += 1
+                while nxt >= scan and (nxt in c.got or nxt in taken):
+                    nxt -= 1  # the next block to take from this child, from its end backwards
+                if nxt < scan:
+                    break  # every block of this child is in hand
+                if self.steal:
+                    self.hints[3 * c.slot + 1] = nxt  # the child stops before nxt ...
+                    if self.hints[3 * c.slot] < nxt:  # ... unless it has started it already
+                        taken[nxt] = self.handler(msg, nxt)
+                        self._poll(0.0)
+                        continue
+                self._poll(None, only=c)  # nothing left to take: wait for the child's next line
+            for b in range(lo, hi):
+                if b in c.got:
+                    yield b, c.got.pop(b)
+                elif b in taken:
+                    yield b, taken.pop(b)
+                else:  # the child died, erred, or the hints raced: compute it here
+                    yield b, self.handler(msg, b)
 
     def _poll(self, timeout: Optional[float], only: Optional[_Child] = None) -> None:
         live = [c for c in ([only] if only else self.children) if c.alive]
@@ -161,14 +217,20 @@ class BlockProcs:
         lo, hi = c.blocks
         for raw in lines:
             try:
-                b, result = json.loads(raw)
-                ok = isinstance(b, int) and lo <= b < hi
+                phase, b, result = json.loads(raw)
+                ok = (isinstance(phase, int) and isinstance(b, int) and phase <= self.phase
+                      and (lo <= b < hi or b == -1))
             except (ValueError, TypeError):
                 ok = False
             if not ok:
                 self._drop(c)
                 return
-            c.got[b] = result
+            if phase < self.phase:
+                continue  # a late line of an earlier phase (a block this process took meanwhile)
+            if b == -1:
+                c.ended = True
+            else:
+                c.got[b] = result
 
     def _drop(self, c: _Child) -> None:
         """Stop using a child (dead, erring or garbled): the blocks it has not delivered yet are
@@ -211,6 +273,11 @@ class BlockProcs:
         self.close(kill=True)
 
 
+def _words(*values: int) -> memoryview:
+    """int64 words to copy into the shared hints."""
+    return memoryview(array.array("q", values))
+
+
 def _write_all(fd: Optional[int], data: bytes) -> None:
     if fd is None:
         raise OSError("closed")
@@ -219,15 +286,21 @@ def _write_all(fd: Optional[int], data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _child_main(handler: Callable[[Any, int], Any], blocks: tuple[int, int], cmd_fd: int, out_fd: int) -> None:
-    """Run each phase the parent sends over this child's blocks; end at EOF of the commands."""
+def _child_main(handler: Callable[[Any, int], Any], blocks: tuple[int, int], cmd_fd: int, out_fd: int,
+                hints: memoryview, slot: int) -> None:
+    """Run each phase the parent sends over this child's blocks (up to the parent's ``limit``),
+    then an end line; end at EOF of the commands."""
     with os.fdopen(cmd_fd, "rb") as cmds:
         for line in cmds:
-            msg = json.loads(line)
+            phase, msg = json.loads(line)
             for b in range(*blocks):
+                hints[3 * slot] = b  # progress: publish first, then look at the limit
+                if b >= hints[3 * slot + 1] or hints[3 * slot + 2] > phase:
+                    break  # the parent took the rest of the range, or has moved on to the next phase
                 if _fault_hook is not None:
-                    garbled = _fault_hook(msg, b)
+                    garbled = _fault_hook(msg, b, hints, slot)
                     if garbled is not None:  # a test's broken line instead of the result
                         _write_all(out_fd, garbled)
                         continue
-                _write_all(out_fd, (json.dumps([b, handler(msg, b)]) + "\n").encode())
+                _write_all(out_fd, (json.dumps([phase, b, handler(msg, b)]) + "\n").encode())
+            _write_all(out_fd, (json.dumps([phase, -1, None]) + "\n").encode())

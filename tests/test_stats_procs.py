@@ -9,6 +9,7 @@ import dataclasses
 import os
 import signal
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -91,9 +92,11 @@ def test_processes_give_the_one_thread_answer_bit_for_bit(dtype, log, small, for
     x = _data(dtype, log=log)
     one = _asdict(x, 1, small)
     assert not forks
+    assert _asdict(x, 3, small) == one  # with work stealing: whoever reduced which block
+    small.setattr(P, "STEAL", False)
     parent = _parent_blocks(small)
     procs = _asdict(x, 3, small)
-    assert len(forks) == 2  # three workers: this process and two children
+    assert len(forks) == 4  # three workers: this process and two children, twice
     nblocks = -(-x.size // BLOCK)
     assert 0 < len(parent) < nblocks // 2  # the children really reduced most blocks
     assert procs == one
@@ -119,7 +122,7 @@ def test_a_failing_child_changes_nothing(phase, how, small, forks):
     one = _asdict(x, 1, small)
     victim = -(-x.size // BLOCK) - 2  # a block of the last child
 
-    def hook(msg, b):
+    def hook(msg, b, hints, slot):
         if msg["pass"] == phase and b == victim:
             if how == "kill":
                 os.kill(os.getpid(), signal.SIGKILL)
@@ -231,7 +234,7 @@ def test_file_truncated_under_the_children_is_one_error(small, forks, tmp_path):
 def test_block_procs_results_in_block_order_and_split_ranges(forks):
     assert P.split_ranges(1, 11, 3) == [(1, 4), (4, 7), (7, 11)]
     assert P.split_ranges(0, 2, 4) == [(0, 1), (1, 2)]
-    procs = P.BlockProcs.start(lambda msg, b: [msg["k"], b, os.getpid()], P.split_ranges(0, 9, 3))
+    procs = P.BlockProcs.start(lambda msg, b: [msg["k"], b, os.getpid()], P.split_ranges(0, 9, 3), steal=False)
     assert procs is not None
     with procs:
         for k in (1, 2):  # two phases, the same children
@@ -246,16 +249,55 @@ def test_block_procs_results_in_block_order_and_split_ranges(forks):
 def test_block_procs_compute_what_a_failed_child_did_not_deliver(how, forks, monkeypatch):
     me = os.getpid()
 
-    def hook(msg, b):
+    def hook(msg, b, hints, slot):
         if b == 7:
             if how == "kill":
                 os.kill(os.getpid(), signal.SIGKILL)
             return b"[7, 1, 2]\n[oops\n"
         return None
     monkeypatch.setattr(P, "_fault_hook", hook)
-    procs = P.BlockProcs.start(lambda msg, b: [b * 10, os.getpid()], P.split_ranges(0, 9, 3))
+    procs = P.BlockProcs.start(lambda msg, b: [b * 10, os.getpid()], P.split_ranges(0, 9, 3), steal=False)
     with procs:
         got = dict(procs.run({}))
     assert [got[b][0] for b in range(9)] == [b * 10 for b in range(9)]
     assert got[6][1] != me and got[7][1] == me and got[8][1] == me  # the rest of the last child's range: here
     assert got[3][1] != me and got[3][1] != got[6][1]
+
+
+def test_work_stealing_takes_what_a_slow_child_has_not_started(forks, monkeypatch, tmp_path):
+    """This process waits for the child to start its first block; the child is held there until this
+    process has taken all its other blocks (from the end backwards); then the child delivers that one
+    block and stops at the limit."""
+    me = os.getpid()
+    log = tmp_path / "child_blocks"
+    held: dict[str, P.BlockProcs] = {}
+
+    def give_up() -> float:  # (no hang if stealing were broken: the test fails instead)
+        return time.monotonic() + 30
+
+    def hook(msg, b, hints, slot):
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        os.write(fd, b"%d\n" % b)  # every block the child starts
+        os.close(fd)
+        end = give_up()
+        while b == 3 and hints[3 * slot + 1] > 4 and time.monotonic() < end:
+            os.sched_yield()  # until the parent's limit reaches 4
+        return None
+
+    def handler(msg, b):
+        end = give_up()
+        while os.getpid() == me and held["p"].hints[0] < 3 and time.monotonic() < end:
+            os.sched_yield()  # here: until the child has started its first block (3)
+        return [msg, b, os.getpid()]
+    monkeypatch.setattr(P, "_fault_hook", hook)
+    procs = held["p"] = P.BlockProcs.start(handler, [(0, 3), (3, 9)], steal=True)
+    with procs:
+        for phase in ("a", "b"):  # the hints are reset for every phase
+            got = list(procs.run(phase))
+            assert [b for b, _ in got] == list(range(9))
+            assert all(r[0] == phase and r[1] == b for b, r in got)
+            who = {b: r[2] for b, r in got}
+            assert who[3] != me  # the child's first block: the child
+            assert all(who[b] == me for b in (0, 1, 2, 4, 5, 6, 7, 8))  # all the rest: taken here
+    assert len(forks) == 1
+    assert log.read_text().split() == ["3", "3"]  # the child started no block it was not left
