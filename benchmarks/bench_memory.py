@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -89,25 +90,56 @@ def _pss_kb(pid: int) -> int:
 
 #: peak summed PSS of the process tree in the last ``run_sampled`` (KB)
 LAST_PSS_KB = 0
+#: at that peak: (pid, short command, RSS KB, PSS KB, anonymous KB) per process of the tree
+LAST_PEAK_TREE: list = []
+
+
+def _rollup_kb(pid: int) -> dict:
+    out: dict = {}
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                parts = line.split()
+                if len(parts) >= 2 and parts[0].endswith(":") and parts[1].isdigit():
+                    out[parts[0][:-1]] = int(parts[1])
+    except OSError:
+        pass
+    return out
+
+
+def _short_cmd(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            argv = fh.read().split(b"\0")
+    except OSError:
+        return "?"
+    text = " ".join(a.decode(errors="replace") for a in argv[1:4])
+    return text[:60]
 
 
 def run_sampled(cmd: list[str], env: "dict | None" = None, stdout: int = subprocess.PIPE) -> tuple[str, int, int]:
     """Run ``cmd``; return (stdout, peak summed RSS of the process tree in KB, peak single worker KB).
     The peak summed PSS is left in ``LAST_PSS_KB``."""
-    global LAST_PSS_KB
+    global LAST_PSS_KB, LAST_PEAK_TREE
     proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE, text=True, env=env)
     peak_sum = peak_other = peak_pss = 0
+    tree: list = []
     import threading
 
     done = threading.Event()
 
     def sample() -> None:
-        nonlocal peak_sum, peak_other, peak_pss
+        nonlocal peak_sum, peak_other, peak_pss, tree
         while not done.is_set():
             pids = _descendants(proc.pid)
             rss = {p: _status_kb(p, "VmRSS:") for p in pids}
             peak_sum = max(peak_sum, sum(rss.values()))
-            peak_pss = max(peak_pss, sum(_pss_kb(p) for p in pids))
+            roll = {p: _rollup_kb(p) for p in pids}
+            pss = sum(r.get("Pss", 0) for r in roll.values())
+            if pss > peak_pss:
+                peak_pss = pss
+                tree = [(p, _short_cmd(p), rss[p], roll[p].get("Pss", 0), roll[p].get("Anonymous", 0))
+                        for p in pids]
             for p in pids:
                 if p != proc.pid:
                     peak_other = max(peak_other, _status_kb(p, "VmHWM:"))
@@ -119,29 +151,41 @@ def run_sampled(cmd: list[str], env: "dict | None" = None, stdout: int = subproc
     done.set()
     th.join()
     LAST_PSS_KB = peak_pss
+    LAST_PEAK_TREE = tree
     if proc.returncode:
         raise SystemExit(f"child failed:\n{err}")
     return out, peak_sum, peak_other
 
 
-def _measure_path(cmd: str, dump, n: int, workdir: str) -> None:
+def _measure_path(cmd: str, dump, n: int, workdir: str, shape: str = "") -> None:
     """Peak RSS of the whole process tree of ``dumpscope CMD dump --json`` on a cold cache."""
     cache = tempfile.mkdtemp(prefix=f"memcache-{cmd}-", dir=common.check_workdir(workdir))
-    argv = [sys.executable, "-m", "dumpscope", cmd, str(dump)] + ([str(dump)] if cmd == "compare" else [])
-    argv += ["--json", "--cache-dir", cache]
+    env = None
+    if cmd == "explore":
+        # the real explorer, headless, until its cold build has finished (bench_tui_cold.py --explore):
+        # the explorer, its builder child and the builder's pool workers
+        argv = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_tui_cold.py"),
+                "--explore", str(dump)]
+        env = common.fresh_cache_env(Path(cache))
+    else:
+        argv = [sys.executable, "-m", "dumpscope", cmd, str(dump)] + ([str(dump)] if cmd == "compare" else [])
+        argv += ["--json", "--cache-dir", cache]
     try:
         t0 = time.perf_counter()
-        out, tree_kb, worker_kb = run_sampled(argv, stdout=subprocess.DEVNULL)
+        out, tree_kb, worker_kb = run_sampled(argv, env=env, stdout=subprocess.DEVNULL)
         wall = time.perf_counter() - t0
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     tree_mb = tree_kb / 1024
-    common.emit(f"peak RSS, `dumpscope {cmd}` cold on a {n:,}-file tree (whole process tree)", round(tree_mb), "MB",
+    common.emit(f"peak RSS, `dumpscope {cmd}` cold on a {n:,}-file tree{shape} (whole process tree)", round(tree_mb), "MB",
                 target="<= 500 MB at 1M files" if n >= 1_000_000 else "<= 500 MB at 1M files (this is a smaller tree)",
                 met=tree_mb <= 500 if n >= 1_000_000 else None,
                 note=f"summed PSS {LAST_PSS_KB / 1024:.0f} MB (shared pages of forked workers counted once); "
                      f"largest single child {worker_kb / 1024:.0f} MB (sampled every 0.2 s); wall {wall:.1f} s; "
                      "output discarded")
+    for pid, what, rss_kb, pss_kb, anon_kb in LAST_PEAK_TREE:
+        print(f"  at the PSS peak: pid {pid} {what!r}: RSS {rss_kb / 1024:.0f} MB, PSS {pss_kb / 1024:.0f} MB, "
+              f"anonymous {anon_kb / 1024:.0f} MB", flush=True)
 
 
 def main() -> int:
@@ -149,14 +193,17 @@ def main() -> int:
     ap.add_argument("--files", type=int, default=100_000)
     ap.add_argument("--full", action="store_true", help="1,000,000 files")
     ap.add_argument("--workdir", default=common.DEFAULT_WORKDIR)
-    ap.add_argument("--paths", default="", help="also measure these commands cold: summary,overflow,compare")
+    ap.add_argument("--paths", default="", help="also measure these commands cold: summary,overflow,compare,explore")
     ap.add_argument("--skip-build", action="store_true", help="only the --paths commands")
+    ap.add_argument("--one-place", action="store_true",
+                    help="the --paths commands on a tree of --files files in ONE step folder (compare: 2 x "
+                         "--files pairs in one place)")
     args = ap.parse_args()
     n = 1_000_000 if args.full else args.files
     common.print_machine()
-    dump = common.cann_tree(args.workdir, n)
+    dump = common.cann_place_tree(args.workdir, n) if args.one_place else common.cann_tree(args.workdir, n)
     for cmd in [c for c in args.paths.split(",") if c]:
-        _measure_path(cmd, dump, n, args.workdir)
+        _measure_path(cmd, dump, n, args.workdir, " in one step folder" if args.one_place else "")
     if args.skip_build:
         return 0
     cache = tempfile.mkdtemp(prefix="memcache-", dir=common.check_workdir(args.workdir))

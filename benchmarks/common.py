@@ -144,6 +144,13 @@ def cann_tree(workdir: str, n_files: int) -> Path:
     return _cached_tree(check_workdir(workdir) / f"cann{n_files}", "CANN tree, files", write_cann_tree, n_files)
 
 
+def cann_place_tree(workdir: str, n_files: int) -> Path:
+    """The (reused) CANN tree of ``n_files`` files in ONE step folder: a single place of 2 x ``n_files``
+    tensor pairs for ``compare`` (one input and one output per file)."""
+    return _cached_tree(check_workdir(workdir) / f"cannplace{n_files}", "one-place CANN tree, files",
+                        lambda dump, n: write_cann_tree(dump, n, per_folder=n), n_files)
+
+
 def ms_tree(workdir: str, n_ops: int) -> Path:
     """The (reused) MindSpore npy tree of ``n_ops`` kernels under the work dir."""
     return _cached_tree(check_workdir(workdir) / f"msnpy{n_ops}", "MindSpore tree, ops", write_ms_tree, n_ops)

@@ -13,6 +13,7 @@ is deleted by id range, and a unit id is also the id of the op it starts.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import os
@@ -66,6 +67,11 @@ BATCH_FILES = 400
 #: enough that a 100k-file tree never waits: its early ops need the walk over before the storing is
 #: (a place is finalized early only once no other folder can add to it)
 BACKLOG_FILES_PER_WORKER = 50_000
+#: pool tasks (chunks of ``CHUNK_FILES``, batches of ``BATCH_FILES``) handed to the workers and not yet
+#: stored, per worker: the rest of the backlog waits as file names.  Reading outruns storing, so
+#: without it the results of the whole backlog (a 1M-file build: ~100 MB of records) sat in the pool's
+#: finished futures; a few tasks ahead keep every worker busy all the same
+TASKS_AHEAD_PER_WORKER = 4
 
 @dataclass(slots=True)
 class Progress:
@@ -183,6 +189,8 @@ class _Pool:
         self._pending: list[tuple[Scanned, Optional[int], list[tuple[Any, list[str]]]]] = []
         self._batch: Optional[_Batch] = None
         self.backlog = 0  # files of the folders in ``_pending``
+        self._unsent: "collections.deque[_PoolTask]" = collections.deque()  # in the order they were made
+        self.in_flight = 0  # tasks handed to the workers whose results are not stored yet
 
     @property
     def over_backlog(self) -> bool:
@@ -217,11 +225,8 @@ class _Pool:
         if batch is None:
             return
         if self.usable and (batch.files >= BATCH_FILES or self._pool is not None):
-            try:
-                batch.future = self._executor().submit(_scan_batch, self._root, batch.folders)
-                return
-            except Exception:  # no process can be started here: read inline from now on
-                self._give_up()
+            batch.future = self._task(len(batch.folders), _scan_batch, self._root, batch.folders)
+            return
         batch.future = _Done([_scan_chunk(self._root, s, s.files) for s in batch.folders])
 
     def submit(self, root: str, scanned: Scanned, old_id: Optional[int]) -> None:
@@ -233,15 +238,51 @@ class _Pool:
         # each chunk carries its own file names: the folder's full list is not sent with every chunk
         light = dataclasses.replace(scanned, files=[])
         for n, chunk in enumerate(chunks):
-            fut: Any = None
-            if self.usable:
-                try:
-                    fut = self._executor().submit(_scan_chunk, root, light, chunk, n == 0)
-                except Exception:  # no process can be started here: read inline from now on
-                    self._give_up()
+            fut: Any = self._task(1, _scan_chunk, root, light, chunk, n == 0) if self.usable else None
             jobs.append((fut if fut is not None else self._inline(scanned, chunk, n == 0), chunk))
         self._pending.append((scanned, old_id, jobs))
         self.backlog += len(files)
+
+    def _task(self, parts: int, fn: Callable, *args: Any) -> "_PoolTask":
+        """A pool task, handed to the workers once fewer than ``TASKS_AHEAD_PER_WORKER`` per worker
+        are out (``pump``), or when its result is asked for."""
+        task = _PoolTask(self, parts, fn, args)
+        self._unsent.append(task)
+        self.pump()
+        return task
+
+    def pump(self) -> None:
+        """Hand queued tasks to the workers, oldest first, up to the window."""
+        while self._unsent and self.in_flight < TASKS_AHEAD_PER_WORKER * max(1, self.workers):
+            self._send(self._unsent.popleft())
+
+    def _send(self, task: "_PoolTask") -> None:
+        self.in_flight += 1
+        if self.usable:
+            try:
+                task.future = self._executor().submit(task.fn, *task.args)
+                return
+            except Exception:  # no process can be started here: read inline from now on
+                self._give_up()
+        try:
+            task.future = _Done(task.fn(*task.args))
+        except Exception as exc:  # as a worker failing: ``_collect`` reads the folders inline
+            task.future = _Failed(exc)
+
+    def _send_upto(self, task: "_PoolTask") -> None:
+        """``task`` is waited for: it, and every task queued before it, goes now."""
+        while task.future is None and self._unsent:
+            self._send(self._unsent.popleft())
+        self.pump()
+
+    def _stored(self, task: Any) -> None:
+        """A folder's share of ``task`` is stored: a task whose every share is counts out of the window."""
+        if isinstance(task, _BatchPart):
+            task = task.batch.future
+        if isinstance(task, _PoolTask) and task.future is not None:
+            task.parts -= 1
+            if task.parts == 0:
+                self.in_flight -= 1
 
     def _give_up(self) -> None:
         self.usable = False
@@ -277,7 +318,10 @@ class _Pool:
                 others = _dedupe_problems(others)
             out.append((scanned, old_id, units, others, [], claimed))
             self.backlog -= len(scanned.files)
+            for f, _chunk in jobs:
+                self._stored(f)
         self._pending = keep
+        self.pump()
         return out
 
     def oldest(self) -> list[tuple]:
@@ -418,6 +462,41 @@ class _Done:
 
     def exception(self):
         return None
+
+
+class _PoolTask:
+    """A task for the pool's workers, quacking like its future: not done until ``_Pool.pump`` has
+    handed it over; asking for its result hands it (and the tasks queued before it) over at once."""
+
+    __slots__ = ("pool", "parts", "fn", "args", "future")
+
+    def __init__(self, pool: "_Pool", parts: int, fn: Callable, args: tuple) -> None:
+        self.pool = pool
+        self.parts = parts  # folders whose results it holds (a batch: several)
+        self.fn = fn
+        self.args = args
+        self.future: Any = None
+
+    def done(self) -> bool:
+        return self.future is not None and self.future.done()
+
+    def result(self):
+        self.pool._send_upto(self)
+        return self.future.result()
+
+    def exception(self):
+        self.pool._send_upto(self)
+        return self.future.exception()
+
+
+class _Failed(_Done):
+    """A task that failed where it was run, quacking like a failed future."""
+
+    def result(self):
+        raise self._value
+
+    def exception(self):
+        return self._value
 
 
 @dataclass(slots=True)

@@ -26,6 +26,9 @@ RECENT_NS = 5_000_000_000
 #: a folder listing with no progress for this long is reported and skipped
 STALL_S = 60.0
 
+#: folders listed (or being listed) and not yet handed to the consumer, per walker thread
+LISTINGS_AHEAD_PER_THREAD = 2
+
 #: Folders that never hold dump data and can be huge.
 SKIP_DIRS = frozenset({".git", "__pycache__", ".svn", ".hg", "node_modules"})
 
@@ -152,7 +155,17 @@ def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None,
 
         base = context_parts(root)
         order: deque[Future[Scanned]] = deque([submit(root, base)])
-        while order:
+        # folders found, listed once the ones ahead are consumed: a listing the consumer has not taken
+        # yet holds every file name (200 sibling step folders listed at once: a million names, ~120 MB)
+        waiting: deque[tuple[str, tuple[str, ...]]] = deque()
+        ahead = LISTINGS_AHEAD_PER_THREAD * workers
+        while order or waiting:
+            while waiting and len(order) < ahead:
+                path, parts = waiting.popleft()
+                if path not in skip:  # (a layout may have claimed it since its parent was listed)
+                    order.append(submit(path, parts))
+            if not order:
+                continue
             head = order[0]
             done, _ = wait([head], timeout=min(stall, 1.0))
             if not done:
@@ -181,7 +194,7 @@ def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None,
             for sub in sorted(res.subdirs, key=natural_key):
                 if os.path.join(res.dirpath, sub) in skip:
                     continue
-                order.append(submit(os.path.join(res.dirpath, sub), res.parts + (sub,)))
+                waiting.append((os.path.join(res.dirpath, sub), res.parts + (sub,)))
     finally:
         # never join a thread stuck in a hung syscall: it ends on its own or with the process
         pool.shutdown(wait=False, cancel_futures=True)

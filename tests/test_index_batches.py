@@ -94,7 +94,7 @@ def test_a_batched_build_stores_the_same_index_as_an_inline_one(tmp_path, monkey
     inline = DumpIndex.open(str(root), cache_directory=tmp_path / "inline", update=False)
     inline.update(workers=1)  # no pool: every folder read where it was listed
     batched, routes = _batched_build(root, tmp_path / "batched", monkeypatch)
-    assert routes.count("Future") >= 3  # the small folders really went to the pool, several per task
+    assert routes.count("_PoolTask") >= 3  # the small folders really went to the pool, several per task
     expected, got = _rows(inline), _rows(batched)
     assert len(expected["dir_units"]) == 12  # 6 places x (payload folder + stats folder)
     assert expected["problems"] and expected["overflow"]
@@ -118,7 +118,7 @@ def test_a_walk_that_outruns_the_storing_waits_and_stores_the_same_index(tmp_pat
         return real_oldest(self)
     monkeypatch.setattr(index_mod._Pool, "oldest", oldest)
     bounded, routes = _batched_build(root, tmp_path / "bounded", monkeypatch)
-    assert len(peaks) >= 2 and "Future" in routes  # the walk waited, with the pool reading
+    assert len(peaks) >= 2 and "_PoolTask" in routes  # the walk waited, with the pool reading
     # a folder is never split: the backlog is at most the bound plus one folder's files
     assert max(peaks) <= 20 + max(len(files) for _d, _s, files in os.walk(root))
     expected, got = _rows(free), _rows(bounded)
@@ -144,7 +144,7 @@ def test_a_batch_whose_worker_fails_is_read_inline(tmp_path, monkeypatch):
     inline.update(workers=1)
     monkeypatch.setattr(index_mod, "_scan_batch", _worker_dies)
     batched, routes = _batched_build(root, tmp_path / "batched", monkeypatch)
-    assert "Future" in routes
+    assert "_PoolTask" in routes
     assert _rows(batched) == _rows(inline)
 
 
@@ -166,3 +166,27 @@ def test_a_small_tree_starts_no_pool(tmp_path, monkeypatch, files):
     idx.update(workers=2)
     assert started == []
     assert idx.query("SELECT COUNT(*), SUM(ntensors) FROM units")[0] == (files, 2 * files)
+
+
+def test_only_a_few_tasks_are_handed_to_the_pool_ahead_of_the_storing(tmp_path, monkeypatch):
+    """Reading outruns storing: the results of every task handed to the workers wait in memory until
+    their folder is stored.  Only ``TASKS_AHEAD_PER_WORKER`` per worker are out at a time (the task
+    the storing waits for may go beyond it); the index is the same as with every task handed over."""
+    root = _tree(tmp_path)
+    free, free_routes = _batched_build(root, tmp_path / "free", monkeypatch)
+    monkeypatch.setattr(index_mod, "TASKS_AHEAD_PER_WORKER", 1)  # x 2 workers
+    monkeypatch.setattr(index_mod, "_scan_batch", _slow_batch)  # the walk is far ahead of the reading
+    out: list[int] = []
+    real_send = index_mod._Pool._send
+
+    def send(self, task):
+        real_send(self, task)
+        out.append(self.in_flight)
+    monkeypatch.setattr(index_mod._Pool, "_send", send)
+    bounded, routes = _batched_build(root, tmp_path / "bounded", monkeypatch)
+    assert routes.count("_PoolTask") >= 5  # more tasks than the window
+    assert max(out) <= 2 + 1  # the window, and the task the storing waits for
+    assert len(out) == routes.count("_PoolTask")  # every task was handed over, once
+    expected, got = _rows(free), _rows(bounded)
+    for table in expected:
+        assert got[table] == expected[table], table
