@@ -313,7 +313,7 @@ def describe_sides(doc: dict[str, Any], golden_q: Optional["DumpQuery"], target_
             cache[key] = {(t.io, t.slot): t for t in q.tensors(int(op_id))}
         return cache[key]
 
-    for row in doc.get("rows", []):
+    def fill(row: dict[str, Any]) -> dict[str, Any]:
         for side, which, q in ((0, "golden", golden_q), (1, "target", target_q)):
             have = _side(row, which)
             if have.get("dtype") and have.get("shape") is not None:
@@ -332,6 +332,16 @@ def describe_sides(doc: dict[str, Any], golden_q: Optional["DumpQuery"], target_
                 if filled.get(k) is None and st.get(k) is not None:
                     filled[k] = st[k]
             row[which] = filled
+        return row
+
+    rows = doc.get("rows", [])
+    if isinstance(rows, list):
+        for row in rows:
+            fill(row)
+    else:  # rows read back from a spool (``core.row_spool``): filled as they are read
+        from dumpscope.core.row_spool import MappedRows
+
+        doc["rows"] = MappedRows(rows, fill)
 
     shown: dict[Any, Any] = {}
 

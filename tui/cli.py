@@ -12,7 +12,7 @@ import json
 import math
 import os
 import sys
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from dumpscope.core.inert import inert, inert_lines, json_safe
 
@@ -401,7 +401,7 @@ def _bold(text: Any):
     return Text(inert(text), style="bold")
 
 
-def _write_csv(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+def _write_csv(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     w = csv.writer(sys.stdout, lineterminator="\n")
     w.writerow(header)
     for row in rows:
@@ -837,7 +837,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         doc = compare_places(golden, target, rank=args.rank, step=args.step, golden_rank=args.golden_rank,
                              target_rank=args.target_rank, golden_step=args.golden_step,
                              target_step=args.target_step, rtol=args.rtol, atol=args.atol,
-                             layer_mapping=args.layer_mapping, api_mapping=args.api_mapping)
+                             layer_mapping=args.layer_mapping, api_mapping=args.api_mapping,
+                             spool_rows=True)  # read back for each output: memory does not grow with the pairs
     except (MappingFileError, PlaceError) as exc:
         raise CliError(str(exc)) from None
     if out_path:
@@ -857,7 +858,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             "one_thousandth_ratio", "five_thousandth_ratio", "verdict", "rule", "match", "kind", "origin",
             "target_name"] + (["target_rank", "target_step"] if any("target_step" in r for r in doc["rows"]) else [])
     if args.csv:
-        _write_csv(keys, [[r.get(k) for k in keys] for r in doc["rows"]])
+        _write_csv(keys, ([r.get(k) for k in keys] for r in doc["rows"]))  # one row at a time
         return 0
     from rich.table import Table
 
@@ -929,8 +930,11 @@ def _write_compare_output(doc: dict[str, Any], path: str, golden, target) -> Non
 
     try:
         if path.lower().endswith(".json"):
+            from dumpscope.tui.json_text import dump  # json.dumps(_clean(doc), indent=1, ensure_ascii=False)
+
             with open(path, "w", encoding="utf-8") as fh:
-                fh.write(json.dumps(_clean(doc), indent=1, ensure_ascii=False) + "\n")
+                dump(doc, fh.write)  # in parts, the rows read back one by one
+                fh.write("\n")
             n = len(doc.get("rows", []))
         else:
             n = cr.write_table(doc, path, cr.describe_sides(doc, golden, target))

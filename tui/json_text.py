@@ -59,7 +59,7 @@ def _value(v: Any, out: list[str], nl: str) -> None:
         out.append(leaf)
     elif isinstance(v, dict):
         _dict(v, out, nl)
-    elif isinstance(v, (list, tuple)):
+    elif isinstance(v, (list, tuple)) or _is_rows(v):  # rows read back from a spool: a list too
         _list(v, out, nl)
     elif hasattr(v, "item") and not isinstance(v, bytes):  # numpy scalars (an array: its text)
         try:
@@ -69,6 +69,12 @@ def _value(v: Any, out: list[str], nl: str) -> None:
         _value(item, out, nl)
     else:
         raise TypeError(f"Object of type {type(v).__name__} is not JSON serializable")
+
+
+def _is_rows(v: Any) -> bool:
+    from dumpscope.core.row_spool import is_rows
+
+    return is_rows(v)
 
 
 def _leaf(v: Any) -> Any:

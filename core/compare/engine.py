@@ -28,6 +28,7 @@ from dumpscope.core.compare.metrics import CompareResult, measure_stats
 from dumpscope.core.gc_pause import gc_paused
 from dumpscope.core.layouts.py_stack import frames_from_stack
 from dumpscope.core.model import INPUT, OUTPUT
+from dumpscope.core.row_spool import RowSpool
 from dumpscope.core.source_frames import first_user_frame
 
 if TYPE_CHECKING:
@@ -187,14 +188,17 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
                   progress: Optional[Callable[[int, int], None]] = None, workers: Optional[int] = None,
                   thresholds: Optional[vd.Thresholds] = None, layer_mapping: Optional[str] = None,
                   api_mapping: Optional[str] = None, target_rank: Optional[int] = None,
-                  target_step: Optional[int] = None, with_problems: bool = True) -> dict[str, Any]:
+                  target_step: Optional[int] = None, with_problems: bool = True,
+                  spool_rows: bool = False) -> dict[str, Any]:
     """CLI.md ``compare`` document for one rank/step of both dumps.
 
     MindSpore-vs-PyTorch API dumps (or any pair given ``layer_mapping``/``api_mapping`` files, msprobe's
     formats) are paired by ``api_mapping.match_across_frameworks`` instead of by name.
     ``target_rank``/``target_step``: the target's place when it differs from the golden's (several
     places: ``places.compare_places``).  ``with_problems=False``: ``problems`` left empty (they are the
-    trees', not the place's: several places list them once)."""
+    trees', not the place's: several places list them once).  ``spool_rows``: the rows are a
+    ``row_spool.RowSpool`` (a temporary file, read back in order) instead of a list, so that memory does
+    not grow with the pairs (the CLI's ``compare``)."""
     g_rank, g_step = golden.default_place(rank, step)
     t_ranks, t_steps = target.ranks(), target.steps()
     t_rank = g_rank if g_rank in t_ranks or not t_ranks else t_ranks[0]
@@ -221,7 +225,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     # ops are prepared a chunk at a time and handed to the measurer; while the pool measures the
     # next chunks, the finished ones are judged and their rows made (origins filled in at the end)
     measurer = Measurer(th, workers, pool=len(matched) >= measure_many.POOL_MIN_OPS)
-    rows: list[dict[str, Any]] = []
+    rows: Any = RowSpool() if spool_rows else []
     row_at: list[int] = []  # first row of each op
     total_pairs = counted = 0
     small_output_seen = False
@@ -235,6 +239,8 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
                 op.facts = _facts(op, det, joined_to_name, g_names)
                 op.facts.saved_from = _forward_of(op.gop, g_names)
                 row_at.append(len(rows))
+                if spool_rows:
+                    rows.start_group()  # group k: op k (its origin and source are filled in at the end)
                 rows.extend(_row(p) for p in op.pairs)
                 op.n_rows = len(op.pairs)
                 # an origin needs a row in error, so only such ops can be shown with their source line
@@ -271,12 +277,19 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     origins = org.trace([op.facts for op in ops])
     fd = org.first_divergence([op.facts for op in ops], origins)
     fd_row: Optional[dict[str, Any]] = None
-    for i, (op, origin) in enumerate(zip(ops, origins)):
-        for j in range(op.n_rows):
-            row = rows[row_at[i] + j]
-            row["origin"], row["origin_via"], row["source"] = origin.kind, origin.via, op.source
-            if fd is not None and fd.op == i and fd.row == j:
-                fd_row = row
+    if spool_rows:
+        for i, (op, origin) in enumerate(zip(ops, origins)):
+            if op.n_rows:
+                rows.fill(i, origin=origin.kind, origin_via=origin.via, source=op.source)
+        if fd is not None and fd.row < ops[fd.op].n_rows:
+            fd_row = rows[row_at[fd.op] + fd.row]
+    else:
+        for i, (op, origin) in enumerate(zip(ops, origins)):
+            for j in range(op.n_rows):
+                row = rows[row_at[i] + j]
+                row["origin"], row["origin_via"], row["source"] = origin.kind, origin.via, op.source
+                if fd is not None and fd.op == i and fd.row == j:
+                    fd_row = row
     first = None
     if fd is not None and fd_row is not None:
         first = {k: fd_row[k] for k in ("name", "io", "slot", "step", "rank")}

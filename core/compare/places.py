@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 from dumpscope.core.compare.engine import compare_dumps
 from dumpscope.core.compare.measure_many import shared_pool
 from dumpscope.core.gc_pause import gc_paused
+from dumpscope.core.row_spool import ChainedRows, RowSpool
 
 if TYPE_CHECKING:
     from dumpscope.core.query import DumpQuery
@@ -88,7 +89,7 @@ def compare_places(golden: "DumpQuery", target: "DumpQuery", rank: Axis = None, 
         return docs[0]
     first = next((d["first_divergence"] for d in docs if d.get("first_divergence")), None)
     return {
-        "rows": [r for d in docs for r in d["rows"]],
+        "rows": _joined([d["rows"] for d in docs]),
         "first_divergence": first,
         "unmatched_golden": [n for d in docs for n in d["unmatched_golden"]],
         "unmatched_target": [n for d in docs for n in d["unmatched_target"]],
@@ -107,6 +108,13 @@ def compare_places(golden: "DumpQuery", target: "DumpQuery", rank: Axis = None, 
     }
 
 
+def _joined(parts: list[Any]) -> Any:
+    """The rows of every place in order: a list, or (spooled rows) read from each place's spool in turn."""
+    if any(isinstance(p, RowSpool) for p in parts):
+        return ChainedRows(parts)
+    return [r for p in parts for r in p]
+
+
 def _compare_each(golden: "DumpQuery", target: "DumpQuery", pairs: list, progress: Any,
                   kwargs: dict[str, Any]) -> list[dict[str, Any]]:
     """``compare_dumps`` of each pair of places, in order."""
@@ -118,7 +126,9 @@ def _compare_each(golden: "DumpQuery", target: "DumpQuery", pairs: list, progres
         doc = compare_dumps(golden, target, rank=gr, step=gs, target_rank=tr, target_step=ts, progress=tick,
                             with_problems=k == 0, **kwargs)  # the trees' problems: listed once
         if (tr, ts) != (gr, gs):
-            for row in doc["rows"]:
+            if isinstance(doc["rows"], RowSpool):  # added as its rows are read
+                doc["rows"].extra.update(target_rank=tr, target_step=ts)
+            for row in doc["rows"] if isinstance(doc["rows"], list) else ():
                 row["target_rank"], row["target_step"] = tr, ts
             if doc.get("first_divergence"):
                 doc["first_divergence"].update(target_rank=tr, target_step=ts)

@@ -1,0 +1,188 @@
+"""Rows of a big document kept in a temporary file, not in memory: ``compare`` prints ~2.4 KB of
+row per tensor pair, and one place of 200k pairs held them all until the document was written.
+
+``RowSpool`` is appended to like a list and read back in order as often as needed (``--json``,
+``--csv``, the table and ``--output`` each iterate it).  Rows are plain values (dicts of str, int,
+float, bool, None, lists), stored as JSON (``float.__repr__``: every float read back is the one
+written; NaN and ±Inf as JSON's ``NaN``/``Infinity``; any string, unpaired surrogates included,
+escaped to ASCII); numpy scalars are stored as their Python value and tuples as lists (what every
+writer prints them as).  Fields known only once every row exists (compare's origins) are set per
+group of rows with ``fill``, and ``extra`` adds keys to every row (the target's place of a
+cross-place compare), both applied as the rows are read.  The file lives in the system's temporary
+directory and is gone when the spool is closed or collected, or the process ends.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import struct
+from collections.abc import Sequence
+from itertools import chain
+from typing import Any, Callable, Iterable, Iterator
+
+#: bytes gathered before they are written to the file
+_BUFFER_BYTES = 1 << 20
+_LEN = struct.Struct("<I")
+
+
+def _plain(v: Any) -> Any:
+    if hasattr(v, "item"):  # numpy scalars
+        return v.item()
+    raise TypeError(f"Object of type {type(v).__name__} is not JSON serializable")
+
+
+_encode = json.JSONEncoder(separators=(",", ":"), check_circular=False, default=_plain).encode
+_decode = json.JSONDecoder().decode
+
+
+class RowSpool(Sequence):
+    """An append-only list of row dicts stored in a temporary file."""
+
+    def __init__(self) -> None:
+        import tempfile
+
+        self._fh = tempfile.TemporaryFile(mode="w+b", prefix="dumpscope-rows-")
+        self._buffer = bytearray()
+        self._written = 0  # bytes in the file
+        self._n = 0
+        self._group_at: list[int] = []  # byte offset of each group's first row (``start_group``)
+        self._group_rows: list[int] = []  # row number of each group's first row
+        self._fills: dict[int, dict[str, Any]] = {}  # group -> fields set on each of its rows
+        self.extra: dict[str, Any] = {}  # fields added to every row (after its own)
+
+    # -- writing ---------------------------------------------------------------------
+
+    def start_group(self) -> int:
+        """The rows appended from now on form the next group (compare: one op's rows); its number."""
+        self._group_at.append(self._written + len(self._buffer))
+        self._group_rows.append(self._n)
+        return len(self._group_at) - 1
+
+    def append(self, row: dict[str, Any]) -> None:
+        data = _encode(row).encode("ascii")
+        self._buffer += _LEN.pack(len(data))
+        self._buffer += data
+        self._n += 1
+        if len(self._buffer) >= _BUFFER_BYTES:
+            self._flush()
+
+    def extend(self, rows: Iterable[dict[str, Any]]) -> None:
+        for row in rows:
+            self.append(row)
+
+    def fill(self, group: int, **fields: Any) -> None:
+        """Set ``fields`` on every row of ``group`` as it is read (keys the rows already hold keep
+        their places)."""
+        self._fills[group] = fields
+
+    def _flush(self) -> None:
+        if self._buffer:
+            self._fh.seek(self._written)
+            self._fh.write(self._buffer)
+            self._written += len(self._buffer)
+            self._buffer = bytearray()
+
+    # -- reading ---------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return self._read(0, self._n)
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            return list(self)[k]
+        if k < 0:
+            k += self._n
+        if not 0 <= k < self._n:
+            raise IndexError("row index out of range")
+        return next(self._read(k, 1))
+
+    def _read(self, first: int, count: int) -> Iterator[dict[str, Any]]:
+        """``count`` rows from row number ``first``, starting at the nearest group before it."""
+        self._flush()
+        rows, at = self._group_rows, self._group_at
+        g = bisect.bisect_right(rows, first) - 1  # the last group starting at or before it (-1: none)
+        pos, row_no = (at[g], rows[g]) if g >= 0 else (0, 0)
+        fills, extra, fh = self._fills, self.extra, self._fh
+        buf, buf_at = b"", pos  # a block of the file read at once (offset ``buf_at``)
+        done = 0
+        while done < count and row_no < self._n:
+            while g + 1 < len(rows) and rows[g + 1] <= row_no:  # (an empty group starts where the next does)
+                g += 1
+            k = pos - buf_at
+            size = _LEN.unpack_from(buf, k)[0] if k + 4 <= len(buf) else -1
+            if size < 0 or k + 4 + size > len(buf):
+                fh.seek(pos)  # (each block seeks to its place: the file may be read elsewhere meanwhile)
+                buf, buf_at, k = fh.read(max(_BUFFER_BYTES, 4 + max(size, 0))), pos, 0
+                size = _LEN.unpack_from(buf, 0)[0]
+                if 4 + size > len(buf):
+                    buf += fh.read(4 + size - len(buf))
+            pos += 4 + size
+            row_no += 1
+            if row_no <= first:  # before the first row asked for
+                continue
+            row = _decode(buf[k + 4:k + 4 + size].decode("ascii"))
+            fill = fills.get(g) if g >= 0 else None
+            if fill:
+                row.update(fill)
+            if extra:
+                row.update(extra)
+            done += 1
+            yield row
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __repr__(self) -> str:
+        return f"RowSpool({self._n} rows)"
+
+
+class ChainedRows(Sequence):
+    """Several row sequences read one after the other (the rows of every place of a compare)."""
+
+    def __init__(self, parts: list[Sequence]) -> None:
+        self.parts = parts
+
+    def __len__(self) -> int:
+        return sum(len(p) for p in self.parts)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return chain.from_iterable(self.parts)
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            return list(self)[k]
+        if k < 0:
+            k += len(self)
+        for p in self.parts:
+            if k < len(p):
+                return p[k]
+            k -= len(p)
+        raise IndexError("row index out of range")
+
+
+class MappedRows(Sequence):
+    """Rows of another sequence passed through ``fn`` as they are read (the rows are not kept)."""
+
+    def __init__(self, rows: Sequence, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        self.rows = rows
+        self.fn = fn
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return map(self.fn, self.rows)
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            return list(self)[k]
+        return self.fn(self.rows[k])
+
+
+def is_rows(value: Any) -> bool:
+    """Whether ``value`` is one of these row sequences (JSON writers print them as lists)."""
+    return isinstance(value, (RowSpool, ChainedRows, MappedRows))
