@@ -45,6 +45,16 @@ print(json.dumps({"base_kb": base, "self_kb": resource.getrusage(resource.RUSAGE
 """
 
 
+_LISTED = r"""
+import sys
+from dumpscope.core.compare import places
+real = places.compare_places
+places.compare_places = lambda *a, spool_rows=False, **kw: real(*a, **kw)
+from dumpscope.tui.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 def _descendants(pid: int) -> list[int]:
     children: dict[int, list[int]] = {}
     for d in os.listdir("/proc"):
@@ -167,6 +177,10 @@ def _measure_path(cmd: str, dump, n: int, workdir: str, shape: str = "") -> None
         argv = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_tui_cold.py"),
                 "--explore", str(dump)]
         env = common.fresh_cache_env(Path(cache))
+    elif cmd == "compare-listed":
+        # compare as before the rows were spooled (session 6): every row kept in a list until the
+        # document is written; the same CLI otherwise
+        argv = [sys.executable, "-c", _LISTED, "compare", str(dump), str(dump), "--json", "--cache-dir", cache]
     else:
         argv = [sys.executable, "-m", "dumpscope", cmd, str(dump)] + ([str(dump)] if cmd == "compare" else [])
         argv += ["--json", "--cache-dir", cache]
@@ -193,7 +207,7 @@ def main() -> int:
     ap.add_argument("--files", type=int, default=100_000)
     ap.add_argument("--full", action="store_true", help="1,000,000 files")
     ap.add_argument("--workdir", default=common.DEFAULT_WORKDIR)
-    ap.add_argument("--paths", default="", help="also measure these commands cold: summary,overflow,compare,explore")
+    ap.add_argument("--paths", default="", help="also measure these commands cold: summary,overflow,compare,explore (and compare-listed: compare with its rows kept in a list, as before session 6)")
     ap.add_argument("--skip-build", action="store_true", help="only the --paths commands")
     ap.add_argument("--one-place", action="store_true",
                     help="the --paths commands on a tree of --files files in ONE step folder (compare: 2 x "
