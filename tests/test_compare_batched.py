@@ -337,3 +337,54 @@ def test_every_place_of_step_all_shares_one_pool(tmp_path, monkeypatch):
     assert len(pools) == 1
     assert json.dumps(pooled) == json.dumps(inline)
     assert pooled["problems"] == inline["problems"]
+
+
+class _LazyFuture:
+    """A batch a worker has not finished until someone waits for it."""
+
+    def __init__(self, fn, args) -> None:
+        self._fn, self._args, self._value = fn, args, None
+        self.ran = False
+
+    def done(self) -> bool:
+        return self.ran
+
+    def result(self):
+        if not self.ran:
+            self._value, self.ran = self._fn(*self._args), True
+        return self._value
+
+
+class _LazyPool:
+    def submit(self, fn, *args):
+        return _LazyFuture(fn, args)
+
+    def shutdown(self, **k):
+        pass
+
+
+def test_only_a_few_ops_wait_for_their_measurement(tmp_path, monkeypatch):
+    """Preparing ops (their tensors and graph details) outruns measuring them: the engine waits for the
+    oldest batch once ``_AHEAD_OPS`` ops are handed in and not made rows (a 100k-op place held every op's
+    records at once), and the answer is the inline one."""
+    from dumpscope.core.compare import compare_dumps, engine
+    from dumpscope.core.query import open_query
+
+    g = open_query(str(_tree(tmp_path / "g", "golden")), cache_directory=tmp_path / "cache")
+    t = open_query(str(_tree(tmp_path / "t", "target")), cache_directory=tmp_path / "cache")
+    reference = compare_dumps(g, t, workers=1)
+    monkeypatch.setattr(mm, "BATCH_PAIRS", 4)
+    monkeypatch.setattr(mm, "POOL_MIN_OPS", 1)
+    monkeypatch.setattr(engine, "_CHUNK_OPS", 4)
+    monkeypatch.setattr(engine, "_AHEAD_OPS", 8)
+    monkeypatch.setattr(mm, "_pool", lambda workers: _LazyPool())
+    pending: list[int] = []
+    real_submit = mm.Measurer.submit
+
+    def submit(self, jobs):
+        real_submit(self, jobs)
+        pending.append(self.ops_pending)
+    monkeypatch.setattr(mm.Measurer, "submit", submit)
+    bounded = compare_dumps(g, t)
+    assert len(pending) >= 5 and max(pending) <= 8 + 4  # the bound, plus the chunk just handed in
+    assert json.dumps(bounded) == json.dumps(reference)

@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 
 STORAGE_VALUE = "value"  # INTERFACES.md §3: a non-tensor argument kept in its slot
 _CHUNK_OPS = 256  # ops prepared (queried, paired, classified) and handed to the measurer at a time
+#: ops handed to the measurer and not yet made rows: preparing outruns measuring, and each waiting op
+#: holds both sides' tensor records and graph details (a place of 100k ops held them all)
+_AHEAD_OPS = 16 * _CHUNK_OPS
 _LITERAL = re.compile(r"^[A-Za-z0-9_]*\(")  # graph literals: F32(1e-05), I64(-1), Bool(1), Tensor(...), (..)
 
 
@@ -230,9 +233,9 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     total_pairs = counted = 0
     small_output_seen = False
 
-    def finish(wait: bool) -> None:
+    def finish(wait: bool, keep: Optional[int] = None) -> None:
         nonlocal counted
-        for a, b, outcomes in measurer.ready(wait):
+        for a, b, outcomes in measurer.ready(wait, keep):
             for op, got in zip(ops[a:b], outcomes):
                 _take(op, got, th)
                 det, tensors = details.pop(op.gop.id), g_tensors.pop(op.gop.id)
@@ -270,7 +273,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
             ops.extend(new_ops)
             total_pairs += sum(len(op.pairs) for op in new_ops)
             measurer.submit([_prepare(op) for op in new_ops])
-            finish(wait=False)
+            finish(wait=False, keep=_AHEAD_OPS)  # waits for the oldest beyond that many ops
         finish(wait=True)
     finally:
         measurer.close()

@@ -216,11 +216,18 @@ class Measurer:
                                   _Done(judge_batch(part, self.th))))
         self._next += len(jobs)
 
-    def ready(self, wait: bool = False) -> Iterator[tuple[int, int, list[Judged]]]:
-        """``(first op, end op, outcomes)`` of each finished batch in order; ``wait``: all of them."""
+    @property
+    def ops_pending(self) -> int:
+        """Ops handed in whose outcomes were not taken yet."""
+        return self._next - self._pending[0][0] if self._pending else 0
+
+    def ready(self, wait: bool = False, keep: Optional[int] = None) -> Iterator[tuple[int, int, list[Judged]]]:
+        """``(first op, end op, outcomes)`` of each finished batch in order; ``wait``: all of them;
+        ``keep``: waits for the oldest until at most this many ops are pending."""
         from concurrent.futures.process import BrokenProcessPool
 
-        while self._pending and (wait or self._pending[0][3].done()):
+        while self._pending and (wait or self._pending[0][3].done()
+                                 or (keep is not None and self.ops_pending > keep)):
             a, b, part, fut = self._pending.popleft()
             try:
                 got = fut.result()
