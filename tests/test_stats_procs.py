@@ -6,6 +6,7 @@ children (killed, erring, garbled output), and nothing forks where it must not (
 from __future__ import annotations
 
 import dataclasses
+import mmap
 import os
 import signal
 import threading
@@ -301,3 +302,20 @@ def test_work_stealing_takes_what_a_slow_child_has_not_started(forks, monkeypatc
             assert all(who[b] == me for b in (0, 1, 2, 4, 5, 6, 7, 8))  # all the rest: taken here
     assert len(forks) == 1
     assert log.read_text().split() == ["3", "3"]  # the child started no block it was not left
+
+
+@pytest.mark.parametrize("map_min", [0, 1 << 40])  # every chunk mapped / every chunk read
+def test_file_chunks_mapped_or_read_give_the_same_chunks_and_errors(map_min, tmp_path, monkeypatch):
+    monkeypatch.setattr(tensor_io, "MAP_MIN_BYTES", map_min)
+    x = np.arange(10_000, dtype=np.float32) - 5000
+    path = tmp_path / "t.bin"
+    path.write_bytes(b"H" * 12 + x.tobytes())
+    chunks = list(FileChunks(str(path), 12, x.size, np.dtype(np.float32), chunk=3000)())
+    assert [c.size for c in chunks] == [3000, 3000, 3000, 1000]
+    assert all(isinstance(getattr(c.base, "obj", None), mmap.mmap) is (map_min == 0) for c in chunks)
+    assert np.array_equal(np.concatenate(chunks), x)
+    more = FileChunks(str(path), 12, x.size + 10, np.dtype(np.float32), chunk=3000)  # the file ends early
+    it = iter(more())
+    assert np.array_equal(np.concatenate([next(it), next(it), next(it)]), x[:9000])
+    with pytest.raises(TensorLoadError, match="file ended 10000 elements into a tensor of 10010"):
+        next(it)
