@@ -172,6 +172,23 @@ def _pool(workers: Optional[int]):
         return None
 
 
+def prestart(workers: Optional[int] = None) -> None:
+    """Inside ``shared_pool``: start the pool's workers now, before the caller loads a big place's ops.
+    Forked later, each worker began as a copy of a parent holding every op of both sides (a 100k-op
+    place: ~385 MB a worker, half of it soon private as refcounts touch the pages)."""
+    if _SHARED is None or workers == 1 or _SHARED.get(workers) is not None:  # (``Measurer``'s conditions)
+        return
+    pool = _pool(workers)
+    if pool is None:
+        return
+    try:
+        pool.submit(int).result()  # a fork pool starts every worker on its first task
+    except Exception:
+        pool.shutdown(wait=False, cancel_futures=True)
+        return
+    _SHARED[workers] = pool
+
+
 class Measurer:
     """Measures jobs as they are handed in, in batches: in the process pool when ``pool`` (and one is
     available), else here (a batch of big tensors on a thread, numpy's long loops run without the
