@@ -30,6 +30,7 @@ import mmap
 import os
 import select
 import signal
+import sys
 import threading
 from typing import Any, Callable, Iterator, Optional
 
@@ -42,8 +43,9 @@ STEAL = True
 
 
 def can_fork() -> bool:
-    """Whether forking is safe here: ``os.fork`` exists and this is the only (main) thread."""
-    return (hasattr(os, "fork") and threading.active_count() == 1
+    """Whether forking is safe here: Linux (macOS system frameworks, Accelerate BLAS among them, are
+    not fork-safe: Python itself spawns there) and this is the only (main) thread."""
+    return (sys.platform.startswith("linux") and hasattr(os, "fork") and threading.active_count() == 1
             and threading.current_thread() is threading.main_thread())
 
 
