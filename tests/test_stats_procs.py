@@ -178,6 +178,11 @@ def test_one_worker_or_small_tensor_or_odd_chunks_never_fork(small, forks):
     small.setenv("DUMPSCOPE_WORKERS", "3")
     compute_stats(x, chunk_elems=CHUNK + 1)  # chunks that cut blocks short: not split by range
     compute_stats(x[::2], chunk_elems=CHUNK)  # not contiguous
+    platform = P.sys.platform
+    small.setattr(P.sys, "platform", "darwin")  # not fork-safe there
+    assert _asdict(x, 3, small) == _asdict(x, 1, small)
+    small.setattr(P.sys, "platform", platform)
+    small.setenv("DUMPSCOPE_WORKERS", "3")
     assert not forks
     compute_stats(x, chunk_elems=CHUNK)
     assert forks
