@@ -4,13 +4,16 @@ The cache is ours, the answer is the user's: a read-only or full cache filesyste
 is not an SQLite database, damaged pages or a build another process never finished must cost
 time, never the answer.  A damaged file is discarded and rebuilt once; anything else that stops
 the cache file from working builds the index in memory.  Each case leaves one line in
-``DumpIndex.warnings`` for the CLI / explorer to show.
+``DumpIndex.warnings`` for the CLI / explorer to show.  "database is locked" met while opening
+(several processes opening one new file at once: SQLite skips its busy handler where waiting could
+deadlock) is contention, not a broken cache: the open is tried again a few times first.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -20,6 +23,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from dumpscope.core.index import DumpIndex
 
 _MAGIC = b"SQLite format 3\x00"
+#: opens tried again after "database is locked", and the pause before each
+LOCKED_RETRIES = 5
+LOCKED_PAUSE_S = 0.2
 
 
 def header_problem(path: Path) -> Optional[str]:
@@ -92,7 +98,8 @@ def open_with_fallback(cls: type, root: str, path: Path, progress: Any, cancel: 
     except OSError as exc:
         return _in_memory(cls, root, f"cache dir {path.parent} cannot be created ({_why(exc)})", warnings,
                           progress, cancel, update)
-    for attempt in (0, 1):
+    attempt, locked = 0, 0
+    while True:
         index = None
         try:
             bad = header_problem(path)
@@ -115,6 +122,10 @@ def open_with_fallback(cls: type, root: str, path: Path, progress: Any, cancel: 
                               progress, cancel, update)
         except (sqlite3.DatabaseError, OSError) as exc:
             _close(index)
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc) and locked < LOCKED_RETRIES:
+                locked += 1  # another process holds it for a moment: what is stored already is kept
+                time.sleep(LOCKED_PAUSE_S * locked)
+                continue
             if attempt == 0 and isinstance(exc, sqlite3.DatabaseError) and is_damage(exc):
                 try:
                     discard(path)
@@ -122,10 +133,10 @@ def open_with_fallback(cls: type, root: str, path: Path, progress: Any, cancel: 
                     pass
                 else:
                     warnings.append(f"index cache {path} was damaged ({_why(exc)}): rebuilt")
+                    attempt = 1
                     continue
             return _in_memory(cls, root, f"index cache {path} is not usable ({_why(exc)})", warnings,
                               progress, cancel, update)
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def rebuild_in_memory(cls: type, index: "DumpIndex", exc: BaseException, progress: Any,

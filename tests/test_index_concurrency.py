@@ -102,6 +102,34 @@ def _one_warning(err: list[str]) -> None:
     assert len(err) == 1 and err[0].startswith("dumpscope: warning: "), err
 
 
+def test_a_cache_locked_for_a_moment_at_open_is_waited_for_not_replaced(tree, tmp_path, capsys, monkeypatch):
+    """"database is locked" while opening (processes opening one new file at once) is tried again: the
+    answer comes from the cache file, with no warning; a lock that never goes falls back to memory."""
+    from dumpscope.core import index_faults
+
+    ref = _reference(tree, capsys)["ops"]
+    monkeypatch.setattr(index_faults, "LOCKED_PAUSE_S", 0.01)
+    real_init = DumpIndex.__init__
+    fails = {"left": 2}
+
+    def locked_at_first(self, root, db_path, *a, **kw):
+        real_init(self, root, db_path, *a, **kw)
+        if fails["left"] and db_path != ":memory:":
+            fails["left"] -= 1
+            raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(DumpIndex, "__init__", locked_at_first)
+    cache = tmp_path / "cache"
+    code, doc, err = _ops(["--cache-dir", str(cache)], tree, capsys)
+    assert code == 0 and doc == ref and err == [] and fails["left"] == 0
+    assert index_path(str(tree), cache).stat().st_size > 0  # built in the cache file
+    fails["left"] = 100  # locked for good: memory, one warning
+    code, doc, err = _ops(["--cache-dir", str(tmp_path / "cache2")], tree, capsys)
+    assert code == 0 and doc == ref
+    _one_warning(err)
+    assert "database is locked" in err[0] and fails["left"] == 100 - 1 - index_faults.LOCKED_RETRIES
+
+
 def test_cache_dir_that_cannot_be_created_answers_from_memory(tree, tmp_path, capsys):
     ref = _reference(tree, capsys)["ops"]
     blocker = tmp_path / "a_file"
