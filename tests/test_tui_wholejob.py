@@ -76,7 +76,9 @@ async def test_opens_on_lowest_or_first_trouble_step_after_a_slow_partial_build(
                           opdebug=True)
     app = await _open(root)
     partial = [s for s in app.seen if not s[0]]
-    assert partial and partial[0][2] == 2, app.seen  # the first partial results held only step 2
+    # the first partial results lacked step 0 (step 2 is stored first; on a slow box the explorer may read
+    # them once step 1 is stored too, 0.15 s later): the final pass chooses, and nothing moves after it
+    assert partial and partial[0][2] in (1, 2), app.seen
     final_at = next(i for i, s in enumerate(app.seen) if s[0])
     want = (0, 1) if trouble else (0, 0)
     assert all((r, s) == want for _f, r, s in app.seen[final_at:]), app.seen  # chosen once, never moved
