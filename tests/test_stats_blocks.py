@@ -43,16 +43,22 @@ def _stats(x: np.ndarray, workers: int, monkeypatch, **kw) -> dict:
     return dataclasses.asdict(compute_stats(x, chunk_elems=7_000, first_bad_n=3, **kw))
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "complex64"])
-def test_many_blocks_on_threads_equal_numpy_and_one_thread(dtype, small_blocks):
-    x = _tensor(dtype)
+def threads_reducing(monkeypatch) -> set[str]:
+    """The names of the threads that reduce blocks from now on (``_FloatAcc.add`` spied on)."""
     names: set[str] = set()
     real_add = S._FloatAcc.add
 
     def add(self, block, offset):
         names.add(threading.current_thread().name)
         return real_add(self, block, offset)
-    small_blocks.setattr(S._FloatAcc, "add", add)
+    monkeypatch.setattr(S._FloatAcc, "add", add)
+    return names
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "complex64"])
+def test_many_blocks_on_threads_equal_numpy_and_one_thread(dtype, small_blocks):
+    x = _tensor(dtype)
+    names = threads_reducing(small_blocks)
     threaded = _stats(x, 3, small_blocks)
     assert any(n.startswith("dumpscope-stats") for n in names)  # the blocks really ran on threads
     st = S.TensorStats(**threaded)

@@ -20,6 +20,7 @@ from dumpscope.core import stats_procs as P
 from dumpscope.core.stats import compute_stats, compute_stats_chunks
 from dumpscope.core import tensor_io
 from dumpscope.core.tensor_io import FileChunks, TensorLoadError
+from test_stats_blocks import threads_reducing
 from test_stats_speed_paths import check
 
 BLOCK = 4096
@@ -144,13 +145,7 @@ def test_no_fork_while_another_thread_runs(small, forks):
     helper.start()
     try:
         assert not P.can_fork()
-        names: set[str] = set()
-        real = S._FloatAcc.add
-
-        def add(self, block, offset):
-            names.add(threading.current_thread().name)
-            return real(self, block, offset)
-        small.setattr(S._FloatAcc, "add", add)
+        names = threads_reducing(small)
         assert _asdict(x, 3, small) == one
     finally:
         stop.set()
@@ -165,13 +160,7 @@ def test_one_worker_or_small_tensor_or_odd_chunks_never_fork(small, forks):
     small.setenv("DUMPSCOPE_WORKERS", "3")
     compute_stats(x[:19_000], chunk_elems=CHUNK)  # under PARALLEL_MIN_ELEMS
     small.setattr(S, "PROCESS_MIN_ELEMS", 40_000)
-    names: set[str] = set()
-    real = S._FloatAcc.add
-
-    def add(self, block, offset):
-        names.add(threading.current_thread().name)
-        return real(self, block, offset)
-    small.setattr(S._FloatAcc, "add", add)
+    names = threads_reducing(small)
     assert _asdict(x[:30_000], 3, small) == _asdict(x[:30_000], 1, small)  # under PROCESS_MIN_ELEMS:
     assert names == {threading.current_thread().name}  # one thread (threads cost more than they save)
     small.setattr(S, "PROCESS_MIN_ELEMS", 20_000)
