@@ -73,6 +73,9 @@ BACKLOG_FILES_PER_WORKER = 50_000
 #: finished futures; a few tasks ahead keep every worker busy all the same
 TASKS_AHEAD_PER_WORKER = 4
 
+#: KiB of page cache an index keeps once ``lean_cache`` is called
+READ_CACHE_KIB = 16_384
+
 @dataclass(slots=True)
 class Progress:
     """What the indexer has done so far; handed to the progress callback."""
@@ -640,6 +643,13 @@ class DumpIndex:
             cur.execute(f"PRAGMA analysis_limit={ANALYSIS_LIMIT}")
             cur.execute("ANALYZE")
             cur.execute("PRAGMA optimize")
+
+    def lean_cache(self) -> None:
+        """Shrink this connection's page cache from the build's 64 MiB to ``READ_CACHE_KIB``: for an index
+        only read from now on by a command holding much else (``compare``: two indexes and both sides'
+        ops); the operating system's page cache still holds the file."""
+        with self._lock:
+            self.conn.execute(f"PRAGMA cache_size=-{READ_CACHE_KIB}")
 
     def has_snapshot(self) -> bool:
         """True when a finished index from an earlier open is stored (it may be stale)."""

@@ -828,6 +828,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     golden = _open(args.golden, args)
     target = _open(args.target, args)
+    for q in (golden, target):  # built: read from now on, beside both sides' ops
+        q.index.lean_cache()
     out_path = _check_output(args.output, (args.golden, args.target)) if args.output else None
     from dumpscope.core.compare.api_mapping import MappingFileError
 
