@@ -44,6 +44,8 @@ def _group_alive(pgid: int) -> list[int]:
                 stat = fh.read()
         except OSError:
             continue
+        if ")" not in stat:  # a process torn down while it was read: /proc gave an empty stat
+            continue
         fields = stat[stat.rindex(")") + 2:].split()
         if int(fields[2]) == pgid and fields[0] != "Z":
             alive.append(int(entry))
