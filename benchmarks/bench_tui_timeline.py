@@ -102,7 +102,7 @@ async def _explore(dump: str) -> None:
                 _mark(f"query {name} {1000 * (time.time() - t):.0f} ms", t)
         return run
 
-    for name in ("scope_facts", "scope_counts", "scope_order", "bad_scope_counts", "kind_counts", "snapshot_counts",
+    for name in ("scope_facts", "kind_counts", "snapshot_counts",
                  "ops_in_scope", "count_ops", "ops", "tensors", "ranks", "steps", "default_place"):
         if hasattr(DumpQuery, name):
             setattr(DumpQuery, name, timed_query(name))

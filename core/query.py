@@ -249,39 +249,6 @@ class DumpQuery:
         status = self.index.query("SELECT value FROM meta WHERE key='graph_file_status'")
         return out + (json.loads(status[0][0]) if status else [])
 
-    def bad_scope_counts(self, rank: int, step: int) -> dict[tuple[str, str], int]:
-        """Ops with overflow status or non-finite outputs, per (graph, scope): badges on scope nodes."""
-        return {(g, s): n for g, s, n in self.index.query(
-            "SELECT graph, scope, COUNT(*) FROM ops WHERE rank=? AND step=? AND graph_only=0 AND kind='op' AND "
-            "(COALESCE(status, 0) != 0 OR COALESCE(nan, 0) + COALESCE(posinf, 0) + COALESCE(neginf, 0) > 0) "
-            "GROUP BY graph, scope", (rank, step))}
-
-    def scope_facts(self, rank: int, step: int) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int],
-                                                         dict[tuple[str, str], int]]:
-        """``scope_counts``, ``scope_order`` and ``bad_scope_counts`` of one rank/step from one pass over its
-        ops (the scope tree needs all three before it can show anything: one scan, not three)."""
-        counts: dict[tuple[str, str], int] = {}
-        order: dict[tuple[str, str], int] = {}
-        bad: dict[tuple[str, str], int] = {}
-        for g, s, n, first, nbad in self.index.query(
-                "SELECT graph, scope, COUNT(*), MIN(exec_index), SUM(graph_only = 0 AND "
-                "(COALESCE(status, 0) != 0 OR COALESCE(nan, 0) + COALESCE(posinf, 0) + COALESCE(neginf, 0) > 0)) "
-                "FROM ops WHERE rank=? AND step=? AND kind='op' AND graph_only != 2 GROUP BY graph, scope",
-                (rank, step)):
-            counts[(g, s)] = n
-            if first is not None:
-                order[(g, s)] = first
-            if nbad:
-                bad[(g, s)] = nbad
-        return counts, order, bad
-
-    def scope_order(self, rank: int, step: int) -> dict[tuple[str, str], int]:
-        """First execution index per (graph, scope), so views can list scopes in execution order."""
-        return {(g, s): e for g, s, e in self.index.query(
-            "SELECT graph, scope, MIN(exec_index) FROM ops WHERE rank=? AND step=? AND kind='op' "
-            "AND graph_only != 2 GROUP BY graph, scope",
-            (rank, step))}
-
     def summary(self) -> dict[str, Any]:
         kinds = dict(self.index.query("SELECT kind, COUNT(*) FROM ops WHERE graph_only=0 GROUP BY kind"))
         n_tensors, n_values = self.index.query(
@@ -480,12 +447,25 @@ class DumpQuery:
 
     # -- scope tree -----------------------------------------------------------------------
 
-    def scope_counts(self, rank: int, step: int) -> dict[tuple[str, str], int]:
-        """Ops per (graph, scope) of one rank/step, to build the lazy scope tree."""
-        return {(g, s): n for g, s, n in self.index.query(
-            "SELECT graph, scope, COUNT(*) FROM ops WHERE rank=? AND step=? AND kind='op' AND graph_only != 2 "
-            "GROUP BY graph, scope",
-            (rank, step))}
+    def scope_facts(self, rank: int, step: int) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int],
+                                                         dict[tuple[str, str], int]]:
+        """Per (graph, scope) of one rank/step, from one pass over its ops: the ops (for the lazy scope tree),
+        the first execution index (scopes listed in execution order), and the ops with overflow status or
+        non-finite outputs (badges on scope nodes).  The tree needs all three before it shows anything."""
+        counts: dict[tuple[str, str], int] = {}
+        order: dict[tuple[str, str], int] = {}
+        bad: dict[tuple[str, str], int] = {}
+        for g, s, n, first, nbad in self.index.query(
+                "SELECT graph, scope, COUNT(*), MIN(exec_index), SUM(graph_only = 0 AND "
+                "(COALESCE(status, 0) != 0 OR COALESCE(nan, 0) + COALESCE(posinf, 0) + COALESCE(neginf, 0) > 0)) "
+                "FROM ops WHERE rank=? AND step=? AND kind='op' AND graph_only != 2 GROUP BY graph, scope",
+                (rank, step)):
+            counts[(g, s)] = n
+            if first is not None:
+                order[(g, s)] = first
+            if nbad:
+                bad[(g, s)] = nbad
+        return counts, order, bad
 
     def ops_in_scope(self, rank: int, step: int, graph: str, scope: str) -> list[OpRow]:
         return [_op(r) for r in self.index.query(

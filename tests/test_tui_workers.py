@@ -63,8 +63,8 @@ async def test_enter_on_a_flat_row_focuses_the_links_of_that_op(tiny):
 
 
 #: every DumpQuery read the op panes make: none may run on the UI thread (issue 18 Build 6)
-PANE_QUERIES = ("count_ops", "op_position", "ops", "ops_in_scope", "ops_of_kind", "scope_counts",
-                "bad_scope_counts", "kind_counts", "snapshot_counts", "snapshots_of", "scope_order", "scope_facts")
+PANE_QUERIES = ("count_ops", "op_position", "ops", "ops_in_scope", "ops_of_kind", "scope_facts", "kind_counts",
+                "snapshot_counts", "snapshots_of")
 
 
 @pytest.fixture

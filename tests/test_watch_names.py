@@ -54,7 +54,7 @@ def test_snapshots_belong_to_the_watched_op(tmp_path, capsys):
     assert [o["name"] for o in ops] == [W]  # snapshots are no ops
     q = open_query(root)
     # no scope made up from "{L}_To_{W}" (it used to be net/A/Mul_To_net/C)
-    assert set(q.scope_counts(0, 0)) == {("net", "net/C")}
+    assert set(q.scope_facts(0, 0)[0]) == {("net", "net/C")}
     w = q.resolve_op(W)
     snaps = q.snapshots_of(w)
     assert [s.watch_after for s in snaps] == [A, B] and all(s.scope == "net/C" for s in snaps)

@@ -34,7 +34,7 @@ _PART_STYLE = {"linelist--bad": "bold red", "linelist--ok": "green", "linelist--
 
 @dataclass
 class Scope:
-    """One folded scope node of the trie built from ``scope_counts``."""
+    """One folded scope node of the trie built from ``scope_facts``."""
 
     graph: str
     path: str  # full scope path ("" = graph level)
@@ -225,10 +225,8 @@ class OpTree(Tree[NodeData]):
     def _load(self, q: DumpQuery, rank: int, step: int, reopen: set[tuple[str, str]], generation: int) -> None:
         try:
             roots = build_scopes(*q.scope_facts(rank, step))
-            kinds_fn = getattr(q, "kind_counts", None)
-            kinds = kinds_fn(rank, step) if kinds_fn else {}
-            snaps_fn = getattr(q, "snapshot_counts", None)
-            snapshots = snaps_fn(rank, step) if snaps_fn else {}
+            kinds = q.kind_counts(rank, step)
+            snapshots = q.snapshot_counts(rank, step)
             rows = {}
             for scope in open_plan(roots, AUTO_OPEN_NODES, reopen):
                 if get_current_worker().is_cancelled:
