@@ -39,7 +39,8 @@ def test_graph_inputs_with_a_producer(src, want):
 def test_help_lists_the_default_rules(capsys):
     code, out, _ = run(capsys, "compare", "--help")
     assert code == 0
-    for text in ("ParametersErr", "noise floor", "more than 10% of the elements moved", "first divergence:"):
+    for text in ("ParametersErr", "judged at the precision each tensor was stored in", "born", "inherited",
+                 "first divergence:"):
         assert text in out
 
 

@@ -111,7 +111,7 @@ def test_cosine_of_x_with_itself_is_exactly_one():
 
 def test_nan_inf_same_positions_pass_and_are_counted(small_block):
     g = np.array([1.0, np.nan, np.inf, -np.inf, 2.0, 3.0], np.float32)
-    t = np.array([1.0, np.nan, np.inf, -np.inf, 2.0, 3.0001], np.float32)
+    t = np.array([1.0, np.nan, np.inf, -np.inf, 2.0, np.nextafter(np.float32(3.0), np.float32(4.0))], np.float32)
     r = compare_arrays(g, t)
     assert (r.golden_nan, r.golden_inf, r.target_nan, r.target_inf) == (1, 2, 1, 2)
     assert r.nonfinite_mismatch == 0 and r.count == 3 and r.verdict == "pass"

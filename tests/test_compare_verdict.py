@@ -1,4 +1,8 @@
-"""compare.verdict: each rule on its own (the table in verdict.py's docstring), in its order."""
+"""compare.verdict: each rule on its own (the table in verdict.py's docstring), in its order.
+
+A pair judged alone is judged as if what it was computed from were exact: beyond 10 × one rounding at
+the coarser stored dtype it is an error (inside a compare the walk adds the inputs' error: see
+test_compare_precision.py)."""
 
 from __future__ import annotations
 
@@ -6,15 +10,24 @@ import numpy as np
 import pytest
 
 from dumpscope.core.compare import Thresholds, compare_arrays, compare_stats
-from dumpscope.core.compare.verdict import element_rtol, judge_value, noise_floor
+from dumpscope.core.compare.verdict import element_rtol, judge_value
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
 
 
-def test_rule1_dtype_mismatch_is_error_even_with_equal_values():
+def test_rule1_a_float_dtype_difference_is_judged_at_the_coarser_not_an_error():
     g = np.array([1.0, 2.0, 3.0], np.float32)
     r = compare_arrays(g, g.astype(np.float16))
-    assert (r.verdict, r.rule) == ("error", "dtype float32 vs float16")
-    assert r.cosine == 1.0  # still measured
-    assert compare_arrays(g, g.copy()).verdict == "pass"
+    assert r.verdict == "pass" and r.cosine == 1.0
+    bf = compare_arrays(g * 1.001, g.astype(ml_dtypes.bfloat16))  # 0.1 % is a quarter of one bf16 rounding
+    assert bf.verdict == "pass" and "bfloat16 rounding 2^-8" in bf.rule
+    assert compare_arrays(g * 1.001, g).verdict == "error"  # the same 0.1 % in float32 is not rounding
+
+
+def test_rule1_kinds_and_integer_widths_differ():
+    g = np.array([1, 2, 3], np.int64)
+    assert compare_arrays(g, g.astype(np.int32)).rule == "dtype int64 vs int32"
+    assert compare_arrays(g.astype(np.float32), g).verdict == "error"
 
 
 def test_rule2_shape_mismatch():
@@ -22,7 +35,7 @@ def test_rule2_shape_mismatch():
     assert (r.verdict, r.rule) == ("error", "shape (2,3) vs (5)") and r.cosine is None
     x = np.arange(6.0).reshape(2, 3)
     other = compare_arrays(x, x.reshape(3, 2) * 2)
-    assert other.verdict == "error" and other.rule.startswith("shape (2,3) vs (3,2); 83.3% of elements moved")
+    assert other.verdict == "error" and other.rule.startswith("shape (2,3) vs (3,2); rel err 1 > ")
 
 
 def test_rule2_same_values_in_another_shape_is_a_warning():
@@ -49,13 +62,14 @@ def test_rule4_argument_and_constant_values_are_compared_exactly_not_by_cosine()
     assert compare_arrays(np.array([2.0]), np.array([2.0 + 1e-12]), kind="scalar").verdict == "error"
 
 
-def test_rule4_computed_one_element_tensor_by_abs_rel_error():
+def test_a_computed_one_element_tensor_is_judged_at_its_precision():
     loss = compare_arrays(np.array(2.248174, np.float32), np.array(2.2659245, np.float32))
-    assert loss.verdict == "error" and loss.rule.startswith("value 2.24817 → 2.26592, rel err 0.00789")
-    flip = compare_arrays(np.array([1.0]), np.array([-1.0]))
-    assert flip.verdict == "error" and flip.rule.startswith("value 1 → -1")
+    assert loss.verdict == "error" and loss.rule.startswith("rel err 0.00789")
+    assert compare_arrays(np.array([1.0]), np.array([-1.0])).verdict == "error"
     close = compare_arrays(np.array(2.248174, np.float32), np.array(2.2481742, np.float32))
     assert close.verdict == "pass"
+    bf = compare_arrays(np.array(2.248174, np.float32), np.array(2.25, ml_dtypes.bfloat16))
+    assert bf.verdict == "pass"
 
 
 def test_judge_value_for_non_tensor_arguments():
@@ -69,7 +83,7 @@ def test_judge_value_for_non_tensor_arguments():
     assert judge_value(2, 2.0)[0] == "pass"
 
 
-def test_rule5_allclose_replaces_the_default_rules():
+def test_rule5_allclose_replaces_the_precision_rule():
     g = np.ones(100)
     t = g * 1.5  # every element moved: an error by default
     loose = compare_arrays(g, t, Thresholds(rtol=0.6))
@@ -78,66 +92,44 @@ def test_rule5_allclose_replaces_the_default_rules():
     assert tight.verdict == "error" and tight.rule.startswith("allclose: 100 of 100 elements")
 
 
-def test_rule6_near_zero_gradient_is_noise_whatever_its_cosine():
+def test_rule6_near_zero_gradient_is_noise_against_the_size_of_its_inputs():
     rng = np.random.default_rng(0)
     g = (rng.standard_normal(64) * 1e-10).astype(np.float32)
     t = (rng.standard_normal(64) * 1e-10).astype(np.float32)
-    # judged against the magnitude of the op's inputs (~1): 1e-10 is far below float32 rounding there
+    # judged against the size of what it was computed from (~1): 1e-10 is far below float32 rounding there
     r = compare_arrays(g, t, magnitude=1.0)
-    assert r.cosine < 0.9 and r.verdict == "pass" and r.rule.startswith("pass (max_abs_err")
+    assert r.cosine < 0.9 and r.verdict == "pass" and "within float32 rounding of its inputs' size 1" in r.rule
     # on its own scale the same difference is everything: the context is what makes it noise
     assert compare_arrays(g, t).verdict == "error"
 
 
-def test_rule7_a_change_of_scale_is_an_error_although_cosine_is_one():
+def test_rule6_a_change_of_scale_is_an_error_although_cosine_is_one():
     rng = np.random.default_rng(1)
     g = rng.standard_normal(512).astype(np.float32)
     scaled = compare_arrays(g, g * np.float32(2.0))
     assert scaled.cosine == pytest.approx(1.0, abs=1e-7) and scaled.verdict == "error"
-    assert scaled.rule.startswith("100.0% of elements moved (512 of 512 beyond 0.001·|golden|")
+    assert scaled.rule.startswith("rel err 1 > 10 × float32 rounding")
     shifted = compare_arrays(g, g + np.float32(0.05))  # an offset: cosine 0.9988
-    assert shifted.cosine > 0.99 and shifted.verdict == "error" and "moved" in shifted.rule
+    assert shifted.cosine > 0.99 and shifted.verdict == "error"
 
 
-def test_rule8_cosine_error_when_few_elements_moved():
-    g = np.ones(1000)
+def test_rule6_one_element_far_off_is_an_error_whatever_the_cosine():
+    g = np.linspace(1, 2, 100_000).astype(np.float32)
     t = g.copy()
-    t[0] = 100.0  # 0.1 % of the elements, cosine 0.33
+    t[7] = 3.0  # one element in 100k: norm-wise 0.1 %, far beyond float32 rounding for that element
     r = compare_arrays(g, t)
-    assert (r.verdict, r.rule) == ("error", "cosine 0.331376 < 0.9")
+    assert r.verdict == "error" and r.cosine > 0.999
+    bf = compare_arrays(g, t.astype(ml_dtypes.bfloat16))
+    assert bf.verdict == "error" and bf.rule.startswith("max element rel err")
 
 
-def test_rule9_a_few_percent_moved_is_a_warning():
-    g = np.linspace(1, 2, 1000)
-    t = g.copy()
-    t[:50] *= 1.01
-    r = compare_arrays(g, t)
-    assert r.verdict == "warning" and r.rule.startswith("5.0% of elements moved (50 of 1000")
-
-
-def test_rule10_cosine_warning():
-    g = np.ones(1000)
-    t = g.copy()
-    t[0] = 6.0  # cosine 0.988, one element moved
-    r = compare_arrays(g, t)
-    assert r.verdict == "warning" and r.rule.startswith("cosine 0.98")
-
-
-def test_rule11_max_abs_over_one_is_a_warning_when_few_elements_moved():
-    g = np.arange(1000, dtype=np.float64) + 1
-    t = g.copy()
-    t[10] += 3.2
-    r = compare_arrays(g, t)
-    assert r.cosine > 0.99
-    assert (r.verdict, r.rule) == ("warning", "max_abs_err 3.2 > 1")
-
-
-def test_float32_rounding_noise_passes():
+@pytest.mark.parametrize("dtype,u", [(np.float32, 2.0 ** -24), (np.float16, 2.0 ** -11), ("bfloat16", 2.0 ** -8)])
+def test_rounding_noise_passes_and_ten_roundings_do_not(dtype, u):
     rng = np.random.default_rng(2)
-    g = rng.standard_normal(4096).astype(np.float32)
-    t = (g.astype(np.float64) * (1 + rng.standard_normal(4096) * 2e-7)).astype(np.float32)
-    r = compare_arrays(g, t)
-    assert r.verdict == "pass" and r.max_abs_err > 0
+    g = rng.standard_normal(4096)
+    dt = getattr(ml_dtypes, dtype) if isinstance(dtype, str) else dtype
+    assert compare_arrays(g, g.astype(dt)).verdict == "pass"
+    assert compare_arrays(g, (g * (1 + 30 * u)).astype(dt)).verdict == "error"
 
 
 def test_element_tolerances_by_dtype():
@@ -145,9 +137,6 @@ def test_element_tolerances_by_dtype():
     assert element_rtol("float16", "float32") == 5e-3
     assert element_rtol("bfloat16", "bfloat16") == pytest.approx(4 * 2 ** -7)
     assert element_rtol("int64", "int64") == 0.0
-    th = Thresholds()
-    assert noise_floor("float32", "float32", 1.0, th) == pytest.approx(16 * 2 ** -23)
-    assert noise_floor("int32", "int32", 1e6, th) == 0.0
 
 
 # ---- statistics-only pairs -----------------------------------------------------------------
@@ -157,26 +146,25 @@ def test_stats_rules():
     g = {"Max": 2.0, "Min": -1.0, "Mean": 0.001, "Norm": 10.0, "dtype": "float32", "shape": [4, 8]}
     same = compare_stats(g, dict(g))
     assert (same.verdict, same.rule) == ("pass", "pass (identical statistics)")
-    mean_only = compare_stats(g, dict(g, Mean=0.002))  # the mean is reported, not judged
-    assert mean_only.verdict == "pass" and mean_only.stat_rel_errs["mean"] == pytest.approx(1.0)
-    warn = compare_stats(g, dict(g, Norm=10.2))
-    assert (warn.verdict, warn.rule) == ("warning", "l2norm rel err 0.02 > 0.005")
     err = compare_stats(g, dict(g, Norm=8.2))  # a LayerNorm epsilon 1e-5 -> 0.5 shrinks the norm ~18 %
-    assert (err.verdict, err.rule) == ("error", "l2norm rel err 0.18 > 0.05")
+    assert err.verdict == "error" and err.rule.startswith("rel err 0.18 > 10 × float32 rounding")
+    bf16 = dict(g, dtype="bfloat16")
+    assert compare_stats(g, dict(bf16, Norm=10.02)).verdict == "pass"  # 0.2 %: half a bf16 rounding
+    assert compare_stats(g, dict(bf16, Norm=11.0)).verdict == "error"  # the issue's 10 % norm change
     nan = compare_stats(dict(g, nan=0), dict(g, nan=3))
     assert (nan.verdict, nan.rule) == ("error", "nan only in target")
     inf = compare_stats(g, dict(g, Max=float("inf")))
     assert inf.verdict == "error" and "max" in inf.rule
-    dt = compare_stats(g, dict(g, dtype="float16"))
-    assert (dt.verdict, dt.rule) == ("error", "dtype float32 vs float16")
+    dt = compare_stats(g, dict(g, dtype="int32"))
+    assert (dt.verdict, dt.rule) == ("error", "dtype float32 vs int32")
     shp = compare_stats({"shape": "2x3", "max": 1}, {"shape": [3, 2], "max": 1})
     assert shp.rule == "shape (2,3) vs (3,2): the same values in another shape"
     shp = compare_stats({"shape": "2x3", "max": 1}, {"shape": [3, 2], "max": 2})
-    assert (shp.verdict, shp.rule) == ("error", "shape (2,3) vs (3,2); max rel err 1 > 0.05")
+    assert shp.verdict == "error" and shp.rule.startswith("shape (2,3) vs (3,2); rel err")
     assert compare_stats({"shape": "2x3", "max": 1}, {"shape": [7], "max": 1}).verdict == "error"
 
 
-def test_stats_noise_floor_uses_the_op_magnitude():
+def test_stats_near_zero_is_judged_against_its_inputs_size():
     g = {"Max": 1e-10, "Min": -1e-10, "Norm": 3e-10, "dtype": "float32", "shape": [8]}
     t = {"Max": 2e-10, "Min": -3e-10, "Norm": 5e-10, "dtype": "float32", "shape": [8]}
     assert compare_stats(g, t, magnitude=1.0).verdict == "pass"

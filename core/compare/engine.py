@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from dumpscope.core.compare import origin as org
+from dumpscope.core.compare import precision as pr
 from dumpscope.core.compare import verdict as vd
 from dumpscope.core.compare.api_mapping import match_across_frameworks
 from dumpscope.core.compare.match import OpRef, match_ops, pair_slots
@@ -55,7 +56,8 @@ class _Pair:
     value: Optional[tuple[Any, Any]] = None  # scalar values (golden, target)
     verdict: str = vd.PASS
     rule: str = ""
-    stats_differ: bool = False
+    facts: Optional[org.RowFacts] = None  # the walk's judgement of this pair
+    shape_note: str = ""  # "shape (a) vs (b)" when the same count of values came in another shape
 
 
 @dataclass(slots=True)
@@ -144,10 +146,17 @@ def _take(op: _Op, got: Judged, th: vd.Thresholds) -> None:
                 p.error = r
             else:
                 p.result = r
+                _stored_dtypes(r, p)
         else:
             rest = True
     if rest:
         _judge_op(op, th, mag_in, only_unloaded=True)
+
+
+def _stored_dtypes(r: CompareResult, p: _Pair) -> None:
+    """The dtypes the dump records (a bfloat16 ``.pt`` decodes to float32: it is judged as bfloat16)."""
+    if p.g.dtype and p.t.dtype and pr.unit_roundoff(p.g.dtype) > 0 and pr.unit_roundoff(p.t.dtype) > 0:
+        r.golden_dtype, r.target_dtype = p.g.dtype, p.t.dtype
 
 
 def _side(t: "TensorRow", st: Optional[dict[str, Any]], value: Any) -> dict[str, Any]:
@@ -230,6 +239,9 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     # ops are prepared a chunk at a time and handed to the measurer; while the pool measures the
     # next chunks, the finished ones are judged and their rows made (origins filled in at the end)
     measurer = Measurer(th, workers, pool=len(matched) >= measure_many.POOL_MIN_OPS)
+    walk = org.Walk()
+    origins: list[org.Origin] = []
+    dtypes: dict[str, dict[str, int]] = {"golden": {}, "target": {}}
     rows: Any = RowSpool() if spool_rows else []
     row_at: list[int] = []  # first row of each op
     total_pairs = counted = 0
@@ -241,8 +253,10 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
             for op, got in zip(ops[a:b], outcomes):
                 _take(op, got, th)
                 det, tensors = details.pop(op.gop.id), g_tensors.pop(op.gop.id)
-                op.facts = _facts(op, det, joined_to_name, g_names)
+                op.facts = _facts(op, det, joined_to_name, g_names, th)
                 op.facts.saved_from = _forward_of(op.gop, g_names)
+                origins.append(walk.judge(op.facts))
+                _apply(op, dtypes)
                 row_at.append(len(rows))
                 if spool_rows:
                     rows.start_group()  # group k: op k (its origin and source are filled in at the end)
@@ -279,7 +293,6 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
         finish(wait=True)
     finally:
         measurer.close()
-    origins = org.trace([op.facts for op in ops])
     fd = org.first_divergence([op.facts for op in ops], origins)
     fd_row: Optional[dict[str, Any]] = None
     if spool_rows:
@@ -308,6 +321,8 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
         "golden": {"path": golden.root, "rank": g_rank, "step": g_step},
         "target": {"path": target.root, "rank": t_rank, "step": t_step},
         "rules": "see `dumpscope compare --help` (core/compare/verdict.py)",
+        "precision": precision_summary(dtypes),
+        "evidence": evidence_of(walk, first),
         "compared": {"ops": len(ops), "tensors": len(rows), "golden_ops": len(g_ops), "target_ops": len(t_ops)},
         "problems": [dict(p, side="golden") for p in golden.problems()]
         + [dict(p, side="target") for p in target.problems()] if with_problems else [],
@@ -370,10 +385,10 @@ def _judge_op(op: _Op, th: vd.Thresholds, mag_in: Optional[float] = None, only_u
             ctx = vd.Context(th, magnitude=mag_in, kind=p.kind)
             p.verdict, p.rule = vd.judge(p.result, ctx)
             p.result.verdict, p.result.rule = p.verdict, p.rule
-            p.stats_differ = p.result.stat_diffs is not None and vd.beyond_noise(p.result, ctx)
 
 
-def _facts(op: _Op, det: dict[str, Any], joined_to_name: dict[str, str], g_names: set[str]) -> org.OpFacts:
+def _facts(op: _Op, det: dict[str, Any], joined_to_name: dict[str, str], g_names: set[str],
+           th: vd.Thresholds) -> org.OpFacts:
     inputs_from = det["inputs_from"]
     rows, input_producers = [], {}
     for p in op.pairs:
@@ -384,13 +399,103 @@ def _facts(op: _Op, det: dict[str, Any], joined_to_name: dict[str, str], g_names
             name = joined_to_name.get(_strip_port(src))
             if is_produced and name is not None and name != op.gop.name:
                 input_producers[p.g.slot] = name
-        rows.append(org.RowFacts(p.g.io, p.g.slot, p.verdict, p.kind, is_produced, p.rule, p.stats_differ))
+        rows.append(_row_facts(p, is_produced, th))
     producers = []
     for src in inputs_from:
         name = joined_to_name.get(_strip_port(src), _strip_port(src))
         if name in g_names:
             producers.append(name)
-    return org.OpFacts(op.gop.name, rows, is_aside(op.gop), producers, input_producers)
+    return org.OpFacts(op.gop.name, rows, is_aside(op.gop), producers, input_producers, type=op.gop.type or "")
+
+
+def _row_facts(p: _Pair, is_produced: bool, th: vd.Thresholds) -> org.RowFacts:
+    """What the walk judges of one pair: its error at the stored precision, unless a fixed rule (dtype
+    kind, shape, NaN/Inf, argument, ``--rtol/--atol``) or an unreadable tensor already decided it."""
+    r = p.result
+    facts = org.RowFacts(p.g.io, p.g.slot, p.verdict, p.kind, is_produced, p.rule)
+    if p.error is not None or p.value is not None or r is None:
+        facts.fixed = True
+        return facts
+    dt = pr.judged_dtype(r.golden_dtype, r.target_dtype)
+    facts.dtype, facts.u = dt, pr.unit_roundoff(dt)
+    fixed = vd.fixed_verdict(r, vd.Context(th, kind=p.kind))
+    if fixed is not None and fixed[0] == vd.WARNING and fixed[1].startswith("shape"):
+        p.shape_note = fixed[1].split(":")[0]  # the same count in another shape: the values still judged
+    elif fixed is not None:
+        facts.verdict, facts.rule, facts.fixed = fixed[0], fixed[1], True
+        return facts
+    facts.err = pr.error_of(r)
+    if facts.err is None:
+        facts.fixed = True
+        return facts
+    facts.key = _identity(r)
+    return facts
+
+
+def _identity(r: CompareResult) -> Optional[tuple]:
+    """The same tensor seen twice (a producer's output read as its consumer's input, perhaps through a
+    view or a cast): the same element count and the same max and min on both sides.  Only max and min:
+    they are exact in any dtype and any element order, where a mean or norm is not (msprobe computes a
+    bfloat16 tensor's mean in bfloat16; a permuted view sums in another order)."""
+    g, t = r.golden_stats or {}, r.target_stats or {}
+    key = (r.count if r.stat_diffs is None else r.size, g.get("max"), g.get("min"), t.get("max"), t.get("min"))
+    return None if all(v is None for v in key[1:]) else key
+
+
+def _apply(op: _Op, dtypes: dict[str, dict[str, int]]) -> None:
+    """The walk's verdicts onto the pairs (their rows are made next); the stored float dtypes counted."""
+    assert op.facts is not None
+    for p, f in zip(op.pairs, op.facts.rows):
+        p.verdict, p.rule = f.verdict, f.rule
+        if p.shape_note:
+            if p.verdict == vd.PASS:
+                p.verdict, p.rule = vd.WARNING, f"{p.shape_note}: the same values in another shape"
+            else:
+                p.rule = f"{p.shape_note}; {p.rule}"
+        p.facts = f
+        if p.kind != "scalar":
+            for side, t in (("golden", p.g), ("target", p.t)):
+                if t.dtype and pr.unit_roundoff(t.dtype) > 0:
+                    name = pr.canonical(t.dtype)
+                    dtypes[side][name] = dtypes[side].get(name, 0) + 1
+
+
+def precision_summary(dtypes: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """What each side's float tensors were stored in, said once ("112 of 181 tensors bfloat16")."""
+    out: dict[str, Any] = {}
+    for side in ("golden", "target"):
+        counts = dtypes[side]
+        total = sum(counts.values())
+        out[side] = dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+        coarse = sorted((k for k in counts if pr.unit_roundoff(k) > pr.unit_roundoff("float32")),
+                        key=lambda k: -counts[k])
+        if total and coarse:
+            out[f"{side}_text"] = ", ".join(f"{counts[k]} of {total} tensors {k}" for k in coarse)
+        elif total:
+            out[f"{side}_text"] = f"{total} tensors " + "/".join(counts)
+    return out
+
+
+def evidence_of(walk: org.Walk, first: Optional[dict[str, Any]]) -> dict[str, Any]:
+    """Why the answer is what it is: the largest relative error seen, the precision that explains it and
+    the rows nearest the line (each error as a share of what it was allowed; 1.0 is the line)."""
+    def near(n: org.Near) -> dict[str, Any]:
+        return {"name": n.op, "tensor": n.label, "rel_err": _num(n.rel_err), "allowed": _num(n.allowed),
+                "share_of_allowed": _num(round(n.ratio, 4)), "precision": n.dtype, "judgement": n.judgement}
+    nearest = sorted(walk.nearest, reverse=True)
+    doc: dict[str, Any] = {"nearest": [near(n) for n in nearest],
+                           "largest": near(walk.largest) if walk.largest is not None else None,
+                           "bit_identical": walk.exact_so_far}
+    if first is None:
+        if walk.exact_so_far:
+            doc["text"] = "no divergence: every compared tensor is bit-identical"
+        elif nearest:
+            top = nearest[0]
+            doc["text"] = (f"no divergence: the nearest to the line is {top.op} {top.label} at "
+                           f"{top.ratio:.2g} of what its inputs and {top.dtype or 'its'} rounding allow")
+        else:
+            doc["text"] = "no divergence: nothing numeric was compared"
+    return doc
 
 
 _API_PRODUCERS = ("msprobe", "troubleshooter")
@@ -439,6 +544,11 @@ def _row(p: _Pair) -> dict[str, Any]:
     row["type"] = gop.type
     row["kind"] = p.kind
     row["origin"] = row["origin_via"] = None
+    f = p.facts
+    row["judgement"] = f.judgement if f is not None else None
+    row["rel_err"] = _num(f.rel_err) if f is not None else None
+    row["allowed"] = _num(f.allowed) if f is not None else None
+    row["precision"] = (f.dtype or None) if f is not None else None
     row["golden"] = _side(g, g_st, gval)
     row["target"] = _side(t, t_st, tval)
     row["source"] = None

@@ -122,6 +122,9 @@ class CompareResult:
     target_stats: Optional[dict[str, Optional[float]]] = None
     rtol: Optional[float] = None  # the element tolerance the moved histogram was counted with
     moved_hist: Optional[dict[int, int]] = None  # bin -> count, see moved_count(); None for statistics
+    #: max |t−g| / (|g| + s), s the golden's RMS (over each block of up to 131,072 elements): the largest
+    #: error of one element against its own size and the tensor's typical size (``precision``)
+    max_scaled_err: Optional[float] = None
     size: int = 0  # elements of the golden tensor (complex: real components), finite or not; -1 unknown
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -238,11 +241,12 @@ class _Acc:
         "sgg", "stt", "sgt", "sdd", "max_abs", "max_rel", "c1", "c5", "n",
         "g_nan", "g_inf", "t_nan", "t_inf", "mismatch", "g_only_nan", "t_only_nan",
         "g_only_inf", "t_only_inf", "close_fail", "gmin", "gmax", "tmin", "tmax", "gsum", "tsum", "hist",
+        "max_scaled",
     )
 
     def __init__(self) -> None:
         self.sgg = self.stt = self.sgt = self.sdd = 0.0
-        self.max_abs = self.max_rel = -math.inf
+        self.max_abs = self.max_rel = self.max_scaled = -math.inf
         self.c1 = self.c5 = self.n = 0
         self.g_nan = self.g_inf = self.t_nan = self.t_inf = 0
         self.mismatch = self.g_only_nan = self.t_only_nan = self.g_only_inf = self.t_only_inf = 0
@@ -293,6 +297,13 @@ def _finite_metrics(
     np.abs(d, out=d)
     acc.max_abs = max(acc.max_abs, float(d.max()))
     np.abs(g, out=w)
+    # |Δ| / (|golden| + s), s the block's RMS: an element's error against its own size and the tensor's
+    # typical size (near-zero elements of a large tensor are judged against the latter)
+    scaled = buf.x[:n]
+    np.add(w, math.sqrt(sums[0] / n), out=scaled)
+    np.divide(d, scaled, out=scaled)
+    ms = float(np.fmax.reduce(scaled))
+    acc.max_scaled = max(acc.max_scaled, ms if ms == ms else 0.0)
     if tol.allclose is not None:
         lim = buf.x[:n]
         np.multiply(w, tol.allclose[1], out=lim)
@@ -545,6 +556,9 @@ def measure_small_many(pairs: list[tuple[np.ndarray, np.ndarray]], tol: Toleranc
         np.abs(D, out=D)
         max_abs = D.max(axis=1)
         W = np.abs(G)
+        scaled = W + np.sqrt(sgg / n)[:, None]
+        np.divide(D, scaled, out=scaled)
+        max_scaled = np.fmax.reduce(scaled, axis=1)
         close_fail = None
         if tol.allclose is not None:
             lim = np.multiply(W, tol.allclose[1])
@@ -568,9 +582,9 @@ def measure_small_many(pairs: list[tuple[np.ndarray, np.ndarray]], tol: Toleranc
     cols = zip(finite.tolist(), sgg.tolist(), stt.tolist(), sgt.tolist(), sdd.tolist(), gmin.tolist(),
                gmax.tolist(), tmin.tolist(), tmax.tolist(), gsum.tolist(), tsum.tolist(), max_abs.tolist(),
                max_rel.tolist(), c1.tolist(), c5.tolist(), n_moved.tolist(),
-               close_fail.tolist() if close_fail is not None else [0] * k_rows)
-    for k, ((g, t), (fin, gg, tt, gt, dd, g_lo, g_hi, t_lo, t_hi, g_s, t_s, mab, mrel, n1, n5, nmov, nclose)) in \
-            enumerate(zip(pairs, cols)):
+               close_fail.tolist() if close_fail is not None else [0] * k_rows, max_scaled.tolist())
+    for k, ((g, t), (fin, gg, tt, gt, dd, g_lo, g_hi, t_lo, t_hi, g_s, t_s, mab, mrel, n1, n5, nmov, nclose,
+                     msc)) in enumerate(zip(pairs, cols)):
         if not fin:
             out.append(measure_streams(_one(g), _one(t), tol))
             continue
@@ -584,6 +598,7 @@ def measure_small_many(pairs: list[tuple[np.ndarray, np.ndarray]], tol: Toleranc
             min(math.inf, t_lo), max(-math.inf, t_hi)
         acc.gsum, acc.tsum = 0.0 + g_s, 0.0 + t_s
         acc.max_abs, acc.max_rel = max(-math.inf, mab), max(-math.inf, mrel)
+        acc.max_scaled = max(-math.inf, msc if msc == msc else 0.0)
         acc.close_fail, acc.c1, acc.c5 = nclose, n1, n5
         if nmov:
             acc.hist = np.bincount(D[k][moved[k]].view(np.int64) >> HIST_SHIFT, minlength=HIST_BINS)
@@ -633,6 +648,7 @@ def _fill(r: CompareResult, acc: _Acc, tol: Tolerance) -> None:
     r.euc_dist = math.sqrt(acc.sdd)
     r.max_abs_err = acc.max_abs
     r.max_rel_err = acc.max_rel
+    r.max_scaled_err = acc.max_scaled
     r.one_thousandth_ratio = acc.c1 / acc.n
     r.five_thousandth_ratio = acc.c5 / acc.n
 

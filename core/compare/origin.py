@@ -1,26 +1,33 @@
-"""Where an error is born: the origin of each op's divergence and the first divergence.
+"""Where an error is born: every row's judgement and the first divergence, by propagation.
 
-Walking ops in execution order, an op whose outputs are in error is
+The walk takes ops in execution order (``Walk.judge``, one op at a time, so ``compare`` judges a
+place as its measurements arrive) and decides each tensor once:
 
-* ``"constant"`` when one of its constant/scalar inputs changed (msprobe ParametersErrChecker:
-  "scalar parameters inconsistent" is its first error too) — also when no output moved;
-* ``"born"`` when none of its inputs that have a producer carries an error: the error starts
-  here (msprobe OneThousandthErrChecker / RelativeErrChecker: inputs fine, output not).  When a
-  tensor input is itself in error although nothing dumped before it diverged (different data or
-  weights), ``via`` names that input and the first divergence's rule says so;
-* ``"inherited"`` otherwise, naming the input that carries it.
+* an **argument or constant** that changed (msprobe ParametersErrChecker) makes its op the origin,
+  ``"constant"``, whatever the noise;
+* an **input** that is the same tensor as one seen before (the same values on both sides: a
+  producer's output read by its consumer) carries that tensor's judgement — one tensor, one verdict;
+  any other input (a weight, the data, a tensor made by an op that was not dumped) is judged against
+  one rounding at its op's precision: beyond ``K_BORN`` × that it *changed* outside the dumped ops,
+  and while no op before it diverged, its op is where the difference is ``"born"``;
+* an **output** whose error clearly exceeds what its inputs' errors plus one rounding at the op's
+  precision explain — more than ``precision.K_BORN`` (10) × (largest input error + unit roundoff),
+  msprobe's "norm relative error of output is 10 times that of input" — is ``"born"`` there.  An
+  error that large relative to the output but small against the size of what it was computed from
+  is cancellation (a bias gradient that is zero in exact arithmetic), not a divergence.  Error of
+  the size its inputs carried is ``"inherited"`` (an error while an input carries one and it is
+  beyond one rounding at the op's precision); error of the size its precision gives is ``"noise"``.
 
-An input *carries* an error when its row is in error (or a warning, or for statistics-only pairs
-any move beyond noise: after an upstream error that is the error, diluted), it has a producer (an op in the graph,
-not a Parameter, a Load of one or a literal; for API dumps without a graph every tensor input
-counts as produced) and some op before it in execution order has an output in error (the graph's
-producer is not required to be that op: MindSpore's graph files describe the graph before
-kernel expansion, whose input order can differ from the dumped kernel's) — an input
-that differs while nothing upstream did was changed outside the dumped ops (different weights or
-data), so the op reading it is where the difference first shows.  For output-only dumps the
-producers named by the graph stand in for the inputs, and in API dumps (msprobe,
-Troubleshooter) a backward call also carries what its forward call's tensors carry: it computes
-from tensors the forward call saved, which the dump does not list as its inputs.
+The op's precision is the coarser stored dtype of its outputs (golden or target), and TF32 for a
+float32 convolution or matrix product once the pair is seen not to be bit-identical (GPUs and
+NPUs compute them in TF32/HF32 by default: cross-device noise is noise).  A pair bit-identical so
+far has no noise: there any change beyond float rounding is born.
+
+API dumps (msprobe, Troubleshooter) list a backward call's gradients but not the forward tensors it
+computes from: a backward call also carries what its forward call's tensors carry (``saved_from``).
+
+Rows without a measurement (``err`` None: hand-made facts, unreadable tensors, the ``--rtol/--atol``
+mode) keep the verdict they came with, and an error there counts as an error of unknown size.
 
 The first divergence is the first op (execution order) whose origin is ``born`` or ``constant``,
 never a parameter while any op diverges; if every error is inherited (the culprit was not dumped)
@@ -30,33 +37,51 @@ optimizer update, so they differ from step 0 on) only answer when no op diverges
 
 from __future__ import annotations
 
+import heapq
+import math
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
+from dumpscope.core.compare.precision import K_BORN, TF32, Err, fmt_u, is_matrix_product
 from dumpscope.core.model import INPUT, OUTPUT
 
 BORN = "born"
 INHERITED = "inherited"
 CONSTANT = "constant"
 
+#: row judgements (``judgement`` in compare rows)
+NOISE = "noise"
+CHANGED = "changed"
+
 CAUSE_TENSOR = "tensor"
 CAUSE_CONSTANT = "constant"
 
+PASS = "pass"
 ERROR = "error"
 WARNING = "warning"
 
 
 @dataclass(slots=True)
 class RowFacts:
-    """What the walk needs of one compared tensor row."""
+    """What the walk needs of one compared tensor row; ``judgement``/``rel_err``/``allowed`` are its
+    answer (``verdict``/``rule`` too, unless ``err`` is None or a fixed rule decided them)."""
 
     io: str
     slot: int
     verdict: str
-    kind: str = "tensor"  # "tensor" | "scalar" | "parameter"
+    kind: str = "tensor"  # "tensor" | "scalar" (argument / constant) | "parameter"
     produced: bool = True  # False: Parameter / Load / literal / graph input
     rule: str = ""
-    stats_differ: bool = False  # statistics-only pair whose stats moved beyond noise (verdict may be pass)
+    stats_differ: bool = False  # unmeasured statistics row that moved (counts as carrying an error)
+    err: Optional[Err] = None
+    u: float = 0.0  # unit roundoff of the dtype the pair is judged at
+    dtype: str = ""  # that dtype
+    fixed: bool = False  # verdict set by a fixed rule (dtype kind, shape, NaN/Inf, argument, allclose)
+    key: Optional[tuple] = None  # the tensor's identity (its values on both sides), None: unknown
+    judgement: Optional[str] = None
+    rel_err: Optional[float] = None
+    allowed: Optional[float] = None
+    tainted: bool = False  # carries an error born upstream (or here)
 
     @property
     def label(self) -> str:
@@ -73,6 +98,7 @@ class OpFacts:
     producers: list[str] = field(default_factory=list)
     input_producers: dict[int, str] = field(default_factory=dict)  # input slot -> producing *dumped* op
     saved_from: Optional[str] = None  # API dumps: the forward call whose saved tensors a backward call uses
+    type: str = ""
 
 
 @dataclass(slots=True)
@@ -92,67 +118,297 @@ class FirstDivergence:
     rule: str
 
 
-def _bad(r: RowFacts) -> bool:
-    return r.verdict == ERROR
+@dataclass(slots=True, order=True)
+class Near:
+    """A row near the line: its error as a share of what it was allowed (1.0 = on the line)."""
+
+    ratio: float
+    op: str = field(compare=False)
+    label: str = field(compare=False)
+    rel_err: float = field(compare=False)
+    allowed: float = field(compare=False)
+    dtype: str = field(compare=False)
+    judgement: str = field(compare=False)
+
+
+@dataclass(slots=True)
+class _Seen:
+    verdict: str
+    rule: str
+    judgement: Optional[str]
+    rel_err: Optional[float]
+    allowed: Optional[float]
+    tainted: bool
+    err: Optional[Err]
+    op: str
 
 
 def _off(r: RowFacts) -> bool:
-    """An error or a warning — or, for statistics, any move beyond noise: after an upstream error
-    that is the error, diluted (aggregates hide element moves that a tensor compare would see)."""
     return r.verdict in (ERROR, WARNING) or r.stats_differ
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}"
+
+
+class Walk:
+    """The streaming judgement of one place's ops (module docstring); ``judge`` them in order."""
+
+    def __init__(self, keep_nearest: int = 3) -> None:
+        self._seen: dict[tuple, _Seen] = {}
+        self._op_err: dict[str, tuple[float, float, bool]] = {}  # API forward call -> (e, r, tainted) of its tensors
+        self.exact_so_far = True  # every measured tensor so far bit-identical
+        #: the noise the pair has carried so far: the largest error of an output judged noise (norm-wise,
+        #: element-wise); a tensor that is no dumped op's output may carry that much from upstream
+        self.noise_e = self.noise_r = 0.0
+        self.diverged = False  # some op before had an error output (or a changed input)
+        self.bad_ops: set[str] = set()
+        self.off_ops: set[str] = set()
+        self.nearest: list[Near] = []  # a min-heap of the rows nearest the line
+        self._keep = keep_nearest
+        self.largest: Optional[Near] = None  # the largest relative error seen (whatever its allowance)
+
+    # -- precision of an op ------------------------------------------------------------------------
+
+    def op_u(self, op: OpFacts) -> float:
+        """The op's compute precision: the coarser stored dtype of its outputs (of its rows if it has no
+        float output); TF32 for a float32 matrix product, unless the pair has been bit-identical so far
+        and this op's own inputs differ (then a change is judged at float32: no noise to hide in)."""
+        outs = [r.u for r in op.rows if r.io == OUTPUT and r.kind != "scalar" and r.u > 0]
+        u = max(outs) if outs else max((r.u for r in op.rows if r.kind != "scalar"), default=0.0)
+        if 0 < u < TF32 and is_matrix_product(op.type, op.name):
+            inputs_exact = all(r.err is None or r.err.exact for r in op.rows if r.io == INPUT and r.kind != "scalar")
+            if not self.exact_so_far or inputs_exact:
+                u = TF32
+        return u
+
+    # -- the walk ----------------------------------------------------------------------------------
+
+    def judge(self, op: OpFacts) -> Origin:
+        if op.parameter:
+            return self._parameter(op)
+        u_op = self.op_u(op)
+        changed: Optional[RowFacts] = None
+        carrier: Optional[RowFacts] = None
+        e_in = r_in = 0.0
+        s_in: list[tuple[float, int]] = []
+        for r in op.rows:
+            if r.io != INPUT or r.kind == "scalar":
+                continue
+            self._judge_input(op, r, u_op)
+            if r.judgement == CHANGED and changed is None:
+                changed = r
+            if r.tainted and carrier is None and r.judgement != CHANGED:
+                carrier = r
+            e, rr = self._size_of(r)
+            e_in, r_in = max(e_in, e), max(r_in, rr)
+            if r.err is not None and r.err.peak > 0:
+                s_in.append((r.err.peak, r.err.n))
+        saved_tainted = False
+        if op.saved_from is not None and op.saved_from in self._op_err:
+            e, rr, saved_tainted = self._op_err[op.saved_from]
+            e_in, r_in = max(e_in, e), max(r_in, rr)
+        producer = None
+        if not any(r.io == INPUT for r in op.rows):  # output-only dumps: the graph's producers stand in
+            producer = next((p for p in op.producers if p != op.name and p in self.bad_ops), None)
+        tainted = changed is not None or carrier is not None or saved_tainted or producer is not None
+        consts = [r for r in op.rows if r.io == INPUT and r.kind == "scalar" and r.verdict == ERROR]
+        for r in op.rows:
+            if r.io == OUTPUT:
+                self._judge_output(op, r, u_op, e_in, r_in, s_in, tainted)
+        self._remember(op, e_in, r_in)
+        return self._origin(op, consts, changed, carrier, saved_tainted, producer)
+
+    def _size_of(self, r: RowFacts) -> tuple[float, float]:
+        """An input's error for the allowance of the op's outputs (an error of unknown size: infinite)."""
+        if r.err is None:
+            return (math.inf, math.inf) if _off(r) else (0.0, 0.0)
+        if r.fixed and r.verdict == ERROR:
+            return math.inf, math.inf
+        e = r.err.e
+        return e, max(e, r.err.r if r.err.r is not None else e)
+
+    def _judge_input(self, op: OpFacts, r: RowFacts, u_op: float) -> None:
+        seen = self._seen.get(r.key) if r.key is not None else None
+        if seen is not None and not r.fixed:
+            r.verdict, r.rule, r.judgement = seen.verdict, seen.rule, seen.judgement
+            r.rel_err, r.allowed, r.tainted = seen.rel_err, seen.allowed, seen.tainted
+            return
+        if r.err is None or r.fixed:
+            if r.verdict == ERROR and (not self.diverged or not r.produced):
+                r.judgement, r.tainted = CHANGED, True
+            elif _off(r) and self.diverged:
+                r.judgement, r.tainted = INHERITED, True
+            return
+        self._note_exact(r.err)
+        u = max(u_op, r.u)
+        lim = K_BORN * (self.noise_e + u)
+        lim_r = K_BORN * (max(self.noise_r, self.noise_e) + u)
+        e, rr = r.err.e, (r.err.r if r.err.r is not None else r.err.e)
+        r.rel_err, r.allowed = e, lim
+        ratio = max(e / lim if lim else (math.inf if e else 0.0), rr / lim_r if lim_r else (math.inf if rr else 0.0))
+        self._near(op, r, e, lim, NOISE, ratio=ratio)
+        if e > lim or rr > lim_r:
+            r.verdict = ERROR
+            what = f"rel err {_fmt(e)} > {_fmt(lim)}" if e > lim else f"max element rel err {_fmt(rr)} > {_fmt(lim_r)}"
+            carried = f"the noise carried so far {_fmt(self.noise_e)} + " if self.noise_e else ""
+            r.rule = (f"{what} = {K_BORN:g} × ({carried}{r.dtype or 'its'} rounding {fmt_u(u)}): "
+                      f"differs beyond its precision and is no dumped op's output")
+            r.judgement = CHANGED if not self.diverged else INHERITED
+            r.tainted = True
+        else:
+            r.verdict, r.judgement = PASS, NOISE
+            r.rule = _noise_rule(e, lim, r.dtype, u)
+        if r.key is not None:
+            self._seen[r.key] = _Seen(r.verdict, r.rule, r.judgement, r.rel_err, r.allowed, r.tainted, r.err, op.name)
+
+    def _judge_output(self, op: OpFacts, r: RowFacts, u_op: float, e_in: float, r_in: float,
+                      s_in: list[tuple[float, int]], tainted_in: bool) -> None:
+        if r.err is None or r.fixed:
+            if r.verdict == ERROR:
+                r.judgement = INHERITED if tainted_in else BORN
+                r.tainted = True
+            elif _off(r):
+                r.tainted = tainted_in
+            self._store(op, r)
+            return
+        self._note_exact(r.err)
+        err = r.err
+        e, rr = err.e, (err.r if err.r is not None else err.e)
+        a = K_BORN * (e_in + u_op)
+        a_r = K_BORN * (max(r_in, e_in) + u_op)
+        r.rel_err, r.allowed = e, a
+        beyond = e > a or rr > a_r
+        scale = _input_scale(s_in, err.n)
+        cancel = beyond and scale > err.rms and err.abs_rms <= a * scale and err.abs_max <= a_r * scale
+        # numerically zero on both sides: below one rounding of what it was computed from (a bias gradient
+        # before a normalisation); whatever its inputs carry, such an output carries nothing
+        cancel = cancel or (not beyond and tainted_in and scale > err.rms
+                            and max(err.abs_rms, err.abs_max) <= K_BORN * u_op * scale)
+        if beyond and not cancel:
+            r.verdict, r.judgement, r.tainted = ERROR, BORN, True
+            which = (f"rel err {_fmt(e)} > {_fmt(a)}" if e > a else f"max element rel err {_fmt(rr)} > {_fmt(a_r)}")
+            r.rule = (f"{which} = {K_BORN:g} × (inputs' error {_fmt(e_in)} + {r.dtype or 'its'} rounding "
+                      f"{fmt_u(u_op)}): born here")
+        elif tainted_in and (e > K_BORN * u_op or rr > K_BORN * u_op) and not cancel:
+            r.verdict, r.judgement, r.tainted = ERROR, INHERITED, True
+            r.rule = f"rel err {_fmt(e)}, of the size its inputs carried ({_fmt(e_in)}): inherited"
+        else:
+            r.verdict, r.judgement = PASS, NOISE
+            r.rule = (f"pass (abs err within the rounding noise of its inputs' size {_fmt(scale)})" if cancel
+                      else _noise_rule(e, a, r.dtype, u_op, e_in))
+            if not cancel and not tainted_in:
+                self.noise_e, self.noise_r = max(self.noise_e, e), max(self.noise_r, rr)
+        ratio = max(e / a if a else (math.inf if e else 0.0), rr / a_r if a_r else (math.inf if rr else 0.0))
+        if cancel:
+            ratio = max(err.abs_rms / (a * scale), err.abs_max / (a_r * scale))
+        self._near(op, r, ratio * a if a else e, a, r.judgement or NOISE, ratio=ratio)
+        self._store(op, r)
+
+    def _store(self, op: OpFacts, r: RowFacts) -> None:
+        if r.key is not None:
+            self._seen[r.key] = _Seen(r.verdict, r.rule, r.judgement, r.rel_err, r.allowed, r.tainted, r.err, op.name)
+
+    def _note_exact(self, err: Err) -> None:
+        if not err.exact:
+            self.exact_so_far = False
+
+    def _near(self, op: OpFacts, r: RowFacts, e: float, allowed: float, judgement: str,
+              ratio: Optional[float] = None) -> None:
+        if ratio is None:
+            ratio = e / allowed if allowed else (math.inf if e else 0.0)
+        if not math.isfinite(ratio):
+            ratio = 1e300
+        item = Near(ratio, op.name, r.label, r.rel_err if r.rel_err is not None else e, allowed, r.dtype, judgement)
+        if self.largest is None or item.rel_err > self.largest.rel_err:
+            self.largest = item
+        if len(self.nearest) < self._keep:
+            heapq.heappush(self.nearest, item)
+        elif item.ratio > self.nearest[0].ratio:
+            heapq.heapreplace(self.nearest, item)
+
+    def _remember(self, op: OpFacts, e_in: float, r_in: float) -> None:
+        e, rr, tainted = e_in, r_in, False
+        for r in op.rows:
+            if r.kind == "scalar":
+                continue
+            if r.err is not None:
+                e = max(e, r.err.e)
+                rr = max(rr, r.err.r if r.err.r is not None else r.err.e)
+            tainted = tainted or r.tainted
+        self._op_err[op.name] = (e, rr, tainted)
+
+    def _origin(self, op: OpFacts, consts: list[RowFacts], changed: Optional[RowFacts],
+                carrier: Optional[RowFacts], saved_tainted: bool, producer: Optional[str]) -> Origin:
+        outs_bad = [r for r in op.rows if r.io == OUTPUT and r.verdict == ERROR]
+        has_outputs = any(r.io == OUTPUT for r in op.rows)
+        shows = bool(outs_bad) or (changed is not None and not has_outputs)
+        if outs_bad or changed is not None:
+            self.bad_ops.add(op.name)
+        if any(_off(r) or r.tainted for r in op.rows):
+            self.off_ops.add(op.name)
+        if consts:
+            self.diverged = True
+            return Origin(CONSTANT, consts[0].label, consts[0].rule)
+        if not shows:
+            return Origin(None)
+        self.diverged = True
+        born = [r for r in outs_bad if r.judgement == BORN]
+        if born and changed is None and carrier is None:
+            return Origin(BORN, None, born[0].rule)
+        if changed is not None:  # a weight or data that differs: where the difference first shows
+            return Origin(BORN, changed.label, (born or outs_bad or [changed])[0].rule)
+        if born:
+            return Origin(BORN, None, born[0].rule)
+        if carrier is not None:
+            src = op.input_producers.get(carrier.slot)
+            via = f"{carrier.label} ← {src}" if src else carrier.label
+            return Origin(INHERITED, via, carrier.rule)
+        if saved_tainted and op.saved_from is not None:
+            return Origin(INHERITED, f"saved tensors of {op.saved_from}", None)
+        if producer is not None:
+            return Origin(INHERITED, f"← {producer}", None)
+        return Origin(BORN, None, outs_bad[0].rule)
+
+    def _parameter(self, op: OpFacts) -> Origin:
+        for r in op.rows:
+            if r.err is None or r.fixed or r.kind == "scalar":
+                continue
+            u = r.u
+            lim = K_BORN * u
+            e, rr = r.err.e, (r.err.r if r.err.r is not None else r.err.e)
+            r.rel_err, r.allowed = e, lim
+            if e > lim or rr > lim:
+                r.verdict, r.judgement = ERROR, CHANGED
+                r.rule = f"rel err {_fmt(max(e, rr))} > {K_BORN:g} × {r.dtype or 'its'} rounding ({fmt_u(u)})"
+            else:
+                r.verdict, r.judgement = PASS, NOISE
+                r.rule = _noise_rule(e, lim, r.dtype, u)
+        return Origin(None)
+
+
+def _input_scale(s_in: list[tuple[float, int]], n_out: int) -> float:
+    """The size of what an output was computed from: each input's largest |value| (rounding happens at the
+    size of the terms, not of their sum), times √(elements summed into one output element) for a reduction
+    (rounding errors of n terms add up like a random walk)."""
+    best = 0.0
+    for rms, n in s_in:
+        k = math.sqrt(n / n_out) if n_out > 0 and n > n_out else 1.0
+        best = max(best, rms * k)
+    return best
+
+
+def _noise_rule(e: float, allowed: float, dtype: str, u: float, e_in: Optional[float] = None) -> str:
+    if e == 0.0:
+        return "pass (identical)"
+    carried = f", inputs carried {_fmt(e_in)}" if e_in else ""
+    return f"pass (rel err {_fmt(e)} ≤ {_fmt(allowed)}: {dtype or 'its'} rounding {fmt_u(u)}{carried})"
 
 
 def trace(ops: Sequence[OpFacts]) -> list[Origin]:
     """The origin of every op, in the order given (execution order)."""
-    out: list[Origin] = []
-    seen_bad_output = False
-    bad_ops: set[str] = set()
-    off_ops: set[str] = set()
-    for op in ops:
-        origin = _origin(op, seen_bad_output, bad_ops, off_ops)
-        out.append(origin)
-        if not op.parameter and any(_bad(r) for r in op.rows if r.io == OUTPUT):
-            seen_bad_output = True
-            bad_ops.add(op.name)
-        if not op.parameter and any(_off(r) for r in op.rows):
-            off_ops.add(op.name)
-    return out
-
-
-def _origin(op: OpFacts, upstream_bad: bool, bad_ops: set[str], off_ops: set[str]) -> Origin:
-    if op.parameter:
-        return Origin(None)
-    consts = [r for r in op.rows if r.io == INPUT and r.kind == "scalar" and _bad(r)]
-    if consts:
-        return Origin(CONSTANT, consts[0].label, consts[0].rule)
-    outs_bad = [r for r in op.rows if r.io == OUTPUT and _bad(r)]
-    if not outs_bad:
-        return Origin(None)
-    for r in op.rows:
-        if r.io != INPUT or r.kind == "scalar" or not _off(r) or not r.produced:
-            continue
-        if not upstream_bad:
-            continue
-        producer = op.input_producers.get(r.slot)
-        via = f"{r.label} ← {producer}" if producer in bad_ops else r.label
-        return Origin(INHERITED, via, r.rule)
-    if upstream_bad and op.saved_from is not None and op.saved_from in off_ops:
-        return Origin(INHERITED, f"saved tensors of {op.saved_from}", None)
-    if not any(r.io == INPUT for r in op.rows):
-        for p in op.producers:
-            if p != op.name and p in bad_ops:
-                return Origin(INHERITED, f"← {p}", None)
-    return Origin(BORN, _outside_input(op), outs_bad[0].rule)
-
-
-def _outside_input(op: OpFacts) -> Optional[str]:
-    """The first tensor input that already differs although no dumped op before it diverged: the
-    difference came from outside the dumped ops (data, weights), which the answer must say — the op
-    computed nothing wrong, it is only where the difference first shows."""
-    for r in op.rows:
-        if r.io == INPUT and r.kind != "scalar" and _bad(r):
-            return r.label
-    return None
+    walk = Walk()
+    return [walk.judge(op) for op in ops]
 
 
 def first_divergence(ops: Sequence[OpFacts], origins: Sequence[Origin]) -> Optional[FirstDivergence]:
@@ -160,23 +416,39 @@ def first_divergence(ops: Sequence[OpFacts], origins: Sequence[Origin]) -> Optio
     fallback: Optional[FirstDivergence] = None
     param_fd: Optional[FirstDivergence] = None
     for i, (op, org) in enumerate(zip(ops, origins)):
-        bad_rows = [j for j, r in enumerate(op.rows) if _bad(r)]
-        if not bad_rows:
+        fd = divergence_of(i, op, org)
+        if fd is None:
             continue
         if op.parameter:
-            if param_fd is None:
-                param_fd = FirstDivergence(i, bad_rows[0], CAUSE_TENSOR, op.rows[bad_rows[0]].rule)
+            param_fd = param_fd or fd
             continue
-        outs = [j for j in bad_rows if op.rows[j].io == OUTPUT]
-        if org.kind == CONSTANT:
-            j = outs[0] if outs else next(j for j in bad_rows if op.rows[j].label == org.via)
-            return FirstDivergence(i, j, CAUSE_CONSTANT, f"{org.via} {org.rule}")
-        if org.kind == BORN:
-            rule = op.rows[outs[0]].rule
-            if org.via:
-                rule = (f"{org.via} already differs and no dumped op before it diverged "
-                        f"(different input data or weights); output: {rule}")
-            return FirstDivergence(i, outs[0], CAUSE_TENSOR, rule)
-        if outs and fallback is None:
-            fallback = FirstDivergence(i, outs[0], CAUSE_TENSOR, op.rows[outs[0]].rule)
+        if org.kind in (CONSTANT, BORN):
+            return fd
+        fallback = fallback or fd
     return fallback or param_fd
+
+
+def divergence_of(i: int, op: OpFacts, org: Origin) -> Optional[FirstDivergence]:
+    """What the first divergence says if it is op ``i`` (None: the op has no row in error)."""
+    bad_rows = [j for j, r in enumerate(op.rows) if r.verdict == ERROR]
+    if not bad_rows:
+        return None
+    if op.parameter:
+        return FirstDivergence(i, bad_rows[0], CAUSE_TENSOR, op.rows[bad_rows[0]].rule)
+    outs = [j for j in bad_rows if op.rows[j].io == OUTPUT]
+    if org.kind == CONSTANT:
+        j = outs[0] if outs else next(j for j in bad_rows if op.rows[j].label == org.via)
+        return FirstDivergence(i, j, CAUSE_CONSTANT, f"{org.via} {org.rule}")
+    if org.kind == BORN:
+        if not outs:
+            j = next(j for j in bad_rows if op.rows[j].label == org.via)
+            return FirstDivergence(i, j, CAUSE_TENSOR, f"{org.via} differs and no dumped op before it diverged "
+                                                       f"(different input data or weights): {op.rows[j].rule}")
+        rule = op.rows[outs[0]].rule
+        if org.via:
+            rule = (f"{org.via} already differs and no dumped op before it diverged "
+                    f"(different input data or weights); output: {rule}")
+        return FirstDivergence(i, outs[0], CAUSE_TENSOR, rule)
+    if outs:
+        return FirstDivergence(i, outs[0], CAUSE_TENSOR, op.rows[outs[0]].rule)
+    return None

@@ -1,52 +1,34 @@
 """Verdict rules: is one golden/target pair a pass, a warning or an error — and in whose words.
 
-All the judgement of a single pair lives here, one small function per rule, tried in the
-order of :data:`TENSOR_RULES` / :data:`STATS_RULES`; the first rule that answers decides and its
-text becomes the row's ``rule``.  Each rule names the msprobe (mindstudio-probe 26.2,
-``core/compare/indicator_analysis/algorithm.py`` and "Accuracy Reached or Not") rule it mirrors.
-
-Why not msprobe's per-tensor "Accuracy Reached" alone: cosine cannot see a change of scale or
-offset (a LayerNorm epsilon 1e-5 → 0.5 moves every element by up to 0.27 at cosine 0.9999998),
-and it over-reacts to near-zero tensors (a bias gradient of ~1e-10 gets cosine 0.72 from
-rounding alone).  msprobe catches the first with its input→output checkers (One Thousandth Err
-Ratio of the inputs > 0.9 while the output's is not); per tensor we use the same ratio idea —
-the share of elements that *moved* beyond the dtype's tolerance — and put a noise floor under
-it scaled by the magnitude of what the op computed from.
-
-Defaults (``--rtol/--atol`` replace rules 6-11 by numpy ``allclose``):
+The fixed rules are tried first, in the order of :data:`FIXED_RULES`; the first that answers decides
+and its text becomes the row's ``rule``.  Each names the msprobe (mindstudio-probe 26.2,
+``core/compare/indicator_analysis/algorithm.py``) rule it mirrors.  What they leave open — do the
+values differ by more than the run's precision? — is judged at the precision the tensor was stored
+in (``precision``): alone (``judge``: as if what the op computed from were exact), and inside a
+compare by propagation over the ops (``origin.Walk``: an error is *born* where it clearly exceeds
+what the op's inputs carried plus one rounding, *inherited* where it is of the size its inputs
+carried, *noise* where it is of the size its precision gives).
 
 ====  ===========================================  ========  ==========================================
  #    rule                                          verdict   mirrors (msprobe)
 ====  ===========================================  ========  ==========================================
- 1    dtypes differ                                 error     DTypeErrChecker
+ 1    dtypes of different kinds (float vs int,      error     DTypeErrChecker (two float dtypes are
+      bool, complex) or integer widths differ                 not an error: judged at the coarser)
  2    shapes differ                                 error     ShapeErrChecker (a warning when the same
                                                               values fill another shape: a view)
  3    NaN/Inf where the other side is finite        error     InfNanErrChecker
- 4    scalar / 0-d / 1-element: value differs       error     ParametersErrChecker ("scalar parameters
-      (exactly for arguments and constants, beyond             inconsistent"); never cosine
-      the dtype tolerance for computed 1-element)
+ 4    argument / constant: value differs            error     ParametersErrChecker ("scalar parameters
+                                                              inconsistent"); never cosine
  5    --rtol/--atol given: any element outside      error     (numpy allclose)
- 6    max |Δ| below the noise floor                 pass      — (msprobe divides by |golden|+eps)
- 7    > 10 % of elements moved                      error     OneThousandthErrChecker (ratio < 0.9)
- 8    cosine < 0.9                                  error     Accuracy Reached or Not
- 9    > 1 % of elements moved                       warning
- 10   cosine < 0.99 and max |Δ| > 0.001             warning   Accuracy Reached or Not
- 11   max |Δ| > 1                                   warning   Accuracy Reached or Not (error there;
-                                                              here only when few elements moved)
+ 6    relative error beyond 10 × one rounding at    error     "norm relative error of output is 10
+      the stored precision (``precision.K_BORN``)             times that of input" (the walk adds the
+                                                              inputs' error to the allowance)
 ====  ===========================================  ========  ==========================================
 
-An element *moved* when |Δ| > max(rtol·|golden|, noise floor); rtol is 0.001 for 32/64-bit
-floats (msprobe's One Thousandth), 0.005 for float16 (Five Thousandths), 4·eps for coarser
-formats (bfloat16, float8) and 0 for integers and bool.  The noise floor is
-``noise_ulps`` (16) × eps of the coarser dtype × the magnitude (largest |value| of the tensor
-and of the op's tensor inputs): a difference below what rounding of those values can produce
-is not a divergence, whatever the cosine.
-
-Statistics-only pairs (msprobe ``statistics``, MindSpore ``statistic``) use rules 1-4, 6, then
-max/min/L2-norm relative error > 5 % error (msprobe RelativeErrChecker uses 50 % on the norm,
-but only for an output whose inputs are within 10 %) and > 0.5 % warning; max and min are
-taken relative to the tensor's largest |value| (a minimum near zero has no scale of its own),
-the L2 norm relative to itself.
+The relative error is norm-wise (‖t−g‖/‖g‖) and element-wise (max |tᵢ−gᵢ| / (|gᵢ| + rms g)); one
+rounding at bfloat16 is 2⁻⁸, float16 2⁻¹¹, float32 2⁻²⁴ (TF32 2⁻¹¹ for a float32 matrix product in
+a pair that is not bit-identical), float8 2⁻⁴/2⁻³; integers and bool must be equal.
+Statistics-only pairs use the same rules on max/min/mean/L2 norm (``precision.error_of``).
 """
 
 from __future__ import annotations
@@ -55,25 +37,28 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from dumpscope.core.compare.metrics import CompareResult, dtype_class, dtype_eps, moved_count
+from dumpscope.core.compare import precision as pr
+from dumpscope.core.compare.metrics import CompareResult, dtype_class, dtype_eps
 
 #: The default rules in a few lines, for ``dumpscope compare --help`` and the README.
 RULES_HELP = """\
 verdict of each golden/target tensor pair (first rule that fires; msprobe rule mirrored):
-  error    dtype or shape differs (msprobe DTypeErr/ShapeErr); NaN/Inf on one side only (InfNanErr);
-           an argument or constant changed, e.g. "argument changed: 1e-05 -> 0.5" (ParametersErr);
-           a 0-d/1-element tensor off by more than the element tolerance (never judged by cosine);
-           more than 10% of the elements moved (OneThousandthErr); cosine < 0.9 (Accuracy Reached)
-  pass     max |diff| at or below the noise floor: 16 x eps(dtype) x the largest |value| of the
-           tensor and of its op's inputs (near-zero gradients are noise whatever their cosine)
-  warning  more than 1% moved; cosine < 0.99 with max |diff| > 0.001; max |diff| > 1
-  an element moved when |diff| > max(rtol x |golden|, noise floor): rtol 0.001 for float32/64,
-  0.005 for float16, 4 x eps for bfloat16/float8, 0 for integers and bool
-  statistics-only pairs: max/min/L2-norm relative error > 5% error, > 0.5% warning
-  --rtol/--atol replace the moved/cosine/max rules by numpy allclose (any element outside: error)
-first divergence: the first op (execution order) whose output errs while no input that has a
-producer carries an error (origin "born", cause "tensor"), or one of whose constants or scalar
-arguments changed (origin "constant"); parameters only when no op diverges."""
+  error    dtypes of different kinds (float vs int/bool) or integer widths (msprobe DTypeErr);
+           shape differs (ShapeErr); NaN/Inf on one side only (InfNanErr); an argument or constant
+           changed, e.g. "argument changed: 1e-05 -> 0.5" (ParametersErr)
+  judged at the precision each tensor was stored in (the coarser of the two sides: a bfloat16
+  target against a float32 golden is judged at bfloat16, 2^-8; float16 2^-11; float32 2^-24, TF32
+  2^-11 for float32 convolutions/matrix products across devices); relative error = ||t-g||/||g||
+  and max |t-g|/(|g|+rms g) per element:
+  born     an op's output error > 10 x (its inputs' error + one rounding at its precision), or an
+           input that is no earlier op's output (a weight, the data) differing by > 10 x one
+           rounding: an error row, and the first such op in execution order is the first divergence
+  inherited  an error of the size its inputs carried (an error row; not the origin)
+  noise    within that: pass ("no divergence" lists the rows nearest the line)
+  --rtol/--atol replace the precision rules by numpy allclose (any element outside: error)
+first divergence: the first op (execution order) where an error is born (origin "born", cause
+"tensor"), or one of whose constants or scalar arguments changed (origin "constant"); parameters
+only when no op diverges."""
 
 PASS = "pass"
 WARNING = "warning"
@@ -84,19 +69,10 @@ Verdict = tuple[str, str]
 
 @dataclass(slots=True)
 class Thresholds:
-    """The numbers behind the rules (module docstring); ``rtol``/``atol`` = CLI ``--rtol/--atol``."""
+    """``rtol``/``atol`` = CLI ``--rtol/--atol`` (numpy allclose instead of the precision rules)."""
 
-    cos_warn: float = 0.99
-    abs_warn: float = 0.001
-    cos_error: float = 0.9
-    abs_error: float = 1.0
-    moved_error: float = 0.10
-    moved_warn: float = 0.01
-    noise_ulps: float = 16.0
     rtol: Optional[float] = None
     atol: Optional[float] = None
-    stat_rel_warn: float = 0.005
-    stat_rel_error: float = 0.05
 
     @property
     def allclose(self) -> bool:
@@ -108,7 +84,7 @@ class Context:
     """What a rule may know beyond the pair: thresholds, the op-side magnitude, the row kind."""
 
     th: Thresholds
-    magnitude: float = 0.0  # largest |value| among the op's tensor inputs (every row is judged against it)
+    magnitude: float = 0.0  # typical size of what the tensor was computed from (0: unknown); see rule_precision
     kind: str = "tensor"  # "tensor" | "scalar" (argument / constant) | "parameter"
 
 
@@ -133,7 +109,8 @@ def _is_float(name: str) -> bool:
 
 
 def element_rtol(golden_dtype: str, target_dtype: str) -> float:
-    """Relative error beyond which an element "moved" (module docstring)."""
+    """msprobe's per-element relative tolerance, kept for its "moved" counts (one_thousandth_ratio):
+    0.001 for 32/64-bit floats, 0.005 for float16, 4·eps for coarser formats, 0 for integers."""
     names = [n for n in (golden_dtype, target_dtype) if n]
     if not names or not any(_is_float(n) for n in names):
         return 0.0 if names else 1e-3
@@ -145,24 +122,12 @@ def element_rtol(golden_dtype: str, target_dtype: str) -> float:
     return 4 * eps  # bfloat16, float8
 
 
-def noise_floor(golden_dtype: str, target_dtype: str, magnitude: float, th: Thresholds) -> float:
-    """Absolute differences at or below this are rounding noise for these dtypes at this magnitude."""
-    names = [n for n in (golden_dtype, target_dtype) if n and _is_float(n)]
-    if not names or not math.isfinite(magnitude):
-        return 0.0
-    return th.noise_ulps * max(dtype_eps(n) for n in names) * magnitude
-
-
 def magnitude_of(stats: Optional[dict[str, Optional[float]]]) -> float:
     """Largest finite |value| from a max/min record (0 when unknown)."""
     if not stats:
         return 0.0
     vals = [abs(v) for v in (stats.get("max"), stats.get("min")) if v is not None and math.isfinite(v)]
     return max(vals, default=0.0)
-
-
-def _magnitude(r: CompareResult, ctx: Context) -> float:
-    return max(magnitude_of(r.golden_stats), magnitude_of(r.target_stats), ctx.magnitude)
 
 
 def _value_of(stats: Optional[dict[str, Optional[float]]]) -> Optional[float]:
@@ -173,13 +138,18 @@ def _value_of(stats: Optional[dict[str, Optional[float]]]) -> Optional[float]:
 
 
 def rule_dtype(r: CompareResult, ctx: Context) -> Optional[Verdict]:
-    """1. msprobe DTypeErrChecker: the dtypes differ (an error even when values agree)."""
-    if r.golden_dtype and r.target_dtype and r.golden_dtype != r.target_dtype:
-        g, t = dtype_class(r.golden_dtype), dtype_class(r.target_dtype)
-        note = "" if g == t and g != "other" else " (not comparable)"
-        return ERROR, f"dtype {r.golden_dtype} vs {r.target_dtype}{note}"
-    if r.golden_dtype and dtype_class(r.golden_dtype) == "other":
-        return ERROR, f"dtype {r.golden_dtype} not comparable"
+    """1. msprobe DTypeErrChecker, less the normal case: two float dtypes (a float32 golden and a
+    bfloat16/float16 target under autocast or an NPU's defaults) are judged at the coarser one, not
+    called an error; dtypes of different kinds, or integers of different widths, are."""
+    g, t = r.golden_dtype, r.target_dtype
+    if g and t and g != t:
+        gc, tc = dtype_class(g), dtype_class(t)
+        if gc == tc and pr.unit_roundoff(g) > 0 and pr.unit_roundoff(t) > 0:
+            return None
+        note = "" if gc == tc and gc != "other" else " (not comparable)"
+        return ERROR, f"dtype {g} vs {t}{note}"
+    if g and dtype_class(g) == "other":
+        return ERROR, f"dtype {g} not comparable"
     return None
 
 
@@ -230,27 +200,16 @@ def rule_nonfinite(r: CompareResult, ctx: Context) -> Optional[Verdict]:
 
 
 def rule_scalar(r: CompareResult, ctx: Context) -> Optional[Verdict]:
-    """4. msprobe ParametersErrChecker: scalars are judged by their value, never by cosine.
-
-    Arguments and constants (kind "scalar") must be equal; a computed 0-d/1-element tensor
-    may differ within the element tolerance and noise floor.
-    """
-    if ctx.kind != "scalar" and (r.size > 1 or r.size < 0):
+    """4. msprobe ParametersErrChecker: arguments and constants (kind "scalar") must be equal, judged by
+    value, never by cosine.  A computed one-element tensor is a tensor: judged at its precision."""
+    if ctx.kind != "scalar":
         return None
     g, t = _value_of(r.golden_stats), _value_of(r.target_stats)
     if g is None or t is None:
         return None  # nothing finite (rule 3 handled one-sided NaN/Inf)
-    if ctx.kind == "scalar":
-        if g != t:
-            return ERROR, f"argument changed: {fmt(g)} → {fmt(t)}"
-        return PASS, "pass (argument unchanged)"
-    d = abs(t - g)
-    lim = max(element_rtol(r.golden_dtype, r.target_dtype) * abs(g),
-              noise_floor(r.golden_dtype, r.target_dtype, _magnitude(r, ctx), ctx.th))
-    if d > lim:
-        rel = f", rel err {fmt(d / abs(g))}" if g else ""
-        return ERROR, f"value {fmt(g)} → {fmt(t)}{rel}"
-    return PASS, "pass (value within tolerance)"
+    if g != t:
+        return ERROR, f"argument changed: {fmt(g)} → {fmt(t)}"
+    return PASS, "pass (argument unchanged)"
 
 
 def rule_allclose(r: CompareResult, ctx: Context) -> Optional[Verdict]:
@@ -264,124 +223,42 @@ def rule_allclose(r: CompareResult, ctx: Context) -> Optional[Verdict]:
     return PASS, f"pass (allclose: {tol})"
 
 
-def rule_noise(r: CompareResult, ctx: Context) -> Optional[Verdict]:
-    """6. Differences no larger than rounding of the op's values can make are noise, whatever the cosine."""
-    if r.max_abs_err is None:
+def rule_precision(r: CompareResult, ctx: Context) -> Optional[Verdict]:
+    """6. Beyond 10 × one rounding at the stored precision (``precision.K_BORN``): the pair judged on its
+    own, as if what it was computed from were exact (inside a compare ``origin.Walk`` adds what the
+    op's inputs carried).  Arguments and constants were decided by rule 4."""
+    err = pr.error_of(r)
+    if err is None:
         return None
-    floor = noise_floor(r.golden_dtype, r.target_dtype, _magnitude(r, ctx), ctx.th)
-    if r.max_abs_err == 0.0:
-        return PASS, "pass (identical)"
-    if r.max_abs_err <= floor:
-        return PASS, f"pass (max_abs_err {fmt(r.max_abs_err)} ≤ noise floor {fmt(floor)})"
-    return None
+    dt = pr.judged_dtype(r.golden_dtype, r.target_dtype)
+    u = pr.unit_roundoff(dt)
+    lim = pr.K_BORN * u
+    e, rr = err.e, (err.r if err.r is not None else err.e)
+    if err.exact:
+        return PASS, "pass (identical)" if r.stat_diffs is None else "pass (identical statistics)"
+    if (e > lim or rr > lim) and ctx.magnitude > err.rms and max(err.abs_rms, err.abs_max) <= lim * ctx.magnitude:
+        # cancellation: tiny against what it was computed from (``magnitude``: the inputs' typical size)
+        return PASS, f"pass (abs err {fmt(err.abs_max)} within {dt} rounding of its inputs' size {fmt(ctx.magnitude)})"
+    if e > lim or rr > lim:
+        what = f"rel err {fmt(e)}" if e > lim else f"max element rel err {fmt(rr)}"
+        return ERROR, f"{what} > {pr.K_BORN:g} × {dt} rounding ({pr.fmt_u(u)})"
+    return PASS, f"pass (rel err {fmt(e)} ≤ {pr.K_BORN:g} × {dt} rounding {pr.fmt_u(u)})"
 
 
-def _moved_share(r: CompareResult, ctx: Context) -> tuple[float, int]:
-    if not r.count or r.moved_hist is None:
-        return 0.0, 0
-    floor = noise_floor(r.golden_dtype, r.target_dtype, _magnitude(r, ctx), ctx.th)
-    n = moved_count(r.moved_hist, floor)
-    return n / r.count, n
-
-
-def _moved_text(r: CompareResult, n: int, share: float) -> str:
-    cos = f", cosine {fmt(r.cosine)}" if r.cosine is not None else ""
-    return (f"{share:.1%} of elements moved ({n} of {r.count} beyond {fmt(r.rtol)}·|golden|, "
-            f"max_abs_err {fmt(r.max_abs_err)}{cos})")
-
-
-def rule_moved_error(r: CompareResult, ctx: Context) -> Optional[Verdict]:
-    """7. msprobe OneThousandthErrChecker's ratio: more than 10 % of the elements moved."""
-    share, n = _moved_share(r, ctx)
-    if share > ctx.th.moved_error:
-        return ERROR, _moved_text(r, n, share)
-    return None
-
-
-def rule_cosine_error(r: CompareResult, ctx: Context) -> Optional[Verdict]:
-    """8. msprobe "Accuracy Reached or Not": cosine < 0.9."""
-    if r.cosine is not None and r.cosine < ctx.th.cos_error:
-        return ERROR, f"cosine {fmt(r.cosine)} < {fmt(ctx.th.cos_error)}"
-    return None
-
-
-def rule_moved_warn(r: CompareResult, ctx: Context) -> Optional[Verdict]:
-    """9. More than 1 % of the elements moved."""
-    share, n = _moved_share(r, ctx)
-    if share > ctx.th.moved_warn:
-        return WARNING, _moved_text(r, n, share)
-    return None
-
-
-def rule_cosine_warn(r: CompareResult, ctx: Context) -> Optional[Verdict]:
-    """10. msprobe "Accuracy Reached or Not": cosine < 0.99 and max_abs_err > 0.001."""
-    th = ctx.th
-    if r.cosine is not None and r.max_abs_err is not None and r.cosine < th.cos_warn \
-            and r.max_abs_err > th.abs_warn:
-        return WARNING, f"cosine {fmt(r.cosine)} < {fmt(th.cos_warn)} and max_abs_err {fmt(r.max_abs_err)} > " \
-                        f"{fmt(th.abs_warn)}"
-    return None
-
-
-def rule_max_abs(r: CompareResult, ctx: Context) -> Optional[Verdict]:
-    """11. msprobe "Accuracy Reached or Not": max_abs_err > 1 (a warning: few elements moved)."""
-    if r.max_abs_err is not None and r.max_abs_err > ctx.th.abs_error:
-        return WARNING, f"max_abs_err {fmt(r.max_abs_err)} > {fmt(ctx.th.abs_error)}"
-    return None
-
-
-def rule_stat_rel(r: CompareResult, ctx: Context) -> Optional[Verdict]:
-    """Statistics: max/min/L2-norm relative error (msprobe RelativeErrChecker / RelativeWarnChecker)."""
-    assert r.stat_diffs is not None and r.stat_rel_errs is not None
-    mag = _magnitude(r, ctx)
-    floor = noise_floor(r.golden_dtype, r.target_dtype, mag, ctx.th)
-    own = magnitude_of(r.golden_stats) or magnitude_of(r.target_stats)
-    for level, limit in ((ERROR, ctx.th.stat_rel_error), (WARNING, ctx.th.stat_rel_warn)):
-        for name in ("max", "min", "l2norm"):
-            diff = r.stat_diffs.get(name)
-            if diff is None or abs(diff) <= floor:
-                continue
-            # max/min relative to the tensor's largest |value|: a min near zero moving by 1e-6 in a
-            # tensor reaching 1.7 is no change; the L2 norm relative to itself (msprobe NormRelativeErr)
-            g = (r.golden_stats or {}).get(name)
-            base = abs(g) if name == "l2norm" and g else own
-            rel = abs(diff) / base if base else r.stat_rel_errs.get(name, 0.0)
-            if rel > limit:
-                return level, f"{name} rel err {fmt(rel)} > {fmt(limit)}"
-    if not r.stat_diffs:
+def rule_stats_empty(r: CompareResult, ctx: Context) -> Optional[Verdict]:
+    """Statistics records with no number on one side: nothing to judge."""
+    if r.stat_diffs is not None and not r.stat_diffs:
         return PASS, "pass (no statistics to compare)"
     return None
 
 
-def rule_stat_noise(r: CompareResult, ctx: Context) -> Optional[Verdict]:
-    """6 for statistics: every stat difference within the noise floor."""
-    assert r.stat_diffs is not None
-    if not r.stat_diffs:
-        return None
-    floor = noise_floor(r.golden_dtype, r.target_dtype, _magnitude(r, ctx), ctx.th)
-    worst = max(abs(v) for v in r.stat_diffs.values())
-    if worst == 0.0:
-        return PASS, "pass (identical statistics)"
-    if worst <= floor:
-        return PASS, f"pass (stat diffs ≤ noise floor {fmt(floor)})"
-    return None
-
-
-def beyond_noise(r: CompareResult, ctx: Context) -> bool:
-    """Whether the pair differs by more than the noise floor at all (whatever its verdict)."""
-    floor = noise_floor(r.golden_dtype, r.target_dtype, _magnitude(r, ctx), ctx.th)
-    if r.stat_diffs is not None:
-        return any(abs(v) > floor for v in r.stat_diffs.values()) or bool(r.extra.get("nonfinite_stats"))
-    return (r.max_abs_err or 0.0) > floor or bool(r.nonfinite_mismatch)
-
-
 Rule = Callable[[CompareResult, Context], Optional[Verdict]]
 
-TENSOR_RULES: tuple[Rule, ...] = (
-    rule_dtype, rule_shape, rule_nonfinite, rule_scalar, rule_allclose, rule_noise, rule_moved_error,
-    rule_cosine_error, rule_moved_warn, rule_cosine_warn, rule_max_abs,
-)
-STATS_RULES: tuple[Rule, ...] = (rule_dtype, rule_shape, rule_nonfinite, rule_scalar, rule_stat_noise, rule_stat_rel)
+#: rules whose answer stands inside a compare (the walk judges what they leave open)
+FIXED_RULES: tuple[Rule, ...] = (rule_dtype, rule_shape, rule_nonfinite, rule_scalar, rule_allclose)
+TENSOR_RULES: tuple[Rule, ...] = FIXED_RULES + (rule_precision,)
+STATS_RULES: tuple[Rule, ...] = (rule_dtype, rule_shape, rule_nonfinite, rule_scalar, rule_stats_empty,
+                                 rule_precision)
 
 
 def _first(rules: tuple[Rule, ...], r: CompareResult, ctx: Context) -> Optional[Verdict]:
@@ -390,6 +267,13 @@ def _first(rules: tuple[Rule, ...], r: CompareResult, ctx: Context) -> Optional[
         if v is not None:
             return v
     return None
+
+
+def fixed_verdict(r: CompareResult, ctx: Context) -> Optional[Verdict]:
+    """The verdict of rules 1-5 (and a statistics pair with nothing to compare), or ``None``: what is
+    left is judged at the run's precision (``rule_precision`` alone, ``origin.Walk`` in a compare)."""
+    rules = FIXED_RULES + ((rule_stats_empty,) if r.stat_diffs is not None else ())
+    return _first(rules, r, ctx)
 
 
 def judge(r: CompareResult, ctx: Context) -> Verdict:
