@@ -69,6 +69,7 @@ class _Op:
     facts: Optional[org.OpFacts] = None
     n_rows: int = 0
     source: Optional[dict[str, Any]] = None  # the user's source line, for an op with a row that did not pass
+    u_run: float = 0.0  # the coarsest stored float precision of this op's chunk and every chunk before it
 
 
 def is_parameter(op: "OpRow") -> bool:
@@ -245,6 +246,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     rows: Any = RowSpool() if spool_rows else []
     row_at: list[int] = []  # first row of each op
     total_pairs = counted = 0
+    u_run = 0.0
     small_output_seen = False
 
     def finish(wait: bool, keep: Optional[int] = None) -> None:
@@ -255,6 +257,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
                 det, tensors = details.pop(op.gop.id), g_tensors.pop(op.gop.id)
                 op.facts = _facts(op, det, joined_to_name, g_names, th)
                 op.facts.saved_from = _forward_of(op.gop, g_names)
+                walk.u_run = op.u_run
                 origins.append(walk.judge(op.facts))
                 _apply(op, dtypes)
                 row_at.append(len(rows))
@@ -286,6 +289,10 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
                 unmatched_tensors += [f"{gop.name} {io}.{slot}" for io, slot in missing]
                 new_ops.append(_Op(gop, top, rule, [_Pair(gop, top, rule, g, t) for _, g, t in pairs]))
             small_output_seen = _classify(new_ops, details, small_output_seen)
+            u_run = max([u_run] + [pr.unit_roundoff(t.dtype) for op in new_ops for p in op.pairs
+                                   if p.kind != "scalar" for t in (p.g, p.t) if t.dtype])
+            for op in new_ops:
+                op.u_run = u_run  # deterministic: from whole chunks, whatever the pool's timing
             ops.extend(new_ops)
             total_pairs += sum(len(op.pairs) for op in new_ops)
             measurer.submit([_prepare(op) for op in new_ops])

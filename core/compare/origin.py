@@ -161,6 +161,10 @@ class Walk:
         #: the noise the pair has carried so far: the largest error of an output judged noise (norm-wise,
         #: element-wise); a tensor that is no dumped op's output may carry that much from upstream
         self.noise_e = self.noise_r = 0.0
+        #: the coarsest precision the run stored tensors in (set by the caller: compare knows the place's
+        #: dtypes ahead of the walk); a weight or data no dumped op produced was made at it (previous steps'
+        #: updates were computed at it), so it may differ by that much
+        self.u_run = 0.0
         self.diverged = False  # some op before had an error output (or a changed input)
         self.bad_ops: set[str] = set()
         self.off_ops: set[str] = set()
@@ -241,7 +245,7 @@ class Walk:
                 r.judgement, r.tainted = INHERITED, True
             return
         self._note_exact(r.err)
-        u = max(u_op, r.u)
+        u = max(u_op, r.u, self.u_run)
         lim = K_BORN * (self.noise_e + u)
         lim_r = K_BORN * (max(self.noise_r, self.noise_e) + u)
         e, rr = r.err.e, (r.err.r if r.err.r is not None else r.err.e)
