@@ -16,6 +16,7 @@ first bad op, or each place's first divergence, with its details), so per-host d
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Union
 
 from dumpscope.core.overflow_origin import Judgement, RankFirst, first_rank
@@ -75,9 +76,17 @@ def _tensor_facts(q: "DumpQuery", op: "OpRow") -> tuple[list[dict], list[dict]]:
             d["evidence"] = "stats" if t.storage == "none" else "tensor"
             if st.get("recorded_nonfinite"):
                 d["recorded_nonfinite"] = st["recorded_nonfinite"]
-            d["file"] = t.path
+            d["file"] = _rel(t.path, q.root)
         (ins if t.io == "input" else outs).append(d)
     return ins, outs
+
+
+def _rel(path: Optional[str], root: str) -> Optional[str]:
+    """A file relative to its tree (as ``overflow`` gives problems): per-host documents then say the same."""
+    if not path:
+        return path
+    rel = os.path.relpath(path, root)
+    return path if rel.startswith("..") else rel
 
 
 def _neighbourhood(q: "DumpQuery", op: "OpRow", verdict_of: Callable[[Optional[int]], str]) -> dict[str, Any]:
@@ -262,8 +271,8 @@ def _compare(golden: "DumpQuery", target: "DumpQuery", rank: Axis, step: Axis,
                        "kind": fd.get("origin"), "cause": fd.get("cause"), "exec_index": fd_row.get("exec_index"),
                        "source": _source(target, op, fd_row.get("source")) if op is not None else
                        {"user": fd_row.get("source"), "stack": [], "stack_cut": 0}},
-            "inputs": [_pair(r) for r in fd_rows if r["io"] == "input"],
-            "outputs": [_pair(r) for r in fd_rows if r["io"] == "output"],
+            "inputs": [_pair(r, golden.root, target.root) for r in fd_rows if r["io"] == "input"],
+            "outputs": [_pair(r, golden.root, target.root) for r in fd_rows if r["io"] == "output"],
             "neighbourhood": nb, "redump_config": _redump(op, nb) if op is not None else None})
     places = doc.get("places") or [{"golden": doc["golden"], "target": doc["target"], "rows": n_rows,
                                     "first_divergence": fd}]
@@ -283,11 +292,13 @@ def _compare(golden: "DumpQuery", target: "DumpQuery", rank: Axis, step: Axis,
                         "unreadable": doc.get("problems", [])}}
 
 
-def _pair(r: dict[str, Any]) -> dict[str, Any]:
+def _pair(r: dict[str, Any], golden_root: str, target_root: str) -> dict[str, Any]:
     """One tensor of the origin: target beside golden, with compare's verdict and metrics."""
+    def side(s: Optional[dict], root: str) -> Optional[dict]:
+        return None if s is None else dict(s, file=_rel(s.get("file"), root))
     return {"io": r["io"], "slot": r["slot"], "verdict": r.get("verdict"), "rule": r.get("rule"),
             "cosine": r.get("cosine"), "max_abs_err": r.get("max_abs_err"), "max_rel_err": r.get("max_rel_err"),
-            "target": r.get("target"), "golden": r.get("golden")}
+            "target": side(r.get("target"), target_root), "golden": side(r.get("golden"), golden_root)}
 
 
 def _decide_divergence(candidates: list[dict]) -> Optional[dict]:

@@ -176,7 +176,8 @@ def text(doc: dict[str, Any], width: int = 80) -> str:
         out.extend(f"{'':<{lab}}{ln}".rstrip() for ln in lines[1:])
 
     put("triage", summary_line(doc))
-    put("why", inert(doc.get("why") or "-"))
+    if doc.get("origin"):
+        put("why", inert(doc.get("why") or "-"))
     o = doc.get("origin")
     if o:
         kind = f"{o.get('kind')}: " if o.get("kind") else ""
