@@ -41,11 +41,11 @@ def _axis(v: Axis) -> Optional[int]:
 # -- the pieces every origin gets ---------------------------------------------------------------
 
 
-def _source(q: "DumpQuery", op: "OpRow", user: Optional[dict] = None) -> dict[str, Any]:
+def _source(q: "DumpQuery", op: "OpRow") -> dict[str, Any]:
     """The user's frame first (the line to fix), then the stack outermost first (graph .ir or API stack)."""
     doc = q.show_json(op)
     frames = [f for f in (doc.get("source") or []) if isinstance(f, dict)]
-    user = user or doc.get("user_frame")
+    user = doc.get("user_frame")
     return {"user": _frame(user) if user else None,
             "stack": [_frame(f) for f in frames[:_MAX_FRAMES]], "stack_cut": max(0, len(frames) - _MAX_FRAMES)}
 
@@ -103,7 +103,11 @@ def _neighbourhood(q: "DumpQuery", op: "OpRow", verdict_of: Callable[[Optional[i
             {"name": n.name, "type": n.type, "kind": kind(n.op_id), "links": list(n.links),
              "verdict": verdict_of(n.op_id)} for n in nodes] for lv, nodes in sorted(nb.levels.items())},
             "cut": {str(k): v for k, v in nb.cut.items()}}
-    ops = q.ops(op.rank, op.step)
+    if op.exec_index is not None:  # a window of execution order (exec_index numbers a place's ops 0..n-1)
+        start = max(0, op.exec_index - 2)
+        ops = q.ops(op.rank, op.step, limit=op.exec_index - start + 3, offset=start)
+    else:
+        ops = []
     at = next((i for i, o in enumerate(ops) if o.id == op.id), None)
     if at is None:
         return {"graph": False, "note": "no graph describes this op", "levels": {}, "cut": {}}
@@ -269,8 +273,7 @@ def _compare(golden: "DumpQuery", target: "DumpQuery", rank: Axis, step: Axis,
                        "type": fd.get("type"), "rank": tr, "step": ts, "golden_rank": fd["rank"],
                        "golden_step": fd["step"], "io": fd["io"], "slot": fd["slot"], "judgement": fd.get("rule"),
                        "kind": fd.get("origin"), "cause": fd.get("cause"), "exec_index": fd_row.get("exec_index"),
-                       "source": _source(target, op, fd_row.get("source")) if op is not None else
-                       {"user": fd_row.get("source"), "stack": [], "stack_cut": 0}},
+                       "source": _compare_source(target, op, fd_row.get("source"))},
             "inputs": [_pair(r, golden.root, target.root) for r in fd_rows if r["io"] == "input"],
             "outputs": [_pair(r, golden.root, target.root) for r in fd_rows if r["io"] == "output"],
             "neighbourhood": nb, "redump_config": _redump(op, nb) if op is not None else None})
@@ -290,6 +293,17 @@ def _compare(golden: "DumpQuery", target: "DumpQuery", rank: Axis, step: Axis,
                                       "tensors": len(doc.get("unmatched_tensors", []))},
                         "compared": doc.get("compared", {}),
                         "unreadable": doc.get("problems", [])}}
+
+
+def _compare_source(target: "DumpQuery", op: Optional["OpRow"], row_source: Optional[dict]) -> dict[str, Any]:
+    """The target's own frames (the run that went wrong); compare's source line (found on the golden side)
+    where the target has none."""
+    if op is None:
+        return {"user": _frame(row_source) if row_source else None, "stack": [], "stack_cut": 0}
+    src = _source(target, op)
+    if src["user"] is None and row_source:
+        src["user"] = _frame(row_source)
+    return src
 
 
 def _pair(r: dict[str, Any], golden_root: str, target_root: str) -> dict[str, Any]:

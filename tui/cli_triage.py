@@ -59,7 +59,8 @@ def cmd_triage(args: argparse.Namespace) -> int:
         from dumpscope.core.compare.places import PlaceError
 
         try:
-            doc = tr.triage(target, golden, rank=args.rank, step=args.step)
+            doc = _with_bar(lambda tick: tr.triage(target, golden, rank=args.rank, step=args.step, progress=tick),
+                            "comparing" if golden is not None else "counting NaN/Inf", cli)
         except PlaceError as exc:
             raise cli.CliError(str(exc)) from None
         roots = [args.path] + ([args.golden] if args.golden else [])
@@ -82,6 +83,18 @@ def cmd_triage(args: argparse.Namespace) -> int:
     if doc["verdict"] == tr.UNKNOWN:
         print(f"dumpscope: {doc['why']}", file=sys.stderr)
     return tr.exit_status(doc)
+
+
+def _with_bar(work: Callable[[Any], dict], what: str, cli: Any) -> dict:
+    """A progress bar on stderr while tensors are read (a terminal only; scripts get none)."""
+    if not sys.stderr.isatty():
+        return work(None)
+    from rich.progress import BarColumn, Progress, TextColumn
+
+    with Progress(TextColumn(what), BarColumn(), TextColumn("{task.completed}/{task.total}"), transient=True,
+                  console=cli._console(stderr=True)) as bar:
+        task = bar.add_task(what, total=None)
+        return work(lambda done, total: bar.update(task, completed=done, total=total))
 
 
 def _read_docs(paths: list[str], error: type) -> list[tuple[str, dict]]:
