@@ -41,13 +41,18 @@ def _axis(v: Axis) -> Optional[int]:
 # -- the pieces every origin gets ---------------------------------------------------------------
 
 
-def _source(q: "DumpQuery", op: "OpRow") -> dict[str, Any]:
+def _source(q: "DumpQuery", op: "OpRow") -> list[dict[str, Any]]:
     """The user's frame first (the line to fix), then the stack outermost first (graph .ir or API stack)."""
     doc = q.show_json(op)
     frames = [f for f in (doc.get("source") or []) if isinstance(f, dict)]
-    user = doc.get("user_frame")
-    return {"user": _frame(user) if user else None,
-            "stack": [_frame(f) for f in frames[:_MAX_FRAMES]], "stack_cut": max(0, len(frames) - _MAX_FRAMES)}
+    return _source_list(doc.get("user_frame"), frames)
+
+
+def _source_list(user: Optional[dict], frames: list[dict]) -> list[dict[str, Any]]:
+    """CLI.md's ``origin.source``: a list of frames, the user's own first (``"user": true``, the line to
+    fix), then the stack outermost first (the innermost ``_MAX_FRAMES`` of it)."""
+    head = [dict(_frame(user), user=True)] if user else []
+    return head + [_frame(f) for f in frames[-_MAX_FRAMES:]]
 
 
 def _frame(f: dict[str, Any]) -> dict[str, Any]:
@@ -295,14 +300,12 @@ def _compare(golden: "DumpQuery", target: "DumpQuery", rank: Axis, step: Axis,
                         "unreadable": doc.get("problems", [])}}
 
 
-def _compare_source(target: "DumpQuery", op: Optional["OpRow"], row_source: Optional[dict]) -> dict[str, Any]:
+def _compare_source(target: "DumpQuery", op: Optional["OpRow"], row_source: Optional[dict]) -> list[dict[str, Any]]:
     """The target's own frames (the run that went wrong); compare's source line (found on the golden side)
     where the target has none."""
-    if op is None:
-        return {"user": _frame(row_source) if row_source else None, "stack": [], "stack_cut": 0}
-    src = _source(target, op)
-    if src["user"] is None and row_source:
-        src["user"] = _frame(row_source)
+    src = _source(target, op) if op is not None else []
+    if row_source and not any(f["user"] for f in src[:1]):
+        src.insert(0, dict(_frame(row_source), user=True))
     return src
 
 
@@ -345,10 +348,25 @@ def _files(q: "DumpQuery") -> dict[str, Any]:
             "accounting": acc, "problems": s["problems"], "other_dumps": s.get("other_dumps", [])}
 
 
+class PlaceMissing(ValueError):
+    """A --rank/--step not in the dump (the message lists the ones that are)."""
+
+
+def _check_place(q: "DumpQuery", rank: Optional[int], step: Optional[int]) -> None:
+    ranks = q.ranks()
+    if rank is not None and rank not in ranks:
+        raise PlaceMissing(f"rank {rank} is not in {q.root} (it has {', '.join(map(str, ranks)) or 'none'})")
+    steps = q.steps(rank)
+    if step is not None and step not in steps:
+        where = f" at rank {rank}" if rank is not None else ""
+        raise PlaceMissing(f"step {step} is not in {q.root}{where} (it has {', '.join(map(str, steps)) or 'none'})")
+
+
 def triage(target: "DumpQuery", golden: Optional["DumpQuery"] = None, rank: Axis = "all", step: Axis = "all",
            progress: Optional[Callable[[int, int], None]] = None) -> dict[str, Any]:
     """The triage document (CLI.md ``triage``) of ``target``, against ``golden`` when given."""
     if golden is None:
+        _check_place(target, _axis(rank), _axis(step))
         part = _overflow(target, _axis(rank), _axis(step), progress)
         mode = "overflow"
     else:

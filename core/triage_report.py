@@ -188,13 +188,15 @@ def text(doc: dict[str, Any], width: int = 80) -> str:
         if "golden_step" in o and (o["golden_rank"], o["golden_step"]) != (o["rank"], o["step"]):
             where += f"; golden rank {o['golden_rank']} step {o['golden_step']}"
         put("where", where)
-        src = o.get("source") or {}
-        put("your code", _frame(src.get("user")) if src.get("user") else "no source line in the dump")
-        stack = src.get("stack") or []
-        for f in stack[-_STACK_SHOWN:]:
-            put("  >" if f.get("user") else "", _frame(f, short=True))
-        if len(stack) > _STACK_SHOWN:
-            put("", f"({len(stack) - _STACK_SHOWN} outer frames: --json has them)")
+        src = o.get("source") or []
+        user = src[0] if src and src[0].get("user") else None
+        put("your code", _frame(user) if user else "no source line in the dump")
+        stack = src[1:] if user else src
+        if stack:
+            cut = len(stack) - _STACK_SHOWN
+            put("stack", "outermost first, > your code" + (f"; {cut} outer frames in --json" if cut > 0 else ""))
+            for f in stack[-_STACK_SHOWN:]:
+                put("  >" if f.get("user") else "", _frame(f, short=True))
         for head, body in _tensor_lines(doc):
             put(head, body)
         nb = doc.get("neighbourhood")
@@ -227,9 +229,9 @@ def markdown(doc: dict[str, Any]) -> str:
         lines += [f"- origin: {code(o['name'])} ({code(o.get('type'))}), rank {o['rank']}, step {o['step']}, "
                   f"{o['io']} {o['slot']}",
                   f"- judgement: {o.get('kind') or '-'}: {inert(o.get('judgement'))}"]
-        src = o.get("source") or {}
-        if src.get("user"):
-            lines.append(f"- your code: {code(_frame(src['user']))}")
+        src = o.get("source") or []
+        if src and src[0].get("user"):
+            lines.append(f"- your code: {code(_frame(src[0]))}")
         lines.append(f"- spread: {_spread_text(doc.get('spread'))}")
         rows = _tensor_lines(doc)
         if rows:
@@ -239,9 +241,10 @@ def markdown(doc: dict[str, Any]) -> str:
         if nb:
             lines += ["", "neighbourhood (producers -, consumers +):", ""]
             lines += [f"- {h.strip()}: {b}" for h, b in nb]
-        if src.get("stack"):
+        stack = src[1:] if src and src[0].get("user") else src
+        if stack:
             lines += ["", "stack (outermost first, > your code):", "", "```"]
-            lines += [("> " if f.get("user") else "  ") + _frame(f) for f in src["stack"]]
+            lines += [("> " if f.get("user") else "  ") + _frame(f) for f in stack]
             lines += ["```"]
     lines += [""] + [f"- {h}: {inert(b)}" for h, b in _covered_text(doc)]
     rc = doc.get("redump_config")

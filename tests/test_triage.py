@@ -75,7 +75,7 @@ def test_mindspore_nan_origin_is_the_log_numpy_says_made_it(capsys, ms_nan, tmp_
     assert np.isfinite(x).all()  # what numpy says: finite inputs, NaN and -inf out
     assert (doc["outputs"][0]["nan"], doc["outputs"][0]["neginf"]) == (int(np.isnan(y).sum()), int(np.isneginf(y).sum()))
     assert o["judgement"].startswith(f"inputs finite (max {np.abs(x).max():.4g})")
-    assert o["source"]["user"]["code"] == "return ops.log(self.fc(x))"
+    assert o["source"][0]["code"] == "return ops.log(self.fc(x))"
     assert doc["spread"]["later_steps"] == [1, 2]  # MindSpore printed loss nan at steps 0, 1, 2 (README)
     assert o["name"] in doc["redump_config"]["config"]["mindspore"]["common_dump_settings"]["kernels"]
     assert doc["redump_config"]["tool"] == "mindspore"
@@ -92,7 +92,7 @@ def test_fp16_overflow_at_a_later_step_born_on_rank_1_received_on_rank_0(capsys,
     assert (o["name"], o["rank"], o["step"], o["kind"]) == ("Torch.mul.0.forward", 1, 2, "born")
     assert "float16 range exceeded" in o["judgement"]
     assert o["judgement"].startswith(f"inputs finite (max {recorded['input_args'][0]['Max']:.4g})")
-    assert o["source"]["user"]["code"] == "y = torch.mul(h, s)"
+    assert o["source"][0]["code"] == "y = torch.mul(h, s)"
     assert doc["spread"]["ranks_received"] == [0] and doc["spread"]["ranks_bad"] == [0, 1]
     assert [(p["rank"], p["step"]) for p in doc["covered"]["places"]] == [(r, s) for s in (0, 1, 2) for r in (0, 1)]
     assert doc["redump_config"]["tool"] == "msprobe" and doc["redump_config"]["config"]["msprobe"]["list"] == [o["name"]]
@@ -169,7 +169,7 @@ def test_golden_pair_with_a_changed_pow_exponent_names_it(capsys, block, tmp_pat
     y = np.load(block / "nan" / out0["target"]["file"])
     g = np.load(block / "golden" / out0["golden"]["file"])
     assert np.isnan(y).any() and not np.isnan(g).any() and out0["verdict"] == "error"
-    assert doc["origin"]["source"]["user"]["code"] == "f = ops.pow(self.up(self.ln2(x)), power)"
+    assert doc["origin"]["source"][0]["code"] == "f = ops.pow(self.up(self.ln2(x)), power)"
 
 
 def test_msprobe_golden_pair_agrees_with_msprobe_compare(capsys, msp_block, tmp_path):
@@ -293,3 +293,11 @@ def test_completion_offers_triage_and_its_options():
 
     bash = script("bash", build_parser())
     assert "triage" in bash and "--merge" in bash and "--golden" in bash and "--exit-code" in bash
+
+
+def test_step_and_rank_narrow_and_a_missing_one_is_named(capsys, ms_nan, tmp_path):
+    doc = triage_json(capsys, str(ms_nan), "--step", "1", "--cache-dir", str(tmp_path))
+    assert [(p["rank"], p["step"]) for p in doc["covered"]["places"]] == [(0, 1)]
+    assert doc["origin"]["step"] == 1 and doc["asked"] == {"rank": "all", "step": 1}
+    code, _, err = run(capsys, "triage", str(ms_nan), "--step", "9", "--cache-dir", str(tmp_path))
+    assert code == 1 and err.count("\n") == 1 and "(it has 0, 1, 2)" in err

@@ -61,7 +61,7 @@ def cmd_triage(args: argparse.Namespace) -> int:
         try:
             doc = _with_bar(lambda tick: tr.triage(target, golden, rank=args.rank, step=args.step, progress=tick),
                             "comparing" if golden is not None else "counting NaN/Inf", cli)
-        except PlaceError as exc:
+        except (PlaceError, tr.PlaceMissing) as exc:
             raise cli.CliError(str(exc)) from None
         roots = [args.path] + ([args.golden] if args.golden else [])
     if args.export_config:
