@@ -201,7 +201,8 @@ def _overflow(q: "DumpQuery", rank: Optional[int], step: Optional[int],
             "bad_places": [{"rank": r, "step": s, "bad_ops": n} for (r, s), n in sorted(places.items())],
             "covered": {"places": [{"rank": p["rank"], "step": p["step"], "ops": p["ops"], "evidence": p["evidence"],
                                     "unknown": p["unknown"]} for p in doc["scanned"]],
-                        "not_covered": [dict(p, why="no Opdebug or statistics evidence and no readable outputs")
+                        "not_covered": [dict(p, why="no op's outputs could be judged: no Opdebug or statistics evidence and no "
+                                                     "readable output tensor")
                                         for p in doc["not_scanned"]],
                         "evidence": evidence,
                         "unreadable": doc["problems"]}}

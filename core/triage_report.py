@@ -123,7 +123,9 @@ def summary_line(doc: dict[str, Any]) -> str:
 def _covered_text(doc: dict[str, Any]) -> list[tuple[str, str]]:
     cov = doc["covered"]
     ev = ", ".join(f"{k} {v}" for k, v in sorted(cov.get("evidence", {}).items())) or "none"
-    lines = [("covered", f"{places_text(cov['places'])}; evidence: {ev}")]
+    unknown = sum(p.get("unknown") or 0 for p in cov["places"])
+    lines = [("covered", f"{places_text(cov['places'])}; evidence: {ev}"
+                         + (f"; {unknown} ops without readable outputs (not judged)" if unknown else ""))]
     if cov.get("not_covered"):
         lines.append(("not covered", "; ".join(f"rank {p['rank']} step {p['step']}: {p['why']}"
                                                for p in cov["not_covered"][:6])
