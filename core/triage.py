@@ -451,6 +451,7 @@ def merge(docs: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     trees: list[dict] = []
     asked = None
     n = 0
+    seen: dict[tuple[int, int], str] = {}
     for name, d in docs:
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             raise MergeError(f"{name}: not a dumpscope triage --json document")
@@ -458,6 +459,12 @@ def merge(docs: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
             raise MergeError(f"{name}: a {d['mode']} triage cannot be merged with {mode} triages "
                              "(use --golden on every host or on none)")
         mode = d["mode"]
+        for p in d["covered"]["places"]:  # a place in two documents would be counted twice
+            k = (p["rank"], p["step"])
+            if k in seen:
+                raise MergeError(f"{name}: rank {k[0]} step {k[1]} is also in {seen[k]}; merge each place once "
+                                 "(one document per host, each on its own ranks)")
+            seen[k] = name
         asked = asked or d.get("asked")
         candidates += d["candidates"]
         for p in d["bad_places"]:

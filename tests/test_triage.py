@@ -149,6 +149,13 @@ def test_merge_refuses_what_is_not_a_triage_document(capsys, tmp_path):
     assert code == 2
 
 
+def test_merge_refuses_a_place_given_twice(capsys, ms_nan, tmp_path):
+    doc = tmp_path / "a.json"
+    doc.write_text(json.dumps(triage_json(capsys, str(ms_nan), "--cache-dir", str(tmp_path))))
+    code, _, err = run(capsys, "triage", "--merge", str(doc), str(doc))
+    assert code == 1 and "rank 0 step 0 is also in" in err
+
+
 def _golden(block: Path, target: str, capsys, tmp_path, code: int = 3) -> dict:
     return triage_json(capsys, str(block / target), "--golden", str(block / "golden"), "--cache-dir", str(tmp_path),
                        code=code)
