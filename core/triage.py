@@ -283,9 +283,13 @@ def _compare(golden: "DumpQuery", target: "DumpQuery", rank: Axis, step: Axis,
             "inputs": [_pair(r, golden.root, target.root) for r in fd_rows if r["io"] == "input"],
             "outputs": [_pair(r, golden.root, target.root) for r in fd_rows if r["io"] == "output"],
             "neighbourhood": nb, "redump_config": _redump(op, nb) if op is not None else None})
+    # compare's own document-level answer (everything but the rows and the lists of names), passed on as it
+    # is: keys compare adds later (its precision, its evidence of no divergence) reach the report unchanged
+    own = {k: v for k, v in doc.items() if k not in ("rows", "places", "unmatched_golden", "unmatched_target",
+                                                      "unmatched_tensors", "problems", "unmatched_places")}
     places = doc.get("places") or [{"golden": doc["golden"], "target": doc["target"], "rows": n_rows,
                                     "first_divergence": fd}]
-    return {"candidates": candidates,
+    return {"candidates": candidates, "compare": own,
             "bad_places": [{"rank": r, "step": s, "bad_ops": len(v)} for (r, s), v in sorted(errors.items())],
             "covered": {"places": [{"rank": p["target"].get("rank"), "step": p["target"].get("step"),
                                     "golden_rank": p["golden"].get("rank"), "golden_step": p["golden"].get("step"),
@@ -375,8 +379,11 @@ def triage(target: "DumpQuery", golden: Optional["DumpQuery"] = None, rank: Axis
                         progress)
         mode = "compare"
     inputs = [{"role": "target", **_files(target)}] + ([{"role": "golden", **_files(golden)}] if golden else [])
-    return _assemble(mode, part["candidates"], part["bad_places"], [part["covered"]], inputs,
-                     {"rank": rank if rank is not None else "all", "step": step if step is not None else "all"})
+    doc = _assemble(mode, part["candidates"], part["bad_places"], [part["covered"]], inputs,
+                    {"rank": rank if rank is not None else "all", "step": step if step is not None else "all"})
+    if "compare" in part:
+        doc["compare"] = [part["compare"]]
+    return doc
 
 
 def _assemble(mode: str, candidates: list[dict], bad_places: list[dict], covered: list[dict],
@@ -452,6 +459,7 @@ def merge(docs: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     asked = None
     n = 0
     seen: dict[tuple[int, int], str] = {}
+    compare: list[dict] = []
     for name, d in docs:
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             raise MergeError(f"{name}: not a dumpscope triage --json document")
@@ -475,11 +483,15 @@ def merge(docs: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
                         ("places", "not_covered", "evidence", "unreadable")}
                        | {k: cov[k] for k in ("unmatched", "compared") if k in cov})
         trees += cov.get("trees", [])
+        compare += d.get("compare", [])
         n += d.get("hosts", 1)
     if mode is None:
         raise MergeError("--merge: no documents given")
     bad_places = [{"rank": r, "step": s, "bad_ops": v} for (r, s), v in sorted(bad.items())]
-    return _assemble(mode, candidates, bad_places, covered, trees, asked or {}, hosts=n)
+    out = _assemble(mode, candidates, bad_places, covered, trees, asked or {}, hosts=n)
+    if compare:
+        out["compare"] = compare
+    return out
 
 
 def exit_status(doc: dict[str, Any]) -> int:

@@ -84,8 +84,10 @@ def _tensor_lines(doc: dict[str, Any]) -> list[tuple[str, str]]:
         head = f"{t['io']} {t['slot']}"
         if "target" in t or "golden" in t:  # compare: target beside golden
             sides = t.get("target") or t.get("golden") or {}
-            out.append((head, f"{inert(sides.get('dtype') or '')} {sides.get('shape', '')}  {t.get('verdict')}"
-                              + (f": {inert(t['rule'])}" if t.get("rule") else "")
+            rule = str(t.get("rule") or "")
+            verdict = str(t.get("verdict"))
+            said = rule if rule.startswith(verdict) else f"{verdict}: {rule}" if rule else verdict
+            out.append((head, f"{inert(sides.get('dtype') or '')} {sides.get('shape', '')}  {inert(said)}"
                               + (f"  cos {_num(t.get('cosine'))}" if t.get("cosine") is not None else "")))
             out.append(("  target", _side(t.get("target"))))
             out.append(("  golden", _side(t.get("golden"))))

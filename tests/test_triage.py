@@ -308,3 +308,12 @@ def test_step_and_rank_narrow_and_a_missing_one_is_named(capsys, ms_nan, tmp_pat
     assert doc["origin"]["step"] == 1 and doc["asked"] == {"rank": "all", "step": 1}
     code, _, err = run(capsys, "triage", str(ms_nan), "--step", "9", "--cache-dir", str(tmp_path))
     assert code == 1 and err.count("\n") == 1 and "(it has 0, 1, 2)" in err
+
+
+def test_merge_of_one_golden_document_is_that_document(capsys, block, tmp_path):
+    doc = _golden(block, "scale", capsys, tmp_path)
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps(doc))
+    merged = triage_json(capsys, "--merge", str(path))
+    for key in (*KEYS, "why", "compare", "candidates"):
+        assert merged[key] == doc[key], key
