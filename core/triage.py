@@ -451,6 +451,16 @@ class MergeError(ValueError):
 def merge(docs: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     """One answer from per-host triage documents (``triage --json`` of each host's ranks): the
     candidates of every host decided by the same rule one run over the whole job applies."""
+    docs = list(docs)
+    try:
+        return _merge(docs)
+    except (KeyError, TypeError, AttributeError, IndexError) as exc:
+        names = ", ".join(n for n, _ in docs)
+        raise MergeError(f"{names}: a document lacks what triage --json writes ({type(exc).__name__}: {exc}); "
+                         "make them again with this version") from None
+
+
+def _merge(docs: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     mode = None
     candidates: list[dict] = []
     bad: dict[tuple[int, int], int] = {}

@@ -147,6 +147,9 @@ def test_merge_refuses_what_is_not_a_triage_document(capsys, tmp_path):
     assert code == 1 and err.count("\n") == 1 and "not a dumpscope triage --json document" in err
     code, _, err = run(capsys, "triage", str(tmp_path), "--merge", str(bad))
     assert code == 2
+    bad.write_text('{"format": "dumpscope-triage/1", "mode": "overflow", "candidates": [{}]}')
+    code, _, err = run(capsys, "triage", "--merge", str(bad))
+    assert code == 1 and err.count("\n") == 1 and "lacks what triage --json writes" in err
 
 
 def test_merge_refuses_a_place_given_twice(capsys, ms_nan, tmp_path):
