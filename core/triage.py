@@ -248,6 +248,7 @@ def _compare(golden: "DumpQuery", target: "DumpQuery", rank: Axis, step: Axis,
     worst: dict[int, int] = {}  # target op id → worst verdict
     errors: dict[tuple[int, int], set] = {}
     fd_rows: list[dict] = []
+    unreadable: list[dict] = []
     n_rows = 0
     modes: dict[str, int] = {}
     for r in doc["rows"]:
@@ -257,6 +258,9 @@ def _compare(golden: "DumpQuery", target: "DumpQuery", rank: Axis, step: Axis,
         v = _VERDICT_RANK.get(r.get("verdict"), 0)
         if tid is not None and v >= worst.get(tid, 0):
             worst[tid] = v
+        if str(r.get("rule") or "").startswith("unreadable"):  # compare's row for a tensor it could not read
+            side = r.get("target") or {}
+            unreadable.append({"path": _rel(side.get("file"), target.root) or r["name"], "error": r["rule"]})
         if r.get("verdict") == "error":
             errors.setdefault((r.get("target_rank", r["rank"]), r.get("target_step", r["step"])), set()).add(r["name"])
         if fd and r["name"] == fd["name"] and r.get("step") == fd.get("step") and r.get("rank") == fd.get("rank"):
@@ -302,7 +306,7 @@ def _compare(golden: "DumpQuery", target: "DumpQuery", rank: Axis, step: Axis,
                                       "target_ops": len(doc["unmatched_target"]),
                                       "tensors": len(doc.get("unmatched_tensors", []))},
                         "compared": doc.get("compared", {}),
-                        "unreadable": doc.get("problems", [])}}
+                        "unreadable": unreadable}}  # the trees' problems: covered.problems (from each tree)
 
 
 def _compare_source(target: "DumpQuery", op: Optional["OpRow"], row_source: Optional[dict]) -> list[dict[str, Any]]:

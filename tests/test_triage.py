@@ -320,3 +320,23 @@ def test_merge_of_one_golden_document_is_that_document(capsys, block, tmp_path):
     merged = triage_json(capsys, "--merge", str(path))
     for key in (*KEYS, "why", "compare", "candidates"):
         assert merged[key] == doc[key], key
+
+
+def test_an_unreadable_tensor_is_named_in_covered(capsys, ms_nan, block, tmp_path):
+    """Never a silent answer: a truncated output file is listed with its problem (overflow engine), and a
+    truncated tensor in a golden pair likewise (compare engine)."""
+    job = tmp_path / "nan"
+    shutil.copytree(ms_nan, job)
+    victim = next(p for p in sorted(job.rglob("*Square-op0*output.0*.npy")) if "/Net/0/1/" in str(p))
+    victim.write_bytes(victim.read_bytes()[:100])
+    doc = triage_json(capsys, str(job), "--cache-dir", str(tmp_path / "c"))
+    assert doc["verdict"] == "overflow"
+    named = [u["path"] for u in doc["covered"]["unreadable"]] + [p["path"] for p in doc["covered"]["problems"]]
+    assert any(str(victim.relative_to(job)) in p or str(victim) in p for p in named)
+    pair = tmp_path / "scale"
+    shutil.copytree(block / "scale", pair)
+    victim = sorted(pair.rglob("*Softmax*output.0*.npy"))[0]
+    victim.write_bytes(victim.read_bytes()[:100])
+    doc = triage_json(capsys, str(pair), "--golden", str(block / "golden"), "--cache-dir", str(tmp_path / "c"))
+    named = [u["path"] for u in doc["covered"]["unreadable"]] + [p["path"] for p in doc["covered"]["problems"]]
+    assert any(victim.name in p for p in named)
