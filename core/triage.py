@@ -32,6 +32,7 @@ EXIT = {CLEAN: 0, OVERFLOW: 3, DIVERGENCE: 3, UNKNOWN: 1}
 FORMAT = "dumpscope-triage/1"
 _MAX_FRAMES = 40
 _VERDICT_RANK = {"pass": 0, "warning": 1, "error": 2}
+_NOT_JUDGED = "no op's outputs could be judged: no Opdebug or statistics evidence and no readable output tensor"
 
 
 def _axis(v: Axis) -> Optional[int]:
@@ -201,8 +202,7 @@ def _overflow(q: "DumpQuery", rank: Optional[int], step: Optional[int],
             "bad_places": [{"rank": r, "step": s, "bad_ops": n} for (r, s), n in sorted(places.items())],
             "covered": {"places": [{"rank": p["rank"], "step": p["step"], "ops": p["ops"], "evidence": p["evidence"],
                                     "unknown": p["unknown"]} for p in doc["scanned"]],
-                        "not_covered": [dict(p, why="no op's outputs could be judged: no Opdebug or statistics evidence and no "
-                                                     "readable output tensor")
+                        "not_covered": [dict(p, why=_NOT_JUDGED)
                                         for p in doc["not_scanned"]],
                         "evidence": evidence,
                         "unreadable": doc["problems"]}}

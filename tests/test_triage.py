@@ -73,7 +73,8 @@ def test_mindspore_nan_origin_is_the_log_numpy_says_made_it(capsys, ms_nan, tmp_
     assert o["name"].endswith("/Log-op0") and (o["rank"], o["step"], o["io"], o["slot"]) == (0, 0, "output", 0)
     x, y = _file(ms_nan, doc["inputs"][0]), _file(ms_nan, doc["outputs"][0])
     assert np.isfinite(x).all()  # what numpy says: finite inputs, NaN and -inf out
-    assert (doc["outputs"][0]["nan"], doc["outputs"][0]["neginf"]) == (int(np.isnan(y).sum()), int(np.isneginf(y).sum()))
+    out = doc["outputs"][0]
+    assert (out["nan"], out["neginf"]) == (int(np.isnan(y).sum()), int(np.isneginf(y).sum()))
     assert o["judgement"].startswith(f"inputs finite (max {np.abs(x).max():.4g})")
     assert o["source"][0]["code"] == "return ops.log(self.fc(x))"
     assert doc["spread"]["later_steps"] == [1, 2]  # MindSpore printed loss nan at steps 0, 1, 2 (README)
@@ -95,7 +96,8 @@ def test_fp16_overflow_at_a_later_step_born_on_rank_1_received_on_rank_0(capsys,
     assert o["source"][0]["code"] == "y = torch.mul(h, s)"
     assert doc["spread"]["ranks_received"] == [0] and doc["spread"]["ranks_bad"] == [0, 1]
     assert [(p["rank"], p["step"]) for p in doc["covered"]["places"]] == [(r, s) for s in (0, 1, 2) for r in (0, 1)]
-    assert doc["redump_config"]["tool"] == "msprobe" and doc["redump_config"]["config"]["msprobe"]["list"] == [o["name"]]
+    rc = doc["redump_config"]
+    assert rc["tool"] == "msprobe" and rc["config"]["msprobe"]["list"] == [o["name"]]
     assert not doc["neighbourhood"]["graph"]  # an API dump: neighbours in time, said so
 
 
@@ -171,7 +173,8 @@ def test_golden_pair_with_a_changed_pow_exponent_names_it(capsys, block, tmp_pat
     code, out, _ = run(capsys, "compare", str(block / "golden"), str(block / "nan"), "--step", "all", "--rank", "all",
                        "--json", "--cache-dir", str(tmp_path))
     fd = json.loads(out)["first_divergence"]
-    assert doc["verdict"] == "divergence" and (o["golden_name"], o["io"], o["slot"]) == (fd["name"], fd["io"], fd["slot"])
+    assert doc["verdict"] == "divergence"
+    assert (o["golden_name"], o["io"], o["slot"]) == (fd["name"], fd["io"], fd["slot"])
     assert o["name"].endswith("/Pow-op0") and o["judgement"] == fd["rule"] and "2 → 1.5" in o["judgement"]
     exponent = next(t for t in doc["inputs"] if t["slot"] == 1)
     assert (exponent["golden"]["value"], exponent["target"]["value"]) == (2.0, 1.5)  # block.py golden 2.0, nan 1.5
