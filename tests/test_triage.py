@@ -248,6 +248,8 @@ def test_overflow_and_compare_exit_code(capsys, ms_nan, block, tmp_path):
     c = ["--cache-dir", str(tmp_path)]
     assert run(capsys, "overflow", str(ms_nan), "--exit-code", "--json", *c)[0] == 3
     assert run(capsys, "overflow", str(ms_nan), "--json", *c)[0] == 0  # without the flag: as before
+    (tmp_path / "empty").mkdir()
+    assert run(capsys, "overflow", str(tmp_path / "empty"), "--exit-code", *c)[0] == 1  # nothing looked at
     assert run(capsys, "compare", str(block / "golden"), str(block / "nan"), "--exit-code", "--json", *c)[0] == 3
     assert run(capsys, "compare", str(block / "golden"), str(block / "rerun"), "--exit-code", "--json", *c)[0] == 0
     assert run(capsys, "compare", str(block / "golden"), str(block / "nan"), "--json", *c)[0] == 0

@@ -722,13 +722,15 @@ def cmd_overflow(args: argparse.Namespace) -> int:
 
             doc = overflow_report(q, rank=args.rank, step=args.step, scan=args.scan, progress=tick)
     rows = doc["ops"]
+    if args.exit_code and not rows and not doc["scanned"]:  # nothing looked at: not "clean" (exit 1, as triage)
+        print("dumpscope: nothing was scanned: whether anything overflowed is not known", file=sys.stderr)
     if args.json:
         _print_json(doc)
-        return _exit(args, bool(rows))
+        return _exit(args, bool(rows), known=bool(rows or doc["scanned"]))
     if args.csv:
         keys = ["exec_index", "name", "type", "rank", "step", "evidence", "status", "nan", "posinf", "neginf"]
         _write_csv(keys, [[r.get(k) for k in keys] for r in rows])
-        return _exit(args, bool(rows))
+        return _exit(args, bool(rows), known=bool(rows or doc["scanned"]))
     con = _console()
     scanned = doc["scanned"]
     if scanned:
@@ -747,7 +749,7 @@ def cmd_overflow(args: argparse.Namespace) -> int:
     if not rows:
         con.print("no overflow, NaN or Inf found in what was scanned" if scanned else
                   "nothing was scanned: whether anything overflowed is not known", markup=False)
-        return _exit(args, bool(rows))
+        return _exit(args, bool(rows), known=bool(rows or doc["scanned"]))
     from rich.table import Table
 
     t = Table(show_edge=False, title="overflow evidence by step, then execution order (first = where it starts)")
@@ -764,7 +766,7 @@ def cmd_overflow(args: argparse.Namespace) -> int:
                   f" — {inert(f['reason'])}", markup=False)
     if doc["origin"] and len(doc["first_bad"]) > 1:
         con.print(inert(doc["origin"]["reason"]), markup=False)
-    return _exit(args, bool(rows))
+    return _exit(args, bool(rows), known=bool(rows or doc["scanned"]))
 
 
 def cmd_trend(args: argparse.Namespace) -> int:
@@ -920,9 +922,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return _exit(args, _diverged(doc) if args.exit_code else False)
 
 
-def _exit(args: argparse.Namespace, trouble: bool) -> int:
-    """``--exit-code``: 3 when trouble was found (a CI job gates on it), else 0."""
-    return 3 if trouble and getattr(args, "exit_code", False) else 0
+def _exit(args: argparse.Namespace, trouble: bool, known: bool = True) -> int:
+    """``--exit-code``: 3 when trouble was found (a CI job gates on it), 1 when nothing could be looked at,
+    else 0."""
+    if not getattr(args, "exit_code", False):
+        return 0
+    return 3 if trouble else 0 if known else 1
 
 
 def _diverged(doc: dict[str, Any]) -> bool:
