@@ -18,10 +18,11 @@ def add_parser(sub: "argparse._SubParsersAction", add_common: Callable[[argparse
                int_or_all: Callable[[str], Any]) -> None:
     p = sub.add_parser("triage", help="the answer in one command: what went wrong first, the evidence, the "
                                       "re-dump config (exit 3 when trouble is found)",
-                       description="Read the whole job (every rank and step unless narrowed) and report the "
-                                   "origin of its overflow / NaN (the overflow engine's rules: born vs received "
-                                   "through a collective) or, with --golden, its first divergence (the compare "
-                                   "engine's rules). Exit status: 0 clean, 3 trouble found, 1 error, 2 usage.")
+                       description="Read the whole job (every rank and step unless narrowed) and report the\n"
+                                   "origin of its overflow / NaN (overflow's rules: born there vs received\n"
+                                   "through a collective) or, with --golden, its first divergence (compare's\n"
+                                   "rules): the evidence, how far it spread, what was read, the re-dump config.\n"
+                                   "Exit status: 0 clean, 3 trouble found, 1 error, 2 usage.")
     p.add_argument("path", nargs="?", metavar="PATH", help="the job's dump (the target with --golden)")
     p.add_argument("--golden", metavar="GOLDEN", help="compare PATH against this golden dump (first divergence)")
     p.add_argument("--step", type=int_or_all, default="all", metavar="S|all", help="a step, or all (default)")
