@@ -218,6 +218,9 @@ def _decide_overflow(candidates: list[dict]) -> Optional[dict]:
     best, why = first_rank(firsts)
     if best is None:
         return None
+    if all(f.judgement is not None and f.judgement.kind == "received" for f in firsts) and len(firsts) == 1:
+        why += ("; it received the values through a collective and no other rank read here went bad: the rank "
+                "that made them was not read (triage the other hosts' ranks and --merge the documents)")
     return dict(best.extra["c"], why=why)
 
 

@@ -133,7 +133,8 @@ def test_merge_of_per_host_documents_is_the_whole_job_answer(capsys, dp2, fp16, 
         path = tmp_path / f"h{i}.json"
         path.write_text(json.dumps(d))
         docs.append(str(path))
-    assert json.loads(Path(docs[0]).read_text())["origin"]["kind"] == "received"  # host 0 alone: not the origin
+    alone = json.loads(Path(docs[0]).read_text())
+    assert alone["origin"]["kind"] == "received" and "was not read" in alone["why"]  # host 0 alone: not the origin
     whole = triage_json(capsys, str(root), "--cache-dir", str(tmp_path / "c"))
     for order in (docs, docs[::-1]):
         merged = triage_json(capsys, "--merge", *order)
