@@ -325,9 +325,26 @@ def _pair(r: dict[str, Any], golden_root: str, target_root: str) -> dict[str, An
     """One tensor of the origin: target beside golden, with compare's verdict and metrics."""
     def side(s: Optional[dict], root: str) -> Optional[dict]:
         return None if s is None else dict(s, file=_rel(s.get("file"), root))
-    return {"io": r["io"], "slot": r["slot"], "verdict": r.get("verdict"), "rule": r.get("rule"),
-            "cosine": r.get("cosine"), "max_abs_err": r.get("max_abs_err"), "max_rel_err": r.get("max_rel_err"),
-            "target": side(r.get("target"), target_root), "golden": side(r.get("golden"), golden_root)}
+    out = {"io": r["io"], "slot": r["slot"], "verdict": r.get("verdict"), "rule": r.get("rule"),
+           "cosine": r.get("cosine"), "max_abs_err": r.get("max_abs_err"), "max_rel_err": r.get("max_rel_err")}
+    out.update({k: r[k] for k in _ROW_EXTRA if k in r})  # compare's own judgement of the tensor, as it gives it
+    out.update(target=side(r.get("target"), target_root), golden=side(r.get("golden"), golden_root))
+    return out
+
+
+#: row keys passed on beside the metrics when compare gives them (its judgement at the run's precision)
+_ROW_EXTRA = ("judgement", "rel_err", "allowed", "precision", "mode", "kind", "origin")
+
+
+def compare_words(doc: dict[str, Any]) -> None:
+    """With ``--golden`` and no divergence: compare's own words for why (its ``evidence.text``), after
+    the places covered, so "clean" says what it rests on."""
+    if doc["mode"] != "compare" or doc["verdict"] != CLEAN:
+        return
+    texts = list(dict.fromkeys(str((c.get("evidence") or {}).get("text")) for c in doc.get("compare", [])
+                               if (c.get("evidence") or {}).get("text")))
+    if texts:
+        doc["why"] += ": " + "; ".join(t.removeprefix("no divergence: ") for t in texts)
 
 
 def _decide_divergence(candidates: list[dict]) -> Optional[dict]:
@@ -390,6 +407,7 @@ def triage(target: "DumpQuery", golden: Optional["DumpQuery"] = None, rank: Axis
                     {"rank": rank if rank is not None else "all", "step": step if step is not None else "all"})
     if "compare" in part:
         doc["compare"] = [part["compare"]]
+        compare_words(doc)
     return doc
 
 
@@ -508,6 +526,7 @@ def _merge(docs: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     out = _assemble(mode, candidates, bad_places, covered, trees, asked or {}, hosts=n)
     if compare:
         out["compare"] = compare
+        compare_words(out)
     return out
 
 

@@ -145,6 +145,17 @@ def _covered_text(doc: dict[str, Any]) -> list[tuple[str, str]]:
     return lines
 
 
+def _precision_lines(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """With --golden: what each side ran in, as compare says it (its ``precision`` texts), when it does."""
+    out = []
+    for c in doc.get("compare", []):
+        p = c.get("precision") or {}
+        if p.get("golden_text") or p.get("target_text"):
+            out.append(("precision", f"target {inert(p.get('target_text') or '?')}; golden "
+                                     f"{inert(p.get('golden_text') or '?')}"))
+    return list(dict.fromkeys(out))
+
+
 def _spread_text(sp: Optional[dict[str, Any]]) -> str:
     if not sp:
         return "-"
@@ -211,6 +222,8 @@ def text(doc: dict[str, Any], width: int = 80) -> str:
         put("spread", _spread_text(doc.get("spread")))
     for head, body in _covered_text(doc):
         put(head, body)
+    for head, body in _precision_lines(doc):
+        put(head, body)
     if doc.get("hosts", 1) > 1:
         put("merged", f"{doc['hosts']} documents")
     rc = doc.get("redump_config")
@@ -250,7 +263,7 @@ def markdown(doc: dict[str, Any]) -> str:
             lines += ["", "stack (outermost first, > your code):", "", "```"]
             lines += [("> " if f.get("user") else "  ") + _frame(f) for f in stack]
             lines += ["```"]
-    lines += [""] + [f"- {h}: {inert(b)}" for h, b in _covered_text(doc)]
+    lines += [""] + [f"- {h}: {inert(b)}" for h, b in _covered_text(doc) + _precision_lines(doc)]
     rc = doc.get("redump_config")
     if rc:
         what, part = _config_part(rc)

@@ -209,6 +209,9 @@ def test_bit_identical_rerun_is_clean_and_exits_0(capsys, block, msp_block, tmp_
                        str(msp_block / "golden_tensor"), "--cache-dir", str(tmp_path)) if pair == "msprobe" else \
         run(capsys, "triage", str(block / "rerun"), "--golden", str(block / "golden"), "--cache-dir", str(tmp_path))
     assert code == 0 and out.startswith("triage       CLEAN")
+    # compare's own evidence for "no divergence", passed on (a bit-identical rerun says so)
+    assert doc["compare"] and all(c.get("evidence", {}).get("bit_identical") for c in doc["compare"])
+    assert doc["why"].endswith("every compared tensor is bit-identical")
 
 
 def test_clean_job_without_golden_exits_0(capsys, tmp_path_factory, tmp_path):
