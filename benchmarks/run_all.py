@@ -38,7 +38,7 @@ SIZES = {
     "full": {"index_files": 100_000, "memory_files": 1_000_000, "tui_ops": 100_000, "mb": 1024,
              "graph_ops": 50_000},
 }
-BENCHES = ("index", "memory", "stats", "compare", "troubleshooter", "tui", "graph", "overflow", "tuicold")
+BENCHES = ("index", "memory", "stats", "compare", "troubleshooter", "tui", "graph", "overflow", "tuicold", "triage")
 
 
 ENV: Optional[dict] = None  # set in main(): byte-code caching on (see common.bytecode_env)
@@ -80,6 +80,14 @@ def bench_overflow(sz: dict, args) -> list[dict]:
                            args.workdir, "--reps", str(args.reps), "--ops", ops], args.timeout)
     res = common.parse_results(out)
     return res if rc == 0 and res else res + [failed("bench_overflow", rc, err)]
+
+
+def bench_triage(sz: dict, args) -> list[dict]:
+    ops = "50" if sz["index_files"] >= 100_000 else "10"
+    rc, out, err, _ = run([sys.executable, "bench_triage.py", "--files", str(sz["index_files"]), "--workdir",
+                           args.workdir, "--reps", str(args.reps), "--ops", ops], args.timeout)
+    res = common.parse_results(out)
+    return res if rc == 0 and res else res + [failed("bench_triage", rc, err)]
 
 
 def bench_tuicold(sz: dict, args) -> list[dict]:
@@ -328,7 +336,7 @@ def main() -> int:
     t_all = time.perf_counter()
     fns = {"index": bench_index, "memory": bench_memory, "stats": bench_stats, "compare": bench_compare,
            "troubleshooter": bench_troubleshooter, "tui": bench_tui, "graph": bench_graph,
-           "overflow": bench_overflow, "tuicold": bench_tuicold}
+           "overflow": bench_overflow, "tuicold": bench_tuicold, "triage": bench_triage}
     for name in [b.strip() for b in args.only.split(",") if b.strip()]:
         t0 = time.perf_counter()
         print(f"--- {name} ...", file=sys.stderr, flush=True)

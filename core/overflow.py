@@ -118,8 +118,21 @@ def _summaries(q: "DumpQuery", op: "OpRow", counted: Optional[OpCount]) -> list[
 
 
 def _from_extremes(s: TensorSummary, raw: dict[str, Any]) -> None:
-    """Statistics without NaN/Inf counts (msprobe's max/min/mean/l2norm): a NaN or an infinite
-    extreme says the tensor held such values (at least one); all finite says it held none."""
+    """Statistics without NaN/Inf counts (msprobe's max/min/mean/l2norm): the same reading as the index's
+    (``units.nonfinite_sums``): a NaN max or min says NaN (max and min propagate it), a +inf max +Inf, a
+    -inf min -Inf.  The mean and norm say nothing of their own where max and min are known: +inf and
+    -inf together make the mean NaN without any NaN element.  Without max and min, a NaN or infinite
+    mean or norm still says the tensor held such values; all finite says it held none."""
+    def num(k: str) -> Optional[float]:
+        v = raw.get(k)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    hi, lo = num("max"), num("min")
+    if hi is not None and lo is not None:
+        s.nan = int(math.isnan(hi) or math.isnan(lo))
+        s.posinf = int(hi == math.inf or lo == math.inf)
+        s.neginf = int(lo == -math.inf or hi == -math.inf)
+        return
     vals = [raw.get(k) for k in ("max", "min", "mean", "l2norm")]
     nums = [float(v) for v in vals if isinstance(v, (int, float)) and not isinstance(v, bool)]
     if not nums:

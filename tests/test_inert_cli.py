@@ -27,6 +27,8 @@ def hostile_runs(tree: Path, out: Path) -> dict[str, list[tuple[list[str], list[
     t = str(tree)
     all_names = list(HOSTILE_NAMES)
     return {
+        "triage": [(["triage", t], [OVERFLOW_OP]), (["triage", t, "--md"], [OVERFLOW_OP]),
+                   (["triage", t, "--golden", t], [])],
         "summary": [(["summary", t], [HOSTILE_BAD_FILE])],
         "ops": [(["ops", t], all_names + [HOSTILE_TYPE]), (["ops", t, "--csv"], all_names + [HOSTILE_TYPE])],
         "show": [(["show", t, n], [n]) for n in HOSTILE_NAMES],
@@ -77,7 +79,8 @@ def test_human_output_shows_hostile_names_inert(command, tree, tmp_path, capsys,
     monkeypatch.setenv("COLUMNS", "400")
     for argv, names in hostile_runs(tree, tmp_path)[command]:
         code, out, err = run(argv, capsys)
-        assert code == 0, f"{argv[0]} exit {code}: {err}"
+        trouble = argv[0] == "triage" and "--golden" not in argv  # triage exits 3 when it finds trouble
+        assert code == (3 if trouble else 0), f"{argv[0]} exit {code}: {err}"
         assert_inert(out, " ".join(argv[:1] + argv[2:]))
         assert_inert(err, "stderr")
         assert "MarkupError" not in err
@@ -87,11 +90,11 @@ def test_human_output_shows_hostile_names_inert(command, tree, tmp_path, capsys,
 
 @pytest.mark.parametrize("argv_fn", [
     lambda t: ["summary", t], lambda t: ["ops", t], lambda t: ["overflow", t], lambda t: ["watch", t],
-    lambda t: ["compare", t, t], lambda t: ["show", t, HOSTILE_NAMES[3]], lambda t: ["stats", t, HOSTILE_NAMES[1]],
+    lambda t: ["compare", t, t], lambda t: ["triage", t], lambda t: ["show", t, HOSTILE_NAMES[3]], lambda t: ["stats", t, HOSTILE_NAMES[1]],
 ])
 def test_json_keeps_names_exact(argv_fn, tree, capsys):
     code, out, err = run(argv_fn(str(tree)) + ["--json"], capsys)
-    assert code == 0, err
+    assert code == (3 if argv_fn("")[0] == "triage" else 0), err
     assert_inert(out, "json")  # escaped by JSON itself (C0) or json_safe (C1, bidi)
     text = json.dumps(json.loads(out), ensure_ascii=False)
     assert any(json.dumps(n, ensure_ascii=False)[1:-1] in text for n in HOSTILE_NAMES + (HOSTILE_BAD_FILE,))

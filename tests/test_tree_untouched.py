@@ -51,6 +51,7 @@ def test_no_command_writes_inside_the_dump_tree(trees, tmp_path, capsys, monkeyp
             runs += [argv for argv, _ in items]
         runs.append(["compare", str(tree), str(tree), "--export-config", str(tree / "redump.json")])
         runs.append(["compare", str(tree), str(tree), "--export-config", "redump.json"])  # relative: in the tree
+        runs.append(["triage", str(tree), "--export-config", "redump.json"])  # relative: in the tree
         runs.append(["convert", str(tree), str(tree / "converted")])
         runs.append(["summary", str(tree), "--json"])
         runs.append(["show", str(tree), HOSTILE_NAMES[0], "--json"])

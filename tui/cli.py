@@ -16,12 +16,13 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 from dumpscope.core.inert import inert, inert_lines, json_safe
 
-COMMANDS = ("summary", "ops", "show", "stats", "convert", "overflow", "watch", "compare", "trend", "explore", "help",
-            "serve", "completion")
+COMMANDS = ("triage", "summary", "ops", "show", "stats", "convert", "overflow", "watch", "compare", "trend",
+            "explore", "help", "serve", "completion")
 
 #: one example per subcommand, shown at the end of its --help (a subcommand without one fails a test)
 EXAMPLES = {
     "explore": "dumpscope ./dump                      # or: dumpscope explore golden/ --compare target/",
+    "triage": "dumpscope triage ./dump                  # or: dumpscope triage target/ --golden golden/ --md",
     "summary": "dumpscope summary /data/dump --json",
     "ops": "dumpscope ops ./dump --step 1 --grep Conv2D --csv > ops.csv",
     "show": "dumpscope show ./dump Default/network-WithLossCell/_backbone-LeNet/conv1-Conv2d/Conv2D-op0",
@@ -63,6 +64,11 @@ def _add_format(p: argparse.ArgumentParser, csv_ok: bool = True) -> None:
         g.add_argument("--csv", action="store_true", help="print CSV")
 
 
+def _add_exit_code(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--exit-code", action="store_true",
+                   help=f"exit 3 when {what}, 0 when none (1 error, 2 usage), as `triage` always does")
+
+
 class _RulesEpilogParser(argparse.ArgumentParser):
     """``compare``'s parser: its epilog lists the verdict rules, imported when the help is shown, not
     on every start (the compare package loads its engine; ``overflow`` on a cold tree should not)."""
@@ -98,6 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "evidence, else the lowest); the cursor lands on its first bad op if it has one")
     p.add_argument("--rank", type=int, metavar="R", help="open on this rank (default: as --step)")
     _add_common(p)
+
+    from dumpscope.tui.cli_triage import add_parser as add_triage
+
+    add_triage(sub, _add_common, _int_or_all)
 
     p = sub.add_parser("summary", help="what was found under PATH")
     p.add_argument("path", metavar="PATH")
@@ -151,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rank", type=int, metavar="R", help="only this rank (default: every rank)")
     p.add_argument("--scan", choices=("auto", "all", "none"), default="auto",
                    help="scan tensor data for Inf/NaN (auto: when no Opdebug/stats evidence exists)")
+    _add_exit_code(p, "an op with overflow / NaN / Inf evidence is found")
     _add_format(p)
     _add_common(p)
 
@@ -193,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", metavar="FILE",
                    help="also write the results to FILE: .csv / .xlsx with msprobe's compare columns "
                         "(NPU = TARGET, Bench = GOLDEN; .xlsx needs dumpscope[xlsx]), .json = the --json document")
+    _add_exit_code(p, "a divergence is found (a first divergence or a row in error)")
     _add_format(p)
     _add_common(p)
 
@@ -710,13 +722,15 @@ def cmd_overflow(args: argparse.Namespace) -> int:
 
             doc = overflow_report(q, rank=args.rank, step=args.step, scan=args.scan, progress=tick)
     rows = doc["ops"]
+    if args.exit_code and not rows and not doc["scanned"]:  # nothing looked at: not "clean" (exit 1, as triage)
+        print("dumpscope: nothing was scanned: whether anything overflowed is not known", file=sys.stderr)
     if args.json:
         _print_json(doc)
-        return 0
+        return _exit(args, bool(rows), known=bool(rows or doc["scanned"]))
     if args.csv:
         keys = ["exec_index", "name", "type", "rank", "step", "evidence", "status", "nan", "posinf", "neginf"]
         _write_csv(keys, [[r.get(k) for k in keys] for r in rows])
-        return 0
+        return _exit(args, bool(rows), known=bool(rows or doc["scanned"]))
     con = _console()
     scanned = doc["scanned"]
     if scanned:
@@ -735,7 +749,7 @@ def cmd_overflow(args: argparse.Namespace) -> int:
     if not rows:
         con.print("no overflow, NaN or Inf found in what was scanned" if scanned else
                   "nothing was scanned: whether anything overflowed is not known", markup=False)
-        return 0
+        return _exit(args, bool(rows), known=bool(rows or doc["scanned"]))
     from rich.table import Table
 
     t = Table(show_edge=False, title="overflow evidence by step, then execution order (first = where it starts)")
@@ -752,7 +766,7 @@ def cmd_overflow(args: argparse.Namespace) -> int:
                   f" — {inert(f['reason'])}", markup=False)
     if doc["origin"] and len(doc["first_bad"]) > 1:
         con.print(inert(doc["origin"]["reason"]), markup=False)
-    return 0
+    return _exit(args, bool(rows), known=bool(rows or doc["scanned"]))
 
 
 def cmd_trend(args: argparse.Namespace) -> int:
@@ -855,13 +869,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from None
     if args.json:
         _print_json(doc)
-        return 0
+        return _exit(args, _diverged(doc) if args.exit_code else False)
     keys = ["name", "io", "slot", "step", "rank", "cosine", "euc_dist", "max_abs_err", "max_rel_err",
             "one_thousandth_ratio", "five_thousandth_ratio", "verdict", "rule", "match", "kind", "origin",
             "target_name"] + (["target_rank", "target_step"] if any("target_step" in r for r in doc["rows"]) else [])
     if args.csv:
         _write_csv(keys, ([r.get(k) for k in keys] for r in doc["rows"]))  # one row at a time
-        return 0
+        return _exit(args, _diverged(doc) if args.exit_code else False)
     from rich.table import Table
 
     places = doc.get("places")
@@ -905,7 +919,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
             left = doc["unmatched_places"][side]
             if left:
                 con.print(f"only in {side}: " + ", ".join(f"rank {p['rank']} step {p['step']}" for p in left))
-    return 0
+    return _exit(args, _diverged(doc) if args.exit_code else False)
+
+
+def _exit(args: argparse.Namespace, trouble: bool, known: bool = True) -> int:
+    """``--exit-code``: 3 when trouble was found (a CI job gates on it), 1 when nothing could be looked at,
+    else 0."""
+    if not getattr(args, "exit_code", False):
+        return 0
+    return 3 if trouble else 0 if known else 1
+
+
+def _diverged(doc: dict[str, Any]) -> bool:
+    """A compare found a divergence: its first divergence, or any row in error (read from the spool)."""
+    return bool(doc.get("first_divergence")) or any(r.get("verdict") == "error" for r in doc["rows"])
 
 
 def _check_output(path: str, roots: Sequence[str]) -> str:
@@ -994,6 +1021,12 @@ def cmd_completion(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_triage(args: argparse.Namespace) -> int:
+    from dumpscope.tui.cli_triage import cmd_triage as run
+
+    return run(args)
+
+
 def cmd_help(args: argparse.Namespace) -> int:
     parser = build_parser()
     if not args.topic:
@@ -1007,7 +1040,8 @@ def cmd_help(args: argparse.Namespace) -> int:
 
 
 _HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "summary": cmd_summary, "ops": cmd_ops, "show": cmd_show, "stats": cmd_stats, "convert": cmd_convert,
+    "triage": cmd_triage, "summary": cmd_summary, "ops": cmd_ops, "show": cmd_show, "stats": cmd_stats,
+    "convert": cmd_convert,
     "overflow": cmd_overflow, "watch": cmd_watch, "trend": cmd_trend, "compare": cmd_compare, "explore": cmd_explore,
     "serve": cmd_serve, "completion": cmd_completion, "help": cmd_help,
 }
