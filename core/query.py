@@ -390,6 +390,17 @@ class DumpQuery:
             out[op_id] = tensors
         return out
 
+    def place_dtypes(self, rank: int, step: int) -> set[str]:
+        """Every tensor dtype name recorded at one rank/step (compare: the precision the run stored in),
+        read inside SQLite from the packed tensor lists (``units.tensors``: [io, slot, dtype, …] each)."""
+        try:
+            rows = self.index.query(
+                "SELECT DISTINCT json_extract(j.value, '$[2]') FROM units u JOIN ops o ON u.op_id = o.id, "
+                "json_each(u.tensors) j WHERE o.rank=? AND o.step=?", (rank, step))
+        except Exception:  # an SQLite without JSON functions: the caller goes without
+            return set()
+        return {str(r[0]) for r in rows if r[0]}
+
     def resolve_op(self, text: str, rank: Optional[int] = None, step: Optional[int] = None) -> OpRow:
         """Find one op by full name (graph or file spelling), raising with close matches."""
         rank, step = self.default_place(rank, step)

@@ -69,7 +69,6 @@ class _Op:
     facts: Optional[org.OpFacts] = None
     n_rows: int = 0
     source: Optional[dict[str, Any]] = None  # the user's source line, for an op with a row that did not pass
-    u_run: float = 0.0  # the coarsest stored float precision of this op's chunk and every chunk before it
 
 
 def is_parameter(op: "OpRow") -> bool:
@@ -246,7 +245,10 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     rows: Any = RowSpool() if spool_rows else []
     row_at: list[int] = []  # first row of each op
     total_pairs = counted = 0
-    u_run = 0.0
+    # the coarsest precision either run stored a tensor in at this place: what a weight no dumped op
+    # produced may differ by (``origin.Walk.u_run``)
+    walk.u_run = max((pr.unit_roundoff(d) for d in golden.place_dtypes(g_rank, g_step)
+                      | target.place_dtypes(t_rank, t_step)), default=0.0)
     small_output_seen = False
 
     def finish(wait: bool, keep: Optional[int] = None) -> None:
@@ -257,7 +259,6 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
                 det, tensors = details.pop(op.gop.id), g_tensors.pop(op.gop.id)
                 op.facts = _facts(op, det, joined_to_name, g_names, th)
                 op.facts.saved_from = _forward_of(op.gop, g_names)
-                walk.u_run = op.u_run
                 origins.append(walk.judge(op.facts))
                 _apply(op, dtypes)
                 row_at.append(len(rows))
@@ -289,10 +290,6 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
                 unmatched_tensors += [f"{gop.name} {io}.{slot}" for io, slot in missing]
                 new_ops.append(_Op(gop, top, rule, [_Pair(gop, top, rule, g, t) for _, g, t in pairs]))
             small_output_seen = _classify(new_ops, details, small_output_seen)
-            u_run = max([u_run] + [pr.unit_roundoff(t.dtype) for op in new_ops for p in op.pairs
-                                   if p.kind != "scalar" for t in (p.g, p.t) if t.dtype])
-            for op in new_ops:
-                op.u_run = u_run  # deterministic: from whole chunks, whatever the pool's timing
             ops.extend(new_ops)
             total_pairs += sum(len(op.pairs) for op in new_ops)
             measurer.submit([_prepare(op) for op in new_ops])
@@ -436,6 +433,8 @@ def _row_facts(p: _Pair, is_produced: bool, th: vd.Thresholds) -> org.RowFacts:
         facts.fixed = True
         return facts
     facts.key = _identity(r)
+    g, t = r.golden_stats or {}, r.target_stats or {}
+    facts.sig = (g.get("mean"), g.get("l2norm"), t.get("mean"), t.get("l2norm"))
     return facts
 
 

@@ -125,6 +125,9 @@ class CompareResult:
     #: max |t−g| / (|g| + s), s the golden's RMS (over each block of up to 131,072 elements): the largest
     #: error of one element against its own size and the tensor's typical size (``precision``)
     max_scaled_err: Optional[float] = None
+    #: the 90th percentile of |t−g|/|g| over the elements (|g| = 0: the golden dtype's eps): the relative
+    #: error most elements carry, whatever a few huge values (a −1e9 mask) do to the norm (``precision``)
+    rel_err_q90: Optional[float] = None
     size: int = 0  # elements of the golden tensor (complex: real components), finite or not; -1 unknown
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -241,7 +244,7 @@ class _Acc:
         "sgg", "stt", "sgt", "sdd", "max_abs", "max_rel", "c1", "c5", "n",
         "g_nan", "g_inf", "t_nan", "t_inf", "mismatch", "g_only_nan", "t_only_nan",
         "g_only_inf", "t_only_inf", "close_fail", "gmin", "gmax", "tmin", "tmax", "gsum", "tsum", "hist",
-        "max_scaled",
+        "max_scaled", "rel_hist", "rel_q90", "single",
     )
 
     def __init__(self) -> None:
@@ -255,6 +258,9 @@ class _Acc:
         self.gmax = self.tmax = -math.inf
         self.gsum = self.tsum = 0.0
         self.hist: Optional[np.ndarray] = None  # made by the first block with a moved element
+        self.rel_hist: Optional[np.ndarray] = None  # relative errors by quarter octave (tensors of several blocks)
+        self.rel_q90: Optional[float] = None  # exact, when the tensor is one block
+        self.single = False  # the whole tensor is one block: the quantile is taken exactly
 
 
 class _Buffers:
@@ -321,6 +327,11 @@ def _finite_metrics(
         np.divide(d, w, out=w)
         mr = float(w.max())
     acc.max_rel = max(acc.max_rel, mr)
+    if acc.single:
+        acc.rel_q90 = float(np.partition(w, q90_index(n))[q90_index(n)])
+    else:
+        counts = np.bincount(w.view(np.int64) >> HIST_SHIFT, minlength=HIST_BINS)
+        acc.rel_hist = counts if acc.rel_hist is None else acc.rel_hist + counts
     np.less(w, 0.001, out=b)
     acc.c1 += int(np.count_nonzero(b))
     np.less(w, 0.005, out=b)
@@ -338,6 +349,11 @@ def _finite_metrics(
             bits = moved.view(np.int64)
         counts = np.bincount(bits >> HIST_SHIFT, minlength=HIST_BINS)
         acc.hist = counts if acc.hist is None else acc.hist + counts
+
+
+def q90_index(n: int) -> int:
+    """0-based index of the 90th percentile of n sorted values (the smallest value with 90 % at or below)."""
+    return max(0, math.ceil(0.9 * n) - 1)
 
 
 def _nonfinite_block(
@@ -371,6 +387,7 @@ def _accumulate(
     acc = _Acc()
     reals = golden.size * (2 if golden.dtype.kind == "c" else 1)
     block = max(1, min(_BLOCK, chunk_elems, reals))
+    acc.single = block >= reals
     buf = _Buffers(block)
     with np.errstate(all="ignore"):  # once per call: errstate costs µs per entry
         for gc, tc in _pair_chunks(golden, target, max(1, chunk_elems)):
@@ -485,6 +502,7 @@ def measure_streams(golden: Stream, target: Stream, tol: Tolerance = Tolerance()
     if gcls != "other" and gcls == tcls and n == math.prod(tshape):  # another shape: C order, as measure_arrays
         acc = _Acc()
         block = max(1, min(_BLOCK, chunk_elems, r.size))
+        acc.single = block >= r.size
         buf = _Buffers(block)
         complex_ = gdt.kind == "c"
         with np.errstate(all="ignore"):
@@ -573,6 +591,8 @@ def measure_small_many(pairs: list[tuple[np.ndarray, np.ndarray]], tol: Toleranc
             np.divide(D[redo], w, out=w)
             W[redo] = w
             max_rel[redo] = w.max(axis=1)
+        k90 = q90_index(n)
+        q90 = np.partition(W, k90, axis=1)[:, k90]
         c1 = np.count_nonzero(W < 0.001, axis=1)
         c5 = np.count_nonzero(W < 0.005, axis=1)
         moved = W > tol.rtol
@@ -582,9 +602,9 @@ def measure_small_many(pairs: list[tuple[np.ndarray, np.ndarray]], tol: Toleranc
     cols = zip(finite.tolist(), sgg.tolist(), stt.tolist(), sgt.tolist(), sdd.tolist(), gmin.tolist(),
                gmax.tolist(), tmin.tolist(), tmax.tolist(), gsum.tolist(), tsum.tolist(), max_abs.tolist(),
                max_rel.tolist(), c1.tolist(), c5.tolist(), n_moved.tolist(),
-               close_fail.tolist() if close_fail is not None else [0] * k_rows, max_scaled.tolist())
+               close_fail.tolist() if close_fail is not None else [0] * k_rows, max_scaled.tolist(), q90.tolist())
     for k, ((g, t), (fin, gg, tt, gt, dd, g_lo, g_hi, t_lo, t_hi, g_s, t_s, mab, mrel, n1, n5, nmov, nclose,
-                     msc)) in enumerate(zip(pairs, cols)):
+                     msc, rq90)) in enumerate(zip(pairs, cols)):
         if not fin:
             out.append(measure_streams(_one(g), _one(t), tol))
             continue
@@ -599,6 +619,7 @@ def measure_small_many(pairs: list[tuple[np.ndarray, np.ndarray]], tol: Toleranc
         acc.gsum, acc.tsum = 0.0 + g_s, 0.0 + t_s
         acc.max_abs, acc.max_rel = max(-math.inf, mab), max(-math.inf, mrel)
         acc.max_scaled = max(-math.inf, msc if msc == msc else 0.0)
+        acc.single, acc.rel_q90 = True, rq90
         acc.close_fail, acc.c1, acc.c5 = nclose, n1, n5
         if nmov:
             acc.hist = np.bincount(D[k][moved[k]].view(np.int64) >> HIST_SHIFT, minlength=HIST_BINS)
@@ -649,6 +670,15 @@ def _fill(r: CompareResult, acc: _Acc, tol: Tolerance) -> None:
     r.max_abs_err = acc.max_abs
     r.max_rel_err = acc.max_rel
     r.max_scaled_err = acc.max_scaled
+    if acc.rel_q90 is not None:
+        r.rel_err_q90 = acc.rel_q90
+    elif acc.rel_hist is not None and acc.n:
+        cum, want = 0, q90_index(acc.n) + 1
+        for i in np.flatnonzero(acc.rel_hist):
+            cum += int(acc.rel_hist[i])
+            if cum >= want:  # the bin's upper edge: at most a quarter octave above the exact value
+                r.rel_err_q90 = hist_bin_low(int(i) + 1)
+                break
     r.one_thousandth_ratio = acc.c1 / acc.n
     r.five_thousandth_ratio = acc.c5 / acc.n
 

@@ -77,7 +77,8 @@ class RowFacts:
     u: float = 0.0  # unit roundoff of the dtype the pair is judged at
     dtype: str = ""  # that dtype
     fixed: bool = False  # verdict set by a fixed rule (dtype kind, shape, NaN/Inf, argument, allclose)
-    key: Optional[tuple] = None  # the tensor's identity (its values on both sides), None: unknown
+    key: Optional[tuple] = None  # the tensor's identity: element count, max and min on both sides (None: unknown)
+    sig: Optional[tuple] = None  # (golden mean, golden L2 norm, target mean, target L2 norm): confirms a key match
     judgement: Optional[str] = None
     rel_err: Optional[float] = None
     allowed: Optional[float] = None
@@ -133,6 +134,7 @@ class Near:
 
 @dataclass(slots=True)
 class _Seen:
+    sig: Optional[tuple]
     verdict: str
     rule: str
     judgement: Optional[str]
@@ -155,7 +157,7 @@ class Walk:
     """The streaming judgement of one place's ops (module docstring); ``judge`` them in order."""
 
     def __init__(self, keep_nearest: int = 3) -> None:
-        self._seen: dict[tuple, _Seen] = {}
+        self._seen: dict[tuple, list[_Seen]] = {}
         self._op_err: dict[str, tuple[float, float, bool]] = {}  # API forward call -> (e, r, tainted) of its tensors
         self.exact_so_far = True  # every measured tensor so far bit-identical
         #: the noise the pair has carried so far: the largest error of an output judged noise (norm-wise,
@@ -224,16 +226,29 @@ class Walk:
         return self._origin(op, consts, changed, carrier, saved_tainted, producer)
 
     def _size_of(self, r: RowFacts) -> tuple[float, float]:
-        """An input's error for the allowance of the op's outputs (an error of unknown size: infinite)."""
+        """An input's error for the allowance of the op's outputs (an error of unknown size: infinite): the
+        relative error its elements typically carry (``Err.typical``: an attention score's error is not
+        hidden by the −1e9 mask added to it), never less than its norm-wise error."""
         if r.err is None:
             return (math.inf, math.inf) if _off(r) else (0.0, 0.0)
         if r.fixed and r.verdict == ERROR:
             return math.inf, math.inf
-        e = r.err.e
+        e = r.err.typical
         return e, max(e, r.err.r if r.err.r is not None else e)
 
+    def _lookup(self, r: RowFacts) -> Optional[_Seen]:
+        """The earlier tensor this row is (``key`` equal, mean and norm within 2⁻⁶: a bfloat16 tensor's
+        mean and norm as msprobe computes them, or summed in another order, still match; a different
+        tensor with the same extremes does not)."""
+        if r.key is None:
+            return None
+        for seen in self._seen.get(r.key, ()):
+            if _same_sig(seen.sig, r.sig):
+                return seen
+        return None
+
     def _judge_input(self, op: OpFacts, r: RowFacts, u_op: float) -> None:
-        seen = self._seen.get(r.key) if r.key is not None else None
+        seen = self._lookup(r)
         if seen is not None and not r.fixed:
             r.verdict, r.rule, r.judgement = seen.verdict, seen.rule, seen.judgement
             r.rel_err, r.allowed, r.tainted = seen.rel_err, seen.allowed, seen.tainted
@@ -263,8 +278,7 @@ class Walk:
         else:
             r.verdict, r.judgement = PASS, NOISE
             r.rule = _noise_rule(e, lim, r.dtype, u)
-        if r.key is not None:
-            self._seen[r.key] = _Seen(r.verdict, r.rule, r.judgement, r.rel_err, r.allowed, r.tainted, r.err, op.name)
+        self._store(op, r)
 
     def _judge_output(self, op: OpFacts, r: RowFacts, u_op: float, e_in: float, r_in: float,
                       s_in: list[tuple[float, int]], tainted_in: bool) -> None:
@@ -284,34 +298,35 @@ class Walk:
         r.rel_err, r.allowed = e, a
         beyond = e > a or rr > a_r
         scale = _input_scale(s_in, err.n)
-        cancel = beyond and scale > err.rms and err.abs_rms <= a * scale and err.abs_max <= a_r * scale
-        # numerically zero on both sides: below one rounding of what it was computed from (a bias gradient
-        # before a normalisation); whatever its inputs carry, such an output carries nothing
-        cancel = cancel or (not beyond and tainted_in and scale > err.rms
-                            and max(err.abs_rms, err.abs_max) <= K_BORN * u_op * scale)
-        if beyond and not cancel:
+        # a reduction whose result is tiny against its terms (a bias gradient before a normalisation):
+        # its error is judged against the size of the terms, where the rounding happened
+        explained = beyond and scale > err.rms and err.abs_rms <= a * scale and err.abs_max <= a_r * scale
+        own_noise = (e <= K_BORN * u_op and rr <= K_BORN * u_op) or (
+            scale > err.rms and max(err.abs_rms, err.abs_max) <= K_BORN * u_op * scale)
+        if beyond and not explained:
             r.verdict, r.judgement, r.tainted = ERROR, BORN, True
             which = (f"rel err {_fmt(e)} > {_fmt(a)}" if e > a else f"max element rel err {_fmt(rr)} > {_fmt(a_r)}")
             r.rule = (f"{which} = {K_BORN:g} × (inputs' error {_fmt(e_in)} + {r.dtype or 'its'} rounding "
                       f"{fmt_u(u_op)}): born here")
-        elif tainted_in and (e > K_BORN * u_op or rr > K_BORN * u_op) and not cancel:
+        elif tainted_in and not own_noise:
             r.verdict, r.judgement, r.tainted = ERROR, INHERITED, True
             r.rule = f"rel err {_fmt(e)}, of the size its inputs carried ({_fmt(e_in)}): inherited"
         else:
             r.verdict, r.judgement = PASS, NOISE
-            r.rule = (f"pass (abs err within the rounding noise of its inputs' size {_fmt(scale)})" if cancel
-                      else _noise_rule(e, a, r.dtype, u_op, e_in))
-            if not cancel and not tainted_in:
+            r.rule = (f"pass (abs err within the rounding noise of its inputs' size {_fmt(scale)})"
+                      if explained or (beyond and own_noise) else _noise_rule(e, a, r.dtype, u_op, e_in))
+            if not explained and not tainted_in:
                 self.noise_e, self.noise_r = max(self.noise_e, e), max(self.noise_r, rr)
         ratio = max(e / a if a else (math.inf if e else 0.0), rr / a_r if a_r else (math.inf if rr else 0.0))
-        if cancel:
+        if explained:
             ratio = max(err.abs_rms / (a * scale), err.abs_max / (a_r * scale))
         self._near(op, r, ratio * a if a else e, a, r.judgement or NOISE, ratio=ratio)
         self._store(op, r)
 
     def _store(self, op: OpFacts, r: RowFacts) -> None:
-        if r.key is not None:
-            self._seen[r.key] = _Seen(r.verdict, r.rule, r.judgement, r.rel_err, r.allowed, r.tainted, r.err, op.name)
+        if r.key is not None and self._lookup(r) is None:
+            self._seen.setdefault(r.key, []).append(
+                _Seen(r.sig, r.verdict, r.rule, r.judgement, r.rel_err, r.allowed, r.tainted, r.err, op.name))
 
     def _note_exact(self, err: Err) -> None:
         if not err.exact:
@@ -337,7 +352,7 @@ class Walk:
             if r.kind == "scalar":
                 continue
             if r.err is not None:
-                e = max(e, r.err.e)
+                e = max(e, r.err.typical)
                 rr = max(rr, r.err.r if r.err.r is not None else r.err.e)
             tainted = tainted or r.tainted
         self._op_err[op.name] = (e, rr, tainted)
@@ -391,14 +406,28 @@ class Walk:
         return Origin(None)
 
 
+def _same_sig(a: Optional[tuple], b: Optional[tuple]) -> bool:
+    if a is None or b is None:
+        return a is b
+    for (mean_a, norm_a), (mean_b, norm_b) in zip((a[:2], a[2:]), (b[:2], b[2:])):
+        if (norm_a is None) != (norm_b is None) or (mean_a is None) != (mean_b is None):
+            return False
+        if norm_a is not None and abs(norm_a - norm_b) > 2.0 ** -6 * max(abs(norm_a), abs(norm_b)):
+            return False
+        if mean_a is not None and norm_a is not None and abs(mean_a - mean_b) > 2.0 ** -6 * max(abs(norm_a), 1e-300):
+            return False
+    return True
+
+
 def _input_scale(s_in: list[tuple[float, int]], n_out: int) -> float:
-    """The size of what an output was computed from: each input's largest |value| (rounding happens at the
-    size of the terms, not of their sum), times √(elements summed into one output element) for a reduction
-    (rounding errors of n terms add up like a random walk)."""
+    """The size of the terms a reduction summed: each larger input's largest |value| (rounding happens at
+    the size of the terms, not of their sum) times √(terms per output element) (rounding errors of n terms
+    add up like a random walk); 0 when no input is larger than the output (not a reduction: a scaled or
+    broadcast tensor is rounded at its own size)."""
     best = 0.0
-    for rms, n in s_in:
-        k = math.sqrt(n / n_out) if n_out > 0 and n > n_out else 1.0
-        best = max(best, rms * k)
+    for peak, n in s_in:
+        if n_out > 0 and n > n_out:
+            best = max(best, peak * math.sqrt(n / n_out))
     return best
 
 

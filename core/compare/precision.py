@@ -102,6 +102,13 @@ class Err:
     abs_rms: float
     abs_max: float
     peak: float = 0.0  # largest |golden value|
+    q: Optional[float] = None  # 90th percentile of the elements' relative errors (statistics: the extremes')
+
+    @property
+    def typical(self) -> float:
+        """The relative error the tensor's elements carry: the norm-wise error, or the 90th percentile of the
+        element errors where a few huge values (a −1e9 attention mask) make the norm-wise one tiny."""
+        return max(self.e, self.q) if self.q is not None else self.e
 
     @property
     def exact(self) -> bool:
@@ -128,7 +135,7 @@ def error_of(r: CompareResult) -> Optional[Err]:
     scaled = _finite(r.max_scaled_err)
     if scaled is None:
         scaled = abs_max / rms if rms > 0 else (0.0 if abs_max == 0 else math.inf)
-    return Err(e, scaled, rms, n, abs_rms, abs_max, _peak(g))
+    return Err(e, scaled, rms, n, abs_rms, abs_max, _peak(g), _finite(r.rel_err_q90))
 
 
 def _stats_error(r: CompareResult, g: dict) -> Optional[Err]:
@@ -162,7 +169,10 @@ def _stats_error(r: CompareResult, g: dict) -> Optional[Err]:
             parts.append(0.0)
     if not parts:
         return None
-    return Err(max(parts), None, rms, n, max(abs_parts), max(abs_parts), _peak(g))
+    # the extremes' own relative errors: what the elements typically carry where one huge value (a −1e9
+    # mask) sets the scale of everything else (``Err.typical``; used for what inputs carry, never to accuse)
+    own = [abs(d[k]) / abs(v) for k, v in (("max", gmax), ("min", gmin)) if d.get(k) is not None and v]
+    return Err(max(parts), None, rms, n, max(abs_parts), max(abs_parts), _peak(g), max(own, default=None))
 
 
 def _peak(g: dict) -> float:

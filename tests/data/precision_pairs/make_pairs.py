@@ -2,7 +2,7 @@
 bfloat16 / float16 autocast targets (CPU), with and without a bug.  Held out: the precision rules were
 developed on shared/real_dumps/gpu-msprobe-mixer and never tuned on these.
 
-Nets: ``tiny_gpt`` (pre-LN transformer block: LayerNorm, causal softmax attention with a -1e9 mask, GELU
+Nets: ``tiny_gpt`` (one pre-LN transformer block: LayerNorm, causal softmax attention with a -1e9 mask, GELU
 MLP, residuals) and ``tiny_cnn`` (conv, BatchNorm, LeakyReLU, max-pool, conv, LeakyReLU, mean, linear).
 Targets (the honest answer in brackets):
   fp32_rerun        the same run again: bit-identical [no divergence]
@@ -13,7 +13,10 @@ Targets (the honest answer in brackets):
                     extra in-place op on the attention output projection (``Tensor.mul_`` x1.25, target-only);
                     cnn, one element of conv2's weight set to 3.0 [the op where the difference first shows:
                     gpt the residual add reading the projection; cnn conv2 (its weight input)]
+Tensor dumps: steps 0 (tiny_gpt forward only, to keep the files few), statistics dumps: steps 0 and 1
+(``fp32_kernel`` in statistics only).
 Usage: python make_pairs.py OUTDIR      (torch CPU + mindstudio-probe 26.x; one process per run)
+Made with torch 2.14.1 (CPU) and mindstudio-probe 26.2.0.
 """
 import json, os, subprocess, sys
 
@@ -49,7 +52,7 @@ def run(net_name, name, task):
     class GPT(nn.Module):
         def __init__(s):
             super().__init__()
-            s.blocks = nn.Sequential(Block(), Block()); s.head = nn.Linear(16, 5)
+            s.blocks = nn.Sequential(Block()); s.head = nn.Linear(16, 5)
         def forward(s, x):
             return s.head(s.blocks(x)).mean(1)
 
@@ -69,7 +72,7 @@ def run(net_name, name, task):
             def wrong(mod, inp, out):
                 with torch.no_grad():
                     out.mul_(1.25)
-            model.blocks[1].proj.register_forward_hook(wrong)
+            model.blocks[0].proj.register_forward_hook(wrong)
         else:
             with torch.no_grad():
                 model.c2.weight[3, 2, 1, 1] = 3.0
@@ -80,7 +83,7 @@ def run(net_name, name, task):
     path = os.path.join(OUT, net_name, task, name)
     cfg = {"task": task, "dump_path": path, "rank": [], "step": [0] if task == "tensor" else [0, 1], "level": "L1",
            "enable_dataloader": False,
-           "tensor": {"scope": [], "list": [], "data_mode": ["all"]},
+           "tensor": {"scope": [], "list": [], "data_mode": ["forward"] if net_name == "tiny_gpt" else ["all"]},
            "statistics": {"scope": [], "list": [], "data_mode": ["all"], "summary_mode": "statistics"}}
     os.makedirs(path, exist_ok=True)
     cp = os.path.join(OUT, net_name, task, name + "_config.json")
@@ -104,5 +107,7 @@ if __name__ == "__main__":
     for net in ("tiny_gpt", "tiny_cnn"):
         for task in ("tensor", "statistics"):
             for name in RUNS:
+                if task == "tensor" and name == "fp32_kernel":
+                    continue  # kept small: the float32 kernel bug is in the statistics dumps
                 r = subprocess.run([sys.executable, __file__, OUT, "one", net, name, task], capture_output=True, text=True)
                 print(net, name, task, "rc", r.returncode, r.stdout.strip()[-120:], r.stderr.strip()[-800:] if r.returncode else "")
