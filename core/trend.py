@@ -16,8 +16,10 @@ POINT_KEYS = ("count", "min", "max", "mean", "std", "l2norm", "nan", "posinf", "
 _BARS = "▁▂▃▄▅▆▇█"
 
 
-def _same_name(q: "DumpQuery", op: "OpRow", rank: Optional[int]) -> list["OpRow"]:
-    """The op of that name at every step (and rank), the first run where a place has several."""
+def _same_name(q: "DumpQuery", op: "OpRow", rank: Optional[int],
+               run: Optional[int] = None) -> list[tuple[int, "OpRow"]]:
+    """(run, op) of that name at every step (and rank): every execution where a place has several (a loop
+    body runs once per iteration), or only the ``run``-th; by step, rank, then run."""
     from dumpscope.core.query import _OP_COLS, _op
 
     sql = f"SELECT {_OP_COLS} FROM ops WHERE name=? AND graph_only=0"
@@ -25,11 +27,15 @@ def _same_name(q: "DumpQuery", op: "OpRow", rank: Optional[int]) -> list["OpRow"
     if rank is not None:
         sql += " AND rank=?"
         params.append(rank)
-    out: dict[tuple[int, int], "OpRow"] = {}
-    for row in q.index.query(sql + " ORDER BY rank, step, exec_index, seq", params):
+    out: dict[tuple[int, int], list["OpRow"]] = {}
+    for row in q.index.query(sql + " ORDER BY rank, step, exec_index IS NULL, exec_index, seq", params):
         o = _op(row)
-        out.setdefault((o.rank, o.step), o)
-    return [out[k] for k in sorted(out, key=lambda k: (k[1], k[0]))]
+        out.setdefault((o.rank, o.step), []).append(o)
+    picked = []
+    for key in sorted(out, key=lambda k: (k[1], k[0])):
+        runs = list(enumerate(out[key]))
+        picked.extend(runs if run is None else runs[run:run + 1])
+    return picked
 
 
 def find_op(q: "DumpQuery", text: str, rank: Optional[int]) -> "OpRow":
@@ -50,36 +56,38 @@ def find_op(q: "DumpQuery", text: str, rank: Optional[int]) -> "OpRow":
 
 
 def trend(q: "DumpQuery", text: str, io: str = "output", slot: int = 0,
-          rank: Union[int, str, None] = None) -> dict[str, Any]:
+          rank: Union[int, str, None] = None, run: Optional[int] = None) -> dict[str, Any]:
     """``{"op", "io", "slot", "points": [...], "problems": [...]}`` (CLI.md ``trend``).
 
-    ``rank``: a rank, "all", or None (the lowest rank)."""
+    ``rank``: a rank, "all", or None (the lowest rank); ``run``: only that execution in each step of
+    an op that runs several times a step (None: every execution, each a point with its ``run``)."""
     from dumpscope.core.tensor_io import TensorLoadError
 
     want = None if rank == "all" else (int(rank) if rank is not None else (q.ranks() or [0])[0])
     op = find_op(q, text, want)
-    return trend_of(q, op, io, slot, want, TensorLoadError)
+    return trend_of(q, op, io, slot, want, TensorLoadError, run=run)
 
 
 def trend_of(q: "DumpQuery", op: "OpRow", io: str, slot: int, rank: Optional[int],
-             load_error: type = Exception) -> dict[str, Any]:
+             load_error: type = Exception, run: Optional[int] = None) -> dict[str, Any]:
     points: list[dict[str, Any]] = []
     problems: list[dict[str, Any]] = []
-    for o in _same_name(q, op, rank):
+    for k, o in _same_name(q, op, rank, run):
+        where = {"rank": o.rank, "step": o.step, "run": k}
         tensors = [t for t in q.tensors(o.id) if t.io == io and t.slot == slot]
         if not tensors:
-            problems.append({"rank": o.rank, "step": o.step, "error": f"no {io} {slot} dumped"})
+            problems.append({**where, "error": f"no {io} {slot} dumped"})
             continue
         t = tensors[0]
         if t.storage == "value":
-            problems.append({"rank": o.rank, "step": o.step, "error": f"{io} {slot} is not a tensor"})
+            problems.append({**where, "error": f"{io} {slot} is not a tensor"})
             continue
         try:
             st = q.tensor_stats(t)
         except (load_error, ValueError, OSError) as exc:
-            problems.append({"rank": o.rank, "step": o.step, "error": str(exc).splitlines()[0]})
+            problems.append({**where, "error": str(exc).splitlines()[0]})
             continue
-        point = {"rank": o.rank, "step": o.step}
+        point = {**where, "exec_index": o.exec_index}
         point.update({k: st.get(k) for k in POINT_KEYS})
         point["source"] = st.get("source", "tensor")
         points.append(point)

@@ -64,3 +64,59 @@ def test_overflow_names_the_sqrt_in_the_loop_body_as_born(capsys, dump, tmp_path
             arr = np.load(t["file"])
             if t["io"] == "output" and arr.dtype.kind == "f":
                 assert np.isfinite(arr).all(), op["name"]
+
+
+def _sqrt_files(dump: Path, step: int, io: str) -> list[Path]:
+    """The loop body's Sqrt files of one step and io, one per run, in the order they were written."""
+    return sorted((dump / "rank_0" / "Net" / "6" / str(step)).glob(f"Sqrt.*.{io}.0.*.npy"), key=lambda p: _ts(str(p)))
+
+
+def test_every_run_of_a_loop_body_op_is_addressable(capsys, dump, tmp_path):
+    from dumpscope.tui.cli import main
+
+    first = cli_json(capsys, "show", str(dump), SQRT, "--step", "0", "--cache-dir", str(tmp_path))["op"]
+    second = cli_json(capsys, "show", str(dump), SQRT, "--step", "0", "--run", "1", "--cache-dir", str(tmp_path))["op"]
+    outs = _sqrt_files(dump, 0, "output")
+    assert len(outs) == 2  # the loop ran twice in the step
+    assert (first["run"], second["run"]) == (0, 1)
+    assert first["runs"] == second["runs"] == [{"run": 0, "exec_index": first["exec_index"], "graph": "6"},
+                                               {"run": 1, "exec_index": second["exec_index"], "graph": "6"}]
+    assert first["exec_index"] < second["exec_index"]
+    assert [t["file"] for t in first["tensors"] if t["io"] == "output"] == [str(outs[0])]
+    assert [t["file"] for t in second["tensors"] if t["io"] == "output"] == [str(outs[1])]
+    stats = cli_json(capsys, "stats", str(dump), SQRT, "--step", "0", "--run", "1", "--cache-dir", str(tmp_path))
+    y = np.load(outs[1])
+    assert (stats["run"], stats["nan"], stats["max"]) == (1, int(np.isnan(y).sum()), pytest.approx(float(np.nanmax(y))))
+    assert main(["show", str(dump), SQRT, "--run", "2", "--cache-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "ran 2 times" in err and f"1 (exec {second['exec_index']})" in err
+
+
+def test_trend_keeps_every_run_of_a_loop_body_op(capsys, dump, tmp_path):
+    doc = cli_json(capsys, "trend", str(dump), SQRT, "--cache-dir", str(tmp_path))
+    assert [(p["step"], p["run"]) for p in doc["points"]] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    for p in doc["points"]:
+        y = np.load(_sqrt_files(dump, p["step"], "output")[p["run"]])
+        assert (p["nan"], p["count"]) == (int(np.isnan(y).sum()), y.size)
+        assert p["max"] == pytest.approx(float(np.nanmax(y)))
+    only = cli_json(capsys, "trend", str(dump), SQRT, "--run", "1", "--cache-dir", str(tmp_path))
+    assert only["points"] == [p for p in doc["points"] if p["run"] == 1]
+
+
+async def test_the_explorer_says_which_run_an_op_is_and_trends_that_run(dump, tmp_path, monkeypatch):
+    pytest.importorskip("textual")
+    from test_tui_support import set_env, settle, wait_ready
+
+    from dumpscope.tui.app import DumpscopeApp
+
+    set_env(monkeypatch, tmp_path)
+    app = DumpscopeApp(str(dump))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        first, second = app.q.runs(app.q.resolve_op(SQRT, 0, 0))
+        app.main.show_op(second)
+        await settle(pilot)
+        rest = str(app.screen.query_one("#detail-rest").render())
+        assert f"run 1 of 2 in this step (exec #{first.exec_index}, #{second.exec_index})" in rest
+        trend = str(app.screen.query_one("#detail-trend").render())
+        assert "out.0, 2 steps" in trend  # run 1 of steps 0 and 1, not all four executions

@@ -57,6 +57,12 @@ def _add_place(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rank", type=int, metavar="R", help="rank / device (default: lowest present)")
 
 
+def _add_run(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--run", type=int, metavar="K",
+                   help="which execution of an op that ran several times in the step (a loop body): "
+                        "0 = the first (default); `show` lists them")
+
+
 def _add_format(p: argparse.ArgumentParser, csv_ok: bool = True) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--json", action="store_true", help="print one JSON document")
@@ -135,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("op", metavar="OP")
     p.add_argument("--graph", action="store_true",
                    help="also the producers and consumers two hops out (the explorer's g view)")
+    _add_run(p)
     _add_place(p)
     _add_format(p, csv_ok=False)
     _add_common(p)
@@ -144,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("op", metavar="OP")
     p.add_argument("--io", choices=("input", "output"), default="output")
     p.add_argument("--slot", type=int, default=0, metavar="N")
+    _add_run(p)
     _add_place(p)
     _add_format(p, csv_ok=False)
     _add_common(p)
@@ -171,6 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--io", choices=("input", "output"), default="output")
     p.add_argument("--slot", type=int, default=0, metavar="N")
     p.add_argument("--rank", metavar="R|all", help="a rank, or all (default: lowest present)")
+    p.add_argument("--run", type=int, metavar="K",
+                   help="only the K-th execution in each step of an op that runs several times a step (a loop "
+                        "body; 0 = the first); default: every execution, each a point")
     _add_format(p)
     _add_common(p)
 
@@ -428,11 +439,11 @@ def _fmt_num(v: Any) -> str:
     return str(v)
 
 
-def _lookup(q, text: str, rank: Optional[int], step: Optional[int]):
+def _lookup(q, text: str, rank: Optional[int], step: Optional[int], run: Optional[int] = None):
     from dumpscope.core.query import OpLookupError
 
     try:
-        return q.resolve_op(text, rank, step)
+        return q.resolve_op(text, rank, step, run=run)
     except OpLookupError as exc:
         hint = f"; closest: {', '.join(exc.matches)}" if exc.matches else ""
         raise CliError(f"{exc}{hint}") from None
@@ -559,7 +570,7 @@ def _export_config(q, names: list[str], path: str) -> None:
 
 def cmd_show(args: argparse.Namespace) -> int:
     q = _open(args.path, args)
-    op = _lookup(q, args.op, args.rank, args.step)
+    op = _lookup(q, args.op, args.rank, args.step, args.run)
     doc = q.show_json(op)
     nb = None
     if args.graph:
@@ -579,6 +590,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     where = f"exec {doc['exec_index']}" if doc.get("kind", "op") == "op" else f"{inert(doc['kind'])} (not executed)"
     con.print(f"rank {doc['rank']}  step {doc['step']}  graph {inert(doc['graph'])}  {where}  "
               f"file name {inert(doc['file_name'])}")
+    if len(doc.get("runs", [])) > 1:
+        con.print(f"run {doc['run']} of {len(doc['runs'])} in this step (--run K): "
+                  + ", ".join(f"{r['run']} exec {r['exec_index']}" for r in doc["runs"]))
     for note in doc.get("dtype_notes", []):
         con.print(f"note: {inert(note)}")
     if doc.get("join_note"):
@@ -636,7 +650,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from dumpscope.core.tensor_io import TensorLoadError
 
     q = _open(args.path, args)
-    op = _lookup(q, args.op, args.rank, args.step)
+    op = _lookup(q, args.op, args.rank, args.step, args.run)
     tensors = [t for t in q.tensors(op.id) if t.io == args.io and t.slot == args.slot]
     if not tensors:
         have = ", ".join(t.label for t in q.tensors(op.id)) or "none"
@@ -647,7 +661,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     except TensorLoadError as exc:
         raise CliError(str(exc)) from None
     doc = {"op": op.name, "io": t.io, "slot": t.slot, "step": op.step, "rank": op.rank, "dtype": t.dtype,
-           "shape": list(t.shape)}
+           "shape": list(t.shape), "run": q.run_of(op)[0], "exec_index": op.exec_index}
     doc.update(st)
     if args.json:
         _print_json(doc)
@@ -781,36 +795,39 @@ def cmd_trend(args: argparse.Namespace) -> int:
             raise CliError(f"--rank: expected a number or 'all', got {args.rank!r}") from None
     q = _open(args.path, args)
     try:
-        doc = trend(q, args.op, io=args.io, slot=args.slot, rank=rank)
+        doc = trend(q, args.op, io=args.io, slot=args.slot, rank=rank, run=args.run)
     except OpLookupError as exc:
         hint = f"; closest: {', '.join(exc.matches)}" if exc.matches else ""
         raise CliError(f"{exc}{hint}") from None
     if args.json:
         _print_json(doc)
         return 0
-    keys = ["rank", "step", *POINT_KEYS]
+    keys = ["rank", "step", "run", "exec_index", *POINT_KEYS]
     if args.csv:
         _write_csv(keys, [[p.get(k) for k in keys] for p in doc["points"]])
         return 0
     from rich.table import Table
 
     con = _console()
+    runs = any(p.get("run") for p in doc["points"] + doc["problems"])  # a loop body: every execution shown
     t = Table(show_edge=False, title=f"{inert(doc['op'])} {doc['io']}.{doc['slot']} by step")
-    for col in ("rank", "step", "min", "max", "mean", "std", "nan", "+inf", "-inf"):
+    for col in ("rank", "step", *(("run",) if runs else ()), "min", "max", "mean", "std", "nan", "+inf", "-inf"):
         t.add_column(col, justify="right")
     for p in doc["points"]:
-        t.add_row(str(p["rank"]), str(p["step"]), *(_fmt_num(p.get(k)) for k in
-                                                      ("min", "max", "mean", "std", "nan", "posinf", "neginf")))
+        t.add_row(str(p["rank"]), str(p["step"]), *((str(p["run"]),) if runs else ()),
+                  *(_fmt_num(p.get(k)) for k in ("min", "max", "mean", "std", "nan", "posinf", "neginf")))
     con.print(t)
-    for r in sorted({p["rank"] for p in doc["points"]}):
-        pts = [p for p in doc["points"] if p["rank"] == r]
-        con.print(f"rank {r}  max  {sparkline([p.get('max') for p in pts])}   "
+    for r, k in sorted({(p["rank"], p.get("run", 0)) for p in doc["points"]}):
+        pts = [p for p in doc["points"] if p["rank"] == r and p.get("run", 0) == k]
+        label = f"rank {r}" + (f" run {k}" if runs else "")
+        con.print(f"{label}  max  {sparkline([p.get('max') for p in pts])}   "
                   f"mean {sparkline([p.get('mean') for p in pts])}", markup=False)
         if any(point_bad(p) for p in pts):
-            con.print(f"{'':{len(str(r)) + 7}}     {marks(pts)}   {'':5}{marks(pts)}   (! = NaN/Inf at that step)",
+            con.print(f"{'':{len(label)}}       {marks(pts)}   {'':5}{marks(pts)}   (! = NaN/Inf at that step)",
                       markup=False)
     for p in doc["problems"]:
-        con.print(f"  ! rank {p['rank']} step {p['step']}: {inert(p['error'])}", markup=False)
+        run = f" run {p['run']}" if runs else ""
+        con.print(f"  ! rank {p['rank']} step {p['step']}{run}: {inert(p['error'])}", markup=False)
     return 0
 
 

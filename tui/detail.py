@@ -290,7 +290,7 @@ class OpDetail(VerticalScroll, can_focus=True):
         text: Optional[Text] = None
         try:
             if len(q.steps(op.rank)) >= 2 and not get_current_worker().is_cancelled:
-                doc = trend_of(q, op, "output", 0, op.rank)
+                doc = trend_of(q, op, "output", 0, op.rank, run=q.run_of(op)[0])  # this execution, each step
                 text = trend_text(doc, op.step) if len(doc["points"]) >= 2 else None
         except Exception:  # the trend is a hint: a failure leaves the line out, the op stays shown
             text = None
@@ -411,6 +411,10 @@ class OpDetail(VerticalScroll, can_focus=True):
             text.append(inert(op.scope) + "\n")
         exec_txt = "-" if op.exec_index is None else str(op.exec_index)
         text.append(f"  rank {op.rank}  step {op.step}  graph {inert(op.graph)}  exec #{exec_txt}\n")
+        run, runs = q.run_of(op)
+        if len(runs) > 1:  # a loop body: every execution in the list, each its own row
+            text.append(f"  run {run} of {len(runs)} in this step (exec "
+                        + ", ".join("#-" if r.exec_index is None else f"#{r.exec_index}" for r in runs) + ")\n")
         text.append(f"  layout {inert(op.producer)}  join {inert(op.join_rule or 'none')}\n")
         if op.join_note:
             text.append(f"  ? not joined: {inert(op.join_note)} — the op keeps its file-side name; no links, "
