@@ -114,7 +114,27 @@ def _summaries(q: "DumpQuery", op: "OpRow", counted: Optional[OpCount]) -> list[
         if t.storage == "none" and not s.known:
             _from_extremes(s, t.stats or {})
         out.append(s)
+    out.extend(TensorSummary("input", slot, dtype, dumped=False) for slot, dtype in _undumped_inputs(q, op, out))
     return out
+
+
+def _undumped_inputs(q: "DumpQuery", op: "OpRow", dumped: list[TensorSummary]) -> list[tuple[int, str]]:
+    """(slot, dtype) of the op's tensor inputs that have no file: slots below the highest dumped input slot
+    that were skipped (MindSpore leaves out an input that comes from another kernel graph), and those
+    the op's graph node lists (monads, which carry no data, aside).  A judgement must not call them
+    finite: their data was never seen."""
+    have = {t.slot for t in dumped if t.io == "input"}
+    want: dict[int, str] = {k: "" for k in range(max(have, default=-1))}
+    descs: list = []
+    if op.producer == "mindspore":  # a MindSpore kernel graph lists every input (checked on 2.10's .ir)
+        try:
+            descs = q.graph_details(op).get("input_descs") or []
+        except Exception:  # the graph is a hint here: without it the dumped slots alone speak
+            descs = []
+    for k, d in enumerate(descs):
+        if isinstance(d, dict) and d.get("dtype") and not d.get("abstract"):
+            want[k] = str(d["dtype"])
+    return sorted((k, dt) for k, dt in want.items() if k not in have)
 
 
 def _from_extremes(s: TensorSummary, raw: dict[str, Any]) -> None:
@@ -272,7 +292,7 @@ def _rank_firsts(q: "DumpQuery", rows: list[dict[str, Any]], bad_ops: dict[int, 
         seen.add(r["rank"])
         op = bad_ops[r["op_id"]]
         c = counts.get(op.id) or (_cached_first_bad(q, op) if r["evidence"] != "stats" else None)
-        j = judge_op(op.type, _summaries(q, op, c))
+        j = judge_op(op.type, _summaries(q, op, c), op.name)
         out.append(RankFirst(op.rank, op.step, op.exec_index, op.name, op.type, op.first_ts, j,
                              {"first_bad": _first_bad_index(q, op, c), "evidence": r["evidence"]}))
     return out
@@ -329,7 +349,7 @@ def first_bad_op(q: "DumpQuery", rank: int, step: int) -> Optional["OpRow"]:
 
 def judge(q: "DumpQuery", op: "OpRow") -> Judgement:
     """Why ``op`` holds non-finite values: born there, inherited, received… (reads its tensors' statistics)."""
-    return judge_op(op.type, _summaries(q, op, None))
+    return judge_op(op.type, _summaries(q, op, None), op.name)
 
 
 def start_place(q: "DumpQuery", trouble: dict[tuple[int, int], tuple[int, int]]) -> tuple[tuple[int, int], bool]:
@@ -345,7 +365,7 @@ def start_place(q: "DumpQuery", trouble: dict[tuple[int, int], tuple[int, int]])
         op = first_bad_op(q, rank, step)
         if op is None:  # the index changed since ``trouble`` was read
             continue
-        received = Judgement("received", "a collective (not read)") if collective_kind(op.type) else None
+        received = Judgement("received", "a collective (not read)") if collective_kind(op.type, op.name) else None
         firsts.append(RankFirst(rank, step, op.exec_index, op.name, op.type, op.first_ts, received))
     best, _why = first_rank(firsts)
     if best is None:

@@ -120,3 +120,22 @@ async def test_the_explorer_says_which_run_an_op_is_and_trends_that_run(dump, tm
         assert f"run 1 of 2 in this step (exec #{first.exec_index}, #{second.exec_index})" in rest
         trend = str(app.screen.query_one("#detail-trend").render())
         assert "out.0, 2 steps" in trend  # run 1 of steps 0 and 1, not all four executions
+
+
+def test_inputs_that_have_no_file_are_not_dumped_not_finite(dump, tmp_path):
+    """MindSpore leaves out an input that comes from another kernel graph: graph 0's loss Sub has input.1
+    (the target) but no input.0 (the net's output, NaN), graph 10's MatMul no input.0 (the loop's result)."""
+    from dumpscope.core.index import DumpIndex
+    from dumpscope.core.overflow import judge
+    from dumpscope.core.query import DumpQuery
+
+    q = DumpQuery(DumpIndex.open(str(dump), cache_directory=tmp_path))
+    for graph, name in (("0", "Default/network-WithLossCell/_loss_fn-MSELoss/Sub-op0"),
+                        ("10", "Default/network-WithLossCell/_backbone-Net/fc-Dense/MatMul-op0")):
+        files = [p.name for p in (dump / "rank_0" / "Net" / graph / "0").glob(f"*{name.replace('/', '_')}.*")]
+        assert not [f for f in files if ".input.0." in f] and [f for f in files if ".input.1." in f]
+        out = next(f for f in files if ".output.0." in f)
+        assert np.isnan(np.load(dump / "rank_0" / "Net" / graph / "0" / out)).any()
+        j = judge(q, q.resolve_op(name, 0, 0))
+        assert j.kind == "unknown" and j.reason.startswith("input 0 not dumped"), (name, j)
+    q.index.close()
