@@ -916,6 +916,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     con.print(t)
     con.print(f"first divergence: {inert(fd.get('name', '-'))} {fd.get('io', '')}.{fd.get('slot', '')} "
               f"({fd.get('cause')}: {inert(fd.get('rule'))})" if fd else "first divergence: none")
+    if fd.get("reason"):  # several places diverged in its step: why this one (the collective rule)
+        con.print(inert(fd["reason"]), markup=False)
     if doc["unmatched_golden"] or doc["unmatched_target"]:
         con.print(f"unmatched: {len(doc['unmatched_golden'])} golden, {len(doc['unmatched_target'])} target")
     if not doc["rows"]:
