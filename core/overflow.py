@@ -15,6 +15,7 @@ import os
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from dumpscope.core.formats.opdebug import status_words
+from dumpscope.core.layouts.paths import CONSTANTS_STEP
 from dumpscope.core.overflow_origin import Judgement, RankFirst, TensorSummary, collective_kind, first_rank, judge_op
 from dumpscope.core.overflow_scan import OpCount, PlaceJob, count_ops, scan_places
 
@@ -238,6 +239,7 @@ def overflow_report(q: "DumpQuery", rank: Optional[int] = None, step: Optional[i
         fresh = count_ops(q, {op.id for op in flagged}, _units_of_ops(q, [op.id for op in flagged]))
         counts.update(fresh)
     rows: list[dict[str, Any]] = []
+    constant_rows: list[dict[str, Any]] = []
     ordered = sorted(bad_ops.values(), key=lambda o: (o.step, o.exec_index is None, o.exec_index or 0, o.rank, o.id))
     for op in ordered:
         c = counts.get(op.id)
@@ -252,6 +254,10 @@ def overflow_report(q: "DumpQuery", rank: Optional[int] = None, step: Optional[i
             nan, pos, neg = op.nan or 0, op.posinf or 0, op.neginf or 0
         if not (op.status or nan or pos or neg):
             continue
+        if op.step == CONSTANTS_STEP:  # a value the graph holds (an -inf mask is normal): no step, never an origin
+            constant_rows.append({"name": op.name, "type": op.type, "rank": op.rank, "evidence": evidence,
+                                  "nan": nan, "posinf": pos, "neginf": neg, "op_id": op.id})
+            continue
         rows.append({
             "name": op.name, "type": op.type, "rank": op.rank, "step": op.step, "exec_index": op.exec_index,
             "evidence": evidence, "status": op.status if op.status else None,
@@ -260,6 +266,8 @@ def overflow_report(q: "DumpQuery", rank: Optional[int] = None, step: Optional[i
         })
     firsts = _rank_firsts(q, rows, bad_ops, counts)
     best, why = first_rank(firsts)
+    constants = [p for p in found if p["step"] == CONSTANTS_STEP]  # MindSpore's constants/: not a step
+    found = [p for p in found if p["step"] != CONSTANTS_STEP]
     scanned = [p for p in found if p["unknown"] < p["ops"] or p["opdebug"]]
     not_scanned = [{"rank": p["rank"], "step": p["step"], "ops": p["ops"]} for p in found if p not in scanned]
     return {
@@ -274,6 +282,10 @@ def overflow_report(q: "DumpQuery", rank: Optional[int] = None, step: Optional[i
         "origin": None if best is None else dict(_first_json(best), reason=why,
                                                   op_reason=best.judgement.reason if best.judgement else ""),
         "problems": _problems(q, rank, step),
+        # MindSpore's constants (no step: they did not run): per rank, how many were looked at, and those
+        # holding NaN/Inf (a -inf attention mask is a value, not an overflow)
+        "constants": [{"rank": p["rank"], "values": p["ops"], "unknown": p["unknown"],
+                       "nonfinite": [r for r in constant_rows if r["rank"] == p["rank"]]} for p in constants],
     }
 
 
@@ -335,7 +347,8 @@ def trouble_places(q: "DumpQuery") -> dict[tuple[int, int], tuple[int, int]]:
 
     Evidence from Opdebug, statistics and earlier scans; nothing is read (explorer pickers, status)."""
     return {(r, s): (n, e if e is not None else 0) for r, s, n, e in q.index.query(
-        f"SELECT rank, step, COUNT(*), MIN(exec_index) FROM ops WHERE graph_only=0 AND {_BAD} GROUP BY rank, step")}
+        f"SELECT rank, step, COUNT(*), MIN(exec_index) FROM ops WHERE graph_only=0 AND step != ? AND {_BAD} "
+        "GROUP BY rank, step", (CONSTANTS_STEP,))}
 
 
 def first_bad_op(q: "DumpQuery", rank: int, step: int) -> Optional["OpRow"]:

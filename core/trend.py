@@ -65,7 +65,19 @@ def trend(q: "DumpQuery", text: str, io: str = "output", slot: int = 0,
 
     want = None if rank == "all" else (int(rank) if rank is not None else (q.ranks() or [0])[0])
     op = find_op(q, text, want)
-    return trend_of(q, op, io, slot, want, TensorLoadError, run=run)
+    doc = trend_of(q, op, io, slot, want, TensorLoadError, run=run)
+    if not doc["points"] and doc["problems"] and all(p["error"] == f"no {io} {slot} dumped" for p in doc["problems"]):
+        have = ", ".join(dict.fromkeys(t.label for t in q.tensors(op.id))) or "none"
+        raise TrendSelectorError(f"{op.name} has no {io} {slot} at any step (its tensors: {have})")
+    if run is not None and not doc["points"] and not doc["problems"]:
+        most = max((len(q.runs(o)) for _k, o in _same_name(q, op, want)), default=1)
+        raise TrendSelectorError(f"{op.name} runs at most {most} time{'s' if most != 1 else ''} a step: run {run} "
+                                 f"does not exist (runs 0..{most - 1})")
+    return doc
+
+
+class TrendSelectorError(ValueError):
+    """A --io/--slot/--run that the op has at no step (the message lists what it has)."""
 
 
 def trend_of(q: "DumpQuery", op: "OpRow", io: str, slot: int, rank: Optional[int],

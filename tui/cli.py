@@ -439,9 +439,32 @@ def _fmt_num(v: Any) -> str:
     return str(v)
 
 
+def _values(vals: list[int]) -> str:
+    """"0..99" for a run of numbers, else the numbers (the first 20)."""
+    if not vals:
+        return "none"
+    if len(vals) > 2 and vals == list(range(vals[0], vals[-1] + 1)):
+        return f"{vals[0]}..{vals[-1]}"
+    return ", ".join(map(str, vals[:20])) + (f", … ({len(vals)} in all)" if len(vals) > 20 else "")
+
+
+def _check_place(q, rank: Optional[int], step: Optional[int]) -> None:
+    """A ``--rank``/``--step`` the dump does not have is an error naming what it has, never an empty answer
+    (MindSpore's constants are in no step: ``-1`` is not one)."""
+    ranks = q.ranks()
+    if rank is not None and rank not in ranks:
+        raise CliError(f"--rank {rank}: not in this dump (ranks: {_values(ranks)})")
+    if step is not None:
+        steps = q.steps(rank)
+        if step not in steps:
+            where = f" at rank {rank}" if rank is not None else ""
+            raise CliError(f"--step {step}: not in this dump{where} (steps: {_values(steps)})")
+
+
 def _lookup(q, text: str, rank: Optional[int], step: Optional[int], run: Optional[int] = None):
     from dumpscope.core.query import OpLookupError
 
+    _check_place(q, rank, step)
     try:
         return q.resolve_op(text, rank, step, run=run)
     except OpLookupError as exc:
@@ -518,6 +541,7 @@ def cmd_ops(args: argparse.Namespace) -> int:
         except SourceSpecError as exc:
             raise CliError(f"--source {exc}") from None
     q = _open(args.path, args)
+    _check_place(q, args.rank, args.step)
     rank, step = q.default_place(args.rank, args.step)
     kind = getattr(args, "kind", "op")
     ops = q.ops(rank, step, grep=args.grep, kind=kind) if spec is None else \
@@ -722,6 +746,7 @@ def cmd_overflow(args: argparse.Namespace) -> int:
     from dumpscope.core.overflow import overflow_report
 
     q = _open(args.path, args)
+    _check_place(q, args.rank, args.step)
     if not sys.stderr.isatty():  # no bar to draw: rich's progress machinery is not even imported
         doc = overflow_report(q, rank=args.rank, step=args.step, scan=args.scan)
     else:
@@ -785,7 +810,7 @@ def cmd_overflow(args: argparse.Namespace) -> int:
 
 def cmd_trend(args: argparse.Namespace) -> int:
     from dumpscope.core.query import OpLookupError
-    from dumpscope.core.trend import POINT_KEYS, marks, point_bad, sparkline, trend
+    from dumpscope.core.trend import POINT_KEYS, TrendSelectorError, marks, point_bad, sparkline, trend
 
     rank: Any = args.rank
     if rank is not None and rank != "all":
@@ -794,11 +819,15 @@ def cmd_trend(args: argparse.Namespace) -> int:
         except ValueError:
             raise CliError(f"--rank: expected a number or 'all', got {args.rank!r}") from None
     q = _open(args.path, args)
+    if rank != "all":
+        _check_place(q, rank, None)
     try:
         doc = trend(q, args.op, io=args.io, slot=args.slot, rank=rank, run=args.run)
     except OpLookupError as exc:
         hint = f"; closest: {', '.join(exc.matches)}" if exc.matches else ""
         raise CliError(f"{exc}{hint}") from None
+    except TrendSelectorError as exc:
+        raise CliError(str(exc)) from None
     if args.json:
         _print_json(doc)
         return 0
