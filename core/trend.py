@@ -102,18 +102,43 @@ def trend_of(q: "DumpQuery", op: "OpRow", io: str, slot: int, rank: Optional[int
         point = {**where, "exec_index": o.exec_index}
         point.update({k: st.get(k) for k in POINT_KEYS})
         point["source"] = st.get("source", "tensor")
+        if st.get("recorded_nonfinite"):  # a statistics dump's own NaN/Inf max, min…: not "no data"
+            point["recorded_nonfinite"] = dict(st["recorded_nonfinite"])
+        point["nonfinite"] = nonfinite(point)
         points.append(point)
     return {"path": q.root, "op": op.name, "io": io, "slot": slot, "points": points, "problems": problems}
 
 
+def nonfinite(p: dict[str, Any]) -> Optional[bool]:
+    """Whether the tensor held NaN/Inf at that point: True on a count or a recorded non-finite statistic
+    (msprobe writes ``"Max": NaN`` and no counts), False when the counts or the recorded extremes say
+    none, None when nothing says (a statistics dump without them)."""
+    counts = [p.get(k) for k in ("nan", "posinf", "neginf")]
+    if any(counts) or p.get("recorded_nonfinite"):
+        return True
+    if all(c is not None for c in counts):
+        return False
+    if p.get("source") == "stats" and all(isinstance(p.get(k), (int, float)) for k in ("max", "min")):
+        return False  # finite extremes: no NaN (it would make them NaN) and no Inf (it would be one)
+    return None
+
+
+def series(points: list[dict[str, Any]], key: str) -> list[Optional[float]]:
+    """``key`` of each point for ``sparkline``: NaN where the value is missing because the tensor held
+    non-finite values (drawn ``×``), None where there is no data (drawn ``·``)."""
+    return [p.get(key) if p.get(key) is not None else (math.nan if point_bad(p) else None) for p in points]
+
+
 def sparkline(values: list[Optional[float]]) -> str:
-    """One character per value (low ▁ … █ high); "·" where unknown or not finite."""
+    """One character per value (low ▁ … █ high); "×" where not finite (NaN/Inf), "·" where unknown."""
     finite = [v for v in values if v is not None and math.isfinite(v)]
     lo, hi = (min(finite), max(finite)) if finite else (0.0, 0.0)
     out = []
     for v in values:
-        if v is None or not math.isfinite(v):
+        if v is None:
             out.append("·")
+        elif not math.isfinite(v):
+            out.append("×")
         elif hi == lo:
             out.append(_BARS[3])
         else:
@@ -127,4 +152,4 @@ def marks(points: list[dict[str, Any]]) -> str:
 
 
 def point_bad(p: dict[str, Any]) -> bool:
-    return bool(p.get("nan") or p.get("posinf") or p.get("neginf"))
+    return bool(p.get("nan") or p.get("posinf") or p.get("neginf") or p.get("recorded_nonfinite"))

@@ -40,3 +40,34 @@ def test_the_whole_job_first_divergence_is_where_the_nan_was_born_not_where_it_w
     # the overflow engine says the same of the target alone
     origin = cli_json(capsys, "overflow", str(dist / "target"), "--cache-dir", str(tmp_path))["origin"]
     assert (origin["rank"], origin["step"], origin["name"]) == (1, 1, born)
+
+
+def test_trend_shows_a_step_whose_statistics_are_nan_as_non_finite_not_as_no_data(capsys, dist, tmp_path):
+    from dumpscope.tui.cli import main
+
+    target = dist / "target"
+    recorded = {}
+    for step in (0, 1):  # what msprobe wrote for the sqrt's output on rank 1
+        out = json.loads((target / f"step{step}" / "rank1" / "dump.json").read_text())["data"][
+            "Torch.sqrt.0.forward"]["output"][0]
+        recorded[step] = {k.lower(): out[k] for k in ("Max", "Min", "Mean")}
+    assert all(v != v for v in recorded[1].values()) and all(v == v for v in recorded[0].values())  # NaN at 1
+    args = ["trend", str(target), "Torch.sqrt.0.forward", "--rank", "1", "--cache-dir", str(tmp_path)]
+    points = cli_json(capsys, *args)["points"]
+    assert [(p["step"], p["nonfinite"]) for p in points] == [(0, False), (1, True)]
+    assert points[0]["max"] == pytest.approx(recorded[0]["max"]) and "recorded_nonfinite" not in points[0]
+    assert {k: points[1]["recorded_nonfinite"][k] for k in ("max", "min", "mean")} == \
+        {"max": "nan", "min": "nan", "mean": "nan"}
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    cells = {c[1].strip(): [x.strip() for x in c] for c in (line.split("│") for line in text.splitlines())
+             if len(c) > 5}
+    assert cells["1"][2:5] == ["nan", "nan", "nan"]  # step 1's min, max and mean say nan, not "-"
+    assert "nan" not in cells["0"][2:5]
+    spark = next(line for line in text.splitlines() if line.startswith("rank 1  max"))
+    assert spark.split()[3][1] == "×" and spark.split()[3][0] != "·"
+    assert main([*args, "--csv"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    head = rows[0].split(",")
+    last = dict(zip(head, rows[2].split(",")))
+    assert (last["max"], last["nonfinite"]) == ("nan", "True")

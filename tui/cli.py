@@ -810,7 +810,7 @@ def cmd_overflow(args: argparse.Namespace) -> int:
 
 def cmd_trend(args: argparse.Namespace) -> int:
     from dumpscope.core.query import OpLookupError
-    from dumpscope.core.trend import POINT_KEYS, TrendSelectorError, marks, point_bad, sparkline, trend
+    from dumpscope.core.trend import POINT_KEYS, TrendSelectorError, marks, point_bad, series, sparkline, trend
 
     rank: Any = args.rank
     if rank is not None and rank != "all":
@@ -831,9 +831,9 @@ def cmd_trend(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(doc)
         return 0
-    keys = ["rank", "step", "run", "exec_index", *POINT_KEYS]
-    if args.csv:
-        _write_csv(keys, [[p.get(k) for k in keys] for p in doc["points"]])
+    keys = ["rank", "step", "run", "exec_index", *POINT_KEYS, "nonfinite"]
+    if args.csv:  # a statistic the dump recorded as NaN/Inf is written as such, not left empty
+        _write_csv(keys, [[(p.get("recorded_nonfinite") or {}).get(k, p.get(k)) for k in keys] for p in doc["points"]])
         return 0
     from rich.table import Table
 
@@ -843,17 +843,19 @@ def cmd_trend(args: argparse.Namespace) -> int:
     for col in ("rank", "step", *(("run",) if runs else ()), "min", "max", "mean", "std", "nan", "+inf", "-inf"):
         t.add_column(col, justify="right")
     for p in doc["points"]:
+        recorded = p.get("recorded_nonfinite") or {}  # the dump's own "nan"/"inf" where finite-only keys are null
         t.add_row(str(p["rank"]), str(p["step"]), *((str(p["run"]),) if runs else ()),
-                  *(_fmt_num(p.get(k)) for k in ("min", "max", "mean", "std", "nan", "posinf", "neginf")))
+                  *(recorded.get(k) or _fmt_num(p.get(k)) for k in ("min", "max", "mean", "std", "nan", "posinf",
+                                                                      "neginf")))
     con.print(t)
     for r, k in sorted({(p["rank"], p.get("run", 0)) for p in doc["points"]}):
         pts = [p for p in doc["points"] if p["rank"] == r and p.get("run", 0) == k]
         label = f"rank {r}" + (f" run {k}" if runs else "")
-        con.print(f"{label}  max  {sparkline([p.get('max') for p in pts])}   "
-                  f"mean {sparkline([p.get('mean') for p in pts])}", markup=False)
+        con.print(f"{label}  max  {sparkline(series(pts, 'max'))}   "
+                  f"mean {sparkline(series(pts, 'mean'))}", markup=False)
         if any(point_bad(p) for p in pts):
-            con.print(f"{'':{len(label)}}       {marks(pts)}   {'':5}{marks(pts)}   (! = NaN/Inf at that step)",
-                      markup=False)
+            con.print(f"{'':{len(label)}}       {marks(pts)}   {'':5}{marks(pts)}   (! = NaN/Inf at that step; "
+                      "× = no finite value, · = no data)", markup=False)
     for p in doc["problems"]:
         run = f" run {p['run']}" if runs else ""
         con.print(f"  ! rank {p['rank']} step {p['step']}{run}: {inert(p['error'])}", markup=False)

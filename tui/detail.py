@@ -125,7 +125,7 @@ def frame_text(frame: dict[str, Any]) -> Text:
 def trend_text(doc: dict[str, Any], current: int, width: int = 48) -> Text:
     """A few lines: sparklines of max and mean over the steps, "!" under steps with NaN/Inf, "^" under
     the step shown (the last ``width`` steps when there are more)."""
-    from dumpscope.core.trend import marks, point_bad, sparkline
+    from dumpscope.core.trend import marks, point_bad, series, sparkline
 
     pts = doc["points"][-width:]
     steps = [p["step"] for p in pts]
@@ -133,9 +133,9 @@ def trend_text(doc: dict[str, Any], current: int, width: int = 48) -> Text:
     text.append(f"Steps {steps[0]}..{steps[-1]}", "bold dim")
     text.append(f"  out.0, {len(doc['points'])} steps\n", "dim")
     text.append("  max  ", "dim")
-    text.append(sparkline([p.get("max") for p in pts]) + "\n")
+    text.append(sparkline(series(pts, "max")) + "\n")
     text.append("  mean ", "dim")
-    text.append(sparkline([p.get("mean") for p in pts]) + "\n")
+    text.append(sparkline(series(pts, "mean")) + "\n")
     if any(point_bad(p) for p in pts):
         text.append("  nan  ", "dim")
         text.append(marks(pts) + "  ! NaN/Inf\n", "bold red")
