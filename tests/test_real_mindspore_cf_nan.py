@@ -139,3 +139,22 @@ def test_inputs_that_have_no_file_are_not_dumped_not_finite(dump, tmp_path):
         j = judge(q, q.resolve_op(name, 0, 0))
         assert j.kind == "unknown" and j.reason.startswith("input 0 not dumped"), (name, j)
     q.index.close()
+
+
+def test_compare_finds_the_first_divergence_in_the_loop_body_that_ran_first(capsys, dump, tmp_path):
+    """Against ``cf_golden`` (a zero shift) the first op whose data differ is the loop body's Sub (graph 6, its
+    input 1 is the shift), which ran before graph 0; numpy agrees that everything before it is equal."""
+    golden = dump.parent / "cf_golden"
+    doc = cli_json(capsys, "compare", str(golden), str(dump), "--cache-dir", str(tmp_path))
+    first = doc["first_divergence"]
+    assert (first["name"], first["step"]) == ("Default/network-WithLossCell/_backbone-Net/Sub-op0", 0)
+    sub = lambda d: sorted((d / "rank_0" / "Net" / "6" / "0").glob("Sub.*.input.1.*.npy"), key=lambda p: _ts(str(p)))
+    assert not np.array_equal(np.load(sub(golden)[0]), np.load(sub(dump)[0]))
+    ops = {side: cli_json(capsys, "ops", str(d), "--step", "0", "--cache-dir", str(tmp_path))["ops"]
+           for side, d in (("g", golden), ("t", dump))}
+    at = next(o["exec_index"] for o in ops["t"] if o["name"] == first["name"])
+    assert [o["graph"] for o in ops["t"][:at]] == ["2", "6"]  # the loop condition, then the body's first ops
+    for g, t in zip(ops["g"][:at], ops["t"][:at]):
+        assert g["name"] == t["name"]
+        for a, b in zip(g["tensors"], t["tensors"]):
+            np.testing.assert_array_equal(np.load(a["file"]), np.load(b["file"]))
