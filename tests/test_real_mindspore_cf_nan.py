@@ -158,3 +158,16 @@ def test_compare_finds_the_first_divergence_in_the_loop_body_that_ran_first(caps
         assert g["name"] == t["name"]
         for a, b in zip(g["tensors"], t["tensors"]):
             np.testing.assert_array_equal(np.load(a["file"]), np.load(b["file"]))
+
+
+def test_convert_of_a_loop_body_op_writes_every_run(capsys, dump, tmp_path):
+    from dumpscope.tui.cli import main
+
+    out = tmp_path / "out"
+    assert main(["convert", str(dump), str(out), "--op", SQRT, "--step", "0", "--cache-dir", str(tmp_path)]) == 0
+    capsys.readouterr()
+    written = sorted(out.rglob("*.npy"))
+    files = sorted((dump / "rank_0" / "Net" / "6" / "0").glob("Sqrt.*.npy"))
+    assert len(written) == len(files) == 4  # input and output of both runs
+    got = sorted(np.load(p).tobytes() for p in written)
+    assert got == sorted(np.load(p).tobytes() for p in files)
