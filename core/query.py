@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from dumpscope.core.index import DumpIndex
+from dumpscope.core.layouts.paths import CONSTANTS_STEP
 from dumpscope.core.names import sanitize_name
 from dumpscope.core.source_frames import first_user_frame, mark_frames
 from dumpscope.core.units import unpack
@@ -632,7 +633,7 @@ class DumpQuery:
     def op_json(self, op: OpRow, tensors: Optional[list[TensorRow]] = None) -> dict[str, Any]:
         tensors = self.tensors(op.id) if tensors is None else tensors
         return {"name": op.name, "file_name": op.file_name, "type": op.type, "kind": op.kind, "rank": op.rank,
-                "step": op.step, "graph": op.graph, "exec_index": op.exec_index,
+                "step": shown_step(op.step), "graph": op.graph, "exec_index": op.exec_index,
                 "tensors": [self.tensor_json(t) for t in tensors]}
 
     def show_json(self, op: OpRow) -> dict[str, Any]:
@@ -739,6 +740,12 @@ class DumpQuery:
             self._remember("INSERT OR REPLACE INTO stats_cache VALUES(?, ?)",
                            [(sig, json.dumps(doc, default=_json_default))])
         return _described(doc, t)
+
+
+def shown_step(step: int) -> Optional[int]:
+    """The step as users see it: MindSpore's ``constants/`` folder is in no step (None, JSON null), never
+    the -1 the index files it under (``layouts.paths.CONSTANTS_STEP``)."""
+    return None if step == CONSTANTS_STEP else step
 
 
 def _short_value(v: Any) -> str:

@@ -59,3 +59,34 @@ def test_the_constants_folder_is_not_a_step(capsys, ms20, tmp_path):
     assert [(c["rank"], c["values"], c["nonfinite"]) for c in doc["constants"]] == [(0, len(consts), [])]
     assert main(["overflow", str(ms20), "--cache-dir", str(tmp_path)]) == 0
     assert "step -1" not in capsys.readouterr().out
+
+
+def test_constants_are_listed_without_a_step(capsys, ms20, tmp_path):
+    consts = cli_json(capsys, "ops", str(ms20), "--kind", "constant", "--cache-dir", str(tmp_path))["ops"]
+    files = sorted(str(p) for p in (ms20 / "rank_0" / "Net" / "0" / "constants").glob("*.npy"))
+    assert sorted(t["file"] for o in consts for t in o["tensors"]) == files
+    assert {(o["kind"], o["step"]) for o in consts} == {("constant", None)}
+    assert cli_json(capsys, "show", str(ms20), consts[0]["name"], "--cache-dir", str(tmp_path))["op"]["step"] is None
+    assert main(["show", str(ms20), consts[0]["name"], "--cache-dir", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "no step (constants)" in text and "step -1" not in text
+    assert main(["ops", str(ms20), "--kind", "constant", "--csv", "--cache-dir", str(tmp_path)]) == 0
+    assert ",-1," not in capsys.readouterr().out
+
+
+async def test_the_explorer_shows_a_constant_without_a_step(ms20, tmp_path, monkeypatch):
+    pytest.importorskip("textual")
+    from test_tui_support import screen_text, set_env, settle, wait_ready
+
+    from dumpscope.tui.app import DumpscopeApp
+
+    set_env(monkeypatch, tmp_path)
+    app = DumpscopeApp(str(ms20))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        assert app.step == 0
+        const = app.q.ops(0, 0, kind="constant")[0]
+        app.main.show_op(const)
+        await settle(pilot)
+        rest = str(app.screen.query_one("#detail-rest").render())
+        assert "no step (constants)" in rest and "step -1" not in rest + screen_text(app)

@@ -532,6 +532,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
+    from dumpscope.core.query import shown_step
+
     spec = None
     if args.source:
         from dumpscope.core.source_match import SourceSpec, SourceSpecError
@@ -555,7 +557,8 @@ def cmd_ops(args: argparse.Namespace) -> int:
         rows = []
         for op in ops:
             for t in q.tensors(op.id):
-                rows.append([op.exec_index, op.name, op.type, op.rank, op.step, op.graph, t.io, t.slot, t.dtype,
+                rows.append([op.exec_index, op.name, op.type, op.rank, shown_step(op.step), op.graph, t.io, t.slot,
+                             t.dtype,
                              "x".join(map(str, t.shape)), t.format, "x".join(map(str, t.device_shape)), t.path,
                              op.kind])
         _write_csv(["exec_index", "name", "type", "rank", "step", "graph", "io", "slot", "dtype", "shape",
@@ -612,7 +615,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     head.append(f"  ({inert(doc['type'])})", style="")
     con.print(head)
     where = f"exec {doc['exec_index']}" if doc.get("kind", "op") == "op" else f"{inert(doc['kind'])} (not executed)"
-    con.print(f"rank {doc['rank']}  step {doc['step']}  graph {inert(doc['graph'])}  {where}  "
+    step = "no step (constants)" if doc["step"] is None else f"step {doc['step']}"
+    con.print(f"rank {doc['rank']}  {step}  graph {inert(doc['graph'])}  {where}  "
               f"file name {inert(doc['file_name'])}")
     if len(doc.get("runs", [])) > 1:
         con.print(f"run {doc['run']} of {len(doc['runs'])} in this step (--run K): "

@@ -21,7 +21,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from dumpscope.core.inert import inert
-from dumpscope.core.query import DumpQuery, OpRow, TensorRow
+from dumpscope.core.query import DumpQuery, OpRow, TensorRow, shown_step
 from dumpscope.tui.badges import VERDICT_GLYPH
 from dumpscope.tui.quiet import update_static
 
@@ -410,7 +410,8 @@ class OpDetail(VerticalScroll, can_focus=True):
             text.append("  scope ", "dim")
             text.append(inert(op.scope) + "\n")
         exec_txt = "-" if op.exec_index is None else str(op.exec_index)
-        text.append(f"  rank {op.rank}  step {op.step}  graph {inert(op.graph)}  exec #{exec_txt}\n")
+        step = "no step (constants)" if shown_step(op.step) is None else f"step {op.step}"
+        text.append(f"  rank {op.rank}  {step}  graph {inert(op.graph)}  exec #{exec_txt}\n")
         run, runs = q.run_of(op)
         if len(runs) > 1:  # a loop body: every execution in the list, each its own row
             text.append(f"  run {run} of {len(runs)} in this step (exec "
