@@ -66,3 +66,13 @@ def test_a_payload_larger_than_the_header_is_refused(tmp_path):
     with pytest.raises(NpyFormatError, match="payload of 24 bytes.*float32"):
         load_npy(str(padded))
     np.testing.assert_array_equal(load_npy(str(a)), np.arange(6).reshape(2, 3))
+
+
+def test_the_overflow_count_refuses_a_mislabelled_npy_too(dump, tmp_path):
+    """Layouts that index a .npy without reading its size (msprobe, Troubleshooter) meet it at the scan."""
+    from dumpscope.core.nonfinite import count_unit
+
+    matmul = next(p for p in _oversized(dump) if "MatMul" in p)
+    job = ("output", 0, "float16", [2, 3], "ND", [2, 3], "float16", 0, 0, None, None)
+    uid, counts, error = count_unit((1, matmul, "npy", [job]))
+    assert counts == [] and "not decoded" in error and "float16" in error
