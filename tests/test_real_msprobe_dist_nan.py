@@ -71,3 +71,15 @@ def test_trend_shows_a_step_whose_statistics_are_nan_as_non_finite_not_as_no_dat
     head = rows[0].split(",")
     last = dict(zip(head, rows[2].split(",")))
     assert (last["max"], last["nonfinite"]) == ("nan", "True")
+
+
+def test_triage_with_a_golden_says_why_rank_1_and_not_the_lowest_rank(capsys, dist, tmp_path):
+    from dumpscope.tui.cli import main
+
+    code = main(["triage", str(dist / "target"), "--golden", str(dist / "golden"), "--step", "all", "--rank", "all",
+                 "--cache-dir", str(tmp_path), "--json"])
+    assert code == 3  # trouble found
+    doc = json.loads(capsys.readouterr().out)
+    origin = doc["origin"]
+    assert (origin["rank"], origin["step"], origin["name"]) == (1, 1, "Torch.sqrt.0.forward")
+    assert "rank(s) 0 received it through a collective" in doc["why"] and "then rank)" not in doc["why"]
