@@ -171,3 +171,25 @@ def test_convert_of_a_loop_body_op_writes_every_run(capsys, dump, tmp_path):
     assert len(written) == len(files) == 4  # input and output of both runs
     got = sorted(np.load(p).tobytes() for p in written)
     assert got == sorted(np.load(p).tobytes() for p in files)
+
+
+async def test_the_explorer_opens_on_the_op_whose_output_went_nan_first(dump, tmp_path, monkeypatch, capsys):
+    """Once overflow has run, the explorer opens on its origin.  The oracle: of every output file MindSpore
+    wrote in step 0, the earliest (by its timestamp) holding a NaN is the first run's Sqrt output."""
+    pytest.importorskip("textual")
+    from test_tui_support import set_env, wait_ready
+
+    from dumpscope.tui.app import DumpscopeApp
+    from dumpscope.tui.cli import main
+
+    outs = sorted(((_ts(str(p)), p) for p in (dump / "rank_0" / "Net").glob("*/0/*.output.*.npy")))
+    first_bad = next(p for _t, p in outs if np.load(p).dtype.kind == "f" and not np.isfinite(np.load(p)).all())
+    set_env(monkeypatch, tmp_path)
+    assert main(["overflow", str(dump)]) == 0  # the index cache the explorer opens (set_env's)
+    capsys.readouterr()
+    app = DumpscopeApp(str(dump))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        op = app.main.current
+        assert (op.name, op.step) == (SQRT, 0)
+        assert str(first_bad) in [t.path for t in app.q.tensors(op.id)]
