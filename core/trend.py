@@ -82,10 +82,12 @@ class TrendSelectorError(ValueError):
 
 def trend_of(q: "DumpQuery", op: "OpRow", io: str, slot: int, rank: Optional[int],
              load_error: type = Exception, run: Optional[int] = None) -> dict[str, Any]:
+    from dumpscope.core.query import shown_step
+
     points: list[dict[str, Any]] = []
     problems: list[dict[str, Any]] = []
     for k, o in _same_name(q, op, rank, run):
-        where = {"rank": o.rank, "step": o.step, "run": k}
+        where = {"rank": o.rank, "step": shown_step(o.step), "run": k}  # a constant: in no step (null)
         tensors = [t for t in q.tensors(o.id) if t.io == io and t.slot == slot]
         if not tensors:
             problems.append({**where, "error": f"no {io} {slot} dumped"})

@@ -90,3 +90,11 @@ async def test_the_explorer_shows_a_constant_without_a_step(ms20, tmp_path, monk
         await settle(pilot)
         rest = str(app.screen.query_one("#detail-rest").render())
         assert "no step (constants)" in rest and "step -1" not in rest + screen_text(app)
+
+
+def test_trend_of_a_constant_has_no_step(capsys, ms20, tmp_path):
+    consts = cli_json(capsys, "ops", str(ms20), "--kind", "constant", "--cache-dir", str(tmp_path))["ops"]
+    doc = cli_json(capsys, "trend", str(ms20), consts[0]["name"], "--cache-dir", str(tmp_path))
+    assert [(p["rank"], p["step"]) for p in doc["points"]] == [(0, None)]
+    assert main(["trend", str(ms20), consts[0]["name"], "--cache-dir", str(tmp_path)]) == 0
+    assert "-1" not in capsys.readouterr().out

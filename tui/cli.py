@@ -848,7 +848,8 @@ def cmd_trend(args: argparse.Namespace) -> int:
         t.add_column(col, justify="right")
     for p in doc["points"]:
         recorded = p.get("recorded_nonfinite") or {}  # the dump's own "nan"/"inf" where finite-only keys are null
-        t.add_row(str(p["rank"]), str(p["step"]), *((str(p["run"]),) if runs else ()),
+        t.add_row(str(p["rank"]), "constants" if p["step"] is None else str(p["step"]),
+                  *((str(p["run"]),) if runs else ()),
                   *(recorded.get(k) or _fmt_num(p.get(k)) for k in ("min", "max", "mean", "std", "nan", "posinf",
                                                                       "neginf")))
     con.print(t)
@@ -862,7 +863,8 @@ def cmd_trend(args: argparse.Namespace) -> int:
                       "× = no finite value, · = no data)", markup=False)
     for p in doc["problems"]:
         run = f" run {p['run']}" if runs else ""
-        con.print(f"  ! rank {p['rank']} step {p['step']}{run}: {inert(p['error'])}", markup=False)
+        step = "constants" if p["step"] is None else f"step {p['step']}"
+        con.print(f"  ! rank {p['rank']} {step}{run}: {inert(p['error'])}", markup=False)
     return 0
 
 
