@@ -102,7 +102,8 @@ def _summaries(q: "DumpQuery", op: "OpRow", counted: Optional[OpCount]) -> list[
     from dumpscope.core.tensor_io import TensorLoadError
 
     out = []
-    for t in q.tensors(op.id):
+    tensors = q.tensors(op.id)
+    for t in tensors:
         if t.storage == "value":
             continue
         s = TensorSummary(t.io, t.slot, t.dtype)
@@ -115,16 +116,16 @@ def _summaries(q: "DumpQuery", op: "OpRow", counted: Optional[OpCount]) -> list[
         if t.storage == "none" and not s.known:
             _from_extremes(s, t.stats or {})
         out.append(s)
-    out.extend(TensorSummary("input", slot, dtype, dumped=False) for slot, dtype in _undumped_inputs(q, op, out))
+    dumped = {t.slot for t in tensors if t.io == "input"}  # non-tensor arguments (msprobe values) count as dumped
+    out.extend(TensorSummary("input", slot, dtype, dumped=False) for slot, dtype in _undumped_inputs(q, op, dumped))
     return out
 
 
-def _undumped_inputs(q: "DumpQuery", op: "OpRow", dumped: list[TensorSummary]) -> list[tuple[int, str]]:
+def _undumped_inputs(q: "DumpQuery", op: "OpRow", have: set[int]) -> list[tuple[int, str]]:
     """(slot, dtype) of the op's tensor inputs that have no file: slots below the highest dumped input slot
     that were skipped (MindSpore leaves out an input that comes from another kernel graph), and those
     the op's graph node lists (monads, which carry no data, aside).  A judgement must not call them
     finite: their data was never seen."""
-    have = {t.slot for t in dumped if t.io == "input"}
     want: dict[int, str] = {k: "" for k in range(max(have, default=-1))}
     descs: list = []
     if op.producer == "mindspore":  # a MindSpore kernel graph lists every input (checked on 2.10's .ir)

@@ -83,3 +83,19 @@ def test_triage_with_a_golden_says_why_rank_1_and_not_the_lowest_rank(capsys, di
     origin = doc["origin"]
     assert (origin["rank"], origin["step"], origin["name"]) == (1, 1, "Torch.sqrt.0.forward")
     assert "rank(s) 0 received it through a collective" in doc["why"] and "then rank)" not in doc["why"]
+
+
+def test_non_tensor_arguments_between_tensors_are_not_inputs_that_were_not_dumped(tmp_path_factory, tmp_path):
+    """msprobe 26 (tests/data/real_msprobe26): ``F.layer_norm(h, (6,), None, self.scale)`` records input 1 and 2
+    as values and 0 and 3 as tensors; the judgement must not call 1 and 2 "not dumped"."""
+    from dumpscope.core.index import DumpIndex
+    from dumpscope.core.overflow import judge
+    from dumpscope.core.query import DumpQuery
+
+    dump = unpack_data(tmp_path_factory, "real_msprobe26") / "l1_tensor"
+    q = DumpQuery(DumpIndex.open(str(dump), cache_directory=tmp_path))
+    op = q.resolve_op("Functional.layer_norm.1.forward")
+    assert [(t.slot, t.storage == "value") for t in q.tensors(op.id) if t.io == "input"] == \
+        [(0, False), (1, True), (2, True), (3, False)]
+    assert "not dumped" not in judge(q, op).reason
+    q.index.close()
