@@ -122,20 +122,22 @@ def _summaries(q: "DumpQuery", op: "OpRow", counted: Optional[OpCount]) -> list[
 
 
 def _undumped_inputs(q: "DumpQuery", op: "OpRow", have: set[int]) -> list[tuple[int, str]]:
-    """(slot, dtype) of the op's tensor inputs that have no file: slots below the highest dumped input slot
-    that were skipped (MindSpore leaves out an input that comes from another kernel graph), and those
-    the op's graph node lists (monads, which carry no data, aside).  A judgement must not call them
-    finite: their data was never seen."""
-    want: dict[int, str] = {k: "" for k in range(max(have, default=-1))}
+    """(slot, dtype) of the op's tensor inputs that have no file.  Where a MindSpore kernel graph describes
+    the op, its tensor inputs (a tuple or scalar value such as ReduceMean's axis ``()`` and monads carry no
+    data: not counted); elsewhere the slots below the highest dumped input slot that were skipped.
+    MindSpore leaves out an input that comes from another kernel graph (a loop's result), and an
+    ``input_output: 2`` dump every input: a judgement must not call them finite, their data was never seen."""
     descs: list = []
     if op.producer == "mindspore":  # a MindSpore kernel graph lists every input (checked on 2.10's .ir)
         try:
             descs = q.graph_details(op).get("input_descs") or []
         except Exception:  # the graph is a hint here: without it the dumped slots alone speak
             descs = []
-    for k, d in enumerate(descs):
-        if isinstance(d, dict) and d.get("dtype") and not d.get("abstract"):
-            want[k] = str(d["dtype"])
+    if descs:
+        want = {k: str(d["dtype"]) for k, d in enumerate(descs)
+                if isinstance(d, dict) and d.get("dtype") and not d.get("abstract")}
+    else:
+        want = {k: "" for k in range(max(have, default=-1))}
     return sorted((k, dt) for k, dt in want.items() if k not in have)
 
 

@@ -193,3 +193,19 @@ async def test_the_explorer_opens_on_the_op_whose_output_went_nan_first(dump, tm
         op = app.main.current
         assert (op.name, op.step) == (SQRT, 0)
         assert str(first_bad) in [t.path for t in app.q.tensors(op.id)]
+
+
+def test_a_value_input_the_graph_describes_without_a_dtype_is_not_a_missing_tensor(tmp_path_factory, tmp_path):
+    """MindSpore 2.10 (tests/data/real_mindspore_210_block): ReduceMean-op0's input 1 is the axis ``()``, which
+    MindSpore does not write (input.0 and input.2 are files); it holds no data, so it is not 'not dumped'."""
+    from dumpscope.core.index import DumpIndex
+    from dumpscope.core.overflow import judge
+    from dumpscope.core.query import DumpQuery
+
+    dump = unpack_data(tmp_path_factory, "real_mindspore_210_block") / "nan"
+    q = DumpQuery(DumpIndex.open(str(dump), cache_directory=tmp_path))
+    op = q.resolve_op("ReduceMean-op0", 0, 0)
+    assert sorted(t.slot for t in q.tensors(op.id) if t.io == "input") == [0, 2]
+    assert "()" in q.graph_details(op)["inputs_from"]
+    assert "not dumped" not in judge(q, op).reason
+    q.index.close()
