@@ -202,7 +202,7 @@ def test_a_value_input_the_graph_describes_without_a_dtype_is_not_a_missing_tens
     from dumpscope.core.overflow import judge
     from dumpscope.core.query import DumpQuery
 
-    dump = unpack_data(tmp_path_factory, "real_mindspore_210_block") / "nan"
+    dump = unpack_data(tmp_path_factory, "real_mindspore_210_block") / "golden"
     q = DumpQuery(DumpIndex.open(str(dump), cache_directory=tmp_path))
     op = q.resolve_op("ReduceMean-op0", 0, 0)
     assert sorted(t.slot for t in q.tensors(op.id) if t.io == "input") == [0, 2]
