@@ -103,9 +103,9 @@ def convert_tree(q: "DumpQuery", outdir: str, op: Optional[str] = None, rank: Op
     if _inside(outdir, root):
         raise ValueError(f"{outdir}: OUTDIR lies inside the dump tree {root}; dumpscope never writes into a "
                          "dump tree, choose another folder")
-    if op is not None:  # the op, and its Dump-Watch snapshots when it was watched
+    if op is not None:  # the op (every run of a loop body), and its Dump-Watch snapshots when it was watched
         found = q.resolve_op(op, rank, step)
-        ops = [found, *q.snapshots_of(found)]
+        ops = [o for run in q.runs(found) for o in (run, *q.snapshots_of(run))]
     elif rank is not None or step is not None:
         r, s = q.default_place(rank, step)
         ops = [o for o in q.ops(r, s, kind="all", graph_only=True) if o.graph_only != 1]  # watch snapshots too

@@ -6,6 +6,7 @@ so it is the same whether the records came from a cold build or an incremental u
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import re
@@ -687,8 +688,11 @@ SELECT u.id, u.rank, u.step, u.graph, u.op_name, u.file_name, u.op_type,
 FROM ({order}) o JOIN units u ON u.id = o.id JOIN dirs d ON d.id = u.dir_id
 """
 #: execution order by sorting (the sort carries the keys only, not whole rows)
-_ORDER_SORTED = """SELECT id, ROW_NUMBER() OVER (ORDER BY graph, ts IS NULL, ts, order_hint IS NULL, order_hint,
-    op_name, id) - 1 AS ex FROM units WHERE rank = ? AND step = ?"""
+#: (graphs interleaved by timestamp, ties by ``graph_key``: what ``_merge_graphs`` does when every op has one)
+_ORDER_SORTED = """SELECT id, ROW_NUMBER() OVER (ORDER BY ts IS NULL, ts, _NUMERIC_GRAPH DESC,
+    CASE WHEN _NUMERIC_GRAPH THEN CAST(graph AS INTEGER) END, graph, order_hint IS NULL, order_hint,
+    op_name, id) - 1 AS ex FROM units WHERE rank = ? AND step = ?""".replace(
+    "_NUMERIC_GRAPH", "(graph != '' AND graph NOT GLOB '*[^0-9]*')")
 #: … or by id alone, when the place is one folder's consecutive units (stored in execution order)
 ORDER_BY_ID = True
 _ORDER_RANGE = "SELECT id, id - ? AS ex FROM units WHERE id BETWEEN ? AND ?"
@@ -718,6 +722,9 @@ def _plain_place(index: "DumpIndex", cur: sqlite3.Cursor, rank: int, step: int, 
     if cur.execute(f"SELECT 1 FROM units WHERE rank=? AND step=? AND (producer NOT IN {PLAIN_PRODUCERS} OR "
                    "instr(file_name, '_To_') > 0 OR op_type = 'Parameter') LIMIT 1", where).fetchone():
         return False
+    if len(graphs_here) > 1 and cur.execute("SELECT 1 FROM units WHERE rank=? AND step=? AND ts IS NULL LIMIT 1",
+                                            where).fetchone():
+        return False  # graphs to interleave, some ops without a time: the Python path places them
     if cur.execute("SELECT 1 FROM units WHERE rank=? AND step=? GROUP BY graph, op_name HAVING COUNT(*) > 1 "
                    "LIMIT 1", where).fetchone():
         return False
@@ -789,6 +796,50 @@ class _Seq:
         return self.graph_only
 
 
+def graph_key(graph: str) -> tuple:
+    """Graphs by number where they are numbers (MindSpore's kernel graph ids: 2 before 10), else by name:
+    the order of last resort, for ops that no timestamp places (see ``_merge_graphs``)."""
+    return (0, int(graph), "") if graph.isascii() and graph.isdigit() else (1, 0, graph)
+
+
+def _merge_graphs(ordered: dict[str, list[OpAcc]]) -> list[OpAcc]:
+    """One execution order for a step whose ops sit in several graphs: each graph's own order kept, the
+    graphs interleaved by the file timestamps (as they ran).
+
+    MindSpore runs several kernel graphs per step with control flow (a while loop's condition and
+    body are graphs of their own, run once per iteration), not in graph-id order: graph 6 may run
+    before graph 0, twice, between runs of graph 2.  The dump's only cross-graph fact is the time
+    each file was written, so the next op is the graph head that was written first; an op without
+    a timestamp takes its predecessor's (it stays right after it), and ties go by ``graph_key``."""
+    if len(ordered) == 1:
+        return next(iter(ordered.values()))
+    runs = [ordered[g] for g in sorted(ordered, key=graph_key)]
+    if not any(acc.first_ts is not None for run in runs for acc in run):  # nothing to interleave by
+        return [acc for run in runs for acc in run]
+    keys = [_filled_ts(run) for run in runs]
+    out: list[OpAcc] = []
+    heap = [(keys[g][0], g, 0) for g, run in enumerate(runs) if run]  # ties: graph_key order
+    heapq.heapify(heap)
+    while heap:
+        _k, g, i = heapq.heappop(heap)
+        out.append(runs[g][i])
+        if i + 1 < len(runs[g]):
+            heapq.heappush(heap, (keys[g][i + 1], g, i + 1))
+    return out
+
+
+def _filled_ts(run: list[OpAcc]) -> list[float]:
+    """Each op's timestamp, else its predecessor's, else its successor's, else +inf (last)."""
+    keys: list[Optional[float]] = [None if a.first_ts is None else float(a.first_ts) for a in run]
+    last: Optional[float] = None
+    for i, k in enumerate(keys):
+        keys[i] = last = k if k is not None else last
+    nxt: Optional[float] = None
+    for i in range(len(keys) - 1, -1, -1):
+        keys[i] = nxt = keys[i] if keys[i] is not None else nxt
+    return [float("inf") if k is None else k for k in keys]
+
+
 def _op_rows(rank: int, step: int, graphs_here: dict[str, list[OpAcc]], graphs: dict, csv_maps: dict,
              seq: _Seq) -> tuple[list[tuple], list[tuple[int, int]]]:
     """The ops-table rows of one rank/step in execution order, plus unit → op links.
@@ -797,32 +848,37 @@ def _op_rows(rank: int, step: int, graphs_here: dict[str, list[OpAcc]], graphs: 
     rows: list[tuple] = []
     unit_rows: list[tuple[int, int]] = []
     exec_index = 0
-    for graph in sorted(graphs_here):
-        csv_pos, csv_spos, csv_names = csv_maps.get((rank, graph)) or ({}, {}, {})
-        # a Dump-Watch snapshot belongs to its watched op: it takes that op's scope, not one made up
-        # from ``{L}_To_{W}``
-        watched_scope = {a.sfile: a.scope if a.scope is not None else _scope_of(a.joined or a.csv_name or a.name)
-                         for a in graphs_here[graph] if a.watch_of is None}
-        for acc in _order(graphs_here[graph], csv_pos, csv_spos):
-            op_id = acc.unit_ids[0]
-            name = acc.joined or acc.csv_name or acc.name  # no graph file: the CSV spells the full name
-            scope = acc.scope if acc.scope is not None else _scope_of(name)
-            snapshot = acc.watch_of is not None
-            if snapshot:
-                scope = watched_scope.get(acc.watch_of, scope)
-            kind = op_kind(acc.type, step)
-            # a watch snapshot shares the position of the op that ran just before it; parameters
-            # and constants did not run: no position at all
-            position = None if kind != KIND_OP else max(exec_index - 1, 0) if snapshot else exec_index
-            rows.append((op_id, rank, step, graph, name, acc.file_name, acc.type, scope, position,
-                         acc.first_ts, acc.producer, acc.joined, acc.join_rule, 2 if snapshot else 0,
-                         acc.nan if acc.has_stats else None, acc.posinf if acc.has_stats else None,
-                         acc.neginf if acc.has_stats else None, None, "stats" if acc.has_stats else None,
-                         acc.folder, acc.task, acc.stream, acc.watch_of, acc.watch_after, seq.next(), kind,
-                         acc.note))
-            unit_rows.extend((op_id, uid) for uid in acc.unit_ids[1:])
-            if not snapshot and kind == KIND_OP:
-                exec_index += 1
+    # a Dump-Watch snapshot belongs to its watched op: it takes that op's scope, not one made up
+    # from ``{L}_To_{W}``
+    watched_scope: dict[tuple[str, str], Optional[str]] = {}
+    ordered: dict[str, list[OpAcc]] = {}
+    for graph, group in graphs_here.items():
+        csv_pos, csv_spos, _csv_names = csv_maps.get((rank, graph)) or ({}, {}, {})
+        watched_scope.update({(graph, a.sfile): a.scope if a.scope is not None
+                              else _scope_of(a.joined or a.csv_name or a.name)
+                              for a in group if a.watch_of is None})
+        ordered[graph] = _order(group, csv_pos, csv_spos)
+    for acc in _merge_graphs(ordered):
+        op_id = acc.unit_ids[0]
+        name = acc.joined or acc.csv_name or acc.name  # no graph file: the CSV spells the full name
+        scope = acc.scope if acc.scope is not None else _scope_of(name)
+        snapshot = acc.watch_of is not None
+        if snapshot:
+            scope = watched_scope.get((acc.graph, acc.watch_of), scope)
+        kind = op_kind(acc.type, step)
+        # a watch snapshot shares the position of the op that ran just before it; parameters
+        # and constants did not run: no position at all
+        position = None if kind != KIND_OP else max(exec_index - 1, 0) if snapshot else exec_index
+        rows.append((op_id, rank, step, acc.graph, name, acc.file_name, acc.type, scope, position,
+                     acc.first_ts, acc.producer, acc.joined, acc.join_rule, 2 if snapshot else 0,
+                     acc.nan if acc.has_stats else None, acc.posinf if acc.has_stats else None,
+                     acc.neginf if acc.has_stats else None, None, "stats" if acc.has_stats else None,
+                     acc.folder, acc.task, acc.stream, acc.watch_of, acc.watch_after, seq.next(), kind,
+                     acc.note))
+        unit_rows.extend((op_id, uid) for uid in acc.unit_ids[1:])
+        if not snapshot and kind == KIND_OP:
+            exec_index += 1
+    for graph in sorted(graphs_here, key=graph_key):
         lg = graphs.get((rank, graph))
         if lg is not None and lg.graph.kind in ("ge_text", "ge_json", "ge_onnx"):
             # GE nodes that ran no device task (Data, Const, NetOutput, _no_task, control-only

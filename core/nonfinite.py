@@ -184,6 +184,10 @@ def _npy_one(path: str, t: TensorJob) -> Count:
         if sdt.names is not None or sdt.subdtype is not None or sdt.byteorder == ">" or sdt.kind == "c":
             return _decoded(path, "npy", t)
         count = element_count(shape)
+        have = os.fstat(fh.fileno()).st_size - fh.tell()
+        if have > count * sdt.itemsize:  # the header does not describe the payload (npy_header.NpyHeader.oversized)
+            raise ValueError(f"{path}: payload of {have} bytes, header says {sdt.name} {list(shape)} which needs "
+                             f"{count * sdt.itemsize}: the header does not describe the data, not decoded")
         c = count_region(fh, fh.tell(), count, sdt.name, path)
         if c is None or (c.bad and fortran):
             return _decoded(path, "npy", t)
@@ -196,6 +200,9 @@ def _raw_one(path: str, t: TensorJob) -> Count:
     if _stored_numpy(stored) is None:
         return _decoded(path, "raw", t)
     count = element_count(shape)
+    from dumpscope.core.tensor_io import check_raw_size
+
+    check_raw_size(_ref(path, "raw", t), os.path.getsize(path))  # never counted as a dtype it does not hold
     with open(path, "rb") as fh:
         c = count_region(fh, off, count, stored, path)
     assert c is not None

@@ -15,6 +15,7 @@ import os
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from dumpscope.core.formats.opdebug import status_words
+from dumpscope.core.layouts.paths import CONSTANTS_STEP
 from dumpscope.core.overflow_origin import Judgement, RankFirst, TensorSummary, collective_kind, first_rank, judge_op
 from dumpscope.core.overflow_scan import OpCount, PlaceJob, count_ops, scan_places
 
@@ -101,7 +102,8 @@ def _summaries(q: "DumpQuery", op: "OpRow", counted: Optional[OpCount]) -> list[
     from dumpscope.core.tensor_io import TensorLoadError
 
     out = []
-    for t in q.tensors(op.id):
+    tensors = q.tensors(op.id)
+    for t in tensors:
         if t.storage == "value":
             continue
         s = TensorSummary(t.io, t.slot, t.dtype)
@@ -114,7 +116,29 @@ def _summaries(q: "DumpQuery", op: "OpRow", counted: Optional[OpCount]) -> list[
         if t.storage == "none" and not s.known:
             _from_extremes(s, t.stats or {})
         out.append(s)
+    dumped = {t.slot for t in tensors if t.io == "input"}  # non-tensor arguments (msprobe values) count as dumped
+    out.extend(TensorSummary("input", slot, dtype, dumped=False) for slot, dtype in _undumped_inputs(q, op, dumped))
     return out
+
+
+def _undumped_inputs(q: "DumpQuery", op: "OpRow", have: set[int]) -> list[tuple[int, str]]:
+    """(slot, dtype) of the op's tensor inputs that have no file.  Where a MindSpore kernel graph describes
+    the op, its tensor inputs (a tuple or scalar value such as ReduceMean's axis ``()`` and monads carry no
+    data: not counted); elsewhere the slots below the highest dumped input slot that were skipped.
+    MindSpore leaves out an input that comes from another kernel graph (a loop's result), and an
+    ``input_output: 2`` dump every input: a judgement must not call them finite, their data was never seen."""
+    descs: list = []
+    if op.producer == "mindspore":  # a MindSpore kernel graph lists every input (checked on 2.10's .ir)
+        try:
+            descs = q.graph_details(op).get("input_descs") or []
+        except Exception:  # the graph is a hint here: without it the dumped slots alone speak
+            descs = []
+    if descs:
+        want = {k: str(d["dtype"]) for k, d in enumerate(descs)
+                if isinstance(d, dict) and d.get("dtype") and not d.get("abstract")}
+    else:
+        want = {k: "" for k in range(max(have, default=-1))}
+    return sorted((k, dt) for k, dt in want.items() if k not in have)
 
 
 def _from_extremes(s: TensorSummary, raw: dict[str, Any]) -> None:
@@ -218,6 +242,7 @@ def overflow_report(q: "DumpQuery", rank: Optional[int] = None, step: Optional[i
         fresh = count_ops(q, {op.id for op in flagged}, _units_of_ops(q, [op.id for op in flagged]))
         counts.update(fresh)
     rows: list[dict[str, Any]] = []
+    constant_rows: list[dict[str, Any]] = []
     ordered = sorted(bad_ops.values(), key=lambda o: (o.step, o.exec_index is None, o.exec_index or 0, o.rank, o.id))
     for op in ordered:
         c = counts.get(op.id)
@@ -232,6 +257,10 @@ def overflow_report(q: "DumpQuery", rank: Optional[int] = None, step: Optional[i
             nan, pos, neg = op.nan or 0, op.posinf or 0, op.neginf or 0
         if not (op.status or nan or pos or neg):
             continue
+        if op.step == CONSTANTS_STEP:  # a value the graph holds (an -inf mask is normal): no step, never an origin
+            constant_rows.append({"name": op.name, "type": op.type, "rank": op.rank, "evidence": evidence,
+                                  "nan": nan, "posinf": pos, "neginf": neg, "op_id": op.id})
+            continue
         rows.append({
             "name": op.name, "type": op.type, "rank": op.rank, "step": op.step, "exec_index": op.exec_index,
             "evidence": evidence, "status": op.status if op.status else None,
@@ -240,6 +269,8 @@ def overflow_report(q: "DumpQuery", rank: Optional[int] = None, step: Optional[i
         })
     firsts = _rank_firsts(q, rows, bad_ops, counts)
     best, why = first_rank(firsts)
+    constants = [p for p in found if p["step"] == CONSTANTS_STEP]  # MindSpore's constants/: not a step
+    found = [p for p in found if p["step"] != CONSTANTS_STEP]
     scanned = [p for p in found if p["unknown"] < p["ops"] or p["opdebug"]]
     not_scanned = [{"rank": p["rank"], "step": p["step"], "ops": p["ops"]} for p in found if p not in scanned]
     return {
@@ -254,6 +285,10 @@ def overflow_report(q: "DumpQuery", rank: Optional[int] = None, step: Optional[i
         "origin": None if best is None else dict(_first_json(best), reason=why,
                                                   op_reason=best.judgement.reason if best.judgement else ""),
         "problems": _problems(q, rank, step),
+        # MindSpore's constants (no step: they did not run): per rank, how many were looked at, and those
+        # holding NaN/Inf (a -inf attention mask is a value, not an overflow)
+        "constants": [{"rank": p["rank"], "values": p["ops"], "unknown": p["unknown"],
+                       "nonfinite": [r for r in constant_rows if r["rank"] == p["rank"]]} for p in constants],
     }
 
 
@@ -272,7 +307,7 @@ def _rank_firsts(q: "DumpQuery", rows: list[dict[str, Any]], bad_ops: dict[int, 
         seen.add(r["rank"])
         op = bad_ops[r["op_id"]]
         c = counts.get(op.id) or (_cached_first_bad(q, op) if r["evidence"] != "stats" else None)
-        j = judge_op(op.type, _summaries(q, op, c))
+        j = judge_op(op.type, _summaries(q, op, c), op.name)
         out.append(RankFirst(op.rank, op.step, op.exec_index, op.name, op.type, op.first_ts, j,
                              {"first_bad": _first_bad_index(q, op, c), "evidence": r["evidence"]}))
     return out
@@ -315,7 +350,8 @@ def trouble_places(q: "DumpQuery") -> dict[tuple[int, int], tuple[int, int]]:
 
     Evidence from Opdebug, statistics and earlier scans; nothing is read (explorer pickers, status)."""
     return {(r, s): (n, e if e is not None else 0) for r, s, n, e in q.index.query(
-        f"SELECT rank, step, COUNT(*), MIN(exec_index) FROM ops WHERE graph_only=0 AND {_BAD} GROUP BY rank, step")}
+        f"SELECT rank, step, COUNT(*), MIN(exec_index) FROM ops WHERE graph_only=0 AND step != ? AND {_BAD} "
+        "GROUP BY rank, step", (CONSTANTS_STEP,))}
 
 
 def first_bad_op(q: "DumpQuery", rank: int, step: int) -> Optional["OpRow"]:
@@ -329,7 +365,7 @@ def first_bad_op(q: "DumpQuery", rank: int, step: int) -> Optional["OpRow"]:
 
 def judge(q: "DumpQuery", op: "OpRow") -> Judgement:
     """Why ``op`` holds non-finite values: born there, inherited, received… (reads its tensors' statistics)."""
-    return judge_op(op.type, _summaries(q, op, None))
+    return judge_op(op.type, _summaries(q, op, None), op.name)
 
 
 def start_place(q: "DumpQuery", trouble: dict[tuple[int, int], tuple[int, int]]) -> tuple[tuple[int, int], bool]:
@@ -345,7 +381,7 @@ def start_place(q: "DumpQuery", trouble: dict[tuple[int, int], tuple[int, int]])
         op = first_bad_op(q, rank, step)
         if op is None:  # the index changed since ``trouble`` was read
             continue
-        received = Judgement("received", "a collective (not read)") if collective_kind(op.type) else None
+        received = Judgement("received", "a collective (not read)") if collective_kind(op.type, op.name) else None
         firsts.append(RankFirst(rank, step, op.exec_index, op.name, op.type, op.first_ts, received))
     best, _why = first_rank(firsts)
     if best is None:

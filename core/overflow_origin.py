@@ -20,8 +20,26 @@ from typing import Optional
 _RANGE = {"float16": 65504.0, "bfloat16": 3.3895e38, "float32": 3.4028e38, "float64": 1.7977e308,
           "float8_e5m2": 57344.0, "float8_e4m3fn": 448.0}
 
-_COLLECTIVES = ("allreduce", "all_reduce", "allgather", "all_gather", "reducescatter", "reduce_scatter",
-                "broadcast", "alltoall", "all_to_all", "send", "recv", "receive", "hcom", "reduce")
+#: communication ops by what they are: MindSpore / CANN (``AllReduce``, ``HcomAllReduce``…), torch.distributed
+#: and mint.distributed APIs (msprobe ``Distributed.all_reduce``), spelled lower case without ``_``, a leading
+#: ``hcom`` or ``distributed.``; a name holding one of these (``BroadcastTo``, ``MatmulAllReduce``,
+#: ``npu_mm_all_reduce_base``: a compute op, or compute fused with communication) is not one
+_COLLECTIVES = {
+    "allreduce": "all_reduce", "allgather": "all_gather", "allgatherintotensor": "all_gather",
+    "allgatherbase": "all_gather", "allgatherv": "all_gather", "allgatherobject": "all_gather",
+    "allgathertensor": "all_gather", "allgatherintotensorcoalesced": "all_gather",
+    "reducescatter": "reduce_scatter", "reducescattertensor": "reduce_scatter", "reducescatterbase": "reduce_scatter",
+    "reducescatterv": "reduce_scatter", "reducescattertensorcoalesced": "reduce_scatter",
+    "broadcast": "broadcast", "broadcastobjectlist": "broadcast",
+    "alltoall": "all_to_all", "alltoallsingle": "all_to_all", "alltoallv": "all_to_all", "alltoallvc": "all_to_all",
+    "alltoallvsingle": "all_to_all", "neighborexchange": "all_to_all", "neighborexchangev2": "all_to_all",
+    "send": "send", "isend": "send",
+    "recv": "recv", "irecv": "recv", "receive": "recv", "collectivepermute": "recv", "batchisendirecv": "recv",
+    "collectivegather": "gather", "collectivescatter": "scatter",
+}
+#: names that are communication only where the op is one of torch.distributed / HCCL (``Torch.gather`` and
+#: ``Tensor.scatter`` compute): ``Distributed.reduce``, ``HcomReduce``, MindSpore's ``Reduce`` primitive
+_COLLECTIVES_IF_DISTRIBUTED = {"reduce": "reduce", "gather": "gather", "scatter": "scatter"}
 
 
 @dataclass(slots=True)
@@ -36,6 +54,7 @@ class TensorSummary:
     nan: Optional[int] = None
     posinf: Optional[int] = None
     neginf: Optional[int] = None
+    dumped: bool = True  # False: an input the op has (a lower slot was skipped, or the graph lists it) with no file
 
     @property
     def known(self) -> bool:
@@ -55,21 +74,19 @@ class Judgement:
     reason: str
 
 
-def collective_kind(op_type: str) -> Optional[str]:
-    """"send", "recv", "all_reduce"… for communication ops, None for compute ops."""
-    t = (op_type or "").lower().replace("distributed.", "").replace("hcom", "")
-    flat = t.replace("_", "")
-    if "send" in flat:
-        return "send"
-    if "recv" in flat or "receive" in flat:
-        return "recv"
-    for name in ("allreduce", "allgather", "reducescatter", "broadcast", "alltoall"):
-        if name in flat:
-            return {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
-                    "broadcast": "broadcast", "alltoall": "all_to_all"}[name]
-    if (op_type or "").lower().startswith("hcom"):
-        return "collective"
-    return None
+def collective_kind(op_type: str, name: str = "") -> Optional[str]:
+    """"send", "recv", "all_reduce"… for communication ops, None for every other op (compute ops, and
+    compute fused with communication).  ``name``: the op's full name, which says where an API comes from
+    (msprobe's ``Distributed.reduce.0.forward``)."""
+    low = (op_type or "").lower()
+    distributed = low.startswith(("hcom", "distributed.")) or (name or "").lower().startswith("distributed.")
+    flat = low.removeprefix("distributed.").removeprefix("hcom").replace("_", "").replace("-", "")
+    kind = _COLLECTIVES.get(flat)
+    if kind is None and (distributed or op_type == "Reduce"):
+        kind = _COLLECTIVES_IF_DISTRIBUTED.get(flat)
+    if kind is None and low.startswith("hcom") and flat.isalpha():
+        kind = "collective"  # an HCCL op this list does not know yet: still communication
+    return kind
 
 
 def _what(t: TensorSummary) -> str:
@@ -86,8 +103,9 @@ def _max_abs(ts: list[TensorSummary]) -> Optional[float]:
     return max(vals) if vals else None
 
 
-def judge_op(op_type: str, tensors: list[TensorSummary]) -> Judgement:
-    """Whether an op with non-finite outputs was their origin (see the module rules)."""
+def judge_op(op_type: str, tensors: list[TensorSummary], name: str = "") -> Judgement:
+    """Whether an op with non-finite outputs was their origin (see the module rules).  An input that was
+    not dumped (``TensorSummary.dumped``) or not read leaves the question open: nothing is said of it."""
     inputs = [t for t in tensors if t.io == "input" and t.dtype not in ("none", "str", "bool", "int", "list")]
     outputs = [t for t in tensors if t.io == "output"]
     bad_out = [t for t in outputs if t.bad]
@@ -98,11 +116,19 @@ def judge_op(op_type: str, tensors: list[TensorSummary]) -> Judgement:
         t = bad_in[0]
         return Judgement("inherited", f"input {t.slot} already {_what(t)} → {out_text}: inherited from an "
                                       "earlier op")
-    if not inputs or any(not t.known for t in inputs):
+    missing = [t.slot for t in inputs if not t.dumped]
+    if missing:
+        which = f"input {missing[0]}" if len(missing) == 1 else f"inputs {', '.join(map(str, missing))}"
+        return Judgement("unknown", f"{which} not dumped → {out_text}: cannot tell whether it was born here")
+    if not inputs:
         return Judgement("unknown", f"inputs not dumped → {out_text}: cannot tell whether it was born here")
+    unread = [t.slot for t in inputs if not t.known]
+    if unread:
+        which = f"input {unread[0]}" if len(unread) == 1 else f"inputs {', '.join(map(str, unread))}"
+        return Judgement("unknown", f"{which} not read → {out_text}: cannot tell whether it was born here")
     m = _max_abs(inputs)
     finite = f"inputs finite (max {_fmt(m)})" if m is not None else "inputs finite"
-    coll = collective_kind(op_type)
+    coll = collective_kind(op_type, name)
     if coll is not None:
         return Judgement("received", f"{finite} → {out_text}: received from another rank by {coll}")
     if out is None:
@@ -180,7 +206,7 @@ def first_rank(firsts: list[RankFirst]) -> tuple[Optional[RankFirst], str]:
         return best, (f"rank {best.rank} went bad first: step {best.step} ({best.name}, exec {best.exec_index}); "
                       f"the other ranks first at step {others[0]}")
     if all(cls(f) == 2 for f in same):
-        kinds = {collective_kind(f.type) for f in same}
+        kinds = {collective_kind(f.type, f.name) for f in same}
         return best, (f"every rank went bad at step {step0} in a collective ({', '.join(sorted(k for k in kinds if k))}) "
                       "whose inputs were finite on every rank: the collective itself produced the values")
     received = [f.rank for f in same if cls(f) == 2]

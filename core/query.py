@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from dumpscope.core.index import DumpIndex
+from dumpscope.core.layouts.paths import CONSTANTS_STEP
 from dumpscope.core.names import sanitize_name
 from dumpscope.core.source_frames import first_user_frame, mark_frames
 from dumpscope.core.units import unpack
@@ -401,8 +402,12 @@ class DumpQuery:
             return set()
         return {str(r[0]) for r in rows if r[0]}
 
-    def resolve_op(self, text: str, rank: Optional[int] = None, step: Optional[int] = None) -> OpRow:
-        """Find one op by full name (graph or file spelling), raising with close matches."""
+    def resolve_op(self, text: str, rank: Optional[int] = None, step: Optional[int] = None,
+                   run: Optional[int] = None) -> OpRow:
+        """Find one op by full name (graph or file spelling), raising with close matches.
+
+        An op that ran several times in the step (a loop body: one op row per execution, all of one
+        name) is one op: ``run`` picks the execution (0, the first, by default)."""
         rank, step = self.default_place(rank, step)
         if not text.strip():
             raise OpLookupError("empty op name", [])
@@ -414,18 +419,20 @@ class DumpQuery:
             ("joined=?", [text]),
         ):
             rows = self.index.query(f"SELECT {_OP_COLS} FROM ops WHERE {sql} AND rank=? AND {_AT_STEP} "
-                                    "AND graph_only=0 ORDER BY exec_index IS NULL, exec_index", params + [rank, step])
-            if len(rows) == 1:
-                return _op(rows[0])
+                                    "AND graph_only=0 ORDER BY exec_index IS NULL, exec_index, seq",
+                                    params + [rank, step])
+            if rows and len({r[4] for r in rows}) == 1:
+                return self._pick_run(rows, text, rank, step, run)
             if len(rows) > 1:
                 names = [f"{r[4]} (exec {r[8]})" for r in rows[:8]]
                 raise OpLookupError(f"op {text!r} is ambiguous at rank {rank} step {step}: {len(rows)} ops", names)
         # a unique suffix (e.g. "Conv2D-op0" or the last scope segments) is accepted too
         rows = self.index.query(f"SELECT {_OP_COLS} FROM ops WHERE rank=? AND {_AT_STEP} AND graph_only=0 AND "
-                                "(name LIKE ? ESCAPE '\\' OR file_name LIKE ? ESCAPE '\\')",
+                                "(name LIKE ? ESCAPE '\\' OR file_name LIKE ? ESCAPE '\\') "
+                                "ORDER BY exec_index IS NULL, exec_index, seq",
                                 [rank, step, "%/" + _like(text), "%_" + _like(s)])
-        if len(rows) == 1:
-            return _op(rows[0])
+        if rows and len({r[4] for r in rows}) == 1:
+            return self._pick_run(rows, text, rank, step, run)
         names = [r[0] for r in self.index.query(f"SELECT name FROM ops WHERE rank=? AND {_AT_STEP} AND graph_only=0",
                                                 (rank, step))]
         if len(rows) > 1:
@@ -436,6 +443,30 @@ class DumpQuery:
             low = text.lower()
             close = [n for n in names if low in n.lower()][:5]
         raise OpLookupError(f"no op named {text!r} at rank {rank} step {step}", close)
+
+    @staticmethod
+    def _pick_run(rows: list[tuple], text: str, rank: int, step: int, run: Optional[int]) -> OpRow:
+        """Execution ``run`` (default 0) of the rows of one op name, in execution order."""
+        k = 0 if run is None else run
+        if 0 <= k < len(rows):
+            return _op(rows[k])
+        raise OpLookupError(f"op {text!r} ran {len(rows)} time{'s' if len(rows) != 1 else ''} at rank {rank} "
+                            f"step {step}: run {k} does not exist (runs: "
+                            f"{', '.join(f'{i} (exec {r[8]})' for i, r in enumerate(rows[:20]))})", [])
+
+    def runs(self, op: OpRow) -> list[OpRow]:
+        """Every execution of ``op``'s name at its rank and step, in execution order: a loop body runs
+        once per iteration, each run its own row (``finalize._group_ops``); the first is run 0."""
+        if op.graph_only:
+            return [op]
+        rows = self.index.query(f"SELECT {_OP_COLS} FROM ops WHERE name=? AND rank=? AND step=? AND graph_only=0 "
+                                "ORDER BY exec_index IS NULL, exec_index, seq", (op.name, op.rank, op.step))
+        return [_op(r) for r in rows] or [op]
+
+    def run_of(self, op: OpRow) -> tuple[int, list[OpRow]]:
+        """(which execution ``op`` is, every execution of its name at its place)."""
+        runs = self.runs(op)
+        return next((i for i, r in enumerate(runs) if r.id == op.id), 0), runs
 
     def search(self, text: str, rank: Optional[int] = None, step: Optional[int] = None,
                limit: int = 200) -> list[OpRow]:
@@ -613,7 +644,7 @@ class DumpQuery:
     def op_json(self, op: OpRow, tensors: Optional[list[TensorRow]] = None) -> dict[str, Any]:
         tensors = self.tensors(op.id) if tensors is None else tensors
         return {"name": op.name, "file_name": op.file_name, "type": op.type, "kind": op.kind, "rank": op.rank,
-                "step": op.step, "graph": op.graph, "exec_index": op.exec_index,
+                "step": shown_step(op.step), "graph": op.graph, "exec_index": op.exec_index,
                 "tensors": [self.tensor_json(t) for t in tensors]}
 
     def show_json(self, op: OpRow) -> dict[str, Any]:
@@ -636,6 +667,9 @@ class DumpQuery:
             doc["input_descs"] = details["input_descs"]
             doc["output_descs"] = details["output_descs"]
         doc["join_rule"] = op.join_rule
+        run, runs = self.run_of(op)
+        doc["run"] = run  # which execution of this op in the step (a loop body runs once per iteration)
+        doc["runs"] = [{"run": i, "exec_index": r.exec_index, "graph": r.graph} for i, r in enumerate(runs)]
         if op.join_note:
             doc["join_note"] = op.join_note  # why no graph-side name: the op keeps its file-side one
         doc["scope"] = op.scope
@@ -717,6 +751,12 @@ class DumpQuery:
             self._remember("INSERT OR REPLACE INTO stats_cache VALUES(?, ?)",
                            [(sig, json.dumps(doc, default=_json_default))])
         return _described(doc, t)
+
+
+def shown_step(step: int) -> Optional[int]:
+    """The step as users see it: MindSpore's ``constants/`` folder is in no step (None, JSON null), never
+    the -1 the index files it under (``layouts.paths.CONSTANTS_STEP``)."""
+    return None if step == CONSTANTS_STEP else step
 
 
 def _short_value(v: Any) -> str:

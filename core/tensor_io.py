@@ -353,7 +353,7 @@ def _npy_layout(path: str, data: bytes):
     from dumpscope.core.formats.npy_header import MAX_HEADER_READ, parse_npy_header, read_array_header
 
     head = parse_npy_header(data[:MAX_HEADER_READ], len(data), os.path.basename(path))
-    if head.truncated:
+    if head.truncated or head.oversized:
         return None
     fh = io.BytesIO(data)
     header = read_array_header(fh)
@@ -365,6 +365,23 @@ def _npy_layout(path: str, data: bytes):
     return tuple(shape), fortran, dt, fh.tell()
 
 
+def check_raw_size(ref: TensorRef, size: int, need: Optional[int] = None) -> None:
+    """A raw payload must be exactly what its name's shape and dtype need: fewer bytes is a truncated
+    file, more means the name does not describe the data (see ``NpyHeader.oversized``)."""
+    from dumpscope.core.dtypes import nbytes_for
+
+    stored = ref.stored_dtype or ref.dtype
+    if need is None:
+        need = nbytes_for(stored, element_count(ref.shape))
+    have = size - ref.offset
+    if have < need:
+        raise TensorLoadError(f"{ref.path}: truncated: {have} bytes of data, shape {list(ref.shape)} {stored} "
+                              f"needs {need}")
+    if have > need:
+        raise TensorLoadError(f"{ref.path}: payload of {have} bytes, its name says {stored} {list(ref.shape)} "
+                              f"which needs {need}: the name does not describe the data, not decoded")
+
+
 def _load_raw(ref: TensorRef) -> np.ndarray:
     from dumpscope.core.dtypes import decode, nbytes_for
 
@@ -372,9 +389,7 @@ def _load_raw(ref: TensorRef) -> np.ndarray:
     count = element_count(ref.shape)
     need = nbytes_for(stored, count)  # packed int4/uint1 take less than a byte each
     size = os.path.getsize(ref.path)
-    if size - ref.offset < need:
-        raise TensorLoadError(f"{ref.path}: truncated: {size - ref.offset} bytes of data, "
-                              f"shape {list(ref.shape)} {stored} needs {need}")
+    check_raw_size(ref, size, need)
     raw = np.memmap(ref.path, dtype=np.uint8, mode="r", offset=ref.offset, shape=(need,)) if need else \
         np.zeros(0, np.uint8)
     return decode(raw, stored, count).reshape(ref.shape)
@@ -412,6 +427,7 @@ def stats_source(ref: TensorRef) -> tuple[Callable[[], Iterable[np.ndarray]], tu
             size = os.path.getsize(ref.path)
         except OSError as exc:
             raise _err(ref, exc) from None
+        check_raw_size(ref, size)
         streamed = _stream_plain(ref, ref.offset, max(0, size - ref.offset), stored)
         if streamed is not None:
             return streamed
@@ -551,8 +567,8 @@ def _stream_npy(ref: TensorRef):
 
     try:
         head = read_npy_header(ref.path)
-        if head.fortran_order or head.truncated:
-            return None  # the loader reports truncation / handles Fortran order
+        if head.fortran_order or head.truncated or head.oversized:
+            return None  # the loader reports a payload of the wrong size / handles Fortran order
         with open(ref.path, "rb") as fh:
             header = read_array_header(fh)
             if header is None:

@@ -80,7 +80,7 @@ def _mapped(ref: TensorRef) -> Optional[tuple[np.ndarray, Optional[str]]]:
             from dumpscope.core.formats.npy_header import read_array_header, read_npy_header
 
             head = read_npy_header(ref.path)
-            if head.fortran_order or head.truncated:
+            if head.fortran_order or head.truncated or head.oversized:
                 return None
             with open(ref.path, "rb") as fh:
                 header = read_array_header(fh)
@@ -93,7 +93,12 @@ def _mapped(ref: TensorRef) -> Optional[tuple[np.ndarray, Optional[str]]]:
         if ref.storage == STORAGE_RAW:
             stored = ref.stored_dtype or ref.dtype
             sdt = _stored_dtype(stored)
-            return None if sdt is None else _map(ref.path, ref.offset, ref.shape, sdt, stored)
+            if sdt is None:
+                return None
+            from dumpscope.core.tensor_io import check_raw_size
+
+            check_raw_size(ref, os.path.getsize(ref.path))
+            return _map(ref.path, ref.offset, ref.shape, sdt, stored)
         if ref.storage == STORAGE_CANN and (not ref.format or ref.format in PLAIN_FORMATS):
             t = _cann_tensor(ref)
             sdt = _stored_dtype(t.dtype)

@@ -289,7 +289,8 @@ def _compare(golden: "DumpQuery", target: "DumpQuery", rank: Axis, step: Axis,
                        "source": _compare_source(target, op, fd_row.get("source"))},
             "inputs": [_pair(r, golden.root, target.root) for r in fd_rows if r["io"] == "input"],
             "outputs": [_pair(r, golden.root, target.root) for r in fd_rows if r["io"] == "output"],
-            "neighbourhood": nb, "redump_config": _redump(op, nb) if op is not None else None})
+            "neighbourhood": nb, "redump_config": _redump(op, nb) if op is not None else None,
+            **({"compare_reason": fd["reason"]} if fd.get("reason") else {})})
     # compare's own document-level answer (everything but the rows and the lists of names), passed on as it
     # is: keys compare adds later (its precision, its evidence of no divergence) reach the report unchanged
     own = {k: v for k, v in doc.items() if k not in ("rows", "places", "unmatched_golden", "unmatched_target",
@@ -348,11 +349,22 @@ def compare_words(doc: dict[str, Any]) -> None:
 
 
 def _decide_divergence(candidates: list[dict]) -> Optional[dict]:
-    """The first divergence as compare orders places: earliest golden step, then rank."""
+    """The first divergence as compare orders places (``compare.places.job_first_divergence``: the overflow
+    engine's ``first_rank``): earliest golden step; within it a rank whose first divergence is a collective
+    received it, so one whose first divergence computes comes first; then execution index, then rank."""
     if not candidates:
         return None
-    best = min(candidates, key=lambda c: (c["origin"]["golden_step"], c["origin"]["golden_rank"]))
+    from dumpscope.core.overflow_origin import collective_kind
+
+    firsts = [RankFirst(o["golden_rank"], o["golden_step"], o.get("exec_index"), o["name"], o.get("type") or "", None,
+                        Judgement("received" if collective_kind(o.get("type") or "", o["name"]) else "born", ""),
+                        {"c": c}) for c in candidates for o in [c["origin"]]]
+    chosen, why = first_rank(firsts)
+    best = chosen.extra["c"] if chosen is not None else candidates[0]
     o = best["origin"]
+    reason = why if len(candidates) > 1 else best.get("compare_reason")  # several places diverged in that step
+    if reason:
+        return dict(best, why=f"first divergence over the places compared: {reason}")
     return dict(best, why=f"first divergence over the places compared: rank {o['golden_rank']} step "
                           f"{o['golden_step']} (earliest step, then rank)")
 

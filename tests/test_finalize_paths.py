@@ -71,7 +71,34 @@ def _tie_tree(root: Path) -> Path:
     return root
 
 
-@pytest.mark.parametrize("make", ["big", "ties", "overflow", "torchair"])
+def _graphs_tree(root: Path) -> Path:
+    """One step of two graphs (models ``b`` and ``a``, and ``10`` and ``9``) whose ops ran interleaved."""
+    a = np.ones((2, 3), np.float32)
+    for k, (model, name, ts) in enumerate([("b", "b/Add", 1700000000000001), ("a", "a/Mul", 1700000000000002),
+                                           ("b", "b/Neg", 1700000000000003), ("10", "t/Abs", 1700000000000004),
+                                           ("9", "n/Exp", 1700000000000005), ("a", "a/Cos", 1700000000000006)]):
+        folder = root / "20240101000000" / "0" / model / "1" / "0"
+        write_dump(folder, name.split("/")[1], name, k + 1, 0, ts, [SynthTensor(a, "float32", "ND")],
+                   [SynthTensor(a, "float32", "ND")])
+    return root
+
+
+def test_ops_of_several_graphs_are_in_the_order_they_ran(tmp_path):
+    root = _graphs_tree(tmp_path / "dump")
+    q = DumpQuery(DumpIndex.open(str(root), cache_directory=tmp_path / "cache"))
+    assert [o.name for o in q.ops()] == ["b/Add", "a/Mul", "b/Neg", "t/Abs", "n/Exp", "a/Cos"]
+
+
+def test_graphs_without_timestamps_go_by_number_then_name():
+    def acc(graph: str, name: str) -> fin.OpAcc:
+        return fin.OpAcc(0, 0, graph, name, name, "Add", "cann", "")
+
+    ordered = {g: [acc(g, f"{g}/x"), acc(g, f"{g}/y")] for g in ("b", "10", "a", "9")}
+    assert [o.name for o in fin._merge_graphs(ordered)] == ["9/x", "9/y", "10/x", "10/y", "a/x", "a/y", "b/x",
+                                                            "b/y"]
+
+
+@pytest.mark.parametrize("make", ["big", "ties", "overflow", "torchair", "graphs"])
 def test_sql_and_python_finalize_build_the_same_ops(tmp_path, monkeypatch, make):
     root = tmp_path / "dump"
     if make == "big":
@@ -80,6 +107,8 @@ def test_sql_and_python_finalize_build_the_same_ops(tmp_path, monkeypatch, make)
         _tie_tree(root)
     elif make == "overflow":
         trees.write_cann_overflow_tree(root)
+    elif make == "graphs":
+        _graphs_tree(root)
     else:
         trees.write_torchair_tree(root)
     ops_py, links_py, used_py = _tables(root, tmp_path, False, monkeypatch)
@@ -89,7 +118,7 @@ def test_sql_and_python_finalize_build_the_same_ops(tmp_path, monkeypatch, make)
     assert used_py == 0
     assert ops_sql == ops_py == ops_sorted
     assert links_sql == links_py == links_sorted
-    if make in ("big", "ties"):  # plain CANN places: the SQL path must have run
+    if make in ("big", "ties", "graphs"):  # plain CANN places: the SQL path must have run
         assert used_sql > 0
     assert len(ops_py) > 0
 

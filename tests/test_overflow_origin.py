@@ -87,3 +87,25 @@ def test_timestamps_decide_when_every_rank_has_one():
     assert best.rank == 1 and "timestamp" in why
     best, why = first_rank([R(0, 0, 1, "born", ts=500), R(1, 0, 7, "born")])
     assert best.rank == 0 and "execution index" in why
+
+
+def test_collectives_are_recognised_by_what_they_are_not_by_a_substring():
+    for compute in ("BroadcastTo", "MatmulAllReduce", "MatMulAllReduce", "AllGatherMatmul", "MatmulReduceScatter",
+                    "npu_mm_all_reduce_base", "npu_all_gather_base_mm", "ReduceSum", "ReduceMean", "SendRecvLike",
+                    "broadcast_to", "gather", "scatter", "Gather"):
+        assert collective_kind(compute) is None, compute
+    assert collective_kind("gather", "Torch.gather.0.forward") is None
+    assert collective_kind("gather", "Distributed.gather.0.forward") == "gather"
+    assert collective_kind("AllReduce") == "all_reduce" and collective_kind("Broadcast") == "broadcast"
+    assert collective_kind("all_gather_into_tensor") == "all_gather" and collective_kind("Receive") == "recv"
+    assert collective_kind("HcomReduce") == "reduce" and collective_kind("isend") == "send"
+    j = judge_op("BroadcastTo", [T("input"), T("output", pos=1)])
+    assert j.kind == "born" and "received" not in j.reason
+
+
+def test_an_input_that_was_not_dumped_is_not_called_finite():
+    missing = TensorSummary("input", 0, "float32", dumped=False)
+    j = judge_op("Sub", [missing, T("input", 1, hi=0.0), T("output", nan=2)])
+    assert j.kind == "unknown" and j.reason.startswith("input 0 not dumped") and "finite" not in j.reason
+    # a non-finite input that was dumped still says where the values came from
+    assert judge_op("Sub", [missing, T("input", 1, nan=1), T("output", nan=2)]).kind == "inherited"

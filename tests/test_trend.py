@@ -63,6 +63,16 @@ def test_unknown_op_is_one_line_with_close_names(capsys, tmp_path):
 
 def test_sparkline_and_marks():
     assert sparkline([0.0, 0.5, 1.0]) == "▁▅█"
-    assert sparkline([1.0, None, float("nan")]) == "▄··"
+    assert sparkline([1.0, None, float("nan")]) == "▄·×"  # no data, then not finite (issue 29)
     assert marks([{"nan": 0}, {"nan": 2}, {"posinf": 1}]) == " !!"
     assert np.isnan(float("nan"))
+
+
+def test_sparkline_tells_non_finite_from_no_data():
+    import math
+
+    from dumpscope.core.trend import series, sparkline
+
+    pts = [{"max": 1.0}, {"max": None, "recorded_nonfinite": {"max": "nan"}}, {"max": None}, {"max": None, "nan": 4}]
+    assert sparkline(series(pts, "max")) == "▄×·×"
+    assert sparkline([1.0, math.inf, None]) == "▄×·"

@@ -57,6 +57,12 @@ def _add_place(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rank", type=int, metavar="R", help="rank / device (default: lowest present)")
 
 
+def _add_run(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--run", type=int, metavar="K",
+                   help="which execution of an op that ran several times in the step (a loop body): "
+                        "0 = the first (default); `show` lists them")
+
+
 def _add_format(p: argparse.ArgumentParser, csv_ok: bool = True) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--json", action="store_true", help="print one JSON document")
@@ -135,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("op", metavar="OP")
     p.add_argument("--graph", action="store_true",
                    help="also the producers and consumers two hops out (the explorer's g view)")
+    _add_run(p)
     _add_place(p)
     _add_format(p, csv_ok=False)
     _add_common(p)
@@ -144,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("op", metavar="OP")
     p.add_argument("--io", choices=("input", "output"), default="output")
     p.add_argument("--slot", type=int, default=0, metavar="N")
+    _add_run(p)
     _add_place(p)
     _add_format(p, csv_ok=False)
     _add_common(p)
@@ -171,6 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--io", choices=("input", "output"), default="output")
     p.add_argument("--slot", type=int, default=0, metavar="N")
     p.add_argument("--rank", metavar="R|all", help="a rank, or all (default: lowest present)")
+    p.add_argument("--run", type=int, metavar="K",
+                   help="only the K-th execution in each step of an op that runs several times a step (a loop "
+                        "body; 0 = the first); default: every execution, each a point")
     _add_format(p)
     _add_common(p)
 
@@ -428,11 +439,34 @@ def _fmt_num(v: Any) -> str:
     return str(v)
 
 
-def _lookup(q, text: str, rank: Optional[int], step: Optional[int]):
+def _values(vals: list[int]) -> str:
+    """"0..99" for a run of numbers, else the numbers (the first 20)."""
+    if not vals:
+        return "none"
+    if len(vals) > 2 and vals == list(range(vals[0], vals[-1] + 1)):
+        return f"{vals[0]}..{vals[-1]}"
+    return ", ".join(map(str, vals[:20])) + (f", … ({len(vals)} in all)" if len(vals) > 20 else "")
+
+
+def _check_place(q, rank: Optional[int], step: Optional[int]) -> None:
+    """A ``--rank``/``--step`` the dump does not have is an error naming what it has, never an empty answer
+    (MindSpore's constants are in no step: ``-1`` is not one)."""
+    ranks = q.ranks()
+    if rank is not None and rank not in ranks:
+        raise CliError(f"--rank {rank}: not in this dump (ranks: {_values(ranks)})")
+    if step is not None and (step < 0 or not any(  # an index seek per rank; the steps are listed only when absent
+            q.index.query("SELECT 1 FROM ops WHERE rank=? AND step=? LIMIT 1", (r, step))
+            for r in ([rank] if rank is not None else ranks))):
+        where = f" at rank {rank}" if rank is not None else ""
+        raise CliError(f"--step {step}: not in this dump{where} (steps: {_values(q.steps(rank))})")
+
+
+def _lookup(q, text: str, rank: Optional[int], step: Optional[int], run: Optional[int] = None):
     from dumpscope.core.query import OpLookupError
 
+    _check_place(q, rank, step)
     try:
-        return q.resolve_op(text, rank, step)
+        return q.resolve_op(text, rank, step, run=run)
     except OpLookupError as exc:
         hint = f"; closest: {', '.join(exc.matches)}" if exc.matches else ""
         raise CliError(f"{exc}{hint}") from None
@@ -498,6 +532,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
+    from dumpscope.core.query import shown_step
+
     spec = None
     if args.source:
         from dumpscope.core.source_match import SourceSpec, SourceSpecError
@@ -507,6 +543,7 @@ def cmd_ops(args: argparse.Namespace) -> int:
         except SourceSpecError as exc:
             raise CliError(f"--source {exc}") from None
     q = _open(args.path, args)
+    _check_place(q, args.rank, args.step)
     rank, step = q.default_place(args.rank, args.step)
     kind = getattr(args, "kind", "op")
     ops = q.ops(rank, step, grep=args.grep, kind=kind) if spec is None else \
@@ -520,7 +557,8 @@ def cmd_ops(args: argparse.Namespace) -> int:
         rows = []
         for op in ops:
             for t in q.tensors(op.id):
-                rows.append([op.exec_index, op.name, op.type, op.rank, op.step, op.graph, t.io, t.slot, t.dtype,
+                rows.append([op.exec_index, op.name, op.type, op.rank, shown_step(op.step), op.graph, t.io, t.slot,
+                             t.dtype,
                              "x".join(map(str, t.shape)), t.format, "x".join(map(str, t.device_shape)), t.path,
                              op.kind])
         _write_csv(["exec_index", "name", "type", "rank", "step", "graph", "io", "slot", "dtype", "shape",
@@ -559,7 +597,7 @@ def _export_config(q, names: list[str], path: str) -> None:
 
 def cmd_show(args: argparse.Namespace) -> int:
     q = _open(args.path, args)
-    op = _lookup(q, args.op, args.rank, args.step)
+    op = _lookup(q, args.op, args.rank, args.step, args.run)
     doc = q.show_json(op)
     nb = None
     if args.graph:
@@ -577,8 +615,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     head.append(f"  ({inert(doc['type'])})", style="")
     con.print(head)
     where = f"exec {doc['exec_index']}" if doc.get("kind", "op") == "op" else f"{inert(doc['kind'])} (not executed)"
-    con.print(f"rank {doc['rank']}  step {doc['step']}  graph {inert(doc['graph'])}  {where}  "
+    step = "no step (constants)" if doc["step"] is None else f"step {doc['step']}"
+    con.print(f"rank {doc['rank']}  {step}  graph {inert(doc['graph'])}  {where}  "
               f"file name {inert(doc['file_name'])}")
+    if len(doc.get("runs", [])) > 1:
+        con.print(f"run {doc['run']} of {len(doc['runs'])} in this step (--run K): "
+                  + ", ".join(f"{r['run']} exec {r['exec_index']}" for r in doc["runs"]))
     for note in doc.get("dtype_notes", []):
         con.print(f"note: {inert(note)}")
     if doc.get("join_note"):
@@ -636,7 +678,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from dumpscope.core.tensor_io import TensorLoadError
 
     q = _open(args.path, args)
-    op = _lookup(q, args.op, args.rank, args.step)
+    op = _lookup(q, args.op, args.rank, args.step, args.run)
     tensors = [t for t in q.tensors(op.id) if t.io == args.io and t.slot == args.slot]
     if not tensors:
         have = ", ".join(t.label for t in q.tensors(op.id)) or "none"
@@ -647,7 +689,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     except TensorLoadError as exc:
         raise CliError(str(exc)) from None
     doc = {"op": op.name, "io": t.io, "slot": t.slot, "step": op.step, "rank": op.rank, "dtype": t.dtype,
-           "shape": list(t.shape)}
+           "shape": list(t.shape), "run": q.run_of(op)[0], "exec_index": op.exec_index}
     doc.update(st)
     if args.json:
         _print_json(doc)
@@ -708,6 +750,7 @@ def cmd_overflow(args: argparse.Namespace) -> int:
     from dumpscope.core.overflow import overflow_report
 
     q = _open(args.path, args)
+    _check_place(q, args.rank, args.step)
     if not sys.stderr.isatty():  # no bar to draw: rich's progress machinery is not even imported
         doc = overflow_report(q, rank=args.rank, step=args.step, scan=args.scan)
     else:
@@ -771,7 +814,7 @@ def cmd_overflow(args: argparse.Namespace) -> int:
 
 def cmd_trend(args: argparse.Namespace) -> int:
     from dumpscope.core.query import OpLookupError
-    from dumpscope.core.trend import POINT_KEYS, marks, point_bad, sparkline, trend
+    from dumpscope.core.trend import POINT_KEYS, TrendSelectorError, marks, point_bad, series, sparkline, trend
 
     rank: Any = args.rank
     if rank is not None and rank != "all":
@@ -780,37 +823,48 @@ def cmd_trend(args: argparse.Namespace) -> int:
         except ValueError:
             raise CliError(f"--rank: expected a number or 'all', got {args.rank!r}") from None
     q = _open(args.path, args)
+    if rank != "all":
+        _check_place(q, rank, None)
     try:
-        doc = trend(q, args.op, io=args.io, slot=args.slot, rank=rank)
+        doc = trend(q, args.op, io=args.io, slot=args.slot, rank=rank, run=args.run)
     except OpLookupError as exc:
         hint = f"; closest: {', '.join(exc.matches)}" if exc.matches else ""
         raise CliError(f"{exc}{hint}") from None
+    except TrendSelectorError as exc:
+        raise CliError(str(exc)) from None
     if args.json:
         _print_json(doc)
         return 0
-    keys = ["rank", "step", *POINT_KEYS]
-    if args.csv:
-        _write_csv(keys, [[p.get(k) for k in keys] for p in doc["points"]])
+    keys = ["rank", "step", "run", "exec_index", *POINT_KEYS, "nonfinite"]
+    if args.csv:  # a statistic the dump recorded as NaN/Inf is written as such, not left empty
+        _write_csv(keys, [[(p.get("recorded_nonfinite") or {}).get(k, p.get(k)) for k in keys] for p in doc["points"]])
         return 0
     from rich.table import Table
 
     con = _console()
+    runs = any(p.get("run") for p in doc["points"] + doc["problems"])  # a loop body: every execution shown
     t = Table(show_edge=False, title=f"{inert(doc['op'])} {doc['io']}.{doc['slot']} by step")
-    for col in ("rank", "step", "min", "max", "mean", "std", "nan", "+inf", "-inf"):
+    for col in ("rank", "step", *(("run",) if runs else ()), "min", "max", "mean", "std", "nan", "+inf", "-inf"):
         t.add_column(col, justify="right")
     for p in doc["points"]:
-        t.add_row(str(p["rank"]), str(p["step"]), *(_fmt_num(p.get(k)) for k in
-                                                      ("min", "max", "mean", "std", "nan", "posinf", "neginf")))
+        recorded = p.get("recorded_nonfinite") or {}  # the dump's own "nan"/"inf" where finite-only keys are null
+        t.add_row(str(p["rank"]), "constants" if p["step"] is None else str(p["step"]),
+                  *((str(p["run"]),) if runs else ()),
+                  *(recorded.get(k) or _fmt_num(p.get(k)) for k in ("min", "max", "mean", "std", "nan", "posinf",
+                                                                      "neginf")))
     con.print(t)
-    for r in sorted({p["rank"] for p in doc["points"]}):
-        pts = [p for p in doc["points"] if p["rank"] == r]
-        con.print(f"rank {r}  max  {sparkline([p.get('max') for p in pts])}   "
-                  f"mean {sparkline([p.get('mean') for p in pts])}", markup=False)
+    for r, k in sorted({(p["rank"], p.get("run", 0)) for p in doc["points"]}):
+        pts = [p for p in doc["points"] if p["rank"] == r and p.get("run", 0) == k]
+        label = f"rank {r}" + (f" run {k}" if runs else "")
+        con.print(f"{label}  max  {sparkline(series(pts, 'max'))}   "
+                  f"mean {sparkline(series(pts, 'mean'))}", markup=False)
         if any(point_bad(p) for p in pts):
-            con.print(f"{'':{len(str(r)) + 7}}     {marks(pts)}   {'':5}{marks(pts)}   (! = NaN/Inf at that step)",
-                      markup=False)
+            con.print(f"{'':{len(label)}}       {marks(pts)}   {'':5}{marks(pts)}   (! = NaN/Inf at that step; "
+                      "× = no finite value, · = no data)", markup=False)
     for p in doc["problems"]:
-        con.print(f"  ! rank {p['rank']} step {p['step']}: {inert(p['error'])}", markup=False)
+        run = f" run {p['run']}" if runs else ""
+        step = "constants" if p["step"] is None else f"step {p['step']}"
+        con.print(f"  ! rank {p['rank']} {step}{run}: {inert(p['error'])}", markup=False)
     return 0
 
 
@@ -899,6 +953,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     con.print(t)
     con.print(f"first divergence: {inert(fd.get('name', '-'))} {fd.get('io', '')}.{fd.get('slot', '')} "
               f"({fd.get('cause')}: {inert(fd.get('rule'))})" if fd else "first divergence: none")
+    if fd.get("reason"):  # several places diverged in its step: why this one (the collective rule)
+        con.print(inert(fd["reason"]), markup=False)
     if doc["unmatched_golden"] or doc["unmatched_target"]:
         con.print(f"unmatched: {len(doc['unmatched_golden'])} golden, {len(doc['unmatched_target'])} target")
     if not doc["rows"]:

@@ -21,7 +21,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from dumpscope.core.inert import inert
-from dumpscope.core.query import DumpQuery, OpRow, TensorRow
+from dumpscope.core.query import DumpQuery, OpRow, TensorRow, shown_step
 from dumpscope.tui.badges import VERDICT_GLYPH
 from dumpscope.tui.quiet import update_static
 
@@ -125,7 +125,7 @@ def frame_text(frame: dict[str, Any]) -> Text:
 def trend_text(doc: dict[str, Any], current: int, width: int = 48) -> Text:
     """A few lines: sparklines of max and mean over the steps, "!" under steps with NaN/Inf, "^" under
     the step shown (the last ``width`` steps when there are more)."""
-    from dumpscope.core.trend import marks, point_bad, sparkline
+    from dumpscope.core.trend import marks, point_bad, series, sparkline
 
     pts = doc["points"][-width:]
     steps = [p["step"] for p in pts]
@@ -133,9 +133,9 @@ def trend_text(doc: dict[str, Any], current: int, width: int = 48) -> Text:
     text.append(f"Steps {steps[0]}..{steps[-1]}", "bold dim")
     text.append(f"  out.0, {len(doc['points'])} steps\n", "dim")
     text.append("  max  ", "dim")
-    text.append(sparkline([p.get("max") for p in pts]) + "\n")
+    text.append(sparkline(series(pts, "max")) + "\n")
     text.append("  mean ", "dim")
-    text.append(sparkline([p.get("mean") for p in pts]) + "\n")
+    text.append(sparkline(series(pts, "mean")) + "\n")
     if any(point_bad(p) for p in pts):
         text.append("  nan  ", "dim")
         text.append(marks(pts) + "  ! NaN/Inf\n", "bold red")
@@ -290,7 +290,7 @@ class OpDetail(VerticalScroll, can_focus=True):
         text: Optional[Text] = None
         try:
             if len(q.steps(op.rank)) >= 2 and not get_current_worker().is_cancelled:
-                doc = trend_of(q, op, "output", 0, op.rank)
+                doc = trend_of(q, op, "output", 0, op.rank, run=q.run_of(op)[0])  # this execution, each step
                 text = trend_text(doc, op.step) if len(doc["points"]) >= 2 else None
         except Exception:  # the trend is a hint: a failure leaves the line out, the op stays shown
             text = None
@@ -410,7 +410,12 @@ class OpDetail(VerticalScroll, can_focus=True):
             text.append("  scope ", "dim")
             text.append(inert(op.scope) + "\n")
         exec_txt = "-" if op.exec_index is None else str(op.exec_index)
-        text.append(f"  rank {op.rank}  step {op.step}  graph {inert(op.graph)}  exec #{exec_txt}\n")
+        step = "no step (constants)" if shown_step(op.step) is None else f"step {op.step}"
+        text.append(f"  rank {op.rank}  {step}  graph {inert(op.graph)}  exec #{exec_txt}\n")
+        run, runs = q.run_of(op)
+        if len(runs) > 1:  # a loop body: every execution in the list, each its own row
+            text.append(f"  run {run} of {len(runs)} in this step (exec "
+                        + ", ".join("#-" if r.exec_index is None else f"#{r.exec_index}" for r in runs) + ")\n")
         text.append(f"  layout {inert(op.producer)}  join {inert(op.join_rule or 'none')}\n")
         if op.join_note:
             text.append(f"  ? not joined: {inert(op.join_note)} — the op keeps its file-side name; no links, "

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Optional
 
 from dumpscope.core.inert import inert, inert_lines
-from dumpscope.core.query import DumpQuery, OpRow
+from dumpscope.core.query import DumpQuery, OpRow, shown_step
 
 MAX_PROBLEMS = 20
 
@@ -79,7 +79,8 @@ def build_report(q: DumpQuery, bookmarks: Iterable[OpRow], overflow: dict[tuple[
     for op in marks:
         out.append(f"### `{inert(op.name)}`")
         out.append("")
-        out.append(f"- type {inert(op.type)}, rank {op.rank}, step {op.step}, graph {inert(op.graph)}, exec #{op.exec_index}"
+        step = "no step (constants)" if shown_step(op.step) is None else f"step {op.step}"
+        out.append(f"- type {inert(op.type)}, rank {op.rank}, {step}, graph {inert(op.graph)}, exec #{op.exec_index}"
                    + ("  **overflow/NaN/Inf**" if op.bad else ""))
         out.append("")
         out.append("| tensor | dtype | shape | format | min | max | mean | nan | +inf | -inf |")

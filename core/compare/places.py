@@ -87,7 +87,7 @@ def compare_places(golden: "DumpQuery", target: "DumpQuery", rank: Axis = None, 
         docs = _compare_each(golden, target, pairs, progress, kwargs)
     if len(docs) == 1 and not unpaired["golden"] and not unpaired["target"]:
         return docs[0]
-    first = next((d["first_divergence"] for d in docs if d.get("first_divergence")), None)
+    first = job_first_divergence(target, [d["first_divergence"] for d in docs if d.get("first_divergence")])
     return {
         "rows": _joined([d["rows"] for d in docs]),
         "first_divergence": first,
@@ -106,6 +106,35 @@ def compare_places(golden: "DumpQuery", target: "DumpQuery", rank: Axis = None, 
                      for k in ("ops", "tensors", "golden_ops", "target_ops")},
         "problems": docs[0].get("problems", []) if docs else [],  # of the two trees: the same for every place
     }
+
+
+def job_first_divergence(target: "DumpQuery", firsts: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """The whole job's first divergence among each place's own (in step-then-rank order), by the overflow
+    engine's rule (``overflow_origin.first_rank``): the earliest step; within it a place whose first
+    divergence is a collective (an all_reduce, a recv) received what differs from another rank, so a place
+    whose first divergence computes comes first; then timestamps, else execution index, then rank.
+    ``reason`` says why when several places diverged in that step."""
+    from dumpscope.core.overflow_origin import Judgement, RankFirst, collective_kind, first_rank
+
+    if len(firsts) <= 1:
+        return firsts[0] if firsts else None
+    candidates = []
+    for fd in firsts:
+        rank, step = fd.get("target_rank", fd["rank"]), fd.get("target_step", fd["step"])
+        exec_index = first_ts = None
+        try:  # where the op ran in the target: the clock the rule compares ranks by
+            op = target.resolve_op(fd["name"], rank, step)
+            exec_index, first_ts = op.exec_index, op.first_ts
+        except Exception:  # a name the target spells otherwise (a cross-framework pair): rank order
+            pass
+        kind = "received" if collective_kind(fd.get("type") or "", fd["name"]) else "born"
+        candidates.append(RankFirst(fd["rank"], fd["step"], exec_index, fd["name"], fd.get("type") or "", first_ts,
+                                    Judgement(kind, ""), {"doc": fd}))
+    best, why = first_rank(candidates)
+    if best is None:
+        return firsts[0]
+    same_step = [c for c in candidates if c.step == best.step]
+    return dict(best.extra["doc"], reason=why) if len(same_step) > 1 else best.extra["doc"]
 
 
 def _joined(parts: list[Any]) -> Any:

@@ -40,6 +40,29 @@ class NpyHeader:
         """True when the file holds fewer bytes than the header promises."""
         return self.file_size < self.data_offset + self.nbytes
 
+    @property
+    def oversized(self) -> bool:
+        """True when the file holds more bytes than the header needs.  numpy's writer never pads
+        after the payload, so the header is wrong: MindSpore 2.10 on CPU with ``to_float(float16)``
+        writes ``'<f2'`` headers over float32 payloads, and reading them as labelled gives other
+        numbers (and false NaN/Inf) with no error at all (``np.load`` ignores the extra bytes)."""
+        return self.file_size > self.data_offset + self.nbytes
+
+    def size_problem(self, name: str) -> "str | None":
+        """One line naming a payload that does not match the header, or None."""
+        have, need = self.file_size - self.data_offset, self.nbytes
+        if self.truncated:
+            return f"{name}: truncated .npy ({self.file_size} bytes, header promises {self.data_offset + need})"
+        if not self.oversized:
+            return None
+        count = need // max(np.dtype(self.dtype).itemsize, 1) if self.dtype != "void" else 0
+        guess = ""
+        if count and have % count == 0:
+            fits = {2: "float16/bfloat16", 4: "float32", 8: "float64"}.get(have // count)
+            guess = f" ({have // count} bytes an element: {fits}?)" if fits else f" ({have // count} bytes an element)"
+        return (f"{name}: payload of {have} bytes, header says {self.dtype} {list(self.shape)} which needs {need}"
+                f"{guess}: the header does not describe the data, not decoded")
+
 
 def read_npy_header(path: str) -> NpyHeader:
     """Read the header of ``path``; raise ``NpyFormatError`` naming the file on bad input.
@@ -178,11 +201,9 @@ def load_npy(path: str, mmap: bool = True) -> np.ndarray:
     """Load a ``.npy`` without ever unpickling; memory-map it when possible."""
     head = read_npy_header(path)
     name = os.path.basename(path)
-    if head.truncated:
-        raise NpyFormatError(
-            f"{name}: truncated .npy ({head.file_size} bytes, header promises "
-            f"{head.data_offset + head.nbytes})"
-        )
+    problem = head.size_problem(name)
+    if problem:
+        raise NpyFormatError(problem)
     if mmap and not head.fortran_order and head.nbytes > 0:
         try:
             return np.load(path, mmap_mode="r", allow_pickle=False)

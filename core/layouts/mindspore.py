@@ -226,6 +226,8 @@ class MindSporeLayout(Layout):
         if hdr.file_size < hdr.data_offset + hdr.nbytes:
             return Problem(path, f"truncated npy: {hdr.file_size} bytes, header promises "
                                  f"{hdr.data_offset + hdr.nbytes}")
+        if hdr.oversized:  # e.g. a Float16 name and '<f2' header over a float32 payload: never read as labelled
+            return Problem(path, hdr.size_problem("npy").split(": ", 1)[1])
         return rec
 
     def _bin_record(self, listing: DirListing, fname: str, old) -> Item:
