@@ -214,7 +214,9 @@ def write_csv(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[st
     """Write the msprobe-shaped CSV; returns the number of data rows."""
     n = 0
     try:
-        with open(path, "w", encoding="utf-8", newline="") as fh:
+        from dumpscope.core.atomic_write import replaced_file
+
+        with replaced_file(path, "w", encoding="utf-8", newline="") as fh:
             w = csv.writer(fh)
             w.writerow(COLUMNS)
             for cells, _ in table_rows(doc, stacks):
@@ -275,8 +277,11 @@ def write_xlsx(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[s
     if ws is None:
         ws = wb.create_sheet("Sheet1")
         ws.append(COLUMNS)
+    from dumpscope.core.atomic_write import replacing
+
     try:
-        wb.save(path)
+        with replacing(path) as tmp:
+            wb.save(tmp)
     except OSError as exc:
         raise ExportError(f"{path}: {exc.strerror or exc}") from None
     return n

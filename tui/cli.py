@@ -961,7 +961,9 @@ def _write_compare_output(doc: dict[str, Any], path: str, golden, target) -> Non
         if path.lower().endswith(".json"):
             from dumpscope.tui.json_text import dump  # json.dumps(_clean(doc), indent=1, ensure_ascii=False)
 
-            with open(path, "w", encoding="utf-8") as fh:
+            from dumpscope.core.atomic_write import replaced_file
+
+            with replaced_file(path, "w", encoding="utf-8") as fh:
                 dump(doc, fh.write)  # in parts, the rows read back one by one
                 fh.write("\n")
             n = len(doc.get("rows", []))
