@@ -50,6 +50,8 @@ class CliError(Exception):
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
     p.add_argument("--cache-dir", metavar="DIR", help="where index files go (default: XDG cache dir)")
+    p.add_argument("--follow-links", action="store_true",
+                   help="follow symlinks whose targets lie outside PATH (default: listed as problems, not read)")
 
 
 def _add_place(p: argparse.ArgumentParser) -> None:
@@ -1058,6 +1060,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
+    from dumpscope.core.walk import FOLLOW_LINKS_ENV
+
+    before = os.environ.get(FOLLOW_LINKS_ENV)
+    if getattr(args, "follow_links", False):  # for this process and the children it starts (builder, serve)
+        os.environ[FOLLOW_LINKS_ENV] = "1"
+    try:
+        return _main(args)
+    finally:
+        if before is None:
+            os.environ.pop(FOLLOW_LINKS_ENV, None)
+        else:
+            os.environ[FOLLOW_LINKS_ENV] = before
+
+
+def _main(args: argparse.Namespace) -> int:
     if args.command in ("explore", "serve"):  # the explorer owns the terminal (and makes its text inert itself)
         return _run(args)
     out, err = sys.stdout, sys.stderr
