@@ -28,7 +28,7 @@ import math
 import os
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
 
-from dumpscope.core.inert import inert_lines
+from dumpscope.core.inert import csv_text, inert_lines
 
 if TYPE_CHECKING:
     from dumpscope.core.query import DumpQuery
@@ -70,10 +70,8 @@ def _side(row: dict[str, Any], which: str) -> dict[str, Any]:
 
 def _cell_text(text: Any) -> str:
     """Dump-derived text made inert for a spreadsheet: no control characters, no formula."""
-    s = inert_lines(str(text))
-    if s[:1] in ("=", "+", "-", "@", "\t", "\r") and not _is_number(s):
-        s = "'" + s  # a leading quote keeps a spreadsheet from running it (what msprobe refuses outright)
-    return s
+    # a leading quote keeps a spreadsheet from running it (what msprobe refuses outright)
+    return csv_text(inert_lines(str(text)))
 
 
 def _is_number(s: str) -> bool:

@@ -72,6 +72,36 @@ def inert_markup(text: Any) -> str:
     return escape_markup(inert(text))
 
 
+#: what a spreadsheet opening a CSV reads as the start of a formula (``=HYPERLINK(…)``, ``+cmd|…``, ``@SUM``)
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+
+
+def csv_text(text: str) -> str:
+    """A CSV cell of dump-derived text that no spreadsheet runs: a formula start gets a leading
+    ``'`` (numbers such as ``-1.5`` stay numbers).  Every CSV path uses it: ``--csv`` on stdout,
+    ``--output x.csv``, the explorer's exports."""
+    if text[:1] in _FORMULA_START and not _is_number(text):
+        return "'" + text
+    return text
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
+def csv_cell(value: Any) -> Any:
+    """``value`` for a CSV row: text made inert (one line) and formula-safe; numbers as they are."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return csv_text(inert(value))
+    return value
+
+
 def json_safe(doc_text: str) -> str:
     """A JSON document with DEL and C1 characters written as ``\\u00XX`` escapes.
 

@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from dumpscope.core.inert import inert, inert_lines, json_safe
+from dumpscope.core.inert import csv_cell, inert, inert_lines, json_safe
 
 COMMANDS = ("triage", "summary", "ops", "show", "stats", "convert", "overflow", "watch", "compare", "trend",
             "explore", "help", "serve", "completion")
@@ -418,8 +418,8 @@ def _bold(text: Any):
 def _write_csv(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     w = csv.writer(sys.stdout, lineterminator="\n")
     w.writerow(header)
-    for row in rows:
-        w.writerow(["" if v is None else inert(v) if isinstance(v, str) else v for v in row])
+    for row in rows:  # dump-derived text: inert for the terminal, and no formula for a spreadsheet
+        w.writerow([csv_cell(v) for v in row])
 
 
 def _fmt_num(v: Any) -> str:
