@@ -194,9 +194,11 @@ def prestart_build(root: str, use_cache: bool = True, cache_dir: Optional[str] =
         return None
     from pathlib import Path
 
-    from dumpscope.core.cache import index_path
+    from dumpscope.core.cache import index_path, inside_tree
 
     path = index_path(root, Path(cache_dir) if cache_dir else None)
+    if inside_tree(path.parent, root):  # the explorer's open refuses it (in memory, one warning)
+        return None
     try:
         if os.path.lexists(path):
             return None

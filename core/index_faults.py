@@ -143,7 +143,12 @@ def open_with_fallback(cls: type, root: str, path: Path, progress: Any, cancel: 
     """Open (and update) the index file ``path`` of ``root``; see the module docstring."""
     from dumpscope.core.index import IndexCancelled
 
+    from dumpscope.core.cache import inside_tree
+
     warnings: list[str] = []
+    if inside_tree(path.parent, root):  # never written inside the dump tree (nor the folder made there)
+        return _in_memory(cls, root, f"cache dir {path.parent} lies inside the dump tree {root}", warnings,
+                          progress, cancel, update)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
