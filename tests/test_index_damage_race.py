@@ -59,7 +59,7 @@ def test_checker_beside_a_writer_never_discards_a_good_index(tmp_path):
             if not db.exists():
                 continue
             looks += 1  # the explorer's open of the index its builder writes, up to SQLite's own open
-            opened = index_faults.open_with_fallback(_Opened, str(tmp_path), db, None, None, False)
+            opened = index_faults.open_with_fallback(_Opened, str(tmp_path / "tree"), db, None, None, False)
             verdicts += opened.warnings
     finally:
         proc.join(30)
