@@ -69,4 +69,7 @@ def import_path(cwd: Optional[str] = None) -> tuple[list[str], list[str]]:
 def module_command(module: str, cwd: Optional[str] = None) -> list[str]:
     """``[python, -I, -c, BOOT, PATHS, module]``: append the module's arguments."""
     paths, sites = import_path(cwd)
-    return [sys.executable, "-I", "-c", _BOOT, json.dumps([paths, sites]), module]
+    # isolated mode ignores PYTHONUTF8: keep this process's UTF-8 mode, or file names would decode
+    # differently in the child than here
+    utf8 = ["-X", "utf8"] if sys.flags.utf8_mode else []
+    return [sys.executable, "-I", *utf8, "-c", _BOOT, json.dumps([paths, sites]), module]
