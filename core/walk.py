@@ -87,6 +87,26 @@ def _inside(path: str, real_root: str) -> bool:
     return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
+#: the problem a symlink leaving PATH becomes
+OUTSIDE_LINK = "not followed: points outside PATH (--follow-links follows it)"
+
+
+def names_inside(folder: str, root: str) -> tuple[list[str], list[str]]:
+    """``os.listdir(folder)`` split into the names to read and the symlinks whose targets leave
+    ``root`` (not followed unless ``--follow-links``): for a layout that lists a subfolder itself
+    (msprobe's ``dump_tensor_data``).  Raises ``OSError`` as ``os.listdir`` does."""
+    names = os.listdir(folder)
+    if follow_links():
+        return names, []
+    real_root = os.path.realpath(root)
+    keep: list[str] = []
+    outside: list[str] = []
+    for name in names:
+        path = os.path.join(folder, name)
+        (outside if os.path.islink(path) and not _inside(path, real_root) else keep).append(name)
+    return keep, outside
+
+
 def _scan(dirpath: str, parts: tuple[str, ...],
           known: Optional[dict[str, tuple[int, list[str]]]] = None, real_root: Optional[str] = None) -> Scanned:
     """One folder's listing; ``real_root``: PATH resolved, when links leaving it are not followed."""

@@ -101,3 +101,34 @@ def test_names_that_are_not_utf8_keep_the_accounting_whole(tmp_path, capsys):
     code = cli.main(["summary", str(few), "--no-cache"])
     out = capsys.readouterr().out
     assert code == 0 and "not recognised: -" not in out
+
+
+def test_a_tensor_file_of_a_real_msprobe_dump_linked_from_outside_is_not_opened(tmp_path_factory, tmp_path, capsys,
+                                                                                  monkeypatch):
+    """msprobe 26 (torch) tensor dump: one ``dump_tensor_data`` file replaced by a link out of PATH
+    (the layout lists that folder itself)."""
+    from conftest import unpack_data
+
+    tree = unpack_data(tmp_path_factory, "real_msprobe26") / "l1_tensor"
+    data = next(tree.rglob("dump_tensor_data"))
+    victim = data / "Functional.dropout.0.forward.input.0.pt"
+    secret = tmp_path / "secret.pt"
+    secret.write_bytes(victim.read_bytes())
+    victim.unlink()
+    os.symlink(secret, victim)
+    opened: list[str] = []
+    real_open = open
+
+    def watching_open(file, *a, **kw):
+        opened.append(os.fspath(file) if not isinstance(file, int) else "")
+        return real_open(file, *a, **kw)
+
+    monkeypatch.setattr("builtins.open", watching_open)
+    doc = cli_json(capsys, "summary", str(tree), "--no-cache")
+    monkeypatch.setattr("builtins.open", real_open)
+    assert {p["path"]: p["error"] for p in doc["problems"]}.get(str(victim), "").startswith(
+        "not followed: points outside PATH"), doc["problems"]
+    assert not any("secret" in p for p in opened) and str(victim) not in opened
+    _adds_up(doc["accounting"])
+    followed = cli_json(capsys, "summary", str(tree), "--no-cache", "--follow-links")
+    assert not any(p["error"].startswith("not followed") for p in followed["problems"])

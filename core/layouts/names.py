@@ -13,6 +13,7 @@ from typing import Iterable
 
 from dumpscope.core.layouts.base import DirListing, Item, Layout
 from dumpscope.core.model import Problem
+from dumpscope.core.walk import OUTSIDE_LINK
 
 
 class BadNamesLayout(Layout):
@@ -24,5 +25,4 @@ class BadNamesLayout(Layout):
             yield Problem(os.path.join(listing.dirpath, shown),
                           "name is not valid UTF-8: not indexed (rename it to read it)")
         for name in listing.outside_links:
-            yield Problem(os.path.join(listing.dirpath, name),
-                          "not followed: points outside PATH (--follow-links follows it)")
+            yield Problem(os.path.join(listing.dirpath, name), OUTSIDE_LINK)
