@@ -16,9 +16,12 @@ row block larger than the chunk (one huge fractal row) is read a group of fracta
 per row of the block.  Reading the same bytes C0 (H0) times from the page cache costs time on those
 rare shapes; memory stays about two chunks on every shape.
 
+* NDC1HWC0 -> NCDHW: logical channels ``[k*C0, (k+1)*C0)`` of image ``n`` are the D planes
+  ``x[n, :, k]`` (strided in the file): read together when they fit in a chunk.
+
 Chunks hold the stored element type (raw bit patterns for bfloat16/float8: callers decode or
 hand them to the stats engine, which reads bits).  Anything else returns ``None`` and the caller
-loads the tensor whole: other device formats (FRACTAL_Z, C1HWNCoC0, NDC1HWC0…), whose logical
+loads the tensor whole: other device formats (FRACTAL_Z, FRACTAL_Z_3D, C1HWNCoC0: weights), whose logical
 order does not follow an outer device axis, and a non-default ``target`` layout (NHWC…), whose
 transpose moves the channel axis last so a logical row needs every slab of its image.
 
@@ -65,6 +68,17 @@ def device_chunks(path: str, offset: int, fmt: str, device_shape: Sequence[int],
             c = dims[1]
         shape = orig or (n, c, h, w)
         return (lambda: _nc1hwc0_chunks(path, offset, dev, c, sdt, chunk_bytes)), shape
+    if kind == "NDC1HWC0" and len(dev) == 6:
+        n, d, c1, h, w, c0 = dev
+        c = c1 * c0
+        if orig:
+            dims = next((q for q in _candidates(orig, "NCDHW", "NCDHW")
+                         if q[0] == n and q[2] == d and q[3] == h and q[4] == w and _ceil_div(q[1], c0) == c1), None)
+            if dims is None:
+                return None  # to_logical names the mismatch
+            c = dims[1]
+        shape = orig or (n, c, d, h, w)
+        return (lambda: _ndc1hwc0_chunks(path, offset, dev, c, sdt, chunk_bytes)), shape
     if kind == "FRACTAL_NZ" and len(dev) >= 4:
         *batch, w1, h1, h0, w0 = dev
         b = prod(batch)
@@ -129,6 +143,38 @@ def _nc1hwc0_chunks(path: str, offset: int, dev: tuple[int, ...], c: int, sdt: n
                 if keep <= 0:
                     break
                 yield x.transpose(0, 3, 1, 2).reshape(kb * c0, h, w)[:keep].reshape(-1)
+
+
+def _ndc1hwc0_chunks(path: str, offset: int, dev: tuple[int, ...], c: int, sdt: np.dtype,
+                     chunk_bytes: int) -> Iterator[np.ndarray]:
+    """NDC1HWC0 -> NCDHW: logical channels ``[k*C0, (k+1)*C0)`` of image ``n`` are the D planes
+    ``x[n, :, k]`` (H*W pixels of C0 channels, D planes apart in the file).  When the D planes fit
+    in a chunk they are read together, else each channel is taken a band of pixels at a time."""
+    n, d, c1, h, w, c0 = dev
+    pixels = h * w
+    plane = pixels * c0
+    fh, read = _reader(path, offset, sdt, n * d * c1 * plane)
+    with fh:
+        together = d * plane * sdt.itemsize <= chunk_bytes
+        band = max(1, chunk_bytes // max(1, c0 * sdt.itemsize))  # pixels per read otherwise
+        buf = np.empty(d * plane if together else min(band, pixels) * c0, sdt)
+        for i in range(n):
+            for k in range(c1):
+                keep = min(c0, c - k * c0)
+                if keep <= 0:
+                    break
+                if together:
+                    x = buf.reshape(d, plane)
+                    for dd in range(d):
+                        read(((i * d + dd) * c1 + k) * plane, plane, x[dd])
+                    yield x.reshape(d, pixels, c0).transpose(2, 0, 1)[:keep].reshape(-1)
+                    continue
+                for ci in range(keep):
+                    for dd in range(d):
+                        for p0 in range(0, pixels, band):
+                            m = min(band, pixels - p0)
+                            x = read(((i * d + dd) * c1 + k) * plane + p0 * c0, m * c0, buf[:m * c0])
+                            yield x.reshape(m, c0)[:, ci].copy()
 
 
 def _nz_chunks(path: str, offset: int, dev: tuple[int, int, int, int, int], hh: int, ww: int, sdt: np.dtype,

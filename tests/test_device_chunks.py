@@ -18,7 +18,7 @@ from dumpscope.core.synth.cann_writer import SynthTensor, write_dump
 
 CASES = [("NC1HWC0", (2, 20, 3, 5)), ("NC1HWC0", (1, 40, 4, 4)), ("NC1HWC0", (3, 16, 2, 2)), ("NC1HWC0", (20,)),
          ("NC1HWC0", (2, 20)), ("FRACTAL_NZ", (37, 50)), ("FRACTAL_NZ", (3, 20, 33)), ("FRACTAL_NZ", (64, 16)),
-         ("FRACTAL_NZ", (5,))]
+         ("FRACTAL_NZ", (5,)), ("NDC1HWC0", (2, 20, 3, 4, 5)), ("NDC1HWC0", (1, 16, 2, 3, 3))]
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ def test_chunks_are_the_logical_tensor_in_order(tree, chunk_bytes):
 def test_stats_of_device_layouts_stream_and_match_the_whole_tensor(tree, monkeypatch):
     q = open_query(str(tree), use_cache=False)
     refs = [t.ref() for o in q.ops() for t in q.tensors(o.id)]
-    assert {r.format for r in refs} == {"NC1HWC0", "FRACTAL_NZ"}
+    assert {r.format for r in refs} == {"NC1HWC0", "FRACTAL_NZ", "NDC1HWC0"}
     whole = {}
     for ref in refs:
         arr = tensor_io.load_tensor(ref)
@@ -163,7 +163,8 @@ def test_compare_streams_both_tensors_with_the_same_metrics(tree, monkeypatch):
 
 
 BIG_PLANES = [("NC1HWC0", (1, 16, 40, 40)), ("NC1HWC0", (2, 20, 24, 30)), ("FRACTAL_NZ", (16, 2000)),
-              ("FRACTAL_NZ", (2, 40, 1500)), ("FRACTAL_NZ", (3000,))]
+              ("FRACTAL_NZ", (2, 40, 1500)), ("FRACTAL_NZ", (3000,)), ("NDC1HWC0", (1, 20, 3, 40, 30)),
+              ("NDC1HWC0", (2, 16, 4, 8, 8))]
 
 
 @pytest.mark.parametrize("fmt,shape", BIG_PLANES)
