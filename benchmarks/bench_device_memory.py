@@ -1,9 +1,12 @@
-"""Peak RSS of ``dumpscope stats`` on one 2 GiB device-layout fp16 tensor (run by hand).
+"""Peak RSS of ``dumpscope stats`` and ``compare`` on 2 GiB device-layout fp16 tensors (run by hand).
 
     python benchmarks/bench_device_memory.py [--gib 2] [--workdir /tmp/dumpscope-bench]
 
-Writes two CANN dump files, each holding one float16 output of ``--gib`` GiB: NC1HWC0
-(N=1, C=4096 -> C1=256, C0=16, H=W=512) and FRACTAL_NZ (a 32768 x 32768 matrix).  The payload is
+Writes CANN dump files, each holding one float16 output of ``--gib`` GiB, three shapes per device
+format (issue 30: chunks follow bytes, not planes): NC1HWC0 with many planes (N=1, C=4096 -> C1=256,
+C0=16, H=W=512), with one C1 plane of the whole tensor (1, 16, 8192, 8192) and with four big planes
+(4, 16, 4096, 4096); FRACTAL_NZ as a square 32768 x 32768 matrix, as one fractal row (16 x 2^26:
+one row block of 2 GiB) and as one fractal column (2^26 x 16).  The payload is
 written sparse (``truncate``: zeros on disk cost nothing; RSS is what is measured, and the
 values do not change the work).  Each ``stats`` runs in a fresh subprocess on an in-memory index
 and reports its own ``ru_maxrss``; the baseline is the same child after importing the CLI only.
@@ -139,19 +142,31 @@ def main() -> None:
     hw = 512
     c = max(16, elems // (hw * hw) // 16 * 16)
     side = int(elems ** 0.5) // 16 * 16
+    plane = int((elems // 16) ** 0.5)  # one C1 plane of the whole tensor
+    four = int((elems // 64) ** 0.5)
+    long = elems // 16 // 16 * 16  # one fractal row / column
     step = work / f"device{args.gib:g}" / "dump" / "20240101" / "0" / "m" / "1" / "0"
-    _write(step, "nc1hwc0", "NC1HWC0", (1, c // 16, hw, hw, 16), (1, c, hw, hw))
-    _write(step, "nz", "FRACTAL_NZ", (side // 16, side // 16, 16, 16), (side, side))
+    cases = [  # (op, format, device shape, logical shape, what it stresses)
+        ("nc1hwc0", "NC1HWC0", (1, c // 16, hw, hw, 16), (1, c, hw, hw), "many planes"),
+        ("nc1hwc0plane", "NC1HWC0", (1, 1, plane, plane, 16), (1, 16, plane, plane), "one C1 plane"),
+        ("nc1hwc0four", "NC1HWC0", (4, 1, four, four, 16), (4, 16, four, four), "four big planes"),
+        ("nz", "FRACTAL_NZ", (side // 16, side // 16, 16, 16), (side, side), "square"),
+        ("nzrow", "FRACTAL_NZ", (long // 16, 1, 16, 16), (16, long), "one fractal row"),
+        ("nzcol", "FRACTAL_NZ", (1, long // 16, 16, 16), (long, 16), "one fractal column"),
+    ]
+    for op, fmt, dev, orig, _ in cases:
+        _write(step, op, fmt, dev, orig)
     base = _child("import-only")["base_kb"]
-    for name, op in (() if args.only_new else (("NC1HWC0", "nc1hwc0"), ("FRACTAL_NZ", "nz"))):
+    for op, fmt, _, orig, what in (() if args.only_new else cases):
         r = _child(str(step.parents[4]), op)
         mb = r["peak_kb"] / 1024
-        common.emit(f"stats peak RSS, {args.gib:g} GiB {name} float16 ({r['count']:,} elements)", round(mb),
-                    "MB", baseline=round(base / 1024), target="<= 600 MB", met=mb <= 600 and r["code"] == 0)
-    if not args.only_new:  # the tree compared with itself: both 2 GiB tensors of each pair streamed at once
+        common.emit(f"stats peak RSS, {args.gib:g} GiB {fmt} float16 {orig} ({what}; {r['count']:,} elements)",
+                    round(mb), "MB", baseline=round(base / 1024), target="<= 600 MB",
+                    met=mb <= 600 and r["code"] == 0)
+    if not args.only_new:  # the tree compared with itself: both tensors of each pair streamed at once
         r = _child("compare", str(step.parents[4]))
         mb = r["peak_kb"] / 1024
-        common.emit(f"compare with itself peak RSS, {args.gib:g} GiB NC1HWC0 + FRACTAL_NZ float16 "
+        common.emit(f"compare with itself peak RSS, the six {args.gib:g} GiB float16 tensors above "
                     f"({r['count']} rows: {', '.join(r['shape'] or [])})", round(mb), "MB",
                     baseline=round(base / 1024), target="<= 1200 MB", met=mb <= 1200 and r["code"] == 0)
     # the explorer's tensor pane: a slice of the 2 GiB NC1HWC0 tensor reads the slabs it covers

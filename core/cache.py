@@ -19,10 +19,23 @@ def cache_dir() -> Path:
     return base / "dumpscope"
 
 
+def inside_tree(path: Path | str, root: str) -> bool:
+    """Whether ``path`` (existing or not) lies at or under the dump tree ``root``, links resolved:
+    a cache folder there (``--cache-dir PATH/.cache``, ``$HOME`` inside the tree in a container)
+    would write the index inside the dump tree, which dumpscope never does."""
+    real = os.path.realpath(path)
+    top = os.path.realpath(root)
+    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+
+
 def index_path(root: str, directory: Path | None = None) -> Path:
-    """The index file of one dump tree, named after a hash of its absolute path."""
+    """The index file of one dump tree, named after a hash of its absolute path (and of
+    ``--follow-links``: a tree read through its outside links is another index)."""
+    from dumpscope.core.walk import follow_links
+
     root = os.path.realpath(root)
-    digest = hashlib.sha1(root.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    key = root + ("\0follow-links" if follow_links() else "")
+    digest = hashlib.sha1(key.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     name = os.path.basename(root.rstrip(os.sep)) or "root"
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:40]
     return (directory or cache_dir()) / f"{safe}-{digest}.sqlite"

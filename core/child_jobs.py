@@ -2,7 +2,8 @@
 
 The CLI reads big folders with a process pool forked from itself.  The explorer cannot fork: a
 running Textual app (threads, a terminal driver) is not safe to copy.  So it starts a fresh
-``python -m dumpscope.core.child_jobs`` (fork + exec, safe from any thread), which runs exactly
+``dumpscope.core.child_jobs`` in a fresh Python (fork + exec, safe from any thread; isolated mode,
+``core.isolated``: never a ``dumpscope/`` folder of the current folder or the dump tree), which runs exactly
 what the CLI runs — ``DumpIndex.update`` with its pool, or ``overflow_report`` — on the same
 index file, while the explorer reads what it stored through SQLite WAL snapshots (the writer
 lock of ``core.index_lock`` keeps other writers out).
@@ -26,8 +27,18 @@ import threading
 import time
 from typing import Any, Callable, Iterator, Optional
 
-#: how the explorer starts a child (tests point it at a script applying their hooks first)
-CHILD_COMMAND = [sys.executable, "-m", "dumpscope.core.child_jobs"]
+#: how the explorer starts a child; None: ``core.isolated.module_command`` (tests point it at a script
+#: applying their hooks first)
+CHILD_COMMAND: Optional[list[str]] = None
+
+
+def child_command() -> list[str]:
+    """The child's command line (made when a child starts: the current folder may have changed)."""
+    if CHILD_COMMAND is not None:
+        return list(CHILD_COMMAND)
+    from dumpscope.core.isolated import module_command
+
+    return module_command("dumpscope.core.child_jobs")
 #: progress lines at most this often (the explorer redraws its status bar for each)
 PROGRESS_EVERY_S = 0.1
 #: the first partial results of an explorer's cold build come after this long (then as ``index.PARTIAL_AFTER_S``);
@@ -59,12 +70,13 @@ class ChildJob:
 
     def __init__(self, args: list[str]) -> None:
         self._stderr = tempfile.TemporaryFile()
+        command = child_command()
         try:
-            self.proc = subprocess.Popen([*CHILD_COMMAND, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            self.proc = subprocess.Popen([*command, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                          stderr=self._stderr, start_new_session=True, close_fds=True)
         except OSError as exc:
             self._stderr.close()
-            raise ChildFailed(f"cannot start {CHILD_COMMAND[0]}: {exc.strerror or exc}") from None
+            raise ChildFailed(f"cannot start {command[0]}: {exc.strerror or exc}") from None
         self.pid = self.proc.pid
         self._stream: Optional[Iterator[dict[str, Any]]] = None
         self._cancel: Optional[threading.Event] = None
@@ -182,9 +194,11 @@ def prestart_build(root: str, use_cache: bool = True, cache_dir: Optional[str] =
         return None
     from pathlib import Path
 
-    from dumpscope.core.cache import index_path
+    from dumpscope.core.cache import index_path, inside_tree
 
     path = index_path(root, Path(cache_dir) if cache_dir else None)
+    if inside_tree(path.parent, root):  # the explorer's open refuses it (in memory, one warning)
+        return None
     try:
         if os.path.lexists(path):
             return None

@@ -28,7 +28,7 @@ import math
 import os
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
 
-from dumpscope.core.inert import inert_lines
+from dumpscope.core.inert import csv_text, inert_lines
 
 if TYPE_CHECKING:
     from dumpscope.core.query import DumpQuery
@@ -70,10 +70,8 @@ def _side(row: dict[str, Any], which: str) -> dict[str, Any]:
 
 def _cell_text(text: Any) -> str:
     """Dump-derived text made inert for a spreadsheet: no control characters, no formula."""
-    s = inert_lines(str(text))
-    if s[:1] in ("=", "+", "-", "@", "\t", "\r") and not _is_number(s):
-        s = "'" + s  # a leading quote keeps a spreadsheet from running it (what msprobe refuses outright)
-    return s
+    # a leading quote keeps a spreadsheet from running it (what msprobe refuses outright)
+    return csv_text(inert_lines(str(text)))
 
 
 def _is_number(s: str) -> bool:
@@ -214,7 +212,9 @@ def write_csv(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[st
     """Write the msprobe-shaped CSV; returns the number of data rows."""
     n = 0
     try:
-        with open(path, "w", encoding="utf-8", newline="") as fh:
+        from dumpscope.core.atomic_write import replaced_file
+
+        with replaced_file(path, "w", encoding="utf-8", newline="") as fh:
             w = csv.writer(fh)
             w.writerow(COLUMNS)
             for cells, _ in table_rows(doc, stacks):
@@ -275,8 +275,11 @@ def write_xlsx(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[s
     if ws is None:
         ws = wb.create_sheet("Sheet1")
         ws.append(COLUMNS)
+    from dumpscope.core.atomic_write import replacing
+
     try:
-        wb.save(path)
+        with replacing(path) as tmp:
+            wb.save(tmp)
     except OSError as exc:
         raise ExportError(f"{path}: {exc.strerror or exc}") from None
     return n

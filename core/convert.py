@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 import numpy as np
 
+from dumpscope.core.atomic_write import replaced_file
 from dumpscope.core.tensor_io import TensorLoadError, load_tensor
 
 if TYPE_CHECKING:
@@ -56,20 +57,14 @@ def _save_streamed(dest: str, ref) -> bool:
         return False
     make, shape, stored = made
     out_dtype = decoded_numpy_dtype(stored)
-    tmp = dest + ".part"
     try:
-        with open(tmp, "wb") as fh:
+        with replaced_file(dest, "wb") as fh:  # ctrl-C or a file cut short: no partial file left
             np.lib.format.write_array_header_1_0(fh, {"descr": np.lib.format.dtype_to_descr(out_dtype),
                                                       "fortran_order": False, "shape": tuple(shape)})
             for chunk in make():
                 values = decode(chunk.reshape(-1).view(np.uint8), stored, chunk.size)
                 fh.write(np.ascontiguousarray(values, dtype=out_dtype).tobytes())
-        os.replace(tmp, dest)
     except ValueError as exc:  # a file cut short: one line naming it
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         raise TensorLoadError(str(exc).splitlines()[0]) from None
     return True
 
@@ -87,11 +82,9 @@ def _write_mapping(path: str, pairs: list[tuple[str, str]]) -> None:
     except FileNotFoundError:
         pass
     entries.update(pairs)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with replaced_file(path, "w", encoding="utf-8") as fh:
         for alias in sorted(entries):
             fh.write(f"{alias},{entries[alias]}\n")
-    os.replace(tmp, path)
 
 
 def convert_tree(q: "DumpQuery", outdir: str, op: Optional[str] = None, rank: Optional[int] = None,
@@ -149,7 +142,8 @@ def convert_tree(q: "DumpQuery", outdir: str, op: Optional[str] = None, rank: Op
                 continue
             arr = load_tensor(t.ref())  # packed int4 arrives as int8, bf16/fp8 as exact float32
             # reshape: ascontiguousarray makes a 0-d array 1-d, and a scalar must stay a scalar
-            np.save(dest, np.ascontiguousarray(arr).reshape(arr.shape), allow_pickle=False)
+            with replaced_file(dest, "wb") as fh:
+                np.save(fh, np.ascontiguousarray(arr).reshape(arr.shape), allow_pickle=False)
             written += 1
         except (TensorLoadError, OSError, ValueError) as exc:
             failed += 1

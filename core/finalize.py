@@ -202,20 +202,34 @@ def _folder(path: str) -> str:
 
 def _split_runs(units: list[tuple]) -> list[list[tuple]]:
     """Split one op name's units into runs: units by time, each joining the first run whose
-    slots it does not repeat."""
+    slots it does not repeat.
+
+    Linear for many files of one op in a step folder (a loop, dynamic shapes: every file repeats
+    the slots, so each starts a run of its own): the first run a unit can join is found from, per
+    slot, the first run not holding that slot (``free``), instead of trying every run in turn (65k
+    files took 7.5 min).  Every run before ``free[s]`` holds ``s``, so the first run free of all the
+    unit's slots is at or after the largest of them; the runs' slot sets only grow, so each
+    ``free[s]`` only moves forward."""
     ordered = sorted(units, key=lambda u: (u[5] or 0, u[0]))
     runs: list[list[tuple]] = []
     seen: list[set[str]] = []
+    free: dict[str, int] = {}  # slot -> the first run not holding it
     for unit in ordered:
         slots = set(unit[16].split())
-        for run, used in zip(runs, seen):
-            if not (slots & used):
-                run.append(unit)
-                used |= slots
-                break
-        else:
-            runs.append([unit])
-            seen.append(set(slots))
+        i = max((free.get(s, 0) for s in slots), default=0)
+        while i < len(runs) and not seen[i].isdisjoint(slots):
+            i += 1
+        if i == len(runs):
+            runs.append([])
+            seen.append(set())
+        runs[i].append(unit)
+        used = seen[i]
+        used |= slots
+        for s in slots:
+            f = free.get(s, 0)
+            while f < len(seen) and s in seen[f]:
+                f += 1
+            free[s] = f
     return runs
 
 

@@ -122,7 +122,8 @@ def _scan_chunk(root: str, scanned: Scanned, files: list[str],
     """
     listing = DirListing(root=root, dirpath=scanned.dirpath, parts=scanned.parts, files=files,
                          subdirs=list(scanned.subdirs),
-                         bad_names=list(scanned.bad_names or ()) if first else [])
+                         bad_names=list(scanned.bad_names or ()) if first else [],
+                         outside_links=list(scanned.outside_links or ()) if first else [])
     units, others = _pack_items(DumpIndex._scan_listing(all_layouts(), listing))
     return units, others, len(listing.claimed)
 
@@ -877,7 +878,12 @@ class DumpIndex:
         # a folder listed with a problem keeps no subfolder list, so it is listed again next time
         subdirs = None if scanned.problem is not None else json.dumps(scanned.subdirs)
         # files of subfolders a layout read itself (msprobe's dump_tensor_data) are listed here too
-        nfiles = len(scanned.files) + sum(_count_files(os.path.join(scanned.dirpath, sub)) for sub in skips)
+        # entries left out of ``files`` as problems (names not UTF-8, links leaving PATH) are listed
+        # entries too: without them the problems outnumber the files and "not recognised" went negative
+        left_out = len(scanned.bad_names or ()) + len(scanned.outside_links or ())
+        nfiles = (len(scanned.files) + left_out
+                  + sum(_count_files(os.path.join(scanned.dirpath, sub)) for sub in skips))
+        nclaimed += left_out  # each is claimed by the problem that names it
         first, stored = self._store_dir(scanned.dirpath, scanned.mtime_ns, nentries, nfiles, nclaimed,
                                         skips, units, others, old_id, subdirs)
         if self._early_ops is not None:

@@ -7,6 +7,12 @@ the cache file from working builds the index in memory.  Each case leaves one li
 ``DumpIndex.warnings`` for the CLI / explorer to show.  "database is locked" met while opening
 (several processes opening one new file at once: SQLite skips its busy handler where waiting could
 deadlock) is contention, not a broken cache: the open is tried again a few times first.
+
+A verdict of damage never races a writer (issue 30: a checker reading the size, the header and
+the ``-wal`` of a file another process was closing called a good index damaged, and the explorer
+deleted the index its builder had just written).  Nothing is discarded while another writer holds
+the index's writer lock (a build of it is alive), and the file is looked at again under the lock,
+twice, with its size and times unchanged in between, before it goes.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from dumpscope.core.index_lock import LockTimeout, writer_lock
 
@@ -26,6 +32,8 @@ _MAGIC = b"SQLite format 3\x00"
 #: opens tried again after "database is locked", and the pause before each
 LOCKED_RETRIES = 5
 LOCKED_PAUSE_S = 0.2
+#: pause between the two looks at a header that seems damaged (under the writer lock)
+LOOK_AGAIN_S = 0.02
 
 
 def header_problem(path: Path) -> Optional[str]:
@@ -55,6 +63,28 @@ def header_problem(path: Path) -> Optional[str]:
     return None
 
 
+def _state(path: Path) -> tuple:
+    """What a writer changes: the file's and its WAL's size, mtime and inode (None: missing)."""
+    out: list = []
+    for p in (path, Path(str(path) + "-wal")):
+        try:
+            st = p.stat()
+            out.append((st.st_size, st.st_mtime_ns, st.st_ino))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+def settled_problem(path: Path) -> Optional[str]:
+    """``header_problem``, believed only when the file stood still while it was read: a look taken
+    while a process checkpoints or closes it (file growing, WAL going away) is no verdict."""
+    before = _state(path)
+    bad = header_problem(path)
+    if bad is None or _state(path) != before:
+        return None
+    return bad
+
+
 def is_damage(exc: BaseException) -> bool:
     """SQLite's verdict that the file itself is bad (not that it cannot be written or opened)."""
     if isinstance(exc, sqlite3.IntegrityError):
@@ -64,14 +94,35 @@ def is_damage(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.DatabaseError)
 
 
-def discard(path: Path) -> None:
-    """Remove an index file and its WAL files (they are only ever ours), holding the writer lock."""
-    with writer_lock(str(path)):
-        for p in (path, Path(str(path) + "-wal"), Path(str(path) + "-shm")):
-            try:
-                p.unlink()
-            except FileNotFoundError:
-                pass
+def discard(path: Path, still_bad: Optional[Callable[[], bool]] = None, wait_s: Optional[float] = None) -> bool:
+    """Remove an index file and its WAL files (they are only ever ours), holding the writer lock.
+
+    ``still_bad()``, asked under the lock, must confirm the damage (the file may have been fixed by
+    the writer that held the lock); ``wait_s``: how long another writer may hold the lock (0: a
+    build alive now means no discard).  True: removed."""
+    try:
+        with writer_lock(str(path), wait_s=wait_s):
+            if still_bad is not None and not still_bad():
+                return False
+            for p in (path, Path(str(path) + "-wal"), Path(str(path) + "-shm")):
+                try:
+                    p.unlink()
+                except FileNotFoundError:
+                    pass
+            return True
+    except LockTimeout:
+        return False
+
+
+def _confirmed_header_problem(path: Path) -> Callable[[], bool]:
+    def still_bad() -> bool:
+        first = settled_problem(path)
+        if first is None:
+            return False
+        time.sleep(LOOK_AGAIN_S)  # a closing reader may checkpoint without the lock: look twice
+        return settled_problem(path) is not None
+
+    return still_bad
 
 
 def _why(exc: BaseException) -> str:
@@ -92,7 +143,12 @@ def open_with_fallback(cls: type, root: str, path: Path, progress: Any, cancel: 
     """Open (and update) the index file ``path`` of ``root``; see the module docstring."""
     from dumpscope.core.index import IndexCancelled
 
+    from dumpscope.core.cache import inside_tree
+
     warnings: list[str] = []
+    if inside_tree(path.parent, root):  # never written inside the dump tree (nor the folder made there)
+        return _in_memory(cls, root, f"cache dir {path.parent} lies inside the dump tree {root}", warnings,
+                          progress, cancel, update)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -102,12 +158,14 @@ def open_with_fallback(cls: type, root: str, path: Path, progress: Any, cancel: 
     while True:
         index = None
         try:
-            bad = header_problem(path)
+            bad = settled_problem(path)
             if bad is not None:
                 if attempt:
                     raise sqlite3.DatabaseError(bad)
-                discard(path)
-                warnings.append(f"index cache {path} was damaged ({bad}): rebuilt")
+                # a build alive (lock held) or a file sound on a second look: opened as it is, and
+                # SQLite's own verdict (below) decides
+                if discard(path, _confirmed_header_problem(path), wait_s=0):
+                    warnings.append(f"index cache {path} was damaged ({bad}): rebuilt")
             index = cls(root, str(path))
             if update:
                 index.update(progress=progress, cancel=cancel)
@@ -128,13 +186,18 @@ def open_with_fallback(cls: type, root: str, path: Path, progress: Any, cancel: 
                 continue
             if attempt == 0 and isinstance(exc, sqlite3.DatabaseError) and is_damage(exc):
                 try:
-                    discard(path)
+                    gone = discard(path, wait_s=0)  # never while a build of it is alive
                 except OSError:
                     pass
                 else:
-                    warnings.append(f"index cache {path} was damaged ({_why(exc)}): rebuilt")
-                    attempt = 1
-                    continue
+                    if gone:
+                        warnings.append(f"index cache {path} was damaged ({_why(exc)}): rebuilt")
+                        attempt = 1
+                        continue
+                    if locked < LOCKED_RETRIES:  # its writer may be mid-way: look again once it is done
+                        locked += 1
+                        time.sleep(LOCKED_PAUSE_S * locked)
+                        continue
             return _in_memory(cls, root, f"index cache {path} is not usable ({_why(exc)})", warnings,
                               progress, cancel, update)
 

@@ -20,17 +20,24 @@ _TABLE[0x7F] = "\u2421"  # ␡
 _TABLE.update({c: f"\\x{c:02x}" for c in range(0x80, 0xA0)})
 # Characters that reorder or break lines where a terminal shows them: bidi overrides/isolates
 # ("Trojan source"), line/paragraph separators -> "\u202e".
-for _c in (0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A)):
+# Invisible characters (issue 30): zero-width space/joiners, word joiner and invisible operators,
+# the byte-order mark, soft hyphen, fillers and separators that show nothing: two names that look
+# alike on screen must not be told apart by a character nobody sees.
+_INVISIBLE = (0x00AD, 0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180E, *range(0x200B, 0x200E),
+              *range(0x2060, 0x2065), 0x3164, 0xFEFF, 0xFFA0, *range(0xFFF9, 0xFFFC))
+for _c in (0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A), *_INVISIBLE):
     _TABLE[_c] = f"\\u{_c:04x}"
 
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+_INVISIBLE_CLASS = "\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200d\u2060-\u2064\u3164\ufeff\uffa0\ufff9-\ufffb"
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069" + _INVISIBLE_CLASS + "]")
 
 # Everything but newline and tab: what a stream of finished human output may not contain.
 _STREAM_TABLE = {c: s for c, s in _TABLE.items() if c not in (0x0A, 0x09)}
-_STREAM_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+_STREAM_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+                            + _INVISIBLE_CLASS + "]")
 
 # What JSON leaves raw (it escapes C0 itself; C0 outside strings is its own whitespace).
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069" + _INVISIBLE_CLASS + "]")
 
 # The tag grammar rich and Textual share: "[" then a letter, "#", "/" or "@" up to the next "]".
 _TAG = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
@@ -63,6 +70,36 @@ def escape_markup(text: str) -> str:
 def inert_markup(text: Any) -> str:
     """:func:`inert`, then markup escaped: safe to put inside a markup string (``f"[bold]{inert_markup(n)}[/]"``)."""
     return escape_markup(inert(text))
+
+
+#: what a spreadsheet opening a CSV reads as the start of a formula (``=HYPERLINK(…)``, ``+cmd|…``, ``@SUM``)
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+
+
+def csv_text(text: str) -> str:
+    """A CSV cell of dump-derived text that no spreadsheet runs: a formula start gets a leading
+    ``'`` (numbers such as ``-1.5`` stay numbers).  Every CSV path uses it: ``--csv`` on stdout,
+    ``--output x.csv``, the explorer's exports."""
+    if text[:1] in _FORMULA_START and not _is_number(text):
+        return "'" + text
+    return text
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
+def csv_cell(value: Any) -> Any:
+    """``value`` for a CSV row: text made inert (one line) and formula-safe; numbers as they are."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return csv_text(inert(value))
+    return value
 
 
 def json_safe(doc_text: str) -> str:

@@ -55,7 +55,9 @@ def write_redump_config(names: Iterable[str], path: str, dump_roots: Iterable[st
                                     "choose a path outside it")
     config, left_out = redump_config(names)
     try:
-        with open(target, "w", encoding="utf-8") as fh:
+        from dumpscope.core.atomic_write import replaced_file
+
+        with replaced_file(target, "w", encoding="utf-8") as fh:
             json.dump(config, fh, indent=1, ensure_ascii=False)
             fh.write("\n")
     except OSError as exc:

@@ -3,6 +3,11 @@
 Directory listing is I/O-bound, so a few threads overlap the ``scandir`` calls.  Symlinked
 folders are followed once (a loop is reported, not followed again); unreadable folders
 become problems instead of exceptions.
+
+A symlink (to a folder or a file) whose target lies outside PATH is not followed unless asked
+(``--follow-links``, which sets ``DUMPSCOPE_FOLLOW_LINKS=1`` for this process and its children):
+``rootlink -> /`` indexed the whole machine, and a link to ``/etc/shadow`` or ``/proc/self/mem``
+was opened.  Such a link is reported ("not followed: points outside PATH") and counted.
 """
 
 from __future__ import annotations
@@ -29,6 +34,15 @@ STALL_S = 60.0
 #: folders listed (or being listed) and not yet handed to the consumer, per walker thread
 LISTINGS_AHEAD_PER_THREAD = 2
 
+#: the environment variable ``--follow-links`` sets (children inherit it: the explorer's builder, serve)
+FOLLOW_LINKS_ENV = "DUMPSCOPE_FOLLOW_LINKS"
+
+
+def follow_links() -> bool:
+    """Whether symlinks that leave PATH are followed (``--follow-links``)."""
+    return os.environ.get(FOLLOW_LINKS_ENV, "") == "1"
+
+
 #: Folders that never hold dump data and can be huge.
 SKIP_DIRS = frozenset({".git", "__pycache__", ".svn", ".hg", "node_modules"})
 
@@ -49,6 +63,8 @@ class Scanned:
     bad_names: list[str] | None = None
     #: the folder's mtime matches the index: it was not listed, ``subdirs`` come from the index
     unchanged: bool = False
+    #: symlinks whose targets lie outside PATH, not followed (left out of files/subdirs)
+    outside_links: list[str] | None = None
 
 
 def _undecodable(name: str) -> bool:
@@ -66,11 +82,38 @@ def display_name(name: str) -> str:
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+def _inside(path: str, real_root: str) -> bool:
+    real = os.path.realpath(path)
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+#: the problem a symlink leaving PATH becomes
+OUTSIDE_LINK = "not followed: points outside PATH (--follow-links follows it)"
+
+
+def names_inside(folder: str, root: str) -> tuple[list[str], list[str]]:
+    """``os.listdir(folder)`` split into the names to read and the symlinks whose targets leave
+    ``root`` (not followed unless ``--follow-links``): for a layout that lists a subfolder itself
+    (msprobe's ``dump_tensor_data``).  Raises ``OSError`` as ``os.listdir`` does."""
+    names = os.listdir(folder)
+    if follow_links():
+        return names, []
+    real_root = os.path.realpath(root)
+    keep: list[str] = []
+    outside: list[str] = []
+    for name in names:
+        path = os.path.join(folder, name)
+        (outside if os.path.islink(path) and not _inside(path, real_root) else keep).append(name)
+    return keep, outside
+
+
 def _scan(dirpath: str, parts: tuple[str, ...],
-          known: Optional[dict[str, tuple[int, list[str]]]] = None) -> Scanned:
+          known: Optional[dict[str, tuple[int, list[str]]]] = None, real_root: Optional[str] = None) -> Scanned:
+    """One folder's listing; ``real_root``: PATH resolved, when links leaving it are not followed."""
     files: list[str] = []
     subdirs: list[str] = []
     bad: list[str] = []
+    outside: list[str] = []
     try:
         st = os.stat(dirpath)
         prior = known.get(dirpath) if known else None
@@ -85,6 +128,9 @@ def _scan(dirpath: str, parts: tuple[str, ...],
                     bad.append(display_name(entry.name))
                     continue
                 try:
+                    if real_root is not None and entry.is_symlink() and not _inside(entry.path, real_root):
+                        outside.append(entry.name)
+                        continue
                     if entry.is_dir():
                         if entry.name not in SKIP_DIRS:
                             subdirs.append(entry.name)
@@ -101,7 +147,7 @@ def _scan(dirpath: str, parts: tuple[str, ...],
     files.sort()
     subdirs.sort()
     return Scanned(dirpath, parts, files, subdirs, st.st_mtime_ns, None, (st.st_dev, st.st_ino),
-                   sorted(bad) if bad else None)
+                   sorted(bad) if bad else None, outside_links=sorted(outside) if outside else None)
 
 
 #: names of PATH and of its parents kept in front of every folder's ``parts``
@@ -124,7 +170,7 @@ _DIGITS = re.compile(r"(\d+)")
 
 def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None,
               known: Optional[dict[str, tuple[int, list[str]]]] = None,
-              stall_s: Optional[float] = None) -> Iterator[Scanned]:
+              stall_s: Optional[float] = None, follow: Optional[bool] = None) -> Iterator[Scanned]:
     """Yield every directory under ``root`` (root first), each exactly once.
 
     ``known`` maps folders of a previous walk to ``(mtime_ns, subfolders)``; a folder whose
@@ -139,8 +185,11 @@ def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None,
 
     A listing that makes no progress for ``stall_s`` seconds (a hung network mount) is given
     up: the folder becomes a problem and the walk goes on without waiting for its thread.
+
+    ``follow``: follow symlinks that leave ``root`` (default: ``follow_links()``).
     """
     skip = skip if skip is not None else set()
+    real_root = None if (follow_links() if follow is None else follow) else os.path.realpath(root)
     stall = STALL_S if stall_s is None else stall_s
     root = os.path.abspath(root)
     seen: set[tuple[int, int]] = set()
@@ -149,7 +198,7 @@ def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None,
         started: dict[Future[Scanned], tuple[str, float]] = {}
 
         def submit(path: str, parts: tuple[str, ...]) -> Future[Scanned]:
-            fut = pool.submit(_scan, path, parts, known)
+            fut = pool.submit(_scan, path, parts, known, real_root)
             started[fut] = (path, time.monotonic())
             return fut
 
@@ -203,4 +252,4 @@ def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None,
 def listing_of(root: str, scanned: Scanned) -> DirListing:
     return DirListing(root=os.path.abspath(root), dirpath=scanned.dirpath, parts=scanned.parts,
                       files=list(scanned.files), subdirs=list(scanned.subdirs),
-                      bad_names=list(scanned.bad_names or ()))
+                      bad_names=list(scanned.bad_names or ()), outside_links=list(scanned.outside_links or ()))

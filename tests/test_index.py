@@ -199,10 +199,10 @@ def test_a_stalled_folder_listing_is_a_problem_not_a_hang(tmp_path, monkeypatch)
     release = threading.Event()
     real_scan = walk._scan
 
-    def scan(path, parts, known=None):
+    def scan(path, parts, known=None, *rest):
         if path == stuck:
             release.wait(20)  # a hung network mount
-        return real_scan(path, parts, known)
+        return real_scan(path, parts, known, *rest)
 
     monkeypatch.setattr(walk, "_scan", scan)
     monkeypatch.setattr(walk, "STALL_S", 0.5)

@@ -16,7 +16,9 @@ from dumpscope.core.inert import escape_markup, inert, inert_lines, inert_markup
 from dumpscope.core.synth.faults import HOSTILE_BAD_FILE, HOSTILE_NAMES, HOSTILE_TYPE, write_hostile_tree
 from dumpscope.tui import cli
 
-RAW = {chr(c) for c in (*range(0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0), 0x202E)}
+#: what must never reach a terminal raw: controls, bidi, and invisible characters (issue 30)
+RAW = {chr(c) for c in (*range(0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0), 0x202E,
+                        0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x00AD)}
 
 OVERFLOW_OP = HOSTILE_NAMES[1]
 WATCHED, LAYER = HOSTILE_NAMES[2], HOSTILE_NAMES[3]
@@ -144,6 +146,8 @@ def test_inert_makes_controls_visible_and_keeps_text():
     assert inert("x\x07\x00\x7f\n\t") == "x␇␀␡␊␉"
     assert inert("c\x9b31m") == "c\\x9b31m"
     assert inert("\u202egnp.exe") == "\\u202egnp.exe"
+    assert inert("a\u200bb\u200c\u200d\u2060\ufeff") == "a\\u200bb\\u200c\\u200d\\u2060\\ufeff"
+    assert inert("e\u0301 👍🏽") == "e\u0301 👍🏽"  # combining marks and visible emoji stay
     assert inert("ünïcødé 名前 [ok] %s") == "ünïcødé 名前 [ok] %s"
     assert inert(12) == "12"
     assert inert_lines("a\n\tb\x1b") == "a\n\tb␛"

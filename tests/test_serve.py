@@ -43,7 +43,8 @@ def test_explore_command_quotes_paths():
     from dumpscope.tui.serve import explore_command
 
     cmd = explore_command("/d/a b;rm -rf x", compare="/t/$(x)")
-    assert "'/d/a b;rm -rf x'" in cmd and "'/t/$(x)'" in cmd and " -m dumpscope explore " in cmd
+    assert "'/d/a b;rm -rf x'" in cmd and "'/t/$(x)'" in cmd and cmd.endswith(" dumpscope explore '/d/a b;rm -rf x' --compare '/t/$(x)'")
+    assert " -I " in cmd and " -c " in cmd  # isolated: never a dumpscope/ folder of the current folder (test_no_foreign_code)
 
 
 def _free_port() -> int:
@@ -97,9 +98,14 @@ def test_served_explorer_shows_the_op_tree_over_the_websocket(tmp_path):
     from test_tui_support import make_ms_tree
 
     dump = make_ms_tree(tmp_path / "dump", steps=(0,), inf_op=None)
+    from test_no_foreign_code import _plant
+
+    marker = tmp_path / "imported.txt"
+    _plant(tmp_path, marker)  # where the server runs: the explorer it starts imports dumpscope, not this
+    _plant(dump, marker)
     port = _free_port()
     env = dict(os.environ, DUMPSCOPE_CACHE_DIR=str(tmp_path / "cache"), XDG_CONFIG_HOME=str(tmp_path / "cfg"))
-    proc = subprocess.Popen([sys.executable, "-m", "dumpscope", "serve", str(dump), "--host", "127.0.0.1",
+    proc = subprocess.Popen([sys.executable, "-I", "-m", "dumpscope", "serve", str(dump), "--host", "127.0.0.1",
                              "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
                             cwd=tmp_path, start_new_session=True)
     try:
@@ -117,3 +123,4 @@ def test_served_explorer_shows_the_op_tree_over_the_websocket(tmp_path):
             proc.wait(timeout=15)
     assert "Conv2D-op1" in text, text[-3000:]
     assert "Default/network (6)" in text and "rank 0" in text  # the op tree, its scope chain and counts
+    assert not marker.exists()

@@ -25,9 +25,9 @@ def test_listings_ahead_of_the_consumer_are_bounded(tmp_path, monkeypatch):
     listed: list[str] = []
     real_scan = walk._scan
 
-    def scan(dirpath, parts, known=None):
+    def scan(dirpath, parts, known=None, real_root=None):
         listed.append(dirpath)
-        return real_scan(dirpath, parts, known)
+        return real_scan(dirpath, parts, known, real_root)
     monkeypatch.setattr(walk, "_scan", scan)
     got: list[str] = []
     ahead: list[int] = []

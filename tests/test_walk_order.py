@@ -30,9 +30,9 @@ def test_order_is_fixed_whatever_the_listing_times(tmp_path, monkeypatch):
     for seed in range(3):
         rng = random.Random(seed)
 
-        def slow_scan(path, parts, known=None, _rng=rng):
+        def slow_scan(path, parts, known=None, real_root=None, _rng=rng):
             time.sleep(_rng.random() * 0.02)  # listings finish in a different order each run
-            return real(path, parts, known)
+            return real(path, parts, known, real_root)
 
         monkeypatch.setattr(walk, "_scan", slow_scan)
         orders.append([s.dirpath for s in walk.scan_tree(str(root), workers=8)])

@@ -819,8 +819,10 @@ class DumpscopeApp(App[int]):
 
     @work(thread=True, group="write", name="write file")
     def _write_file(self, path: str, text: str, what: str) -> None:
+        from dumpscope.core.atomic_write import replaced_file
+
         try:
-            with open(path, "w", encoding="utf-8") as fh:
+            with replaced_file(path, "w", encoding="utf-8") as fh:
                 fh.write(text)
         except OSError as exc:
             self.call_from_thread(self.notify, f"cannot write {path}: {exc.strerror or exc}", title=what,

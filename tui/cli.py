@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from dumpscope.core.inert import inert, inert_lines, json_safe
+from dumpscope.core.inert import csv_cell, inert, inert_lines, json_safe
 
 COMMANDS = ("triage", "summary", "ops", "show", "stats", "convert", "overflow", "watch", "compare", "trend",
             "explore", "help", "serve", "completion")
@@ -50,6 +50,8 @@ class CliError(Exception):
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
     p.add_argument("--cache-dir", metavar="DIR", help="where index files go (default: XDG cache dir)")
+    p.add_argument("--follow-links", action="store_true",
+                   help="follow symlinks whose targets lie outside PATH (default: listed as problems, not read)")
 
 
 def _add_place(p: argparse.ArgumentParser) -> None:
@@ -427,8 +429,8 @@ def _bold(text: Any):
 def _write_csv(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     w = csv.writer(sys.stdout, lineterminator="\n")
     w.writerow(header)
-    for row in rows:
-        w.writerow(["" if v is None else inert(v) if isinstance(v, str) else v for v in row])
+    for row in rows:  # dump-derived text: inert for the terminal, and no formula for a spreadsheet
+        w.writerow([csv_cell(v) for v in row])
 
 
 def _fmt_num(v: Any) -> str:
@@ -1017,7 +1019,9 @@ def _write_compare_output(doc: dict[str, Any], path: str, golden, target) -> Non
         if path.lower().endswith(".json"):
             from dumpscope.tui.json_text import dump  # json.dumps(_clean(doc), indent=1, ensure_ascii=False)
 
-            with open(path, "w", encoding="utf-8") as fh:
+            from dumpscope.core.atomic_write import replaced_file
+
+            with replaced_file(path, "w", encoding="utf-8") as fh:
                 dump(doc, fh.write)  # in parts, the rows read back one by one
                 fh.write("\n")
             n = len(doc.get("rows", []))
@@ -1112,6 +1116,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
+    from dumpscope.core.walk import FOLLOW_LINKS_ENV
+
+    before = os.environ.get(FOLLOW_LINKS_ENV)
+    if getattr(args, "follow_links", False):  # for this process and the children it starts (builder, serve)
+        os.environ[FOLLOW_LINKS_ENV] = "1"
+    try:
+        return _main(args)
+    finally:
+        if before is None:
+            os.environ.pop(FOLLOW_LINKS_ENV, None)
+        else:
+            os.environ[FOLLOW_LINKS_ENV] = before
+
+
+def _main(args: argparse.Namespace) -> int:
     if args.command in ("explore", "serve"):  # the explorer owns the terminal (and makes its text inert itself)
         return _run(args)
     out, err = sys.stdout, sys.stderr

@@ -146,5 +146,7 @@ def write_export(app: Any, path: str) -> None:
     else:
         data = build_report(app.q, app.bookmarks.values(), app.overflow_results, app.compare_result,
                             app.compare_with, app.watch_results)
-    with open(path, "w", encoding="utf-8", newline="") as fh:
+    from dumpscope.core.atomic_write import replaced_file
+
+    with replaced_file(path, "w", encoding="utf-8", newline="") as fh:
         fh.write(inert_lines(data))

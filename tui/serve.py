@@ -1,6 +1,7 @@
 """``dumpscope serve``: the same explorer in a web browser, through textual-serve (optional extra).
 
-textual-serve starts one explorer process per browser tab (``python -m dumpscope explore PATH``)
+textual-serve starts one explorer process per browser tab (``dumpscope explore PATH`` in a Python in
+isolated mode, ``core.isolated``: a ``dumpscope/`` folder where the server was started is never imported)
 and relays its terminal over a websocket: no feature exists only in the browser.  It listens on
 127.0.0.1 by default — dumps stay on this machine unless the user forwards the port
 (``ssh -L 8000:localhost:8000 HOST``) or chooses another ``--host``.
@@ -18,7 +19,9 @@ MISSING = "dumpscope serve needs textual-serve: pip install 'dumpscope[serve]'"
 def explore_command(path: str, compare: Optional[str] = None, no_cache: bool = False,
                     cache_dir: Optional[str] = None) -> str:
     """The shell command textual-serve runs for each browser session (quoted: paths may hold anything)."""
-    parts = [sys.executable, "-m", "dumpscope", "explore", path]
+    from dumpscope.core.isolated import module_command
+
+    parts = [*module_command("dumpscope"), "explore", path]
     if compare:
         parts += ["--compare", compare]
     if no_cache:

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Optional, Union
 from textual.binding import Binding
 from textual.message import Message
 
+from dumpscope.core.inert import csv_text
 from dumpscope.tui.fit import middle
 from dumpscope.tui.linelist import LineList, Part
 
@@ -280,6 +281,7 @@ class VTable(LineList):
         buf = io.StringIO()
         w = csv.writer(buf)
         w.writerow(keys)
-        for row in self.rows:
-            w.writerow(["" if row.get(k) is None else row.get(k) for k in keys])
+        for row in self.rows:  # no cell a spreadsheet would run as a formula
+            w.writerow(["" if row.get(k) is None else csv_text(row[k]) if isinstance(row[k], str) else row[k]
+                        for k in keys])
         return buf.getvalue()

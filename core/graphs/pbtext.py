@@ -107,10 +107,22 @@ class TextTreeReader:
             self.warn(lineno, "unbalanced '}'")
 
     def feed(self, text: str) -> Tree:
-        """Parse the whole text; return the root message tree."""
+        """Parse the whole text; return the root message tree.
+
+        Line numbers (for warnings only) are counted from the previous one looked up, never from the
+        start of the text: a file of many one-line messages or stray ``}`` lines stays linear (it was
+        quadratic: 80k lines 46 s)."""
         stack = self.stack
         top = stack[-1]
         good = 0
+        at, line_at = 0, 1  # a position of the text and its line number
+
+        def lineno(pos: int) -> int:
+            nonlocal at, line_at
+            line_at += text.count("\n", at, pos)
+            at = pos
+            return line_at
+
         for m in _LINE.finditer(text):
             kind = m.lastgroup
             if kind == "str":
@@ -128,12 +140,12 @@ class TextTreeReader:
                     stack.pop()
                     top = stack[-1]
                 else:
-                    self.warn(text.count("\n", 0, m.start()) + 1, "unbalanced '}'")
+                    self.warn(lineno(m.start()), "unbalanced '}'")
                     continue
             else:
                 line = m.group("other").strip()
                 if line[0] != "#":
-                    self._tokens(text.count("\n", 0, m.start()) + 1, line)
+                    self._tokens(lineno(m.start()), line)
                     top = stack[-1]
                 continue
             good += 1

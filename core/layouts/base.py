@@ -44,6 +44,8 @@ class DirListing:
     #: entries left out of ``files``/``subdirs`` because their names are not valid UTF-8
     #: (printable spelling); the ``file_names`` layout reports them as problems
     bad_names: list[str] = field(default_factory=list)
+    #: symlinks left out because their targets lie outside PATH (``--follow-links`` follows them)
+    outside_links: list[str] = field(default_factory=list)
 
     def path(self, name: str) -> str:
         return os.path.join(self.dirpath, name)

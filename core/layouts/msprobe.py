@@ -60,6 +60,7 @@ from dumpscope.core.model import (
     Problem,
     TensorRecord,
 )
+from dumpscope.core.walk import OUTSIDE_LINK, names_inside
 
 PRODUCER = "msprobe"
 DATA_DIR = "dump_tensor_data"
@@ -413,9 +414,12 @@ def _scan_dump(listing: DirListing, path: str, head: dict[str, Any],
     yield from side_problems + more
     data_dir = listing.path(DATA_DIR)
     try:
-        present = set(os.listdir(data_dir)) if DATA_DIR in listing.subdirs else set()
+        names, outside = names_inside(data_dir, listing.root) if DATA_DIR in listing.subdirs else ([], [])
     except OSError:
-        present = set()
+        names, outside = [], []
+    present = set(names)
+    for name in outside:  # a tensor file linked from outside PATH: never opened
+        yield Problem(os.path.join(data_dir, name), OUTSIDE_LINK)
     problems: list[str] = []
     nproblems = 0
 

@@ -1,8 +1,9 @@
-"""Entries the walker could not index because their names are not valid UTF-8.
+"""Entries the walker left out: names that are not valid UTF-8, and symlinks leaving PATH.
 
 Such a name cannot be stored in the index, printed or put in JSON; rather than let one odd
 file break the whole tree, the walker leaves it out (``DirListing.bad_names``) and this
-layout names it under ``problems``.
+layout names it under ``problems``.  A symlink whose target lies outside PATH is not followed
+unless ``--follow-links`` is given (``DirListing.outside_links``): named here too.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Iterable
 
 from dumpscope.core.layouts.base import DirListing, Item, Layout
 from dumpscope.core.model import Problem
+from dumpscope.core.walk import OUTSIDE_LINK
 
 
 class BadNamesLayout(Layout):
@@ -22,3 +24,5 @@ class BadNamesLayout(Layout):
         for shown in listing.bad_names:
             yield Problem(os.path.join(listing.dirpath, shown),
                           "name is not valid UTF-8: not indexed (rename it to read it)")
+        for name in listing.outside_links:
+            yield Problem(os.path.join(listing.dirpath, name), OUTSIDE_LINK)

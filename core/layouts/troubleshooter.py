@@ -50,6 +50,7 @@ from dumpscope.core.model import (
     Problem,
     TensorRecord,
 )
+from dumpscope.core.walk import OUTSIDE_LINK, names_inside
 
 PRODUCER = "troubleshooter"
 FRAMEWORKS = ("mindspore", "torch", "mindtorch")
@@ -273,7 +274,10 @@ def _scan_fw(listing: DirListing, fw: str, info_name: Optional[str], stack_name:
     npy_path = listing.path(npy_dir) if npy_dir else ""
     if npy_dir:
         try:
-            present = {n for n in os.listdir(npy_path) if n.endswith(".npy")}
+            names, outside = names_inside(npy_path, listing.root)
+            present = {n for n in names if n.endswith(".npy")}
+            for name in outside:  # a tensor file linked from outside PATH: never opened
+                yield Problem(os.path.join(npy_path, name), OUTSIDE_LINK)
         except OSError as exc:
             yield Problem(npy_path, f"{npy_dir}: cannot list ({exc.strerror or exc})")
     stacks: dict[str, list[str]] = {}

@@ -230,7 +230,7 @@ HOSTILE_NAMES = (
     "clip\x1b]52;c;aGFja2Vk\x07[/bold]op",
     "[bold red]x[/]\x1b[2J\x1b[Hcls",
     "link\x1b]8;;http://evil.example/\x1b\\here\x1b]8;;\x1b\\[link=http://evil.example/]L[/link]",
-    "title\x1b]0;pwned\x07\x9b31m\u202egnp.exe\nproblems: none",
+    "title\x1b]0;pwned\x07\x9b31m\u202egnp.exe\nproblems: none\u200b\u200c\u200d\u2060\ufeffzw",
 )
 #: an op type (file-name field) that is hostile too
 HOSTILE_TYPE = "Ty\x1b[31mpe[red]"
