@@ -348,6 +348,17 @@ class DumpQuery:
         rows = self.index.query(f"SELECT {_OP_COLS} FROM ops WHERE id=?", (op_id,))
         return _op(rows[0]) if rows else None
 
+    def ops_by_id(self, op_ids: Iterable[int]) -> dict[int, OpRow]:
+        """``op_by_id`` of many ops in a few queries (ids that name no op are left out)."""
+        ids = sorted(set(op_ids))
+        out: dict[int, OpRow] = {}
+        for k in range(0, len(ids), 900):  # under SQLite's 999 parameters
+            part = ids[k:k + 900]
+            for row in self.index.query(f"SELECT {_OP_COLS} FROM ops WHERE id IN ({','.join('?' * len(part))})",
+                                        part):
+                out[row[0]] = _op(row)
+        return out
+
     def op_position(self, op: OpRow, grep: Optional[str] = None) -> int:
         """Row number of ``op`` in ``ops(op.rank, op.step, grep)`` (for virtual lists)."""
         where, params = self._where(op.rank, op.step, grep)
@@ -637,14 +648,19 @@ class DumpQuery:
             if snaps:
                 doc["snapshots"] = [{"after": s.watch_after, "name": s.name, "file_name": s.file_name,
                                      "files": sorted({t.path for t in self.tensors(s.id)})} for s in snaps]
-        stacks = [t.extra.get("stack") for t in tensors if t.extra.get("stack")]
-        if stacks and not doc["source"]:
-            from dumpscope.core.layouts.py_stack import source_from_stack
-
-            doc["stack"] = stacks[0]
-            doc["source"] = source_from_stack(stacks[0])
-            doc["user_frame"] = first_user_frame(doc["source"])
+        source, stack = _call_site(doc["source"], tensors)
+        if stack is not None:
+            doc["stack"] = stack
+            doc["source"] = source
+            doc["user_frame"] = first_user_frame(source)
         return doc
+
+    def call_sites(self, op_ids: Iterable[int]) -> dict[int, tuple[list[dict[str, Any]], Optional[list]]]:
+        """``show``'s ``(source, stack)`` of each op, by id, without the rest of ``show``, in a few
+        queries: compare's table writes an op's stack on its first row, once per op of a place."""
+        ops = self.ops_by_id(op_ids)
+        tensors = self.tensors_of(list(ops))
+        return {i: _call_site(self.graph_details(op)["source"], tensors[i]) for i, op in ops.items()}
 
     # -- statistics -------------------------------------------------------------------------
 
@@ -706,6 +722,20 @@ class DumpQuery:
             self._remember("INSERT OR REPLACE INTO stats_cache VALUES(?, ?)",
                            [(sig, json.dumps(doc, default=_json_default))])
         return _described(doc, t)
+
+
+def _call_site(source: list[dict[str, Any]], tensors: list[TensorRow]) -> tuple[list[dict[str, Any]], Optional[list]]:
+    """The graph node's source frames; without them, the frames of the first stack a tensor record
+    carries, and that stack (``None`` when the graph said where, or nothing did)."""
+    if source:
+        return source, None
+    for t in tensors:
+        stack = t.extra.get("stack")
+        if stack:
+            from dumpscope.core.layouts.py_stack import source_from_stack
+
+            return source_from_stack(stack), stack
+    return source, None
 
 
 def _short_value(v: Any) -> str:
