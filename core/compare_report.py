@@ -51,6 +51,8 @@ _METRICS = [("Cosine", "cosine"), ("EucDist", "euc_dist"), ("MaxAbsErr", "max_ab
             ("MaxRelativeErr", "max_rel_err"), ("One Thousandth Err Ratio", "one_thousandth_ratio"),
             ("Five Thousandths Err Ratio", "five_thousandth_ratio")]
 _STATS = ("max", "min", "mean", "l2norm")
+_NPU_STATS = [(f"NPU {k}", k) for k in _STATS]
+_BENCH_STATS = [(f"Bench {k}", k) for k in _STATS]
 
 #: msprobe's highlight colours, spelled as msprobe spelled them (openpyxl stores "FFFF00" as "00FFFF00")
 ERROR_FILL = "FFFF0000"
@@ -115,8 +117,18 @@ def table_rows(doc: dict[str, Any], stacks: Optional[Callable[[dict[str, Any]], 
     the target op's call stack (list of frames), asked once per op.
     """
     fd = doc.get("first_divergence")
+    fd_keys = [k for k in ("name", "io", "slot", "step") if k in fd] if fd else []
     last_op: Any = object()
     prefetch = getattr(stacks, "prefetch", None)
+    few: dict[Any, str] = {}  # _cell_text of the few-valued fields (dtypes, rules, types), once per value
+
+    def text(v: Any) -> str:
+        if v not in few:
+            if len(few) > 4096:
+                few.clear()
+            few[v] = _cell_text(v)
+        return few[v]
+
     for row in _chunked(doc.get("rows", []), prefetch):
         golden, target = _side(row, "golden"), _side(row, "target")
         scalar = row.get("kind") == "scalar"
@@ -124,27 +136,28 @@ def table_rows(doc: dict[str, Any], stacks: Optional[Callable[[dict[str, Any]], 
         cells: dict[str, Any] = {
             "NPU Name": _cell_text(_tensor_name(str(row.get("target_name") or name), row)),
             "Bench Name": _cell_text(_tensor_name(name, row)),
-            "NPU Dtype": _cell_text(target["dtype"]) if target.get("dtype") else NA,
-            "Bench Dtype": _cell_text(golden["dtype"]) if golden.get("dtype") else NA,
+            "NPU Dtype": text(target["dtype"]) if target.get("dtype") else NA,
+            "Bench Dtype": text(golden["dtype"]) if golden.get("dtype") else NA,
             "NPU Tensor Shape": _shape(target.get("shape")),
             "Bench Tensor Shape": _shape(golden.get("shape")),
             "NPU Requires_grad": target.get("requires_grad", NA),
             "Bench Requires_grad": golden.get("requires_grad", NA),
             "Result": row.get("verdict"),
-            "Err_message": _cell_text(row.get("rule") or ""),
+            "Err_message": text(row.get("rule") or ""),
             "step": row.get("step"), "rank": row.get("rank"), "io": row.get("io"), "slot": row.get("slot"),
             "kind": row.get("kind"), "origin": row.get("origin"), "match": row.get("match"),
-            "mode": row.get("mode"), "first_divergence": "yes" if is_first(row, fd) else "",
-            "type": _cell_text(row["type"]) if row.get("type") is not None else None,
+            "mode": row.get("mode"),
+            "first_divergence": "yes" if fd and all(row.get(k) == fd[k] for k in fd_keys) else "",
+            "type": text(row["type"]) if row.get("type") is not None else None,
             "exec_index": row.get("exec_index"),
         }
         for col, key in _METRICS:
             v = row.get(key)
             cells[col] = "unsupported" if scalar and v is None else (NA if v is None else v)
-        for prefix, side in (("NPU", target), ("Bench", golden)):
-            for k in _STATS:
+        for cols, side in ((_NPU_STATS, target), (_BENCH_STATS, golden)):
+            for col, k in cols:
                 v = side.get(k)
-                cells[f"{prefix} {k}"] = NA if v is None else (v if isinstance(v, (int, float)) else _cell_text(v))
+                cells[col] = NA if v is None else (v if isinstance(v, (int, float)) else _cell_text(v))
         rg_t, rg_g = cells["NPU Requires_grad"], cells["Bench Requires_grad"]
         cells["Requires_grad Consistent"] = NA if NA in (rg_t, rg_g) else rg_t == rg_g
         op_key = (row.get("target_op_id"), row.get("target_name") or name, row.get("step"), row.get("rank"))
