@@ -622,10 +622,12 @@ class DumpQuery:
         details = self.graph_details(op)
         doc.update({k: details[k] for k in ("inputs_from", "control_from", "consumers", "attrs", "source")})
         doc["user_frame"] = first_user_frame(doc["source"])  # the user's line nearest the op, or None
-        from dumpscope.core.dtypes import stored_dtype_note
+        notes = []
+        if any(t.storage == "npy" and t.stored_dtype and t.stored_dtype != t.dtype for t in tensors):
+            from dumpscope.core.dtypes import stored_dtype_note  # (numpy: imported only when needed)
 
-        notes = [f"{t.io}.{t.slot}: {n}" for t in tensors if t.storage == "npy"
-                 for n in [stored_dtype_note(t.dtype, t.stored_dtype)] if n]
+            notes = [f"{t.io}.{t.slot}: {n}" for t in tensors if t.storage == "npy"
+                     for n in [stored_dtype_note(t.dtype, t.stored_dtype)] if n]
         if notes:
             doc["dtype_notes"] = notes
         doc["graph_file"] = details["graph"]
