@@ -199,16 +199,20 @@ class DumpQuery:
         # files changed in place since they were read are read again by the update (core.freshness)
         return [{"path": p, "error": e} for p, e in self.index.query("SELECT path, error FROM problems ORDER BY path, error")]
 
-    def layouts(self) -> list[dict[str, Any]]:
-        """Producers found, with their file counts (computed once per index build)."""
+    def layouts(self, files_by_producer: Optional[dict[str, int]] = None) -> list[dict[str, Any]]:
+        """Producers found, with their file counts (computed once per index build; ``summary``
+        passes the counts its file accounting made in its own pass over the units)."""
         cached = self.index.query("SELECT value FROM meta WHERE key='layouts'")
         if cached:
             return json.loads(cached[0][0])
         from dumpscope.core.accounting import layout_roots
         from dumpscope.core.dump_roots import aside_layouts
 
-        rows = self.index.query(
-            "SELECT producer, COUNT(DISTINCT path) FROM units GROUP BY producer ORDER BY producer")
+        if files_by_producer is not None:
+            rows = sorted(files_by_producer.items())
+        else:
+            rows = self.index.query(
+                "SELECT producer, COUNT(DISTINCT path) FROM units GROUP BY producer ORDER BY producer")
         roots = layout_roots(self.index)
         out = [{"name": producer, "root": roots.get(producer, self.root), "files": files} for producer, files in rows]
         out += list(aside_layouts(self.index))  # another dump of the same places: listed, set aside
@@ -259,14 +263,16 @@ class DumpQuery:
         graphs = self.graph_files()
         # ~1 s at 100k files: computed once per index build (finalize drops it), like layouts()
         cached = self.index.query("SELECT value FROM meta WHERE key='accounting'")
+        files_by_producer: Optional[dict[str, int]] = None
         if cached:
             accounting = json.loads(cached[0][0])
         else:
-            accounting = file_accounting(self.index)
+            files_by_producer = {}  # the layouts' file counts, from the same pass over the units
+            accounting = file_accounting(self.index, files_by_producer)
             self._remember("INSERT OR REPLACE INTO meta VALUES('accounting', ?)", [(json.dumps(accounting),)])
         return {
             "path": self.root,
-            "layouts": self.layouts(),
+            "layouts": self.layouts(files_by_producer),
             "ranks": self.ranks(),
             "steps": self.steps(),
             "graphs": self.graphs(),
