@@ -26,6 +26,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import posixpath
 from itertools import islice
 from math import isfinite
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
@@ -129,6 +130,16 @@ def table_rows(doc: dict[str, Any], stacks: Optional[Callable[[dict[str, Any]], 
             few[v] = _cell_text(v)
         return few[v]
 
+    def shape(v: Any) -> str:
+        if not isinstance(v, list):
+            return _shape(v)
+        key = tuple(v)
+        if key not in few:
+            if len(few) > 4096:
+                few.clear()
+            few[key] = _shape(v)
+        return few[key]
+
     for row in _chunked(doc.get("rows", []), prefetch):
         golden, target = _side(row, "golden"), _side(row, "target")
         scalar = row.get("kind") == "scalar"
@@ -138,8 +149,8 @@ def table_rows(doc: dict[str, Any], stacks: Optional[Callable[[dict[str, Any]], 
             "Bench Name": _cell_text(_tensor_name(name, row)),
             "NPU Dtype": text(target["dtype"]) if target.get("dtype") else NA,
             "Bench Dtype": text(golden["dtype"]) if golden.get("dtype") else NA,
-            "NPU Tensor Shape": _shape(target.get("shape")),
-            "Bench Tensor Shape": _shape(golden.get("shape")),
+            "NPU Tensor Shape": shape(target.get("shape")),
+            "Bench Tensor Shape": shape(golden.get("shape")),
             "NPU Requires_grad": target.get("requires_grad", NA),
             "Bench Requires_grad": golden.get("requires_grad", NA),
             "Result": row.get("verdict"),
@@ -169,7 +180,7 @@ def table_rows(doc: dict[str, Any], stacks: Optional[Callable[[dict[str, Any]], 
         if scalar:
             cells["Data_name"] = str(["-1", "-1"])
         elif any(files):
-            cells["Data_name"] = _cell_text(str([os.path.basename(f) if f else NA for f in files]))
+            cells["Data_name"] = _cell_text(str([_basename(f) if f else NA for f in files]))
         else:
             cells["Data_name"] = NA
         verdict = str(row.get("verdict")) if row.get("verdict") else None
@@ -194,6 +205,8 @@ def table_rows(doc: dict[str, Any], stacks: Optional[Callable[[dict[str, Any]], 
 
 
 _ABSENT = object()
+#: os.path.basename; on POSIX the same slice without the function's separator lookup (once per row)
+_basename = (lambda p: p[p.rfind("/") + 1:]) if os.path.basename is posixpath.basename else os.path.basename
 #: rows read ahead so their stacks are looked up together
 _CHUNK = 512
 

@@ -665,10 +665,30 @@ class DumpQuery:
 
     def call_sites(self, op_ids: Iterable[int]) -> dict[int, tuple[list[dict[str, Any]], Optional[list]]]:
         """``show``'s ``(source, stack)`` of each op, by id, without the rest of ``show``, in a few
-        queries: compare's table writes an op's stack on its first row, once per op of a place."""
-        ops = self.ops_by_id(op_ids)
-        tensors = self.tensors_of(list(ops))
-        return {i: _call_site(self.graph_details(op)["source"], tensors[i]) for i, op in ops.items()}
+        queries: compare's table writes an op's stack on its first row, once per op of a place.
+
+        Most ops have neither (no graph joined, no stack in their records): their units' packed
+        tensors are looked at as text (``pack`` writes keys as plain JSON strings) and decoded only
+        when one holds a ``"stack"``."""
+        ids = sorted(set(op_ids))
+        out: dict[int, tuple[list[dict[str, Any]], Optional[list]]] = {}
+        for k in range(0, len(ids), 450):  # two parameters per id, under SQLite's 999 limit
+            part = ids[k:k + 450]
+            marks = ",".join("?" * len(part))
+            joined = set()
+            for i, j in self.index.query(f"SELECT id, joined FROM ops WHERE id IN ({marks})", part):
+                out[i] = ([], None)  # no graph source, no stack: unless found below
+                if j is not None:
+                    joined.add(i)
+            stacked = {op_id for op_id, text in self.index.query(
+                f"SELECT op_id, tensors FROM units WHERE id IN ({marks}) AND op_id=id UNION ALL "
+                f"SELECT op_id, tensors FROM units WHERE op_id IN ({marks}) AND op_id != id", part + part)
+                if text and '"stack"' in text}
+            for op_id in sorted(joined | (stacked & out.keys())):  # the whole lookup, as show makes it
+                op = self.op_by_id(op_id)
+                if op is not None:
+                    out[op_id] = _call_site(self.graph_details(op)["source"], self.tensors(op_id))
+        return out
 
     # -- statistics -------------------------------------------------------------------------
 
