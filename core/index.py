@@ -238,7 +238,8 @@ class _Pool:
         self._root = root
         files = scanned.files
         shared = [f for f in files if f in ("mapping.csv",)]
-        chunks = [sorted(set(files[i:i + CHUNK_FILES]) | set(shared)) for i in range(0, len(files), CHUNK_FILES)]
+        # (the walk lists names sorted: dict.fromkeys keeps that order, so the sort is one linear pass)
+        chunks = [sorted(dict.fromkeys(files[i:i + CHUNK_FILES] + shared)) for i in range(0, len(files), CHUNK_FILES)]
         jobs: list[tuple[Any, list[str]]] = []
         # each chunk carries its own file names: the folder's full list is not sent with every chunk
         light = dataclasses.replace(scanned, files=[])
