@@ -10,7 +10,7 @@ counts come from the index's tables and add up to the number of files listed.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Optional
 
 if TYPE_CHECKING:
     from dumpscope.core.index import DumpIndex
@@ -43,11 +43,13 @@ def layout_roots(index: "DumpIndex") -> dict[str, str]:
     return {p: tree_root(dirs, index.root) for p, dirs in by_producer.items()}
 
 
-def file_accounting(index: "DumpIndex") -> dict[str, int]:
+def file_accounting(index: "DumpIndex", by_producer: Optional[dict[str, int]] = None) -> dict[str, int]:
     """Counts per fate of every listed file; ``files`` is their sum.
 
     Unit files are counted a folder at a time (a folder's units have consecutive ids): a million-file
-    tree never has its million paths in memory at once (issue 21: RSS <= 500 MB at 1M files)."""
+    tree never has its million paths in memory at once (issue 21: RSS <= 500 MB at 1M files).
+    ``by_producer``, when given, is filled with the files each producer's units come from (what
+    ``DumpQuery.layouts`` lists), counted in the same pass over the units."""
     listed, claimed, aside = index.query(
         "SELECT COALESCE(SUM(nfiles), 0), COALESCE(SUM(CASE WHEN a.dir_id IS NULL THEN nclaimed END), 0), "
         "COALESCE(SUM(CASE WHEN a.dir_id IS NOT NULL THEN nfiles END), 0) "
@@ -62,15 +64,36 @@ def file_accounting(index: "DumpIndex") -> dict[str, int]:
         "SELECT DISTINCT p.path FROM problems p LEFT JOIN dirs d ON d.path = p.path WHERE d.id IS NULL")]
     special = set(graph_paths) | set(order_paths) | set(overflow_paths) | set(problem_paths)
     seen: set[str] = set()  # unit files that are special too, or lie outside their folder
+    elsewhere: set[tuple[str, str]] = set()  # (producer, file) of files outside their folder
     tensor = stats = 0
-    for dir_id, first, last in index.query(
-            "SELECT id, first_unit, last_unit FROM dirs WHERE first_unit IS NOT NULL"):
+    for dir_id, folder, first, last in index.query(
+            "SELECT id, path, first_unit, last_unit FROM dirs WHERE first_unit IS NOT NULL"):
         kinds: dict[str, bool] = {}  # file -> holds tensor data (else statistics or values only)
-        for path, storage in index.query(
-                "SELECT path, storage FROM units WHERE id BETWEEN ? AND ? AND dir_id = ?", (first, last, dir_id)):
+        rows = index.query("SELECT path, storage, producer FROM units WHERE id BETWEEN ? AND ? AND dir_id = ?",
+                           (first, last, dir_id))
+        for path, storage, _producer in rows:
             kinds[path] = kinds.get(path, False) or storage not in ("none", "value")
+        inside = folder.rstrip(os.sep) + os.sep
+        cut = len(inside)
+
+        def own(path: str) -> bool:  # a file of the folder itself (the common case): no os.path.dirname
+            return path.startswith(inside) and os.sep not in path[cut:] and bool(path[cut:])
+
+        if by_producer is not None:  # a file of this folder is no other folder's unit: counted here
+            producers = {r[2] for r in rows}
+            if len(producers) == 1:
+                (producer,) = producers
+                mine = [own(p) for p in kinds]
+                by_producer[producer] = by_producer.get(producer, 0) + sum(mine)
+                elsewhere.update((producer, p) for p, m in zip(kinds, mine) if not m)
+            else:
+                for producer, path in dict.fromkeys((r[2], r[0]) for r in rows):
+                    if own(path):
+                        by_producer[producer] = by_producer.get(producer, 0) + 1
+                    else:
+                        elsewhere.add((producer, path))
         for path, has_tensor in kinds.items():
-            if path in special or os.path.dirname(path) not in walked:
+            if path in special or not own(path) and os.path.dirname(path) not in walked:
                 if path in seen:  # read from a subfolder by more than one folder's layout: once
                     continue
                 seen.add(path)
@@ -96,4 +119,7 @@ def file_accounting(index: "DumpIndex") -> dict[str, int]:
            # every file of another dump of the same rank/step places, set aside (core.dump_roots)
            "other_dump": aside}
     out["files"] = listed
+    if by_producer is not None:
+        for producer, _path in elsewhere:
+            by_producer[producer] = by_producer.get(producer, 0) + 1
     return out

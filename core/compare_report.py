@@ -26,6 +26,9 @@ from __future__ import annotations
 import csv
 import math
 import os
+import posixpath
+from itertools import islice
+from math import isfinite
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
 
 from dumpscope.core.inert import csv_text, inert_lines
@@ -49,6 +52,8 @@ _METRICS = [("Cosine", "cosine"), ("EucDist", "euc_dist"), ("MaxAbsErr", "max_ab
             ("MaxRelativeErr", "max_rel_err"), ("One Thousandth Err Ratio", "one_thousandth_ratio"),
             ("Five Thousandths Err Ratio", "five_thousandth_ratio")]
 _STATS = ("max", "min", "mean", "l2norm")
+_NPU_STATS = [(f"NPU {k}", k) for k in _STATS]
+_BENCH_STATS = [(f"Bench {k}", k) for k in _STATS]
 
 #: msprobe's highlight colours, spelled as msprobe spelled them (openpyxl stores "FFFF00" as "00FFFF00")
 ERROR_FILL = "FFFF0000"
@@ -111,35 +116,57 @@ def table_rows(doc: dict[str, Any], stacks: Optional[Callable[[dict[str, Any]], 
     the target op's call stack (list of frames), asked once per op.
     """
     fd = doc.get("first_divergence")
+    fd_keys = [k for k in ("name", "io", "slot", "step") if k in fd] if fd else []
     last_op: Any = object()
-    for row in doc.get("rows", []):
+    prefetch = getattr(stacks, "prefetch", None)
+    few: dict[Any, str] = {}  # _cell_text of the few-valued fields (dtypes, rules, types), once per value
+
+    def text(v: Any) -> str:
+        if v not in few:
+            if len(few) > 4096:
+                few.clear()
+            few[v] = _cell_text(v)
+        return few[v]
+
+    def shape(v: Any) -> str:
+        if not isinstance(v, list):
+            return _shape(v)
+        key = tuple(v)
+        if key not in few:
+            if len(few) > 4096:
+                few.clear()
+            few[key] = _shape(v)
+        return few[key]
+
+    for row in _chunked(doc.get("rows", []), prefetch):
         golden, target = _side(row, "golden"), _side(row, "target")
         scalar = row.get("kind") == "scalar"
         name = str(row.get("name", ""))
         cells: dict[str, Any] = {
             "NPU Name": _cell_text(_tensor_name(str(row.get("target_name") or name), row)),
             "Bench Name": _cell_text(_tensor_name(name, row)),
-            "NPU Dtype": _cell_text(target["dtype"]) if target.get("dtype") else NA,
-            "Bench Dtype": _cell_text(golden["dtype"]) if golden.get("dtype") else NA,
-            "NPU Tensor Shape": _shape(target.get("shape")),
-            "Bench Tensor Shape": _shape(golden.get("shape")),
+            "NPU Dtype": text(target["dtype"]) if target.get("dtype") else NA,
+            "Bench Dtype": text(golden["dtype"]) if golden.get("dtype") else NA,
+            "NPU Tensor Shape": shape(target.get("shape")),
+            "Bench Tensor Shape": shape(golden.get("shape")),
             "NPU Requires_grad": target.get("requires_grad", NA),
             "Bench Requires_grad": golden.get("requires_grad", NA),
             "Result": row.get("verdict"),
-            "Err_message": _cell_text(row.get("rule") or ""),
+            "Err_message": text(row.get("rule") or ""),
             "step": row.get("step"), "rank": row.get("rank"), "io": row.get("io"), "slot": row.get("slot"),
             "kind": row.get("kind"), "origin": row.get("origin"), "match": row.get("match"),
-            "mode": row.get("mode"), "first_divergence": "yes" if is_first(row, fd) else "",
-            "type": _cell_text(row["type"]) if row.get("type") is not None else None,
+            "mode": row.get("mode"),
+            "first_divergence": "yes" if fd and all(row.get(k) == fd[k] for k in fd_keys) else "",
+            "type": text(row["type"]) if row.get("type") is not None else None,
             "exec_index": row.get("exec_index"),
         }
         for col, key in _METRICS:
             v = row.get(key)
             cells[col] = "unsupported" if scalar and v is None else (NA if v is None else v)
-        for prefix, side in (("NPU", target), ("Bench", golden)):
-            for k in _STATS:
+        for cols, side in ((_NPU_STATS, target), (_BENCH_STATS, golden)):
+            for col, k in cols:
                 v = side.get(k)
-                cells[f"{prefix} {k}"] = NA if v is None else (v if isinstance(v, (int, float)) else _cell_text(v))
+                cells[col] = NA if v is None else (v if isinstance(v, (int, float)) else _cell_text(v))
         rg_t, rg_g = cells["NPU Requires_grad"], cells["Bench Requires_grad"]
         cells["Requires_grad Consistent"] = NA if NA in (rg_t, rg_g) else rg_t == rg_g
         op_key = (row.get("target_op_id"), row.get("target_name") or name, row.get("step"), row.get("rank"))
@@ -151,7 +178,7 @@ def table_rows(doc: dict[str, Any], stacks: Optional[Callable[[dict[str, Any]], 
         if scalar:
             cells["Data_name"] = str(["-1", "-1"])
         elif any(files):
-            cells["Data_name"] = _cell_text(str([os.path.basename(f) if f else NA for f in files]))
+            cells["Data_name"] = _cell_text(str([_basename(f) if f else NA for f in files]))
         else:
             cells["Data_name"] = NA
         verdict = str(row.get("verdict")) if row.get("verdict") else None
@@ -176,6 +203,25 @@ def table_rows(doc: dict[str, Any], stacks: Optional[Callable[[dict[str, Any]], 
 
 
 _ABSENT = object()
+#: os.path.basename; on POSIX the same slice without the function's separator lookup (once per row)
+_basename = (lambda p: p[p.rfind("/") + 1:]) if os.path.basename is posixpath.basename else os.path.basename
+#: rows read ahead so their stacks are looked up together
+_CHUNK = 512
+
+
+def _chunked(rows: Iterable[dict[str, Any]], prefetch: Optional[Callable[[list], None]]
+             ) -> Iterator[dict[str, Any]]:
+    """``rows`` in order, ``prefetch`` given each chunk of them before its rows are yielded."""
+    if prefetch is None:
+        yield from rows
+        return
+    it = iter(rows)
+    while True:
+        chunk = list(islice(it, _CHUNK))
+        if not chunk:
+            return
+        prefetch(chunk)
+        yield from chunk
 
 
 def _json_type(v: Any) -> str:
@@ -217,8 +263,9 @@ def write_csv(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[st
         with replaced_file(path, "w", encoding="utf-8", newline="") as fh:
             w = csv.writer(fh)
             w.writerow(COLUMNS)
-            for cells, _ in table_rows(doc, stacks):
-                w.writerow([_csv_value(v) for v in cells])
+            for cells, _ in table_rows(doc, stacks):  # (38 cells a row: the common ones inline)
+                w.writerow(["" if v is None else v if not isinstance(v, float) or isfinite(v) else _csv_value(v)
+                            for v in cells])
                 n += 1
     except OSError as exc:
         raise ExportError(f"{path}: {exc.strerror or exc}") from None
@@ -306,15 +353,16 @@ def describe_sides(doc: dict[str, Any], golden_q: Optional["DumpQuery"], target_
     Only what the indexes already hold is used (dump statistics, statistics computed earlier):
     no tensor is read here.
     """
-    cache: dict[tuple[int, int], dict[tuple[str, int], Any]] = {}
+    # each side's last op only (an op's rows are read together): memory does not grow with the ops
+    cache: dict[int, tuple[int, dict[tuple[str, int], Any]]] = {}
 
     def tensors(q: Optional["DumpQuery"], side: int, op_id: Any) -> dict[tuple[str, int], Any]:
         if q is None or op_id is None:
             return {}
-        key = (side, int(op_id))
-        if key not in cache:
-            cache[key] = {(t.io, t.slot): t for t in q.tensors(int(op_id))}
-        return cache[key]
+        have = cache.get(side)
+        if have is None or have[0] != int(op_id):
+            have = cache[side] = (int(op_id), {(t.io, t.slot): t for t in q.tensors(int(op_id))})
+        return have[1]
 
     def fill(row: dict[str, Any]) -> dict[str, Any]:
         for side, which, q in ((0, "golden", golden_q), (1, "target", target_q)):
@@ -346,24 +394,39 @@ def describe_sides(doc: dict[str, Any], golden_q: Optional["DumpQuery"], target_
 
         doc["rows"] = MappedRows(rows, fill)
 
-    shown: dict[Any, Any] = {}
+    return _Stacks(target_q)
 
-    def stacks(row: dict[str, Any]) -> Any:
+
+class _Stacks:
+    """``stacks(row)``: the target op's call stack as the table writes it (``show``'s ``stack``, or its
+    ``source`` frames as lines), looked up for a chunk of rows at once (``prefetch``) and kept for that
+    chunk only: a few queries per chunk instead of three per op, memory flat."""
+
+    def __init__(self, target_q: Optional["DumpQuery"]) -> None:
+        self.q = target_q
+        self.known: dict[int, Any] = {}
+
+    def prefetch(self, rows: list[dict[str, Any]]) -> None:
+        self.known = {}
+        if self.q is None:
+            return
+        ids = {int(r["target_op_id"]) for r in rows if r.get("target_op_id") is not None}
+        sites = self.q.call_sites(ids)
+        self.known = {i: _frames(*sites[i]) if i in sites else None for i in ids}
+
+    def __call__(self, row: dict[str, Any]) -> Any:
         op_id = row.get("target_op_id")
-        if target_q is None or op_id is None:
+        if self.q is None or op_id is None:
             return None
-        if op_id not in shown:
-            op = target_q.op_by_id(int(op_id))
-            frames = None
-            if op is not None:
-                show = target_q.show_json(op)
-                frames = show.get("stack") or [
-                    f"File {s.get('file')}, line {s.get('line')}, {str(s.get('code', '')).strip()}"
-                    for s in show.get("source") or []] or None
-            shown[op_id] = frames
-        return shown[op_id]
+        op_id = int(op_id)
+        if op_id not in self.known:  # not prefetched (a caller that reads rows one by one)
+            self.prefetch([row])
+        return self.known[op_id]
 
-    return stacks
+
+def _frames(source: list[dict[str, Any]], stack: Optional[list]) -> Optional[list]:
+    return stack or [f"File {s.get('file')}, line {s.get('line')}, {str(s.get('code', '')).strip()}"
+                     for s in source or []] or None
 
 
 def inside(path: str, root: str) -> bool:

@@ -400,6 +400,40 @@ _EXACT_IN = {"bfloat16": {"float32", "float64"}, "float16": {"float32", "float64
              "int4": {"int8", "int16", "int32", "int64"}, "uint1": {"uint8", "bool"}, "int8": {"int16", "int32"}}
 
 
+#: bit-pattern types numpy has no type of: a ``.npy`` of them holds unsigned/signed integer words (or
+#: ml_dtypes' void items) of this many bytes, and only the file's name says what the words are
+_WORD_BYTES = {"bfloat16": 2, "float8_e5m2": 1, "float8_e4m3fn": 1, "float8_e8m0fnu": 1}
+
+
+def npy_words(logical: str, header: np.dtype) -> Optional[bool]:
+    """Does a ``.npy`` payload of ``header`` items hold the bit patterns of ``logical`` (its name's dtype)?
+
+    True: integer (or void) words as wide as ``logical``'s, little-endian: a writer saved the bits
+    (``<u2`` for bfloat16) because numpy has no such type, so they decode as ``logical``.
+    False: integer words of another width or byte order named by such a type: what they are cannot
+    be told, so they are a named problem, never numbers that only look like the tensor.
+    None: the header's type is the values' own (floats, or a name of no bit-pattern type).
+    """
+    width = _WORD_BYTES.get(logical)
+    if width is None or header.kind not in "iuV" or header.names is not None or header.subdtype is not None:
+        return None
+    return header.itemsize == width and header.byteorder != ">"
+
+
+def npy_words_named(logical: str, header: str) -> Optional[bool]:
+    """``npy_words`` of a header dtype given by name (``read_npy_header``'s ``dtype``; byte order unknown)."""
+    try:
+        return npy_words(logical, np.dtype(header))
+    except TypeError:
+        return None
+
+
+def npy_words_problem(logical: str, header: np.dtype) -> str:
+    """The one line for ``npy_words(...) is False``."""
+    return (f"file name says {logical}, payload header {header.str} ({header.name}): not {logical} bit patterns "
+            f"(another width or byte order), and not {logical} values: not decoded")
+
+
 def stored_dtype_note(logical: str, stored: str) -> Optional[str]:
     """One line for ``show`` when a file's name and its payload header disagree on the dtype.
 
@@ -408,6 +442,8 @@ def stored_dtype_note(logical: str, stored: str) -> Optional[str]:
     """
     if not stored or not logical or stored == logical:
         return None
+    if npy_words_named(logical, stored) is False:
+        return npy_words_problem(logical, np.dtype(stored))
     holds = stored in _EXACT_IN.get(logical, ())
     return (f"file name says {logical}, payload header {stored}: values read as {stored}"
             + (f" (a {stored} holds every {logical} value)" if holds else f" ({stored} cannot hold every {logical} value)"))

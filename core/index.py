@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import json
+import operator
 import os
 import sqlite3
 import sys
@@ -237,7 +239,8 @@ class _Pool:
         self._root = root
         files = scanned.files
         shared = [f for f in files if f in ("mapping.csv",)]
-        chunks = [sorted(set(files[i:i + CHUNK_FILES]) | set(shared)) for i in range(0, len(files), CHUNK_FILES)]
+        # (the walk lists names sorted: dict.fromkeys keeps that order, so the sort is one linear pass)
+        chunks = [sorted(dict.fromkeys(files[i:i + CHUNK_FILES] + shared)) for i in range(0, len(files), CHUNK_FILES)]
         jobs: list[tuple[Any, list[str]]] = []
         # each chunk carries its own file names: the folder's full list is not sent with every chunk
         light = dataclasses.replace(scanned, files=[])
@@ -406,31 +409,27 @@ class _EarlyOps:
     def stored(self, scanned: Scanned, first: int, units: list[tuple]) -> None:
         from dumpscope.core.layouts.paths import CONSTANTS_STEP, place_of
 
-        groups: dict[tuple[int, int], list[int]] = {}
-        for k, u in enumerate(units):  # stored sorted by rank, step first: each place is one id range
-            span = groups.get((u[5], u[6]))
-            if span is None:
-                groups[(u[5], u[6])] = [k, k + 1]
-            else:
-                span[1] = k + 1
+        groups = _spans(list(map(_RANK_STEP, units)))  # stored sorted by rank, step: a place is one id range
         if self.pending is not None:
             key = _place_key(place_of(scanned.parts))
             if key in self.pending:
                 self.pending[key] -= 1
+        plain = set(finalizing.PLAIN_PRODUCERS)
         for place, (lo, hi) in groups.items():
             if place in self.touched:  # a second folder for this place: the last finalize decides
                 self.waiting.pop(place, None)
                 continue
             self.touched.add(place)
             chunk = units[lo:hi]
-            if place[1] == CONSTANTS_STEP or \
-                    any(u[0] not in finalizing.PLAIN_PRODUCERS or "_To_" in u[4] or u[2] == "Parameter"
-                        for u in chunk) or len({(u[7], u[3]) for u in chunk}) != len(chunk) or \
-                    len({u[_STORAGE] == "none" for u in chunk}) > 1:
+            cols = list(zip(*chunk))  # a column at a time: the checks run in C, not per unit in Python
+            storages = set(cols[_STORAGE])
+            if place[1] == CONSTANTS_STEP or not set(cols[0]) <= plain or _any_holds(cols[4], "_To_") \
+                    or "Parameter" in cols[2] or _repeats(cols[7], cols[3]) or \
+                    ("none" in storages and len(storages) > 1):
                 # not plain (see finalize._plain_place), or statistics the last finalize may merge
                 # into payload records: the last finalize decides
                 continue
-            self.waiting[place] = (first + lo, first + hi - 1, frozenset(u[7] for u in chunk))
+            self.waiting[place] = (first + lo, first + hi - 1, frozenset(cols[7]))
         self._make()
 
     def _make(self) -> None:
@@ -446,6 +445,38 @@ class _EarlyOps:
         for place in [p for p in self.waiting if self.pending.get(p, 0) <= 0]:
             lo, hi, graphs = self.waiting.pop(place)
             finalizing.finalize_early(self.index, place, lo, hi, graphs)
+
+
+def _spans(keys: list) -> dict[Any, list[int]]:
+    """``[first index, last index + 1]`` of each key of ``keys``; searched in C when there are few
+    distinct keys (a folder is almost always one place), else in one pass."""
+    distinct = dict.fromkeys(keys)
+    if len(distinct) <= 8:
+        back = keys[::-1]
+        return {key: [keys.index(key), len(keys) - back.index(key)] for key in distinct}
+    spans: dict[Any, list[int]] = {}
+    for k, key in enumerate(keys):
+        span = spans.get(key)
+        if span is None:
+            spans[key] = [k, k + 1]
+        else:
+            span[1] = k + 1
+    return spans
+
+
+def _repeats(graphs: tuple, names: tuple) -> bool:
+    """Does a (graph, name) pair occur twice?  One graph (the common case): the names alone."""
+    if len(set(graphs)) == 1:
+        return len(set(names)) != len(names)
+    return len(set(zip(graphs, names))) != len(names)
+
+
+def _any_holds(texts: tuple, part: str) -> bool:
+    """Does any of ``texts`` (None allowed) contain ``part``?  One join and one search, not a loop."""
+    try:
+        return part in "\n".join(texts)
+    except TypeError:  # a None among them
+        return any(part in t for t in texts if t)
 
 
 def _place_key(place) -> tuple[int, int]:
@@ -531,6 +562,7 @@ class _BatchPart:
 
 _NTENSORS = UNIT_COLUMNS.index("ntensors")
 _STORAGE = UNIT_COLUMNS.index("storage")
+_RANK_STEP = operator.itemgetter(UNIT_COLUMNS.index("rank"), UNIT_COLUMNS.index("step"))
 _PATH = UNIT_COLUMNS.index("path")
 _INSERT_UNIT = (f"INSERT INTO units(id, op_id, dir_id, {', '.join(UNIT_COLUMNS)}) "
                 f"VALUES({', '.join('?' * (len(UNIT_COLUMNS) + 3))})")
@@ -922,7 +954,10 @@ class DumpIndex:
                    units: list[tuple], others: list[Item], old_id: Optional[int],
                    subdirs: Optional[str] = None) -> tuple[int, list[tuple]]:
         """Replace what is stored for one folder; returns the first unit id and the units as stored."""
-        used = json.dumps(sorted({u[0] for u in units}))
+        if units:
+            units = in_execution_order(units)  # stable: ties keep the layout's order
+        cols = list(zip(*units))  # a column at a time: the rows below are made in C, not per unit in Python
+        used = json.dumps(sorted(set(cols[0]) if units else ()))
         with self._lock:
             cur = self.conn.cursor()
             cur.execute("BEGIN IMMEDIATE")
@@ -942,11 +977,11 @@ class DumpIndex:
                             (path, mtime_ns, nentries, json.dumps(skips), used, nfiles, nclaimed, subdirs,
                              first_unit, last, self._read_ns))
                 dir_id = cur.lastrowid
-            files = dict.fromkeys(u[_PATH] for u in units)
+            files = dict.fromkeys(cols[_PATH] if units else ())
             files.update((it.path if isinstance(it, GraphFile) else it.source, None) for it in others
                          if isinstance(it, (GraphFile, ExecOrder)) and (it.path if isinstance(it, GraphFile)
                                                                        else it.source))
-            cur.executemany("INSERT INTO files(dir_id, path) VALUES(?, ?)", [(dir_id, f) for f in files])
+            cur.executemany("INSERT INTO files(dir_id, path) VALUES(?, ?)", zip(itertools.repeat(dir_id), files))
             for it in others:
                 if isinstance(it, Problem):
                     cur.execute("INSERT INTO problems VALUES(?,?,?)", (dir_id, it.path, it.error))
@@ -961,10 +996,10 @@ class DumpIndex:
                                 (dir_id, it.path, it.rank, it.step, it.graph, it.task, it.stream, it.status,
                                  it.kind, it.context, it.thread, it.folder or os.path.dirname(it.path)))
             if units:
-                if any(u[_STORAGE] == "none" for u in units):  # finalize merges these with payload units
+                if "none" in cols[_STORAGE]:  # finalize merges these with payload units
                     cur.execute("INSERT OR REPLACE INTO meta VALUES('stats_only', '1')")
-                units = in_execution_order(units)  # stable: ties keep the layout's order
-                cur.executemany(_INSERT_UNIT, [(first + k, first + k, dir_id) + u for k, u in enumerate(units)])
+                ids = range(first, first + len(units))
+                cur.executemany(_INSERT_UNIT, zip(ids, ids, itertools.repeat(dir_id), *cols))
                 cur.execute("INSERT OR REPLACE INTO meta VALUES('next_unit', ?)", (str(first + len(units)),))
             cur.execute("DELETE FROM meta WHERE key='finalized'")
             cur.execute("COMMIT")

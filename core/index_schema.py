@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 14
+#: 15: ops_watch, ops_joined_at partial (an index file of 14 lacks them: rebuilt, like any other version's)
+SCHEMA_VERSION = 15
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
@@ -62,8 +63,13 @@ OP_INDEXES = {
     # ever prefers walking a whole (rank, step) through ops_order
     "ops_name_at": "CREATE INDEX IF NOT EXISTS ops_name_at ON ops(name, rank, step)",
     "ops_file_name_at": "CREATE INDEX IF NOT EXISTS ops_file_name_at ON ops(file_name, rank, step)",
-    "ops_joined_at": "CREATE INDEX IF NOT EXISTS ops_joined_at ON ops(joined, rank, step)",
+    # only ops joined to a graph node (every lookup is "joined = ?" or "joined IN (…)"): a dump
+    # without graphs builds an empty index instead of one entry per op
+    "ops_joined_at": "CREATE INDEX IF NOT EXISTS ops_joined_at ON ops(joined, rank, step) WHERE joined IS NOT NULL",
     "ops_scope": "CREATE INDEX IF NOT EXISTS ops_scope ON ops(rank, step, graph, scope)",
+    # Dump-Watch snapshots of one watched op (``show``, compare's table: once per op): only snapshot
+    # rows carry watch_of, so the index is as small as they are; without it each lookup walked the place
+    "ops_watch": "CREATE INDEX IF NOT EXISTS ops_watch ON ops(rank, step, watch_of) WHERE watch_of IS NOT NULL",
 }
 #: indexes of earlier versions of OP_INDEXES, dropped from caches written by them
 OLD_OP_INDEXES = ("ops_name", "ops_file_name")

@@ -180,6 +180,10 @@ def _npy_one(path: str, t: TensorJob) -> Count:
             return _decoded(path, "npy", t)
         shape, fortran, sdt = header
         if sdt.kind not in "fc":
+            from dumpscope.core.dtypes import npy_words
+
+            if npy_words(t[2], sdt) is not None:  # integer words its name says are bfloat16/float8 bits
+                return _decoded(path, "npy", t)
             return Count()
         if sdt.names is not None or sdt.subdtype is not None or sdt.byteorder == ">" or sdt.kind == "c":
             return _decoded(path, "npy", t)

@@ -200,16 +200,20 @@ class DumpQuery:
         # files changed in place since they were read are read again by the update (core.freshness)
         return [{"path": p, "error": e} for p, e in self.index.query("SELECT path, error FROM problems ORDER BY path, error")]
 
-    def layouts(self) -> list[dict[str, Any]]:
-        """Producers found, with their file counts (computed once per index build)."""
+    def layouts(self, files_by_producer: Optional[dict[str, int]] = None) -> list[dict[str, Any]]:
+        """Producers found, with their file counts (computed once per index build; ``summary``
+        passes the counts its file accounting made in its own pass over the units)."""
         cached = self.index.query("SELECT value FROM meta WHERE key='layouts'")
         if cached:
             return json.loads(cached[0][0])
         from dumpscope.core.accounting import layout_roots
         from dumpscope.core.dump_roots import aside_layouts
 
-        rows = self.index.query(
-            "SELECT producer, COUNT(DISTINCT path) FROM units GROUP BY producer ORDER BY producer")
+        if files_by_producer is not None:
+            rows = sorted(files_by_producer.items())
+        else:
+            rows = self.index.query(
+                "SELECT producer, COUNT(DISTINCT path) FROM units GROUP BY producer ORDER BY producer")
         roots = layout_roots(self.index)
         out = [{"name": producer, "root": roots.get(producer, self.root), "files": files} for producer, files in rows]
         out += list(aside_layouts(self.index))  # another dump of the same places: listed, set aside
@@ -260,14 +264,16 @@ class DumpQuery:
         graphs = self.graph_files()
         # ~1 s at 100k files: computed once per index build (finalize drops it), like layouts()
         cached = self.index.query("SELECT value FROM meta WHERE key='accounting'")
+        files_by_producer: Optional[dict[str, int]] = None
         if cached:
             accounting = json.loads(cached[0][0])
         else:
-            accounting = file_accounting(self.index)
+            files_by_producer = {}  # the layouts' file counts, from the same pass over the units
+            accounting = file_accounting(self.index, files_by_producer)
             self._remember("INSERT OR REPLACE INTO meta VALUES('accounting', ?)", [(json.dumps(accounting),)])
         return {
             "path": self.root,
-            "layouts": self.layouts(),
+            "layouts": self.layouts(files_by_producer),
             "ranks": self.ranks(),
             "steps": self.steps(),
             "graphs": self.graphs(),
@@ -348,6 +354,17 @@ class DumpQuery:
     def op_by_id(self, op_id: int) -> Optional[OpRow]:
         rows = self.index.query(f"SELECT {_OP_COLS} FROM ops WHERE id=?", (op_id,))
         return _op(rows[0]) if rows else None
+
+    def ops_by_id(self, op_ids: Iterable[int]) -> dict[int, OpRow]:
+        """``op_by_id`` of many ops in a few queries (ids that name no op are left out)."""
+        ids = sorted(set(op_ids))
+        out: dict[int, OpRow] = {}
+        for k in range(0, len(ids), 900):  # under SQLite's 999 parameters
+            part = ids[k:k + 900]
+            for row in self.index.query(f"SELECT {_OP_COLS} FROM ops WHERE id IN ({','.join('?' * len(part))})",
+                                        part):
+                out[row[0]] = _op(row)
+        return out
 
     def op_position(self, op: OpRow, grep: Optional[str] = None) -> int:
         """Row number of ``op`` in ``ops(op.rank, op.step, grep)`` (for virtual lists)."""
@@ -653,10 +670,12 @@ class DumpQuery:
         details = self.graph_details(op)
         doc.update({k: details[k] for k in ("inputs_from", "control_from", "consumers", "attrs", "source")})
         doc["user_frame"] = first_user_frame(doc["source"])  # the user's line nearest the op, or None
-        from dumpscope.core.dtypes import stored_dtype_note
+        notes = []
+        if any(t.storage == "npy" and t.stored_dtype and t.stored_dtype != t.dtype for t in tensors):
+            from dumpscope.core.dtypes import stored_dtype_note  # (numpy: imported only when needed)
 
-        notes = [f"{t.io}.{t.slot}: {n}" for t in tensors if t.storage == "npy"
-                 for n in [stored_dtype_note(t.dtype, t.stored_dtype)] if n]
+            notes = [f"{t.io}.{t.slot}: {n}" for t in tensors if t.storage == "npy"
+                     for n in [stored_dtype_note(t.dtype, t.stored_dtype)] if n]
         if notes:
             doc["dtype_notes"] = notes
         doc["graph_file"] = details["graph"]
@@ -682,14 +701,39 @@ class DumpQuery:
             if snaps:
                 doc["snapshots"] = [{"after": s.watch_after, "name": s.name, "file_name": s.file_name,
                                      "files": sorted({t.path for t in self.tensors(s.id)})} for s in snaps]
-        stacks = [t.extra.get("stack") for t in tensors if t.extra.get("stack")]
-        if stacks and not doc["source"]:
-            from dumpscope.core.layouts.py_stack import source_from_stack
-
-            doc["stack"] = stacks[0]
-            doc["source"] = source_from_stack(stacks[0])
-            doc["user_frame"] = first_user_frame(doc["source"])
+        source, stack = _call_site(doc["source"], tensors)
+        if stack is not None:
+            doc["stack"] = stack
+            doc["source"] = source
+            doc["user_frame"] = first_user_frame(source)
         return doc
+
+    def call_sites(self, op_ids: Iterable[int]) -> dict[int, tuple[list[dict[str, Any]], Optional[list]]]:
+        """``show``'s ``(source, stack)`` of each op, by id, without the rest of ``show``, in a few
+        queries: compare's table writes an op's stack on its first row, once per op of a place.
+
+        Most ops have neither (no graph joined, no stack in their records): their units' packed
+        tensors are looked at as text (``pack`` writes keys as plain JSON strings) and decoded only
+        when one holds a ``"stack"``."""
+        ids = sorted(set(op_ids))
+        out: dict[int, tuple[list[dict[str, Any]], Optional[list]]] = {}
+        for k in range(0, len(ids), 450):  # two parameters per id, under SQLite's 999 limit
+            part = ids[k:k + 450]
+            marks = ",".join("?" * len(part))
+            joined = set()
+            for i, j in self.index.query(f"SELECT id, joined FROM ops WHERE id IN ({marks})", part):
+                out[i] = ([], None)  # no graph source, no stack: unless found below
+                if j is not None:
+                    joined.add(i)
+            stacked = {op_id for op_id, text in self.index.query(
+                f"SELECT op_id, tensors FROM units WHERE id IN ({marks}) AND op_id=id UNION ALL "
+                f"SELECT op_id, tensors FROM units WHERE op_id IN ({marks}) AND op_id != id", part + part)
+                if text and '"stack"' in text}
+            for op_id in sorted(joined | (stacked & out.keys())):  # the whole lookup, as show makes it
+                op = self.op_by_id(op_id)
+                if op is not None:
+                    out[op_id] = _call_site(self.graph_details(op)["source"], self.tensors(op_id))
+        return out
 
     # -- statistics -------------------------------------------------------------------------
 
@@ -757,6 +801,20 @@ def shown_step(step: int) -> Optional[int]:
     """The step as users see it: MindSpore's ``constants/`` folder is in no step (None, JSON null), never
     the -1 the index files it under (``layouts.paths.CONSTANTS_STEP``)."""
     return None if step == CONSTANTS_STEP else step
+
+
+def _call_site(source: list[dict[str, Any]], tensors: list[TensorRow]) -> tuple[list[dict[str, Any]], Optional[list]]:
+    """The graph node's source frames; without them, the frames of the first stack a tensor record
+    carries, and that stack (``None`` when the graph said where, or nothing did)."""
+    if source:
+        return source, None
+    for t in tensors:
+        stack = t.extra.get("stack")
+        if stack:
+            from dumpscope.core.layouts.py_stack import source_from_stack
+
+            return source_from_stack(stack), stack
+    return source, None
 
 
 def _short_value(v: Any) -> str:

@@ -108,7 +108,7 @@ def load_tensor(ref: TensorRef) -> np.ndarray:
         if ref.storage == STORAGE_NPY:
             from dumpscope.core.formats.npy_header import load_npy
 
-            return load_npy(ref.path)
+            return _words_decoded(ref, load_npy(ref.path))
         if ref.storage == STORAGE_RAW:
             return _load_raw(ref)
         if ref.storage == STORAGE_CANN:
@@ -240,7 +240,7 @@ class OnceReader:
         for d in shape:
             count *= d
         arr = np.frombuffer(data, dtype=dt, count=count, offset=offset) if count else np.zeros(0, dt)
-        return arr.reshape(shape[::-1]).transpose() if fortran else arr.reshape(shape)
+        return _words_decoded(ref, arr.reshape(shape[::-1]).transpose() if fortran else arr.reshape(shape))
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,6 +343,31 @@ def _gather_index(t, numbers: np.ndarray, udt: np.dtype, shape: tuple) -> Option
 def _value_dtype(dt: np.dtype) -> np.dtype:
     """The dtype a stream of these values declares (native byte order, by name)."""
     return np.dtype(dt.name)
+
+
+def npy_words_dtype(ref: TensorRef, header: np.dtype) -> Optional[np.dtype]:
+    """The integer dtype to read a ``.npy``'s words as when they are the bit patterns of the type its
+    name gives (``dtypes.npy_words``: ``<u2`` words of a file named bfloat16), else None (values);
+    ``TensorLoadError`` when the name says bit patterns the words cannot be."""
+    from dumpscope.core.dtypes import npy_words, npy_words_problem
+
+    words = npy_words(ref.dtype, header)
+    if words is None:
+        return None
+    if not words:
+        raise TensorLoadError(f"{ref.path}: {npy_words_problem(ref.dtype, header)}")
+    return np.dtype(_BITS_DTYPES[ref.dtype])
+
+
+def _words_decoded(ref: TensorRef, arr: np.ndarray) -> np.ndarray:
+    """``arr`` as read by numpy, or its words decoded as the name's bit-pattern type (exact float32)."""
+    bits = npy_words_dtype(ref, arr.dtype)
+    if bits is None:
+        return arr
+    from dumpscope.core.dtypes import decode
+
+    flat = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+    return decode(flat, ref.dtype, arr.size).reshape(arr.shape)
 
 
 def _npy_layout(path: str, data: bytes):
@@ -576,12 +601,17 @@ def _stream_npy(ref: TensorRef):
             shape, _fortran, sdt = header
     except Exception as exc:
         raise _err(ref, exc) from None
-    if sdt.hasobject or sdt.kind not in "biufc" or sdt.names is not None or sdt.subdtype is not None:
+    bits = npy_words_dtype(ref, sdt)
+    if bits is not None:  # bfloat16/float8 bit patterns stored as integer words: the engine decodes them
+        sdt, logical = bits, ref.dtype
+    elif sdt.hasobject or sdt.kind not in "biufc" or sdt.names is not None or sdt.subdtype is not None:
         return None
+    else:
+        logical = sdt.name
     count = element_count(shape)
     if count == 0:
-        return (lambda: iter([np.zeros(0, sdt)]), tuple(shape), sdt.name)
-    return (FileChunks(ref.path, head.data_offset, count, sdt), tuple(shape), sdt.name)
+        return (lambda: iter([np.zeros(0, sdt)]), tuple(shape), logical)
+    return (FileChunks(ref.path, head.data_offset, count, sdt), tuple(shape), logical)
 
 
 class FileChunks:

@@ -24,7 +24,7 @@ import numpy as np
 
 from dumpscope.core.model import STORAGE_CANN, STORAGE_NPY, STORAGE_RAW
 from dumpscope.core.tensor_io import (TensorLoadError, TensorRef, _BITS_DTYPES, _cann_tensor, _err, _stored_dtype,
-                                      load_tensor)
+                                      load_tensor, npy_words_dtype)
 
 #: logical bytes of one block read for a slice
 BLOCK_BYTES = 32 << 20
@@ -87,6 +87,9 @@ def _mapped(ref: TensorRef) -> Optional[tuple[np.ndarray, Optional[str]]]:
             if header is None:
                 return None
             shape, _fortran, sdt = header
+            bits = npy_words_dtype(ref, sdt)
+            if bits is not None:  # bfloat16/float8 bit patterns stored as integer words
+                return _map(ref.path, head.data_offset, shape, bits, ref.dtype)
             if sdt.hasobject or sdt.kind not in "biufc" or sdt.names is not None or sdt.subdtype is not None:
                 return None
             return _map(ref.path, head.data_offset, shape, sdt, sdt.name)

@@ -22,6 +22,13 @@ _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
 OBJECT_REFUSED = "object arrays are not supported (would need pickle)"
 
 
+#: the descr MindSpore writes for a bfloat16 tensor (2.10 on CPU: ``{'descr': '<E2', …}`` in a file named
+#: ``….BFloat16.npy``, the payload the tensor's bit patterns); numpy knows no such type, so the header
+#: says ``dtype`` "bfloat16" and the payload is read as its little-endian 16-bit words
+BF16_DESCR = "<E2"
+BF16_WORDS = "<u2"
+
+
 class NpyFormatError(ValueError):
     """A file is not a readable ``.npy`` (the message names the file)."""
 
@@ -55,7 +62,11 @@ class NpyHeader:
             return f"{name}: truncated .npy ({self.file_size} bytes, header promises {self.data_offset + need})"
         if not self.oversized:
             return None
-        count = need // max(np.dtype(self.dtype).itemsize, 1) if self.dtype != "void" else 0
+        try:
+            size = 2 if self.dtype == "bfloat16" else np.dtype(self.dtype).itemsize
+        except TypeError:
+            size = 0
+        count = need // size if size and self.dtype != "void" else 0
         guess = ""
         if count and have % count == 0:
             fits = {2: "float16/bfloat16", 4: "float32", 8: "float64"}.get(have // count)
@@ -160,10 +171,14 @@ def _header_from_dict(meta: object, data_offset: int, file_size: int, name: str)
         raise NpyFormatError(f"{name}: bad shape in .npy header")
     if isinstance(descr, str) and descr.lstrip("<>|=!").startswith("O"):
         raise NpyFormatError(f"{name}: {OBJECT_REFUSED}")
-    try:
-        dt = np.dtype(descr)
-    except (TypeError, ValueError, SyntaxError, KeyError, MemoryError, RecursionError):
-        raise NpyFormatError(f"{name}: bad dtype {str(descr)[:40]!r} in .npy header") from None
+    if descr == BF16_DESCR:  # MindSpore's bfloat16 (numpy has none): little-endian 16-bit words
+        dt, dtype = np.dtype(BF16_WORDS), "bfloat16"
+    else:
+        try:
+            dt = np.dtype(descr)
+        except (TypeError, ValueError, SyntaxError, KeyError, MemoryError, RecursionError):
+            raise NpyFormatError(f"{name}: bad dtype {str(descr)[:40]!r} in .npy header") from None
+        dtype = dtype_name(dt)
     if dt.hasobject:
         raise NpyFormatError(f"{name}: {OBJECT_REFUSED}")
     count = 1
@@ -171,7 +186,7 @@ def _header_from_dict(meta: object, data_offset: int, file_size: int, name: str)
         count *= d
     return NpyHeader(
         shape=tuple(shape),
-        dtype=dtype_name(dt),
+        dtype=dtype,
         fortran_order=fortran,
         data_offset=data_offset,
         nbytes=count * dt.itemsize,
@@ -181,13 +196,28 @@ def _header_from_dict(meta: object, data_offset: int, file_size: int, name: str)
 
 def read_array_header(fh) -> "tuple[tuple[int, ...], bool, np.dtype] | None":
     """numpy's own (shape, fortran order, dtype) from an open ``.npy`` stream at its start, leaving the
-    stream at the data; None for a format version numpy's readers here do not handle (1.0 and 2.0 only)."""
+    stream at the data; None for a format version numpy's readers here do not handle (1.0 and 2.0 only).
+    MindSpore's bfloat16 header (``BF16_DESCR``, which numpy refuses) comes back as its 16-bit words."""
     version = np.lib.format.read_magic(fh)
-    if version == (1, 0):
-        return np.lib.format.read_array_header_1_0(fh)
-    if version == (2, 0):
+    if version not in ((1, 0), (2, 0)):
+        return None
+    start = fh.tell()
+    try:
+        if version == (1, 0):
+            return np.lib.format.read_array_header_1_0(fh)
         return np.lib.format.read_array_header_2_0(fh)
-    return None
+    except ValueError:
+        fh.seek(0)
+        head = fh.read(MAX_HEADER_READ)
+        try:
+            header = parse_npy_header(head, len(head))
+        except NpyFormatError:
+            header = None
+        if header is None or header.dtype != "bfloat16":
+            fh.seek(start)
+            raise
+        fh.seek(header.data_offset)
+        return header.shape, header.fortran_order, np.dtype(BF16_WORDS)
 
 
 def dtype_name(dt: np.dtype) -> str:
@@ -204,6 +234,8 @@ def load_npy(path: str, mmap: bool = True) -> np.ndarray:
     problem = head.size_problem(name)
     if problem:
         raise NpyFormatError(problem)
+    if head.dtype == "bfloat16":  # MindSpore's '<E2': the words, which numpy cannot load as such
+        return _load_words(path, head)
     if mmap and not head.fortran_order and head.nbytes > 0:
         try:
             return np.load(path, mmap_mode="r", allow_pickle=False)
@@ -213,3 +245,15 @@ def load_npy(path: str, mmap: bool = True) -> np.ndarray:
         return np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
         raise NpyFormatError(f"{name}: cannot load ({exc})") from None
+
+
+def _load_words(path: str, head: NpyHeader) -> np.ndarray:
+    """The 16-bit words of a MindSpore bfloat16 ``.npy`` (``BF16_DESCR``), shaped as its header says
+    (the caller decodes them: ``tensor_io`` reads words named bfloat16 as bfloat16)."""
+    count = head.nbytes // 2
+    with open(path, "rb") as fh:
+        fh.seek(head.data_offset)
+        words = np.frombuffer(fh.read(head.nbytes), dtype=BF16_WORDS, count=count)
+    shape = head.shape
+    return words.reshape(shape[::-1]).transpose() if head.fortran_order else words.reshape(shape)
+

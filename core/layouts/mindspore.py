@@ -16,7 +16,7 @@ import os
 import re
 from typing import Iterable, Iterator, Optional
 
-from dumpscope.core.dtypes import normalize_dtype
+from dumpscope.core.dtypes import normalize_dtype, npy_words_named
 from dumpscope.core.errors import reason
 from dumpscope.core.formats.npy_header import read_npy_header
 from dumpscope.core.layouts.base import DirListing, Item, Layout, as_int, rank_from_parts
@@ -199,6 +199,8 @@ class MindSporeLayout(Layout):
             return Problem(path, reason(exc, path))
         stored = hdr.dtype
         logical = normalize_dtype(p.dtype) if p.dtype else stored
+        if logical != stored and npy_words_named(logical, stored):
+            stored = logical  # integer words of the name's bfloat16/float8 bits: what the bytes are
         rec = TensorRecord(
             producer="mindspore" if p.kind == "mindspore" else "msaccucmp_npy",
             path=path,

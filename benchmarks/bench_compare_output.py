@@ -1,0 +1,85 @@
+"""``dumpscope compare --output FILE.csv`` against ``--json`` alone, whole process, at several sizes.
+
+    python benchmarks/bench_compare_output.py [--files 10000,20000,40000] [--reps 3] [--xlsx]
+
+Issue 33: writing the table looked up every op's ``show`` document, and one of its lookups
+(``snapshots_of``) walked the op's whole place, so the table cost grew with the square of a place's
+ops (two 10k-file trees: 21 s CPU against 3.5 s for ``--json``).  Trees: ``bench_compare_tree``'s
+one-step CANN trees (every file one op of one place, two tensors each, golden and target copies).
+Indexes are built first (warm), so both figures are the compare and its output only, the output's
+share as large as it gets.  Each figure is the CPU time of the whole process tree (``dumpscope``
+and its pool workers), best of ``--reps`` runs, the two commands alternated; CPU because the box
+is shared (the wall time moves with the other sessions' load).  ``--json --output x.csv`` prints
+the same document as ``--json`` and writes the table besides: the ratio is the table's cost.
+Targets: the ratio <= 1.2x at every size, and CPU per row flat from the smallest size to the largest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import common  # noqa: E402
+from bench_compare_tree import one_step_tree  # noqa: E402
+from bench_overflow import children_cpu  # noqa: E402
+
+
+def timed(args: list[str], env: dict) -> tuple[float, float]:
+    """(wall, CPU of the process tree) of one ``dumpscope`` run, its stdout thrown away."""
+    c0, t0 = children_cpu(), time.perf_counter()
+    subprocess.run([sys.executable, "-m", "dumpscope", *args], check=True, env=env, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t0, children_cpu() - c0
+
+
+def bench(workdir: str, n_files: int, reps: int, ext: str) -> tuple[float, float]:
+    g, t = one_step_tree(workdir, n_files, "golden"), one_step_tree(workdir, n_files, "target")
+    cache = Path(workdir) / "cache-compare-output"
+    env = common.fresh_cache_env(cache)
+    for tree in (g, t):  # warm indexes: the figures are the compare and its output
+        subprocess.run([sys.executable, "-m", "dumpscope", "summary", str(tree), "--json"], check=True, env=env,
+                       stdout=subprocess.DEVNULL)
+    out = Path(workdir) / f"compare-output{ext}"
+    plain = ["compare", str(g), str(t), "--json"]
+    best = {"json": (float("inf"), float("inf")), "output": (float("inf"), float("inf"))}
+    for _ in range(max(1, reps)):
+        for key, args in (("json", plain), ("output", plain + ["--output", str(out)])):
+            w, c = timed(args, env)
+            best[key] = (min(best[key][0], w), min(best[key][1], c))
+    rows = 2 * n_files
+    ratio = round(best["output"][1] / best["json"][1], 2)
+    common.emit(f"compare --json --output x{ext} vs --json, two {n_files:,}-file one-place trees (warm index)",
+                round(best["output"][1], 2), "s CPU", baseline=f"{best['json'][1]:.2f} s CPU (--json)", ratio=ratio,
+                target="<= 1.2x", met=ratio <= 1.2,
+                note=f"{rows:,} rows; {best['output'][1] / rows * 1e6:.0f} vs {best['json'][1] / rows * 1e6:.0f} us "
+                     f"CPU per row; wall {best['output'][0]:.2f} vs {best['json'][0]:.2f} s; "
+                     f"load {os.getloadavg()[0]:.1f}")
+    return best["output"][1] / rows, best["json"][1] / rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--files", default="10000,20000,40000", help="comma-separated tree sizes")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--xlsx", action="store_true", help="write .xlsx (needs openpyxl) instead of .csv")
+    ap.add_argument("--workdir", default=common.DEFAULT_WORKDIR)
+    args = ap.parse_args()
+    common.print_machine()
+    sizes = [int(s) for s in args.files.split(",")]
+    per_row = [bench(args.workdir, n, args.reps, ".xlsx" if args.xlsx else ".csv") for n in sizes]
+    if len(sizes) > 1:
+        growth = per_row[-1][0] / per_row[0][0]
+        common.emit(f"compare --output CPU per row, {sizes[-1]:,} vs {sizes[0]:,} files", round(growth, 2), "x",
+                    target="<= 1.3x (linear)", met=growth <= 1.3,
+                    note=f"{per_row[0][0] * 1e6:.0f} -> {per_row[-1][0] * 1e6:.0f} us per row")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
