@@ -111,4 +111,4 @@ def test_rank_against_rank_names_the_kernel_whose_data_differs_and_says_why(caps
     (g_in,), (t_in,) = (kernel_files(dump, r, 0, MATMUL, "input")[:1] for r in (0, 1))
     assert not np.array_equal(np.load(g_in), np.load(t_in))
     assert (fd["rank"], fd["target_rank"], fd["origin"]) == (0, 1, "born")
-    assert fd["rule"].startswith("input.0 already differs")
+    assert fd["rule"].startswith("input.0 (graph input inputs0) already differs")

@@ -316,6 +316,11 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     if fd is not None and fd_row is not None:
         first = {k: fd_row[k] for k in ("name", "io", "slot", "step", "rank")}
         first.update(rule=fd.rule, cause=fd.cause, type=fd_row["type"], origin=fd_row["origin"])
+        extra = _target_only_before(match.unmatched_target, t_by_id.get(fd_row["target_op_id"]), fd.rule)
+        if extra:
+            first["rule"] = f"{fd.rule}; {extra}"
+            first["target_only_before"] = [r.name for r in match.unmatched_target
+                                           if r.exec_index < _position(t_by_id[fd_row["target_op_id"]])][-3:]
     return {
         "rows": rows,
         "first_divergence": first,
@@ -331,6 +336,18 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
         "problems": [dict(p, side="golden") for p in golden.problems()]
         + [dict(p, side="target") for p in target.problems()] if with_problems else [],
     }
+
+
+def _target_only_before(unmatched: list[OpRef], top: Optional["OpRow"], rule: str) -> str:
+    """Where a divergence shows in an input that no dumped golden op explains: the ops the target ran just
+    before it that the golden did not (a custom bprop, an extra op, a wrong kernel's helper) are named."""
+    if top is None or "already differs" not in rule and "differs and no dumped op" not in rule:
+        return ""
+    here = _position(top)
+    before = [r.name for r in unmatched if r.exec_index < here]
+    if not before:
+        return ""
+    return f"the target ran ops the golden did not before it: {', '.join(before[-3:])}"
 
 
 def _classify(ops: list[_Op], details: dict[int, dict[str, Any]], small_output_seen: bool) -> bool:
@@ -396,14 +413,14 @@ def _facts(op: _Op, det: dict[str, Any], joined_to_name: dict[str, str], g_names
     inputs_from = det["inputs_from"]
     rows, input_producers = [], {}
     for p in op.pairs:
-        is_produced = True
+        is_produced, src = True, ""
         if p.g.io == INPUT and inputs_from:
             src = inputs_from[p.g.slot] if p.g.slot < len(inputs_from) else ""
             is_produced = produced(src)
             name = joined_to_name.get(_strip_port(src))
             if is_produced and name is not None and name != op.gop.name:
                 input_producers[p.g.slot] = name
-        rows.append(_row_facts(p, is_produced, th))
+        rows.append(_row_facts(p, is_produced, th, src))
     producers = []
     for src in inputs_from:
         name = joined_to_name.get(_strip_port(src), _strip_port(src))
@@ -412,11 +429,15 @@ def _facts(op: _Op, det: dict[str, Any], joined_to_name: dict[str, str], g_names
     return org.OpFacts(op.gop.name, rows, is_aside(op.gop), producers, input_producers, type=op.gop.type or "")
 
 
-def _row_facts(p: _Pair, is_produced: bool, th: vd.Thresholds) -> org.RowFacts:
+def _row_facts(p: _Pair, is_produced: bool, th: vd.Thresholds, src: str = "") -> org.RowFacts:
     """What the walk judges of one pair: its error at the stored precision, unless a fixed rule (dtype
     kind, shape, NaN/Inf, argument, ``--rtol/--atol``) or an unreadable tensor already decided it."""
     r = p.result
     facts = org.RowFacts(p.g.io, p.g.slot, p.verdict, p.kind, is_produced, p.rule)
+    if src.startswith("param:"):
+        name = src[len("param:"):]
+        # MindSpore names the network's own inputs (the data) inputs0, inputs1, … among its parameters
+        facts.source = f"graph input {name}" if re.fullmatch(r"inputs\d+", name) else f"Parameter {name}"
     if p.error is not None or p.value is not None or r is None:
         facts.fixed = True
         return facts

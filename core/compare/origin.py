@@ -83,10 +83,17 @@ class RowFacts:
     rel_err: Optional[float] = None
     allowed: Optional[float] = None
     tainted: bool = False  # carries an error born upstream (or here)
+    source: str = ""  # what feeds the input when it is no op's output: "Parameter conv2.weight"
+    inplace: bool = False  # the buffer the op updates in place, dumped after the update (equals an output)
 
     @property
     def label(self) -> str:
         return f"{self.io}.{self.slot}"
+
+    @property
+    def named(self) -> str:
+        """The label with what feeds it: ``input.2 (Parameter learning_rate)``."""
+        return f"{self.label} ({self.source})" if self.source else self.label
 
 
 @dataclass(slots=True)
@@ -198,10 +205,18 @@ class Walk:
         carrier: Optional[RowFacts] = None
         e_in = r_in = 0.0
         s_in: list[tuple[float, int]] = []
+        outs = {(r.key, r.sig) for r in op.rows if r.io == OUTPUT and r.key is not None} if _updates(op) else set()
         for r in op.rows:
             if r.io != INPUT or r.kind == "scalar":
                 continue
+            # an input equal to an output of its own op is the buffer it updated in place (an optimizer's
+            # weight, dumped after the update): it says what the op wrote, not what it computed from
+            r.inplace = r.key is not None and (r.key, r.sig) in outs
             self._judge_input(op, r, u_op)
+            if r.inplace:
+                if r.judgement in (CHANGED, INHERITED):
+                    r.judgement = "in-place"
+                continue
             if r.judgement == CHANGED and changed is None:
                 changed = r
             if r.tainted and carrier is None and r.judgement != CHANGED:
@@ -376,12 +391,12 @@ class Walk:
         if born and changed is None and carrier is None:
             return Origin(BORN, None, born[0].rule)
         if changed is not None:  # a weight or data that differs: where the difference first shows
-            return Origin(BORN, changed.label, (born or outs_bad or [changed])[0].rule)
+            return Origin(BORN, changed.named, (born or outs_bad or [changed])[0].rule)
         if born:
             return Origin(BORN, None, born[0].rule)
         if carrier is not None:
             src = op.input_producers.get(carrier.slot)
-            via = f"{carrier.label} ← {src}" if src else carrier.label
+            via = f"{carrier.label} ← {src}" if src else carrier.named
             return Origin(INHERITED, via, carrier.rule)
         if saved_tainted and op.saved_from is not None:
             return Origin(INHERITED, f"saved tensors of {op.saved_from}", None)
@@ -404,6 +419,17 @@ class Walk:
                 r.verdict, r.judgement = PASS, NOISE
                 r.rule = _noise_rule(e, lim, r.dtype, u)
         return Origin(None)
+
+
+_UPDATING = ("apply", "assign", "scatter", "adam", "sgd", "momentum", "lamb", "lars", "ftrl", "adagrad", "rmsprop")
+
+
+def _updates(op: OpFacts) -> bool:
+    """Ops that write one of their inputs in place (optimizer steps, Assign, Scatter*, a PyTorch ``x.add_``):
+    an input equal to their output is that buffer.  A Reshape's input equals its output too, and is read."""
+    text = f"{op.type} {op.name}".lower()
+    api = op.name.split(".")
+    return any(w in text for w in _UPDATING) or (len(api) > 1 and api[1].endswith("_") and not api[1].endswith("__"))
 
 
 def _same_sig(a: Optional[tuple], b: Optional[tuple]) -> bool:
@@ -473,14 +499,15 @@ def divergence_of(i: int, op: OpFacts, org: Origin) -> Optional[FirstDivergence]
         j = outs[0] if outs else next(j for j in bad_rows if op.rows[j].label == org.via)
         return FirstDivergence(i, j, CAUSE_CONSTANT, f"{org.via} {org.rule}")
     if org.kind == BORN:
+        via = next((r for r in op.rows if org.via and r.named == org.via), None)
+        what = "different input data or weights" if via is None or not via.source else f"the {via.source} differs"
         if not outs:
-            j = next(j for j in bad_rows if op.rows[j].label == org.via)
+            j = next(j for j in bad_rows if op.rows[j].named == org.via)
             return FirstDivergence(i, j, CAUSE_TENSOR, f"{org.via} differs and no dumped op before it diverged "
-                                                       f"(different input data or weights): {op.rows[j].rule}")
+                                                       f"({what}): {op.rows[j].rule}")
         rule = op.rows[outs[0]].rule
         if org.via:
-            rule = (f"{org.via} already differs and no dumped op before it diverged "
-                    f"(different input data or weights); output: {rule}")
+            rule = f"{org.via} already differs and no dumped op before it diverged ({what}); output: {rule}"
         return FirstDivergence(i, outs[0], CAUSE_TENSOR, rule)
     if outs:
         return FirstDivergence(i, outs[0], CAUSE_TENSOR, op.rows[outs[0]].rule)

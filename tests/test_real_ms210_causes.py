@@ -1,0 +1,50 @@
+"""compare's causes on real MindSpore 2.10 training dumps (issue 29): an in-place buffer is not a cause, a
+Parameter is named as such.
+
+tests/data/real_ms210_causes.tar.gz (net.py inside, MindSpore 2.10.0 CPU graph mode, e2e dump, 3 iterations
+of Momentum): ``lr`` trains with the learning rate x1.1, ``weight`` with conv2.weight x1.5.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import unpack_data
+from dumpscope.core.compare import compare_dumps
+from dumpscope.core.query import open_query
+
+MOMENTUM = "Default/optimizer-Momentum/ApplyMomentum-op0"
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return unpack_data(tmp_path_factory, "real_ms210_causes")
+
+
+def _doc(data, tmp_path_factory, variant, step=0):
+    cache = tmp_path_factory.mktemp("cache")
+    return compare_dumps(open_query(str(data / "golden"), cache_directory=cache),
+                         open_query(str(data / variant), cache_directory=cache), step=step)
+
+
+def test_learning_rate_is_the_cause_not_the_weight_updated_in_place(data, tmp_path_factory):
+    doc = _doc(data, tmp_path_factory, "lr")
+    fd = doc["first_divergence"]
+    assert (fd["name"], fd["origin"]) == (MOMENTUM, "born")
+    assert fd["rule"].startswith("input.2 (Parameter learning_rate) already differs")
+    rows = {(r["io"], r["slot"]): r for r in doc["rows"] if r["name"] == MOMENTUM}
+    # what MindSpore wrote: the weight input is the updated weight (equal to the output bit for bit) ...
+    files = sorted((data / "lr").rglob("ApplyMomentum.*ApplyMomentum-op0.*.npy"))
+    w_in = np.load(next(f for f in files if ".input.0." in f.name and "/0/0/" in str(f)))
+    w_out = np.load(next(f for f in files if ".output.0." in f.name and "/0/0/" in str(f)))
+    assert np.array_equal(w_in, w_out)
+    assert rows[("input", 0)]["judgement"] == "in-place"
+    # ... and the learning rate is 0.01 vs 0.011
+    assert (rows[("input", 2)]["golden"]["max"], rows[("input", 2)]["target"]["max"]) == pytest.approx((0.01, 0.011))
+
+
+def test_changed_weight_first_shows_at_the_op_reading_it(data, tmp_path_factory):
+    fd = _doc(data, tmp_path_factory, "weight")["first_divergence"]
+    assert fd["name"].endswith("conv2-Conv2d/Conv2D-op0") and fd["origin"] == "born"
+    assert fd["rule"].startswith("input.1 already differs")
