@@ -44,7 +44,8 @@ def test_help_lists_the_default_rules(capsys):
         assert text in out
 
 
-def test_human_output_names_origin_and_cause(capsys, dumps):
+def test_human_output_names_origin_and_cause(capsys, dumps, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # the table's columns in full, whatever width another test left
     code, out, _ = run(capsys, "compare", str(dumps / "golden"), str(dumps / "target"))
     assert code == 0
     assert f"first divergence: {BN} output.0 (constant: input.6 argument changed: 1e-05 → 0.1)" in out

@@ -575,6 +575,7 @@ def _row(p: _Pair) -> dict[str, Any]:
     row["judgement"] = f.judgement if f is not None else None
     row["rel_err"] = _num(f.rel_err) if f is not None else None
     row["allowed"] = _num(f.allowed) if f is not None else None
+    row["share_of_allowed"] = _num(f.share) if f is not None and f.share is not None else None
     row["precision"] = (f.dtype or None) if f is not None else None
     row["golden"] = _side(g, g_st, gval)
     row["target"] = _side(t, t_st, tval)

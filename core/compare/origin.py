@@ -85,6 +85,7 @@ class RowFacts:
     tainted: bool = False  # carries an error born upstream (or here)
     source: str = ""  # what feeds the input when it is no op's output: "Parameter conv2.weight"
     inplace: bool = False  # the buffer the op updates in place, dumped after the update (equals an output)
+    share: Optional[float] = None  # its error as a share of what it was allowed (norm- or element-wise: the larger)
 
     @property
     def label(self) -> str:
@@ -281,18 +282,19 @@ class Walk:
         e, rr = r.err.e, (r.err.r if r.err.r is not None else r.err.e)
         r.rel_err, r.allowed = e, lim
         ratio = max(e / lim if lim else (math.inf if e else 0.0), rr / lim_r if lim_r else (math.inf if rr else 0.0))
-        self._near(op, r, e, lim, NOISE, ratio=ratio)
+        r.share = ratio
         if e > lim or rr > lim_r:
             r.verdict = ERROR
             what = f"rel err {_fmt(e)} > {_fmt(lim)}" if e > lim else f"max element rel err {_fmt(rr)} > {_fmt(lim_r)}"
             carried = f"the noise carried so far {_fmt(self.noise_e)} + " if self.noise_e else ""
-            r.rule = (f"{what} = {K_BORN:g} × ({carried}{r.dtype or 'its'} rounding {fmt_u(u)}): "
+            r.rule = (f"{what} = {K_BORN:g} × ({carried}{_prec(u, r.dtype)} rounding {fmt_u(u)}): "
                       f"differs beyond its precision and is no dumped op's output")
             r.judgement = CHANGED if not self.diverged else INHERITED
             r.tainted = True
         else:
             r.verdict, r.judgement = PASS, NOISE
-            r.rule = _noise_rule(e, lim, r.dtype, u)
+            r.rule = _noise_rule(e, lim, _prec(u, r.dtype), u)
+        self._near(op, r, e, lim, r.judgement or NOISE, ratio=ratio)
         self._store(op, r)
 
     def _judge_output(self, op: OpFacts, r: RowFacts, u_op: float, e_in: float, r_in: float,
@@ -321,7 +323,7 @@ class Walk:
         if beyond and not explained:
             r.verdict, r.judgement, r.tainted = ERROR, BORN, True
             which = (f"rel err {_fmt(e)} > {_fmt(a)}" if e > a else f"max element rel err {_fmt(rr)} > {_fmt(a_r)}")
-            r.rule = (f"{which} = {K_BORN:g} × (inputs' error {_fmt(e_in)} + {r.dtype or 'its'} rounding "
+            r.rule = (f"{which} = {K_BORN:g} × (inputs' error {_fmt(e_in)} + {_prec(u_op, r.dtype)} rounding "
                       f"{fmt_u(u_op)}): born here")
         elif tainted_in and not own_noise:
             r.verdict, r.judgement, r.tainted = ERROR, INHERITED, True
@@ -329,12 +331,14 @@ class Walk:
         else:
             r.verdict, r.judgement = PASS, NOISE
             r.rule = (f"pass (abs err within the rounding noise of its inputs' size {_fmt(scale)})"
-                      if explained or (beyond and own_noise) else _noise_rule(e, a, r.dtype, u_op, e_in))
+                      if explained or (beyond and own_noise) else _noise_rule(e, a, _prec(u_op, r.dtype), u_op, e_in))
             if not explained and not tainted_in:
                 self.noise_e, self.noise_r = max(self.noise_e, e), max(self.noise_r, rr)
         ratio = max(e / a if a else (math.inf if e else 0.0), rr / a_r if a_r else (math.inf if rr else 0.0))
-        if explained:
-            ratio = max(err.abs_rms / (a * scale), err.abs_max / (a_r * scale))
+        if explained or (r.judgement == NOISE and beyond and own_noise):
+            # judged against the size of the terms: the share is of what that allows
+            ratio = max(err.abs_rms / (a * scale), err.abs_max / (a_r * scale)) if scale and a else ratio
+        r.share = ratio
         self._near(op, r, ratio * a if a else e, a, r.judgement or NOISE, ratio=ratio)
         self._store(op, r)
 
@@ -455,6 +459,17 @@ def _input_scale(s_in: list[tuple[float, int]], n_out: int) -> float:
         if n_out > 0 and n > n_out:
             best = max(best, peak * math.sqrt(n / n_out))
     return best
+
+
+def _prec(u: float, dtype: str) -> str:
+    """The precision an allowance was set by: the row's dtype, or the coarser one the op or run computed in."""
+    from dumpscope.core.compare.precision import unit_roundoff
+
+    if dtype and unit_roundoff(dtype) == u:
+        return dtype
+    if u == TF32:
+        return "TF32/float16"
+    return {2.0 ** -8: "bfloat16", 2.0 ** -24: "float32"}.get(u, dtype or "its")
 
 
 def _noise_rule(e: float, allowed: float, dtype: str, u: float, e_in: Optional[float] = None) -> str:
