@@ -45,7 +45,7 @@ MSPROBE_COLUMNS = [
 ]
 #: ours, after msprobe's (snake_case, as in ``compare --json``)
 EXTRA_COLUMNS = ["step", "rank", "io", "slot", "kind", "origin", "match", "mode", "first_divergence",
-                 "type", "exec_index"]
+                 "type", "exec_index", "judgement", "rel_err", "allowed", "precision"]
 COLUMNS = MSPROBE_COLUMNS + EXTRA_COLUMNS
 
 _METRICS = [("Cosine", "cosine"), ("EucDist", "euc_dist"), ("MaxAbsErr", "max_abs_err"),
@@ -159,6 +159,8 @@ def table_rows(doc: dict[str, Any], stacks: Optional[Callable[[dict[str, Any]], 
             "first_divergence": "yes" if fd and all(row.get(k) == fd[k] for k in fd_keys) else "",
             "type": text(row["type"]) if row.get("type") is not None else None,
             "exec_index": row.get("exec_index"),
+            "judgement": row.get("judgement"), "rel_err": row.get("rel_err"), "allowed": row.get("allowed"),
+            "precision": text(row["precision"]) if row.get("precision") is not None else None,
         }
         for col, key in _METRICS:
             v = row.get(key)
@@ -322,6 +324,11 @@ def write_xlsx(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[s
     if ws is None:
         ws = wb.create_sheet("Sheet1")
         ws.append(COLUMNS)
+    summary = summary_rows(doc)
+    if summary:  # after msprobe's sheets, so a script reading Sheet1 finds what it always found
+        ws = wb.create_sheet("Summary")
+        for line in summary:
+            ws.append([_xlsx_value(v) for v in line])
     from dumpscope.core.atomic_write import replacing
 
     try:
@@ -330,6 +337,32 @@ def write_xlsx(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[s
     except OSError as exc:
         raise ExportError(f"{path}: {exc.strerror or exc}") from None
     return n
+
+
+def summary_rows(doc: dict[str, Any]) -> list[list[Any]]:
+    """The workbook's Summary sheet: what each side ran in, the first divergence, and the evidence when
+    there is none (its text and the rows nearest the line); empty when the document has neither."""
+    prec, ev = doc.get("precision") or {}, doc.get("evidence") or {}
+    if not prec and not ev:
+        return []
+    fd = doc.get("first_divergence")
+    rows: list[list[Any]] = [
+        ["golden precision", _cell_text(prec.get("golden_text") or "")],
+        ["target precision", _cell_text(prec.get("target_text") or "")],
+        ["first divergence", _cell_text(f"{fd.get('name')} {fd.get('io')}.{fd.get('slot')}") if fd else "none"],
+    ]
+    if ev.get("text"):
+        rows.append(["evidence", _cell_text(ev["text"])])
+    near = list(ev.get("nearest") or [])
+    if near:
+        rows.append([])
+        rows.append(["nearest to the line", "tensor", "rel_err", "allowed", "share_of_allowed", "precision",
+                     "judgement"])
+        for n in near:
+            rows.append([_cell_text(str(n.get("name"))), _cell_text(str(n.get("tensor"))), n.get("rel_err"),
+                         n.get("allowed"), n.get("share_of_allowed"), _cell_text(str(n.get("precision") or "")),
+                         n.get("judgement")])
+    return rows
 
 
 def write_table(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[str, Any]], Any]] = None) -> int:

@@ -928,7 +928,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return _exit(args, _diverged(doc) if args.exit_code else False)
     keys = ["name", "io", "slot", "step", "rank", "cosine", "euc_dist", "max_abs_err", "max_rel_err",
             "one_thousandth_ratio", "five_thousandth_ratio", "verdict", "rule", "match", "kind", "origin",
-            "target_name"] + (["target_rank", "target_step"] if any("target_step" in r for r in doc["rows"]) else [])
+            "target_name", "judgement", "rel_err", "allowed", "precision"] + (["target_rank", "target_step"] if any("target_step" in r for r in doc["rows"]) else [])
     if args.csv:
         _write_csv(keys, ([r.get(k) for k in keys] for r in doc["rows"]))  # one row at a time
         return _exit(args, _diverged(doc) if args.exit_code else False)
@@ -957,6 +957,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
               f"({fd.get('cause')}: {inert(fd.get('rule'))})" if fd else "first divergence: none")
     if fd.get("reason"):  # several places diverged in its step: why this one (the collective rule)
         con.print(inert(fd["reason"]), markup=False)
+    for line in _precision_lines(doc):
+        con.print(line, markup=False, highlight=False)
     if doc["unmatched_golden"] or doc["unmatched_target"]:
         con.print(f"unmatched: {len(doc['unmatched_golden'])} golden, {len(doc['unmatched_target'])} target")
     if not doc["rows"]:
@@ -978,6 +980,24 @@ def cmd_compare(args: argparse.Namespace) -> int:
             if left:
                 con.print(f"only in {side}: " + ", ".join(f"rank {p['rank']} step {p['step']}" for p in left))
     return _exit(args, _diverged(doc) if args.exit_code else False)
+
+
+def _precision_lines(doc: dict[str, Any]) -> list[str]:
+    """What each side ran in; with no first divergence, the evidence and the rows nearest the line
+    (each error as a share of what its inputs and one rounding allow: 1.0 is the line)."""
+    prec, ev = doc.get("precision") or {}, doc.get("evidence") or {}
+    out = []
+    if prec.get("target_text") or prec.get("golden_text"):
+        out.append(f"precision: target {inert(prec.get('target_text') or '-')}; "
+                   f"golden {inert(prec.get('golden_text') or '-')}")
+    if doc.get("first_divergence") or not ev.get("text"):
+        return out
+    out.append(inert(str(ev["text"])))
+    for n in ev.get("nearest") or []:
+        out.append(f"  {_fmt_num(n.get('share_of_allowed'))} of the line  {inert(str(n.get('name')))} "
+                   f"{inert(str(n.get('tensor')))}  rel err {_fmt_num(n.get('rel_err'))} / allowed "
+                   f"{_fmt_num(n.get('allowed'))} at {inert(str(n.get('precision') or '-'))} ({n.get('judgement')})")
+    return out
 
 
 def _exit(args: argparse.Namespace, trouble: bool, known: bool = True) -> int:

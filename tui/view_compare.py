@@ -2,7 +2,9 @@
 
 The compare itself runs in the app's "compare" worker when the explorer starts with
 ``--compare``; this view only shows (and sorts) the rows it produced.  ``n``/``N`` walk the
-rows where an error is born (origin "born" or "constant").
+rows where an error is born (origin "born" or "constant").  Above the table: what each side ran in
+(the document's ``precision``), the evidence when nothing diverged, and the chart of each op's error
+against its line along the execution order (tui/compare_chart.py; ``v`` shows/hides it).
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ from textual.worker import get_current_worker
 
 from dumpscope.core.inert import inert
 from dumpscope.tui.badges import VERDICT_CLASS, VERDICT_GLYPH
+from dumpscope.tui.compare_chart import CompareChart, OpPoint, evidence_shares, op_points
 from dumpscope.tui.detail import OpDetail
 from dumpscope.tui.table_view import TableView
-from dumpscope.tui.vtable import Column, blank_columns
+from dumpscope.tui.vtable import Column, VTable, blank_columns
 from dumpscope.tui.keybar import KeyBar
 
 _VERDICT_ORDER = {"error": 0, "warning": 1, "pass": 2}
@@ -116,6 +119,21 @@ class Prepared:
     counts: dict[str, int]
     hidden: list[str]  # column keys empty in every row
     born: list[int]  # indices (in ``rows``) of the rows where an error is born
+    points: list[OpPoint]  # the chart's ops, in execution order
+    where: dict[int, int]  # id(row) -> its op's point
+
+
+def header_text(result: dict[str, Any]) -> Text:
+    """What the target ran in, and (no divergence) the evidence: the document's own words."""
+    prec = result.get("precision") or {}
+    out = Text(no_wrap=False)
+    if prec.get("target_text") or prec.get("golden_text"):
+        out.append(f"target: {inert(prec.get('target_text') or '-')}   golden: {inert(prec.get('golden_text') or '-')}",
+                   "")
+    ev = result.get("evidence") or {}
+    if not result.get("first_divergence") and ev.get("text"):
+        out.append(("\n" if out.plain else "") + inert(str(ev["text"])), "green")
+    return out
 
 
 def prepare(result: dict[str, Any], sort_key: str, columns: list[Column]) -> Prepared:
@@ -137,7 +155,8 @@ def prepare(result: dict[str, Any], sort_key: str, columns: list[Column]) -> Pre
         if v == "error" and r.get("origin") in ("born", "constant"):
             born.append(i)
     cursor = next((i for i, r in enumerate(rows) if r is first), 0) if first is not None else 0
-    return Prepared(rows, first, cursor, counts, blank_columns(columns, rows), born)
+    points, where = op_points(result.get("rows", []), lambda r: r is first, evidence_shares(result))
+    return Prepared(rows, first, cursor, counts, blank_columns(columns, rows), born, points, where)
 
 
 def warm_view(app: Any, result: dict[str, Any]) -> None:
@@ -152,11 +171,39 @@ class CompareScreen(TableView):
     BINDINGS = [Binding("n", "next_problem(1)", "Next born error", id="compare.next_born"),
                 Binding("N", "next_problem(-1)", "Prev born error", show=False, id="compare.prev_born")] + [
         Binding(k, f"sort('{k}')", f"Sort: {label}", show=False, id=f"compare.sort_{k}")
-        for k, (label, _) in SORTS.items()]
+        for k, (label, _) in SORTS.items()] + [
+        Binding("v", "toggle_chart", "Chart", id="compare.chart",
+                tooltip="Show/hide the chart of each op's error against its line, in execution order")]
 
     sort_key = "0"
     _first: Optional[dict[str, Any]] = None
     _born: Optional[list[int]] = None
+    _where: dict[int, int] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(self.title_text, "bold"), id="view-title")
+        yield Static("", id="view-note")
+        yield Static("", id="compare-evidence")
+        yield CompareChart(id="compare-chart")
+        yield VTable(self.columns(), empty_text=self.empty_text, row_class=self.row_class, id="view-table")
+        yield Static("", id="view-hidden")
+        yield KeyBar()
+
+    @property
+    def chart(self) -> CompareChart:
+        return self.query_one(CompareChart)
+
+    def action_toggle_chart(self) -> None:
+        self.chart.display = not self.chart.display
+
+    def palette_commands(self):
+        yield from super().palette_commands()
+        yield ("Compare: show/hide the chart of errors against the line", self.action_toggle_chart, "v")
+
+    def on_line_list_highlighted(self, event: Any) -> None:
+        """The chart's ``▲`` follows the table's cursor (its op's column)."""
+        row = self.table.current
+        self.chart.move(self._where.get(id(row)) if row is not None else None)
 
     def columns(self) -> list[Column]:
         return compare_columns(lambda: self._first)
@@ -201,9 +248,15 @@ class CompareScreen(TableView):
             self._show(result, prepared)
 
     def _show(self, result: dict[str, Any], prepared: Prepared) -> None:
-        self._first, self._born = prepared.first, prepared.born
+        self._first, self._born, self._where = prepared.first, prepared.born, prepared.where
         self.table.empty_text = self.empty_text
         self.table.set_rows(prepared.rows, cursor=prepared.cursor, hidden=prepared.hidden)
+        head = header_text(result)
+        evidence = self.query_one("#compare-evidence", Static)
+        evidence.update(head)
+        evidence.display = bool(head.plain)
+        row = self.table.current
+        self.chart.show(prepared.points, prepared.where.get(id(row)) if row is not None else None)
         counts = prepared.counts
         fd = result.get("first_divergence")
         note = Text()
@@ -220,7 +273,7 @@ class CompareScreen(TableView):
         ug, ut = len(result.get("unmatched_golden", [])), len(result.get("unmatched_target", []))
         if ug or ut:
             note.append(f"  unmatched {ug}/{ut}", "dim")
-        note.append(f"   n/N: where errors are born   sort: {SORTS[self.sort_key][0]} (0-5)", "dim")
+        note.append(f"   n/N: where errors are born   sort: {SORTS[self.sort_key][0]} (0-5)   v: chart", "dim")
         self.note(note)
 
     def action_sort(self, key: str) -> None:
