@@ -74,6 +74,8 @@ async def _read_screen(port: int, wanted: list[str], timeout: float) -> str:
         async with session.get(f"http://127.0.0.1:{port}/") as page:  # the page the browser loads
             html = await page.text()
             assert page.status == 200 and f"127.0.0.1:{port}/ws" in html
+            # the page puts the keyboard in the terminal on load (test_serve_browser.py types into it)
+            assert html.count("#terminal textarea") == 1 and html.index("focusTerminal") < html.rindex("</body>")
         async with session.ws_connect(f"http://127.0.0.1:{port}/ws?width=100&height=30") as ws:
             await ws.send_json(["resize", {"width": 100, "height": 30}])
             deadline = time.monotonic() + timeout
