@@ -18,8 +18,17 @@ SAMPLES = REPO / "sample_dumps"
 
 @pytest.fixture(autouse=True)
 def _cache_in_tmp(tmp_path_factory, monkeypatch):
-    """Never write index files into the user's ~/.cache while testing."""
+    """Never write index files into the user's ~/.cache while testing (one cache per test process:
+    ``getbasetemp`` is a worker's own folder under pytest-xdist)."""
     monkeypatch.setenv("DUMPSCOPE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "dumpscope-cache"))
+
+
+@pytest.fixture(autouse=True)
+def _no_terminal_size(monkeypatch):
+    """The CLI's human tables follow ``$COLUMNS`` off a terminal; pytest-xdist's workers carry
+    ``COLUMNS=80 LINES=24`` and a user's shell may export its own: tests read the documented default."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
 
 
 @pytest.fixture(scope="session")
