@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import time
 
 import pytest
 
-from test_serve import ANSI, _free_port, _wait_port
+from test_serve import ANSI, start_serve, stop
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (dumpscope[browser])")
 pytest.importorskip("textual_serve")
@@ -65,13 +62,8 @@ def test_a_key_typed_without_a_click_reaches_the_explorer(tmp_path):
     from test_tui_support import make_ms_tree
 
     dump = make_ms_tree(tmp_path / "dump", steps=(0,), inf_op=None)
-    port = _free_port()
-    env = dict(os.environ, DUMPSCOPE_CACHE_DIR=str(tmp_path / "cache"), XDG_CONFIG_HOME=str(tmp_path / "cfg"))
-    proc = subprocess.Popen([sys.executable, "-m", "dumpscope", "serve", str(dump), "--host", "127.0.0.1",
-                             "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                            cwd=tmp_path, start_new_session=True)
+    proc, port = start_serve([str(dump)], tmp_path)
     try:
-        _wait_port(port, proc, timeout=60)
         with playwright_api.sync_playwright() as p:
             browser = _launch(p)
             try:
@@ -99,12 +91,4 @@ def test_a_key_typed_without_a_click_reaches_the_explorer(tmp_path):
             finally:
                 browser.close()
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait(timeout=15)
+        stop(proc)

@@ -235,3 +235,31 @@ async def test_first_screen_says_the_tensors_were_not_scanned_and_o_scans_them(t
         await settle(pilot)
         status = status_line(app)
         assert "not scanned" not in status and "rank 0 step 0 │ 14 ops" in status, status
+
+
+# -- pure rules behind the screens ----------------------------------------------------------------------
+
+
+def test_the_status_bar_cuts_the_path_to_its_last_part_before_dropping_pieces():
+    from dumpscope.tui.fit import fit_bits
+
+    bits = [("sample_dumps/mindspore_lenet_sync", "bold", 6, True), ("mindspore", "", 2, False),
+            ("rank 0 step 0", "", 10, False), ("14 ops", "", 10, False),
+            ("tensors not scanned: o scans", "bold", 9, False), ("0 problems", "dim", 1, False)]
+    assert [t for t, _ in fit_bits(bits, 200)] == [b[0] for b in bits]
+    at_80 = [t for t, _ in fit_bits(bits, 80)]
+    assert at_80 == ["…/mindspore_lenet_sync", "rank 0 step 0", "14 ops", "tensors not scanned: o scans"]
+    for width in range(20, 120):
+        texts = [t for t, _ in fit_bits(bits, width)]
+        assert 1 + sum(map(len, texts)) + 3 * (len(texts) - 1) <= width
+        if width >= 40:
+            assert "rank 0 step 0" in texts and "14 ops" in texts, (width, texts)
+
+
+def test_a_box_is_kept_in_view_moving_as_little_as_possible():
+    from dumpscope.tui.view_graph import keep_in_view
+
+    assert keep_in_view(0, 20, 10, 14) == 0  # in view: no move
+    assert keep_in_view(0, 20, 30, 34) == 14  # below: its bottom on the last line
+    assert keep_in_view(25, 20, 10, 14) == 9  # above: its title on the first line
+    assert keep_in_view(5, 3, 10, 20) == 9  # taller than the view: its top wins
