@@ -34,6 +34,8 @@ def _cache_in_tmp(tmp_path_factory, monkeypatch):
     """Never write index files into the user's ~/.cache while testing (one cache per test process:
     ``getbasetemp`` is a worker's own folder under pytest-xdist)."""
     monkeypatch.setenv("DUMPSCOPE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "dumpscope-cache"))
+    # nor read the user's ~/.config/dumpscope/keys.toml (a remapped key would change what a test presses)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.getbasetemp() / "config"))
 
 
 @pytest.fixture(autouse=True)
