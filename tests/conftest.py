@@ -16,10 +16,34 @@ REAL_TAR = SHARED / "real_dumps" / "mindspore-2.10-cpu-lenet.tar.gz"
 SAMPLES = REPO / "sample_dumps"
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (pyproject's addopts): two test processes per core, at most 16.
+
+    The explorer's tests spend most of their time waiting on its timers and thread workers, not on a
+    core: tests/test_tui.py + test_tui_real_dumps.py on 2 cores took 110 s with 2 processes, 58-80 s
+    with 4, no less with 6 or 8.  ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still wins (xdist reads it)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(2, min(16, 2 * cores))
+
+
 @pytest.fixture(autouse=True)
 def _cache_in_tmp(tmp_path_factory, monkeypatch):
-    """Never write index files into the user's ~/.cache while testing."""
+    """Never write index files into the user's ~/.cache while testing (one cache per test process:
+    ``getbasetemp`` is a worker's own folder under pytest-xdist)."""
     monkeypatch.setenv("DUMPSCOPE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "dumpscope-cache"))
+    # nor read the user's ~/.config/dumpscope/keys.toml (a remapped key would change what a test presses)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.getbasetemp() / "config"))
+
+
+@pytest.fixture(autouse=True)
+def _no_terminal_size(monkeypatch):
+    """The CLI's human tables follow ``$COLUMNS`` off a terminal; pytest-xdist's workers carry
+    ``COLUMNS=80 LINES=24`` and a user's shell may export its own: tests read the documented default."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
 
 
 @pytest.fixture(scope="session")

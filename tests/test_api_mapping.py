@@ -20,7 +20,7 @@ from dumpscope.core.compare.api_mapping import (
     mapped_name,
 )
 from dumpscope.core.compare.match import OpRef
-from dumpscope.core.compare.yaml_subset import YamlSubsetError, loads
+from dumpscope.core.compare.yaml_subset import YamlSubsetError, loads, subset_loads
 from dumpscope.tui.cli import main
 
 EXPECTED_BY_MSPROBE = {
@@ -132,10 +132,11 @@ def test_builtin_and_user_api_mapping(tmp_path):
 
 
 def test_yaml_subset_and_bad_mapping_files(tmp_path, capsys, pair):
-    assert loads("A:\n  b.c: d  # note\n  'e': \"f(x)\"\nG:\n") == {"A": {"b.c": "d", "e": "f(x)"}, "G": None}
-    assert loads("- a: 1\n  b: [1, 'x', null]\n- 2\n") == [{"a": 1, "b": [1, "x", None]}, 2]
+    for read in (loads, subset_loads):  # PyYAML when importable, and the subset reader
+        assert read("A:\n  b.c: d  # note\n  'e': \"f(x)\"\nG:\n") == {"A": {"b.c": "d", "e": "f(x)"}, "G": None}
+        assert read("- a: 1\n  b: [1, 'x', null]\n- 2\n") == [{"a": 1, "b": [1, "x", None]}, 2]
     with pytest.raises(YamlSubsetError, match="line 2"):
-        loads("A:\n  b: {c: d}\n")
+        subset_loads("A:\n  b: {c: d}\n")
     bad = tmp_path / "lm.yaml"
     bad.write_text("TopLayer:\n  - not a mapping\n")
     with pytest.raises(MappingFileError, match="lm.yaml"):

@@ -53,6 +53,62 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def start_serve(args: list[str], tmp_path: Path, tries: int = 3) -> tuple[subprocess.Popen, int]:
+    """``dumpscope serve ARGS`` on a free loopback port, listening: (process, port).  Test processes run
+    side by side (pytest-xdist), so a port found free may be taken before the server binds it: a server
+    that exits at once is started again on another port."""
+    env = dict(os.environ, DUMPSCOPE_CACHE_DIR=str(tmp_path / "cache"), XDG_CONFIG_HOME=str(tmp_path / "cfg"))
+    for attempt in range(tries):
+        port = _free_port()
+        proc = subprocess.Popen([sys.executable, "-I", "-m", "dumpscope", "serve", *args, "--host", "127.0.0.1",
+                                 "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                                cwd=tmp_path, start_new_session=True)
+        try:
+            _wait_port(port, proc, timeout=60)
+            return proc, port
+        except AssertionError as exc:
+            stop(proc)
+            if "server exited early" not in str(exc) or attempt == tries - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """End the server's process group (the server and the explorers it started), waiting boundedly."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=15)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=15)
+
+
+def _listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds the socket listening on ``port`` (not another test's server that
+    took the port first); True where ``/proc`` cannot tell."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as fh:
+                rows = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            f = row.split()
+            if len(f) > 9 and f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f[9])
+    if not os.path.isdir(f"/proc/{pid}/fd"):
+        return True
+    try:
+        links = {os.readlink(os.path.join(f"/proc/{pid}/fd", fd)) for fd in os.listdir(f"/proc/{pid}/fd")}
+    except OSError:
+        return False
+    return any(f"socket:[{inode}]" in links for inode in inodes)
+
+
 def _wait_port(port: int, proc: subprocess.Popen, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -60,7 +116,7 @@ def _wait_port(port: int, proc: subprocess.Popen, timeout: float) -> None:
             raise AssertionError(f"server exited early: {proc.stdout.read().decode(errors='replace')[-2000:]}")
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             s.settimeout(0.5)
-            if s.connect_ex(("127.0.0.1", port)) == 0:
+            if s.connect_ex(("127.0.0.1", port)) == 0 and _listens(proc.pid, port):
                 return
         time.sleep(0.1)
     raise AssertionError(f"server did not listen on 127.0.0.1:{port} within {timeout} s")
@@ -74,6 +130,8 @@ async def _read_screen(port: int, wanted: list[str], timeout: float) -> str:
         async with session.get(f"http://127.0.0.1:{port}/") as page:  # the page the browser loads
             html = await page.text()
             assert page.status == 200 and f"127.0.0.1:{port}/ws" in html
+            # the page puts the keyboard in the terminal on load (test_serve_browser.py types into it)
+            assert html.count("#terminal textarea") == 1 and html.index("focusTerminal") < html.rindex("</body>")
         async with session.ws_connect(f"http://127.0.0.1:{port}/ws?width=100&height=30") as ws:
             await ws.send_json(["resize", {"width": 100, "height": 30}])
             deadline = time.monotonic() + timeout
@@ -103,24 +161,11 @@ def test_served_explorer_shows_the_op_tree_over_the_websocket(tmp_path):
     marker = tmp_path / "imported.txt"
     _plant(tmp_path, marker)  # where the server runs: the explorer it starts imports dumpscope, not this
     _plant(dump, marker)
-    port = _free_port()
-    env = dict(os.environ, DUMPSCOPE_CACHE_DIR=str(tmp_path / "cache"), XDG_CONFIG_HOME=str(tmp_path / "cfg"))
-    proc = subprocess.Popen([sys.executable, "-I", "-m", "dumpscope", "serve", str(dump), "--host", "127.0.0.1",
-                             "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                            cwd=tmp_path, start_new_session=True)
+    proc, port = start_serve([str(dump)], tmp_path)
     try:
-        _wait_port(port, proc, timeout=60)
         text = asyncio.run(_read_screen(port, ["Default/network (6)", "Conv2D-op1", "rank 0"], timeout=90))
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait(timeout=15)
+        stop(proc)
     assert "Conv2D-op1" in text, text[-3000:]
     assert "Default/network (6)" in text and "rank 0" in text  # the op tree, its scope chain and counts
     assert not marker.exists()

@@ -633,6 +633,7 @@ class DumpscopeApp(App[int]):
         self.trouble = trouble
         self.badges.overflow.update(r["op_id"] for r in doc.get("ops", []) if r.get("op_id") is not None)
         self._main().badges_changed()
+        self._main().place_scanned(doc)
         self._main().update_status()
 
     def _main(self):

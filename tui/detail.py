@@ -23,12 +23,30 @@ from textual.worker import get_current_worker
 from dumpscope.core.inert import inert
 from dumpscope.core.query import DumpQuery, OpRow, TensorRow, shown_step
 from dumpscope.tui.badges import VERDICT_GLYPH
+from dumpscope.tui.keylist import KeyOptionList
 from dumpscope.tui.quiet import update_static
 
 VERDICT_STYLE = {"pass": "green", "warning": "yellow", "error": "bold red"}
 
 MAX_ATTRS = 40
 MAX_SOURCE = 60
+
+
+def link_text(glyph: str, kind: str, name: str) -> Text:
+    """One line per link, the op it names first: ``← in  BiasAdd-op0:0  Default/…/fc-Dense``.
+
+    A graph-side name is a long scope and a short op: wrapped or cut at its end (a pane is ~40
+    columns at 80x24), the producer itself was the part lost.  The scope follows, dim, and is
+    what the line's end cuts."""
+    text = Text(glyph, "bold", no_wrap=True, overflow="ellipsis", end="")
+    if kind == "src":
+        text.append(inert(short_path(name, 1)))
+        return text
+    scope, _, leaf = name.rpartition("/")
+    text.append(inert(leaf or name))
+    if scope:
+        text.append("  " + inert(scope), "dim")
+    return text
 
 
 def short_path(path: str, keep: int = 2) -> str:
@@ -149,7 +167,8 @@ class OpDetail(VerticalScroll, can_focus=True):
     DEFAULT_CSS = """
     OpDetail { padding: 0 1; }
     OpDetail > #detail-head { width: 1fr; }
-    OpDetail > #detail-links { height: auto; max-height: 10; border: none; padding: 0; margin: 0; }
+    OpDetail > #detail-links { height: auto; max-height: 10; border: none; padding: 0; margin: 0;
+                               text-wrap: nowrap; text-overflow: ellipsis; }
     OpDetail > .detail-title { text-style: bold; color: $text-muted; margin-top: 1; }
     OpDetail > #detail-links-title, OpDetail > #detail-links { display: none; }
     """
@@ -178,7 +197,7 @@ class OpDetail(VerticalScroll, can_focus=True):
         yield Static(self._placeholder, id="detail-head")
         yield Static("", id="detail-trend")
         yield Static("Links  (enter: go to op, esc: back)", classes="detail-title", id="detail-links-title")
-        yield OptionList(id="detail-links")
+        yield KeyOptionList(id="detail-links")
         yield Static("", id="detail-rest")
 
     def show_message(self, text: str) -> None:
@@ -248,8 +267,7 @@ class OpDetail(VerticalScroll, can_focus=True):
         links = self.query_one("#detail-links", OptionList)
         links.clear_options()
         glyph = {"in": "← in  ", "ctl": "⇠ ctl ", "out": "→ to  ", "src": "@ src "}
-        links.add_options([Option(Text.assemble((glyph[k], "bold"), inert(short_path(n, 1) if k == "src" else n)))
-                           for k, n in self._links])
+        links.add_options([Option(link_text(glyph[k], k, n)) for k, n in self._links])
         has = bool(self._links)
         self.query_one("#detail-links-title").display = has
         links.display = has

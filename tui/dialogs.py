@@ -17,6 +17,7 @@ from textual.worker import get_current_worker
 
 from dumpscope.core.inert import inert
 from dumpscope.core.query import DumpQuery, OpRow
+from dumpscope.tui.keylist import KeyOptionList
 
 SEARCH_LIMIT = 200
 
@@ -65,7 +66,7 @@ class PickerScreen(ModalScreen[Optional[int]]):
         with Vertical(classes="dialog"):
             yield Static(Text(f"Pick a {self.what}" + ("  (! n: ops with overflow / NaN / Inf)" if self.marks else ""),
                               "bold"))
-            yield OptionList(*[Option(f"{self.what} {v}" + (f" ! {self.marks[v]}" if self.marks.get(v) else "")
+            yield KeyOptionList(*[Option(f"{self.what} {v}" + (f" ! {self.marks[v]}" if self.marks.get(v) else "")
                                       + ("  (current)" if v == self.current else ""))
                                for v in self.values], id="picker")
 

@@ -24,6 +24,7 @@ def _sections() -> list[tuple[str, list[Binding]]]:
     from dumpscope.tui.compare_diff import CompareDiffScreen
     from dumpscope.tui.detail import OpDetail
     from dumpscope.tui.dialogs import SearchScreen
+    from dumpscope.tui.keylist import KeyOptionList
     from dumpscope.tui.linelist import LineList
     from dumpscope.tui.main_screen import MainScreen
     from dumpscope.tui.optree import OpTree
@@ -43,6 +44,7 @@ def _sections() -> list[tuple[str, list[Binding]]]:
         ("Compare view", list(CompareScreen.BINDINGS)),  # type: ignore[arg-type]
         ("Compare diff (enter on a compare row)", list(CompareDiffScreen.BINDINGS)),  # type: ignore[arg-type]
         ("Op detail pane (tab to it)", list(OpDetail.BINDINGS)),  # type: ignore[arg-type]
+        ("Step/rank pickers and the detail's links", list(KeyOptionList.BINDINGS)),  # type: ignore[arg-type]
         ("Graph view (g)", list(GraphScreen.BINDINGS)),  # type: ignore[arg-type]
     ]
 

@@ -49,7 +49,8 @@ class LineList(ScrollView, can_focus=True):
         Binding("down,j", "cursor_down", "Down", show=False, id="list.down"),
         Binding("pageup,ctrl+b", "page_up", "Page up", show=False, id="list.page_up"),
         Binding("pagedown,ctrl+f", "page_down", "Page down", show=False, id="list.page_down"),
-        Binding("home,g", "first", "First", show=False, id="list.first"),
+        # not ``g``: the explorer's graph view, in the flat list as in the tree (one meaning per key)
+        Binding("home", "first", "First", show=False, id="list.first"),
         Binding("end,G", "last", "Last", show=False, id="list.last"),
         Binding("enter", "select", "Open", id="list.select"),
     ]

@@ -41,6 +41,21 @@ FOCUS_GLYPH = "▶ "
 Back = Union[OpRow, Callable[[], list[Screen]]]
 
 
+def unscanned_ops(q: DumpQuery, rank: int, step: int) -> int:
+    """Ops of a place whose outputs nobody has counted NaN/Inf in (no Opdebug, statistics or earlier
+    scan evidence): an Opdebug run flags every overflow of its place, so such a place counts none."""
+    from dumpscope.core.overflow import places
+
+    found = places(q, rank, step)
+    return sum(p["unknown"] for p in found if not p["opdebug"])
+
+
+def unscanned_text(unscanned: int, count: int) -> str:
+    if unscanned >= count:
+        return "tensors not scanned: o scans"
+    return f"{unscanned:,} ops not scanned: o scans"
+
+
 class MainScreen(Screen):
     """Tree/list, detail, tensor panel, status bar."""
 
@@ -67,7 +82,7 @@ class MainScreen(Screen):
         Binding("space", "mark", "Mark", show=False,
                 tooltip="Mark/unmark the current op for the re-dump config (e, .json); in the tree: on an op",
                 id="dumpscope.mark"),
-        Binding("g", "graph", "Graph", show=False,
+        Binding("g", "graph", "Graph",
                 tooltip="Graph view: producers and consumers two hops out, as boxes and arrows",
                 id="dumpscope.graph"),
         Binding("tab", "cycle_pane(1)", "Next pane", show=False,
@@ -171,6 +186,9 @@ class MainScreen(Screen):
                 place = (f"rank {app.rank} step {app.step} ! {bad[0]}", "bold red")  # type: ignore[attr-defined]
             bits.append((*place, 10, False))
             bits.append((f"{self._count:,} ops", "", 10, False))
+            if self._unscanned and not bad and layouts:
+                # "0 problems" alone read as "no trouble here" on a dump whose tensors nobody had read yet
+                bits.append((unscanned_text(self._unscanned, self._count), "bold", 9, False))
             if self._problems:
                 bits.append((f"! {self._problems:,} problems (p)", "bold yellow", 8, False))
             else:
@@ -200,6 +218,16 @@ class MainScreen(Screen):
     #: the place read (status count, first op) waiting for the op pane's rows
     _after_pane: Optional[tuple[DumpQuery, int, int, bool]] = None
     _problems = 0
+    #: ops of this place with no NaN/Inf evidence yet (tensors not scanned): the status bar says so
+    _unscanned = 0
+
+    def place_scanned(self, doc: dict) -> None:
+        """An overflow scan's document: the ops it left without evidence at this place (none when it
+        covered the place)."""
+        app = self.app
+        for p in doc.get("scanned", []):
+            if (p["rank"], p["step"]) == (app.rank, app.step):  # type: ignore[attr-defined]
+                self._unscanned = p.get("unknown", 0)
 
     def show_error(self, error: str) -> None:
         self.query_one("#placeholder", Static).update(Text(f"! cannot open the dump: {inert(error)}", "bold red"))
@@ -209,8 +237,10 @@ class MainScreen(Screen):
         focused = self.focused is not None and self.pane_of(self.focused) == "left"
         mark = Text(FOCUS_GLYPH if focused else "", "bold")
         if self.mode == "flat" and self.grep:
+            flat = self.query_one(OpList)
+            count = "…" if flat.reading else f"{flat.row_count():,}"  # read in a worker: not known yet
             title = Text.assemble(("filter: ", "bold"), (inert(self.grep), "bold yellow"),
-                                  (f" ({self.query_one(OpList).row_count():,})  f: change", "dim"))
+                                  (f" ({count})  f: change", "dim"))
         elif self.mode == "flat":
             title = Text.assemble(("ops · execution order", "bold"), ("  t: tree", "dim"))
         else:
@@ -251,6 +281,7 @@ class MainScreen(Screen):
         self._pane_loaded()
 
     def on_op_list_loaded(self, message: OpList.Loaded) -> None:
+        self._title()  # the filter's count: the list has its rows now
         self._pane_loaded()
 
     @work(thread=True, exclusive=True, group="place", name="place count", exit_on_error=False)
@@ -259,17 +290,20 @@ class MainScreen(Screen):
         try:
             count = q.count_ops(rank, step)
             first = q.ops(rank, step, limit=1) if show_first else []
+            unscanned = unscanned_ops(q, rank, step)
         except Exception:  # a damaged index: the panes say so (their own workers), the count stays
             return
         if not get_current_worker().is_cancelled:
-            self.app.call_from_thread(self._place_read, q, rank, step, count, first[0] if first else None, show_first)
+            self.app.call_from_thread(self._place_read, q, rank, step, count, first[0] if first else None, show_first,
+                                      unscanned)
 
     def _place_read(self, q: DumpQuery, rank: int, step: int, count: int, first: Optional[OpRow],
-                    show_first: bool) -> None:
+                    show_first: bool, unscanned: int = 0) -> None:
         app = self.app
         if q is not self.q or (rank, step) != (app.rank, app.step):  # type: ignore[attr-defined]
             return  # another place was asked for meanwhile
         self._count = count
+        self._unscanned = unscanned
         self.update_status()
         if show_first:
             op = self._pane_current() or first

@@ -44,6 +44,48 @@ def serve(path: str, host: str = "127.0.0.1", port: int = 8000, compare: Optiona
 
     command = explore_command(os.path.abspath(path), os.path.abspath(compare) if compare else None, no_cache,
                               cache_dir)
-    server = Server(command, host=host, port=port, title=f"dumpscope {os.path.basename(os.path.abspath(path))}",
-                    public_url=public_url)
+    server = focusing_server(Server)(command, host=host, port=port,
+                                     title=f"dumpscope {os.path.basename(os.path.abspath(path))}",
+                                     public_url=public_url)
     server.serve()
+
+
+#: put the keyboard in the terminal as soon as the page has it (xterm.js reads keys from a hidden
+#: textarea): without it keys did nothing until the user clicked into the page.  Tried again until
+#: the terminal has drawn its first bytes and holds the focus; a tab brought back re-focuses it.
+FOCUS_SCRIPT = """<script>
+(function () {
+  function focusTerminal() {
+    var area = document.querySelector("#terminal textarea");
+    if (area && document.activeElement !== area) { area.focus({preventScroll: true}); }
+    return area !== null && document.activeElement === area;
+  }
+  var tries = 0;
+  var timer = setInterval(function () {
+    var ready = focusTerminal() && document.body.classList.contains("-first-byte");
+    if (ready || ++tries > 600) { clearInterval(timer); }
+  }, 50);
+  window.addEventListener("focus", focusTerminal);
+})();
+</script>
+"""
+
+
+def with_focus_script(html: str) -> str:
+    """The page with ``FOCUS_SCRIPT`` before ``</body>`` (at the end when the page has none)."""
+    at = html.rfind("</body>")
+    return html + FOCUS_SCRIPT if at < 0 else html[:at] + FOCUS_SCRIPT + html[at:]
+
+
+def focusing_server(base: type) -> type:
+    """textual-serve's ``Server`` whose page focuses the terminal on load (its own page is kept:
+    only a script is added, so a newer textual-serve's page still works)."""
+
+    class FocusingServer(base):  # type: ignore[misc, valid-type]
+        async def handle_index(self, request):  # type: ignore[no-untyped-def]
+            response = await super().handle_index(request)
+            if getattr(response, "text", None) and "html" in (response.content_type or ""):
+                response.text = with_focus_script(response.text)
+            return response
+
+    return FocusingServer

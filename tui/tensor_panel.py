@@ -212,3 +212,9 @@ class TensorPanel(VerticalScroll, can_focus=True):
     def _show_slice(self, generation: int, out: Text) -> None:
         if generation == self._generation:
             self.query_one("#tp-slice-out", Static).update(out)
+            # the result sits below the statistics, past the panel's fold (10 rows): bring the input
+            # and as much of the result as fits into view once it is laid out
+            self.call_after_refresh(self._slice_in_view)
+
+    def _slice_in_view(self) -> None:
+        self.scroll_to_widget(self.query_one("#tp-slice", Input), top=True, animate=False, immediate=True)

@@ -22,6 +22,29 @@ from dumpscope.core.query import OpRow
 from dumpscope.tui.keybar import KeyBar
 
 
+def box_height(lines: list[str], top: int) -> int:
+    """Lines of the box starting at ``top`` (down to its bottom corner)."""
+    for i in range(top, len(lines)):
+        if "┘" in lines[i] or "┛" in lines[i]:
+            return i - top + 1
+    return 1
+
+
+def keep_in_view(y: float, height: int, top: int, bottom: int) -> int:
+    """The scroll offset that shows lines ``top..bottom`` moving as little as possible from ``y``.
+
+    The view opens on the producers (``y`` their title); a box below the fold scrolls just far
+    enough, so what is above it stays as close as the height allows."""
+    y = int(y)
+    if height <= 0:
+        return max(top - 1, 0)
+    if bottom > y + height:
+        y = bottom - height
+    if top - 1 < y:  # the level's title line too
+        y = top - 1
+    return max(y, 0)
+
+
 class GraphScreen(Screen):
     BINDINGS = [
         Binding("escape", "close", "Back", id="graph.close"),
@@ -54,6 +77,7 @@ class GraphScreen(Screen):
         q = self.app.q  # type: ignore[attr-defined]
         self.nb = neighbourhood(q, self.op) if q is not None else None
         self.selected = self.nb.center if self.nb else None
+        self._moved = False  # the cursor left the op the view opened on
         self._redraw()
 
     def on_resize(self) -> None:
@@ -71,7 +95,14 @@ class GraphScreen(Screen):
         if self.selected in d.boxes:
             line, _ = d.boxes[self.selected]
             body = self.query_one("#graph-body", ScrollableContainer)
-            body.scroll_to(y=max(line - 2, 0), animate=False)
+            height = body.scrollable_content_region.height or self.size.height - 2
+            bottom = line + box_height(d.lines, line)
+            y = body.scroll_y
+            if self.selected == self.nb.center and not self._moved:
+                # opening: from the producers' title down (the producers of producers above it)
+                producers = [d.boxes[n.name][0] for n in self.nb.levels.get(-1, []) if n.name in d.boxes]
+                y = min(producers) - 1 if producers else 0
+            body.scroll_to(y=keep_in_view(y, height, line, bottom), animate=False)
 
     def _levels(self) -> list[list[Any]]:
         assert self.nb is not None
@@ -90,6 +121,7 @@ class GraphScreen(Screen):
         li, ni = self._where()
         nodes = self._levels()[li]
         self.selected = nodes[(ni + delta) % len(nodes)].name
+        self._moved = True
         self._redraw()
 
     def action_move_level(self, delta: int) -> None:
@@ -100,6 +132,7 @@ class GraphScreen(Screen):
         li2 = max(0, min(len(levels) - 1, li + delta))
         if li2 != li:
             self.selected = levels[li2][min(ni, len(levels[li2]) - 1)].name
+            self._moved = True
             self._redraw()
 
     def action_open(self) -> None:

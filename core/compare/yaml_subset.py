@@ -1,9 +1,14 @@
-"""The small YAML subset msprobe's mapping files use, read without PyYAML.
+"""YAML mapping files: PyYAML's safe loader when it is importable, else the small subset msprobe's
+mapping files use.
 
-Supported: nested block mappings (``key: value`` / ``key:`` + indented block), block sequences
-(``- item``, ``- key: value`` starting a mapping), flow lists of scalars (``[0, 1, 2]``), scalars
-(integers, floats, true/false/null, single- or double-quoted strings) and ``#`` comments.
-Anything else raises ``YamlSubsetError`` naming the line, so a mapping file is never half-read.
+PyYAML is on every msprobe host (msprobe depends on it) and reads what people write: anchors and
+aliases, merge keys, multi-line strings, flow mappings.  It is an optional extra here (``yaml``), so
+without it ``subset_loads`` reads nested block mappings (``key: value`` / ``key:`` + indented
+block), block sequences (``- item``, ``- key: value`` starting a mapping), flow lists of scalars
+(``[0, 1, 2]``), scalars (integers, floats, true/false/null, single- or double-quoted strings) and
+``#`` comments.  Either way anything unreadable raises ``YamlSubsetError`` naming the line, so a
+mapping file is never half-read; PyYAML only ever builds plain data (``safe_load``: no tags that
+construct objects).
 """
 
 from __future__ import annotations
@@ -93,8 +98,42 @@ def _key_value(text: str, lineno: int) -> tuple[str, str]:
     return key.strip(), (m.group(2) or "").strip()
 
 
+def _pyyaml() -> Any:
+    """The ``yaml`` module, or None when PyYAML is not installed."""
+    try:
+        import yaml
+    except ImportError:
+        return None
+    return yaml
+
+
 def loads(text: str) -> Any:
-    """Parse ``text``; raises ``YamlSubsetError`` (with the line number) on anything unsupported."""
+    """Parse a mapping file's ``text`` with PyYAML when importable, else with ``subset_loads``;
+    raises ``YamlSubsetError`` (with the line number) on a syntax error or an unsupported construct."""
+    yaml = _pyyaml()
+    if yaml is None:
+        return subset_loads(text)
+    if text.count("\n") >= MAX_LINES:
+        raise YamlSubsetError(f"more than {MAX_LINES} lines")
+    loader = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
+    try:
+        return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader: plain data only
+    except yaml.YAMLError as exc:
+        raise YamlSubsetError(_yaml_error(exc)) from None
+    except RecursionError:  # thousands of nested levels
+        raise YamlSubsetError("nested too deeply") from None
+
+
+def _yaml_error(exc: Exception) -> str:
+    """PyYAML's error as one line: ``line 3: mapping values are not allowed here``."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or str(exc).splitlines()[0]
+    return f"line {mark.line + 1}: {problem}" if mark is not None else str(problem)
+
+
+def subset_loads(text: str) -> Any:
+    """Parse ``text`` with the subset reader; raises ``YamlSubsetError`` (with the line number) on
+    anything unsupported."""
     lines: list[tuple[int, int, str]] = []
     for lineno, raw in enumerate(text.splitlines(), 1):
         if lineno > MAX_LINES:
