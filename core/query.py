@@ -584,6 +584,18 @@ class DumpQuery:
             "join_rule": op.join_rule,
         }
 
+    def loaded_parameter(self, op: OpRow, node: str) -> Optional[str]:
+        """The Parameter a MindSpore ``Load`` node of ``op``'s graph reads (``param:conv2.weight`` → the
+        name), or None: a weight reaches its kernel through a Load, which is no dumped op."""
+        gkey = self.index.query("SELECT value FROM meta WHERE key=?", (f"gkey:{op.rank}:{op.graph}",))
+        if not gkey:
+            return None
+        rows = self.index.query("SELECT data FROM graph_nodes WHERE gkey=? AND name=?", (gkey[0][0], node))
+        if not rows:
+            return None
+        first = next((i for i in json.loads(rows[0][0]).get("inputs", []) if i), "")
+        return first[len("param:"):] if first.startswith("param:") else None
+
     def ops_at_source(self, spec: "SourceSpec", rank: Optional[int] = None, step: Optional[int] = None,
                       grep: Optional[str] = None, kind: str = "op") -> list[OpRow]:
         """The ops whose source stack holds a frame matching ``spec`` (``FILE[:LINE]``), forward and

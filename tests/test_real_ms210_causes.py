@@ -47,4 +47,4 @@ def test_learning_rate_is_the_cause_not_the_weight_updated_in_place(data, tmp_pa
 def test_changed_weight_first_shows_at_the_op_reading_it(data, tmp_path_factory):
     fd = _doc(data, tmp_path_factory, "weight")["first_divergence"]
     assert fd["name"].endswith("conv2-Conv2d/Conv2D-op0") and fd["origin"] == "born"
-    assert fd["rule"].startswith("input.1 already differs")
+    assert fd["rule"].startswith("input.1 (Parameter conv2.weight) already differs")

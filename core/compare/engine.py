@@ -257,7 +257,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
             for op, got in zip(ops[a:b], outcomes):
                 _take(op, got, th)
                 det, tensors = details.pop(op.gop.id), g_tensors.pop(op.gop.id)
-                op.facts = _facts(op, det, joined_to_name, g_names, th)
+                op.facts = _facts(op, det, joined_to_name, g_names, th, golden)
                 op.facts.saved_from = _forward_of(op.gop, g_names)
                 origins.append(walk.judge(op.facts))
                 _apply(op, dtypes)
@@ -409,7 +409,7 @@ def _judge_op(op: _Op, th: vd.Thresholds, mag_in: Optional[float] = None, only_u
 
 
 def _facts(op: _Op, det: dict[str, Any], joined_to_name: dict[str, str], g_names: set[str],
-           th: vd.Thresholds) -> org.OpFacts:
+           th: vd.Thresholds, golden: "DumpQuery") -> org.OpFacts:
     inputs_from = det["inputs_from"]
     rows, input_producers = [], {}
     for p in op.pairs:
@@ -420,6 +420,9 @@ def _facts(op: _Op, det: dict[str, Any], joined_to_name: dict[str, str], g_names
             name = joined_to_name.get(_strip_port(src))
             if is_produced and name is not None and name != op.gop.name:
                 input_producers[p.g.slot] = name
+        if src and not is_produced and "Load-op" in src:
+            param = golden.loaded_parameter(op.gop, _strip_port(src))
+            src = f"param:{param}" if param else src
         rows.append(_row_facts(p, is_produced, th, src))
     producers = []
     for src in inputs_from:
