@@ -446,7 +446,9 @@ def _row_facts(p: _Pair, is_produced: bool, th: vd.Thresholds, src: str = "") ->
         return facts
     dt = pr.judged_dtype(r.golden_dtype, r.target_dtype)
     facts.dtype, facts.u = dt, pr.unit_roundoff(dt)
-    fixed = vd.fixed_verdict(r, vd.Context(th, kind=p.kind))
+    # loaded pairs: the worker ran the fixed rules (``measure_many.judge_batch``; a float dtype replaced by
+    # the stored one is still a float, which rule 1 lets through); statistics pairs: run them here
+    fixed = ((p.verdict, p.rule) if p.rule else None) if _loads(p) else vd.fixed_verdict(r, vd.Context(th, kind=p.kind))
     if fixed is not None and fixed[0] == vd.WARNING and fixed[1].startswith("shape"):
         p.shape_note = fixed[1].split(":")[0]  # the same count in another shape: the values still judged
     elif fixed is not None:

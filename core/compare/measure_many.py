@@ -24,7 +24,7 @@ import numpy as np
 
 from dumpscope.core.compare.metrics import (SMALL_MAX, CompareResult, Tolerance, measure_small_many, measure_streams,
                                             small_kind)
-from dumpscope.core.compare.verdict import ERROR, Context, Thresholds, element_rtol, judge, magnitude_of
+from dumpscope.core.compare.verdict import ERROR, PASS, Context, Thresholds, element_rtol, fixed_verdict, magnitude_of
 from dumpscope.core.gc_pause import gc_paused
 from dumpscope.core.model import INPUT
 from dumpscope.core.tensor_io import OnceReader, TensorLoadError, TensorRef
@@ -53,8 +53,9 @@ SMALL_BLOCK = 1 << 14
 
 
 def judge_batch(jobs: list[OpJob], th: Thresholds) -> list[Judged]:
-    """``measure_batch`` of consecutive ops, then each op judged as ``engine`` judges it: every row
-    against the largest magnitude among the op's tensor inputs (the unit of work of a pool worker)."""
+    """``measure_batch`` of consecutive ops and their fixed rules (dtype kind, shape, NaN/Inf, argument,
+    allclose: ``verdict.fixed_verdict``); what those leave open is judged by the engine's walk over the
+    ops in order (``origin.Walk``), so it is not judged here (the unit of work of a pool worker)."""
     with gc_paused():  # results are small records without cycles (see gc_pause)
         return _judged(jobs, th)
 
@@ -72,7 +73,7 @@ def _judged(jobs: list[OpJob], th: Thresholds) -> list[Judged]:
             if isinstance(r, str):
                 judged.append((r, ERROR, r))
             else:
-                r.verdict, r.rule = judge(r, Context(th, magnitude=mag, kind=kind))
+                r.verdict, r.rule = fixed_verdict(r, Context(th, magnitude=mag, kind=kind)) or (PASS, "")
                 judged.append((r, r.verdict, r.rule))
         out.append((judged, mag))
     return out

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Optional
 
 from dumpscope.core.compare.metrics import CompareResult
@@ -50,6 +51,7 @@ TF32 = 2.0 ** -11
 K_BORN = 10.0
 
 
+@lru_cache(maxsize=1024)
 def canonical(name: str) -> str:
     """A dtype name as this module keys it: ``torch.bfloat16``/``DT_BF16``/``BFloat16`` → ``bfloat16``."""
     n = (name or "").strip().lower()
@@ -60,6 +62,7 @@ def canonical(name: str) -> str:
             "half": "float16", "double": "float64"}.get(n, n)
 
 
+@lru_cache(maxsize=1024)
 def unit_roundoff(name: str) -> float:
     """The unit roundoff of a stored dtype (0 for integers, bool and names that are no float)."""
     n = canonical(name)
@@ -70,6 +73,7 @@ def unit_roundoff(name: str) -> float:
     return 0.0
 
 
+@lru_cache(maxsize=1024)
 def judged_dtype(golden: str, target: str) -> str:
     """The coarser of the two sides' stored dtypes: the precision the pair is judged at."""
     ug, ut = unit_roundoff(golden), unit_roundoff(target)
@@ -82,6 +86,7 @@ _MATMUL_WORDS = ("conv", "matmul", "linear", "bmm", "addmm", "baddbmm", "einsum"
                  "fullyconnection", "batchmatmul", "quantbatchmatmul", "weightquantbatchmatmul")
 
 
+@lru_cache(maxsize=1024)
 def is_matrix_product(op_type: str, name: str = "") -> bool:
     """Convolutions and matrix products (their float32 forms run in TF32/HF32 by default on GPUs and NPUs)."""
     text = f"{op_type} {name}".lower()
@@ -116,7 +121,7 @@ class Err:
 
 
 def _finite(x: Optional[float]) -> Optional[float]:
-    return x if x is not None and math.isfinite(x) else None
+    return x if x is not None and x - x == 0.0 else None  # x - x is NaN for NaN and ±Inf
 
 
 def error_of(r: CompareResult) -> Optional[Err]:
@@ -176,7 +181,8 @@ def _stats_error(r: CompareResult, g: dict) -> Optional[Err]:
 
 
 def _peak(g: dict) -> float:
-    return max((abs(v) for v in (_finite(g.get("max")), _finite(g.get("min"))) if v is not None), default=0.0)
+    hi, lo = _finite(g.get("max")), _finite(g.get("min"))
+    return max(abs(hi) if hi is not None else 0.0, abs(lo) if lo is not None else 0.0)
 
 
 def fmt_u(u: float) -> str:
