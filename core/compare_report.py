@@ -79,14 +79,6 @@ def _cell_text(text: Any) -> str:
     return csv_text(inert_lines(str(text)))
 
 
-def _is_number(s: str) -> bool:
-    try:
-        float(s)
-    except ValueError:
-        return False
-    return True
-
-
 def _shape(value: Any) -> str:
     if value is None:
         return NA
