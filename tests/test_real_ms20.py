@@ -62,3 +62,10 @@ def test_overflow_names_the_first_op_whose_output_numpy_finds_nan(capsys, dump):
     assert first is not None
     doc = cli_json(capsys, "overflow", str(dump))
     assert doc["ops"][0]["name"] == first
+
+
+def test_compare_rows_of_constants_show_no_pseudo_step(capsys, dump):
+    """MindSpore files its constants under step -1 internally; compare's rows say step null, never -1."""
+    doc = cli_json(capsys, "compare", str(dump), str(dump))
+    steps = {r["step"] for r in doc["rows"]}
+    assert -1 not in steps and None in steps and 0 in steps

@@ -29,6 +29,7 @@ from dumpscope.core.compare.metrics import CompareResult, measure_stats
 from dumpscope.core.gc_pause import gc_paused
 from dumpscope.core.layouts.py_stack import frames_from_stack
 from dumpscope.core.model import INPUT, OUTPUT
+from dumpscope.core.query import shown_step
 from dumpscope.core.row_spool import RowSpool
 from dumpscope.core.source_frames import first_user_frame
 
@@ -554,14 +555,14 @@ def _row(p: _Pair) -> dict[str, Any]:
     gop, top, g, t, r = p.gop, p.top, p.g, p.t, p.result
     row: dict[str, Any]
     if r is not None:
-        row = {"name": gop.name, "io": g.io, "slot": g.slot, "step": gop.step, "rank": gop.rank,
+        row = {"name": gop.name, "io": g.io, "slot": g.slot, "step": shown_step(gop.step), "rank": gop.rank,
                "cosine": _num(r.cosine), "euc_dist": _num(r.euc_dist), "max_abs_err": _num(r.max_abs_err),
                "max_rel_err": _num(r.max_rel_err), "one_thousandth_ratio": _num(r.one_thousandth_ratio),
                "five_thousandth_ratio": _num(r.five_thousandth_ratio), "verdict": p.verdict, "rule": p.rule,
                "mode": "stats" if r.stat_diffs is not None else "tensor"}
         g_st, t_st = r.golden_stats, r.target_stats
     else:
-        row = {"name": gop.name, "io": g.io, "slot": g.slot, "step": gop.step, "rank": gop.rank,
+        row = {"name": gop.name, "io": g.io, "slot": g.slot, "step": shown_step(gop.step), "rank": gop.rank,
                "cosine": None, "euc_dist": None, "max_abs_err": None, "max_rel_err": None,
                "one_thousandth_ratio": None, "five_thousandth_ratio": None,
                "mode": "value" if p.value is not None else "tensor", "verdict": p.verdict, "rule": p.rule}
