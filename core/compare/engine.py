@@ -4,7 +4,7 @@ Ops are matched by name, then normalised name, then type and execution order (``
 tensors by io and slot.  Each tensor pair is measured in its logical layout in a common dtype
 (``metrics``), or by statistics when one side holds no tensor data; non-tensor arguments
 (msprobe/Troubleshooter ``storage == "value"``) by value.  The verdict of each row (``verdict``)
-sees the magnitude of its op's inputs; ``origin`` then walks the ops in execution order to say
+leaves open what the fixed rules do not decide; ``origin`` then walks the ops in execution order to say
 where each error was born.  The index is asked for every op's tensors in a few queries, and the
 tensor pairs are measured by ``measure_many`` (a process pool for big places, results in op order);
 within an op each small dump file is read once, its header parsed once, and all its tensors decoded
@@ -121,23 +121,18 @@ def _loads(p: _Pair) -> bool:
 
 
 def _prepare(op: _Op) -> OpJob:
-    """Values and statistics-only pairs measured here; the job of the pairs whose tensors are read,
-    with the largest input magnitude among the ones measured here (``_judge_op``'s)."""
-    mag = 0.0
+    """Values and statistics-only pairs measured here; the job of the pairs whose tensors are read."""
     for p in op.pairs:
         if p.kind == "scalar" and (p.g.storage == STORAGE_VALUE or p.t.storage == STORAGE_VALUE):
             p.value = (_value(p.g), _value(p.t))
         elif p.g.storage == "none" or p.t.storage == "none":
-            p.result = r = measure_stats(_stats_doc(p.g), _stats_doc(p.t))
-            if p.g.io == INPUT and p.kind != "scalar":
-                mag = max(mag, vd.magnitude_of(r.golden_stats), vd.magnitude_of(r.target_stats))
-    return [(ref_fields(p.g), ref_fields(p.t), p.g.io, p.kind) for p in op.pairs if _loads(p)], mag
+            p.result = measure_stats(_stats_doc(p.g), _stats_doc(p.t))
+    return [(ref_fields(p.g), ref_fields(p.t), p.g.io, p.kind) for p in op.pairs if _loads(p)]
 
 
-def _take(op: _Op, got: Judged, th: vd.Thresholds) -> None:
-    """An op's measured and judged pairs (in the order ``_prepare`` listed them); the others judged
-    here against the op's input magnitude, as ``_judge_op`` judges them."""
-    judged, mag_in = got
+def _take(op: _Op, judged: Judged, th: vd.Thresholds) -> None:
+    """An op's measured pairs with their fixed rules' verdicts (in the order ``_prepare`` listed them); the
+    others' fixed rules run here (``_judge_unloaded``).  The walk judges what the fixed rules left open."""
     it = iter(judged)
     rest = False
     for p in op.pairs:
@@ -151,7 +146,7 @@ def _take(op: _Op, got: Judged, th: vd.Thresholds) -> None:
         else:
             rest = True
     if rest:
-        _judge_op(op, th, mag_in, only_unloaded=True)
+        _judge_unloaded(op, th)
 
 
 def _stored_dtypes(r: CompareResult, p: _Pair) -> None:
@@ -384,28 +379,18 @@ def _size(shape: tuple[int, ...]) -> int:
     return n
 
 
-def _judge_op(op: _Op, th: vd.Thresholds, mag_in: Optional[float] = None, only_unloaded: bool = False) -> None:
-    """Verdicts of one op's rows, each judged against the largest magnitude among the op's tensor inputs.
-
-    A near-zero gradient stays noise where an optimizer reads it next to the weights it updates.
-    The rows whose tensors were read are judged the same way where they were measured
-    (``measure_many.judge_batch``); ``mag_in`` and ``only_unloaded`` then finish the others.
-    """
-    if mag_in is None:
-        mag_in = 0.0
-        for p in op.pairs:
-            if p.g.io == INPUT and p.result is not None and p.kind != "scalar":
-                mag_in = max(mag_in, vd.magnitude_of(p.result.golden_stats), vd.magnitude_of(p.result.target_stats))
+def _judge_unloaded(op: _Op, th: vd.Thresholds) -> None:
+    """The fixed rules of the rows whose tensors were not read here (values, statistics-only pairs), as
+    ``measure_many.judge_batch`` runs them on the others."""
     for p in op.pairs:
-        if only_unloaded and _loads(p):
+        if _loads(p):
             continue
         if p.error is not None:
             p.verdict, p.rule = vd.ERROR, p.error
         elif p.value is not None:
             p.verdict, p.rule = vd.judge_value(*p.value)
         elif p.result is not None:
-            ctx = vd.Context(th, magnitude=mag_in, kind=p.kind)
-            p.verdict, p.rule = vd.judge(p.result, ctx)
+            p.verdict, p.rule = vd.fixed_verdict(p.result, vd.Context(th, kind=p.kind)) or (vd.PASS, "")
             p.result.verdict, p.result.rule = p.verdict, p.rule
 
 
@@ -447,9 +432,9 @@ def _row_facts(p: _Pair, is_produced: bool, th: vd.Thresholds, src: str = "") ->
         return facts
     dt = pr.judged_dtype(r.golden_dtype, r.target_dtype)
     facts.dtype, facts.u = dt, pr.unit_roundoff(dt)
-    # loaded pairs: the worker ran the fixed rules (``measure_many.judge_batch``; a float dtype replaced by
-    # the stored one is still a float, which rule 1 lets through); statistics pairs: run them here
-    fixed = ((p.verdict, p.rule) if p.rule else None) if _loads(p) else vd.fixed_verdict(r, vd.Context(th, kind=p.kind))
+    # (``measure_many.judge_batch`` / ``_judge_unloaded``; a float dtype replaced by the stored one is still
+    # a float, which rule 1 lets through)
+    fixed = (p.verdict, p.rule) if p.rule else None  # the fixed rules ran where the pair was measured
     if fixed is not None and fixed[0] == vd.WARNING and fixed[1].startswith("shape"):
         p.shape_note = fixed[1].split(":")[0]  # the same count in another shape: the values still judged
     elif fixed is not None:

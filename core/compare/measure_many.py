@@ -24,9 +24,8 @@ import numpy as np
 
 from dumpscope.core.compare.metrics import (SMALL_MAX, CompareResult, Tolerance, measure_small_many, measure_streams,
                                             small_kind)
-from dumpscope.core.compare.verdict import ERROR, PASS, Context, Thresholds, element_rtol, fixed_verdict, magnitude_of
+from dumpscope.core.compare.verdict import ERROR, PASS, Context, Thresholds, element_rtol, fixed_verdict
 from dumpscope.core.gc_pause import gc_paused
-from dumpscope.core.model import INPUT
 from dumpscope.core.tensor_io import OnceReader, TensorLoadError, TensorRef
 
 #: ``TensorRef``'s fields in order (a tuple pickles twenty times faster than the dataclass)
@@ -35,11 +34,11 @@ RefFields = tuple
 Pairs = list[tuple[RefFields, RefFields]]
 #: per pair: the measurement, or the one-line reason the tensors could not be read
 Outcome = Union[CompareResult, str]
-#: what is sent for one op: its loaded pairs with each one's io and row kind, and the largest input
-#: magnitude among its pairs measured elsewhere (statistics-only rows), so the op is judged whole
-OpJob = tuple[list[tuple[RefFields, RefFields, str, str]], float]
-#: what comes back for one op: per loaded pair (outcome, verdict, rule), and the op's input magnitude
-Judged = tuple[list[tuple[Outcome, str, str]], float]
+#: what is sent for one op: its loaded pairs with each one's io and row kind
+OpJob = list[tuple[RefFields, RefFields, str, str]]
+#: what comes back for one op: per loaded pair (outcome, verdict, rule) — the fixed rules' verdict, or a pass
+#: for the walk to judge
+Judged = list[tuple[Outcome, str, str]]
 
 #: below this many matched ops a pool costs more (fork, pickling) than it saves
 POOL_MIN_OPS = 256
@@ -62,20 +61,17 @@ def judge_batch(jobs: list[OpJob], th: Thresholds) -> list[Judged]:
 
 def _judged(jobs: list[OpJob], th: Thresholds) -> list[Judged]:
     allclose = (th.atol or 0.0, th.rtol or 0.0) if th.allclose else None
-    measured = measure_batch([[(g, t) for g, t, _io, _kind in pairs] for pairs, _mag in jobs], allclose)
+    measured = measure_batch([[(g, t) for g, t, _io, _kind in pairs] for pairs in jobs], allclose)
     out: list[Judged] = []
-    for (pairs, mag), outcomes in zip(jobs, measured):
-        for (_g, _t, io, kind), r in zip(pairs, outcomes):
-            if io == INPUT and kind != "scalar" and not isinstance(r, str):
-                mag = max(mag, magnitude_of(r.golden_stats), magnitude_of(r.target_stats))
+    for pairs, outcomes in zip(jobs, measured):
         judged = []
         for (_g, _t, _io, kind), r in zip(pairs, outcomes):
             if isinstance(r, str):
                 judged.append((r, ERROR, r))
             else:
-                r.verdict, r.rule = fixed_verdict(r, Context(th, magnitude=mag, kind=kind)) or (PASS, "")
+                r.verdict, r.rule = fixed_verdict(r, Context(th, kind=kind)) or (PASS, "")
                 judged.append((r, r.verdict, r.rule))
-        out.append((judged, mag))
+        out.append(judged)
     return out
 
 
@@ -136,7 +132,7 @@ _NBYTES = 10  # position of ``nbytes`` in RefFields
 
 
 def _job_bytes(job: OpJob) -> int:
-    return sum(max(0, g[_NBYTES] or 0) + max(0, t[_NBYTES] or 0) for g, t, _io, _kind in job[0])
+    return sum(max(0, g[_NBYTES] or 0) + max(0, t[_NBYTES] or 0) for g, t, _io, _kind in job)
 
 
 def batches(jobs: list[OpJob]) -> list[tuple[int, int]]:
@@ -144,7 +140,7 @@ def batches(jobs: list[OpJob]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     start = pairs = size = 0
     for i, job in enumerate(jobs):
-        pairs += len(job[0])
+        pairs += len(job)
         size += _job_bytes(job)
         if pairs >= BATCH_PAIRS or size >= BATCH_BYTES:
             out.append((start, i + 1))
@@ -228,7 +224,7 @@ class Measurer:
                 except Exception:  # no process can be started here: measure the rest in this process
                     self._give_up()
             if fut is None and self._threads is not None and _job_bytes_all(part) >= THREAD_MIN_BYTES * max(
-                    1, sum(len(j[0]) for j in part)):
+                    1, sum(len(j) for j in part)):
                 fut = self._threads.submit(judge_batch, part, self.th)
             self._pending.append((self._next + a, self._next + b, part, fut if fut is not None else
                                   _Done(judge_batch(part, self.th))))

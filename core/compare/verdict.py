@@ -122,14 +122,6 @@ def element_rtol(golden_dtype: str, target_dtype: str) -> float:
     return 4 * eps  # bfloat16, float8
 
 
-def magnitude_of(stats: Optional[dict[str, Optional[float]]]) -> float:
-    """Largest finite |value| from a max/min record (0 when unknown)."""
-    if not stats:
-        return 0.0
-    vals = [abs(v) for v in (stats.get("max"), stats.get("min")) if v is not None and math.isfinite(v)]
-    return max(vals, default=0.0)
-
-
 def _value_of(stats: Optional[dict[str, Optional[float]]]) -> Optional[float]:
     return None if not stats else stats.get("max")
 
