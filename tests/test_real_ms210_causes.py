@@ -48,3 +48,37 @@ def test_changed_weight_first_shows_at_the_op_reading_it(data, tmp_path_factory)
     fd = _doc(data, tmp_path_factory, "weight")["first_divergence"]
     assert fd["name"].endswith("conv2-Conv2d/Conv2D-op0") and fd["origin"] == "born"
     assert fd["rule"].startswith("input.1 (Parameter conv2.weight) already differs")
+
+
+@pytest.fixture(scope="module")
+def cf(tmp_path_factory):
+    return unpack_data(tmp_path_factory, "real_ms210_causes_cf")
+
+
+def _first(cf, tmp_path_factory, variant):
+    cache = tmp_path_factory.mktemp("cache")
+    return compare_dumps(open_query(str(cf / "golden"), cache_directory=cache),
+                         open_query(str(cf / variant), cache_directory=cache))
+
+
+def _npy(root, pattern):
+    (f,) = sorted(root.rglob(pattern))[:1]
+    return np.load(f)
+
+
+def test_weight_changed_inside_a_while_loop_shows_at_the_loops_copy_of_it(cf, tmp_path_factory):
+    doc = _first(cf, tmp_path_factory, "loopw")
+    fd = doc["first_divergence"]
+    assert (fd["name"], fd["io"], fd["origin"]) == ("Default/TensorMove-op0", "output", "born")
+    g = _npy(cf / "golden", "TensorMove.Default_TensorMove-op0.*.output.0.*.npy")
+    t = _npy(cf / "loopw", "TensorMove.Default_TensorMove-op0.*.output.0.*.npy")
+    assert np.allclose(t, 1.5 * g)  # numpy: the loop's weight copy is the x1.5 weight
+
+
+def test_custom_bprop_doubling_shows_at_the_gradient_it_feeds_and_is_listed(cf, tmp_path_factory):
+    doc = _first(cf, tmp_path_factory, "bprop")
+    fd = doc["first_divergence"]
+    assert "dense1-Dense/Grad_BiasAdd/BiasAddGrad" in fd["name"] and fd["origin"] == "born"
+    assert any(n.endswith("Mul-op0") for n in doc["unmatched_target"])  # the bprop's Mul, target only
+    row = next(r for r in doc["rows"] if r["name"] == fd["name"] and r["io"] == "output")
+    assert row["target"]["max"] == pytest.approx(2 * row["golden"]["max"], rel=1e-6)
