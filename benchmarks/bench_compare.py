@@ -13,7 +13,7 @@ import tempfile
 
 import numpy as np
 
-from dumpscope.core.compare import Thresholds, compare_arrays
+from dumpscope.core.engines.compare import Thresholds, compare_arrays
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 

@@ -41,7 +41,7 @@ if sys.argv[1] == "compare":
     doc = {"count": len(rows), "shape": [r["verdict"] for r in rows]}
 elif sys.argv[1] == "slice":  # the explorer's tensor pane: one slice of the op's first output
     from dumpscope.core.query import open_query
-    from dumpscope.core.tensor_slice import tensor_slice
+    from dumpscope.core.tensors.slicing import tensor_slice
     from dumpscope.tui.slicing import parse_index
     q = open_query(sys.argv[2], use_cache=False)
     op = next(o for o in q.ops() if sys.argv[3] in o.name)
@@ -64,7 +64,7 @@ def _write(step: Path, name: str, fmt: str, device_shape: tuple[int, ...], origi
     """A CANN dump file with one float16 output whose payload is a sparse run of zeros."""
     import numpy as np
 
-    from dumpscope.core.synth.cann_writer import SynthTensor, encode_dump
+    from synth.cann_writer import SynthTensor, encode_dump
 
     path = step / f"Op.{name}.1.2.1718260502000000"
     if path.exists():
@@ -95,7 +95,7 @@ def _write_pt_tree(root: Path, gib: float) -> Path:
     """An msprobe tensor dump whose one API output is a ``gib`` GiB float32 ``.pt`` (zeros, streamed to disk)."""
     import zipfile
 
-    from dumpscope.core.synth.api_dump_writer import rebuild_tensor_pickle
+    from synth.api_dump_writer import rebuild_tensor_pickle
 
     rank = root / "step0" / "rank0"
     data = rank / "dump_tensor_data"

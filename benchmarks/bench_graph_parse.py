@@ -2,7 +2,7 @@
 
     python benchmarks/bench_graph_parse.py [--ops 50000] [--dir /tmp] [--keep] [--reps 1] [--file PATH]
 
-Generates a realistic ModelDef text in a temp dir with ``core/synth/ge_graph_writer.py`` (a chain of
+Generates a realistic ModelDef text in a temp dir with ``tests/synth/ge_graph_writer.py`` (a chain of
 fused ops: ~6 attrs each incl. ``_datadump_original_op_names``, 2 data inputs + an occasional control
 edge, 2 input descs and 1-2 output descs with ``origin_shape``/``origin_format``/``_datadump_*`` desc
 attrs, one ``If`` with a subgraph every 1000 ops), then times ``parse_ge_text`` and prints machine info,
@@ -20,8 +20,9 @@ import tempfile
 import time
 from typing import Any
 
+import common  # noqa: F401  (puts tests/ on the path for ``synth``)
 from dumpscope.core.graphs import parse_ge_text
-from dumpscope.core.synth.ge_graph_writer import write_ge_graph
+from synth.ge_graph_writer import write_ge_graph
 
 _TYPES = ["Conv2D", "MatMulV2", "Add", "Relu", "Cast", "TransData", "BatchMatMul", "Softmax", "LayerNorm", "Mul"]
 _DTYPES = ["float16", "float32", "bfloat16"]

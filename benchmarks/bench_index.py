@@ -47,7 +47,7 @@ def bare_walk(root: str) -> int:
 
 
 def cold_index(dump: Path, cache: Path, workers: int | None) -> tuple[float, int, int]:
-    from dumpscope.core.index import DumpIndex
+    from dumpscope.core.index.dump_index import DumpIndex
 
     common.drop_index(dump, cache)
     t0 = time.perf_counter()
@@ -118,7 +118,7 @@ def main() -> int:
         common.emit(f"bare os.scandir walk, {n:,} files", round(n / walk), "files/s",
                     note=f"{walk:.3f} s")
 
-        from dumpscope.core.index import _Pool
+        from dumpscope.core.index.dump_index import _Pool
 
         default_w = _Pool(None).workers
         for label, w in (("workers=1", 1), (f"workers={default_w} (default)", None)):

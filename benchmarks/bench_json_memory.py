@@ -2,7 +2,7 @@
 
     python benchmarks/bench_json_memory.py [--mb 100] [--workdir /tmp/dumpscope-bench]
 
-Writes ``{workdir}/msprobe_json{mb}/step0/rank0/dump.json`` (``core/synth/faults.write_msprobe_json``:
+Writes ``{workdir}/msprobe_json{mb}/step0/rank0/dump.json`` (``tests/synth/faults.write_msprobe_json``:
 msprobe 26 ``mix`` statistics entries, indent 1, about 800 bytes an entry) and runs
 ``dumpscope summary PATH --json`` in a fresh subprocess on a fresh cache dir; the peak is the summed
 RSS of the whole process tree (pool workers included), sampled from ``/proc`` every 0.2 s, and the
@@ -67,7 +67,7 @@ def main() -> int:
     root = work / f"msprobe_json{args.mb}"
     dump = root / "step0" / "rank0" / "dump.json"
     if not (root / ".complete").exists():
-        from dumpscope.core.synth.faults import write_msprobe_json
+        from synth.faults import write_msprobe_json
 
         dump.parent.mkdir(parents=True, exist_ok=True)
         write_msprobe_json(dump, min_bytes=args.mb << 20)

@@ -77,7 +77,7 @@ def measure(q, sample) -> dict[str, tuple[float, float, float]]:
 
 
 def run(n: int, workdir: Path, lookups: int) -> None:
-    from dumpscope.core.index import OP_INDEXES, DumpIndex
+    from dumpscope.core.index.dump_index import OP_INDEXES, DumpIndex
     from dumpscope.core.query import DumpQuery
 
     empty = workdir / "empty-dump"

@@ -32,7 +32,7 @@ import dumpscope.core.query as q
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 if sys.argv[1] == "import-only":
     print(json.dumps({"base_kb": base})); sys.exit(0)
-from dumpscope.core.index import DumpIndex
+from dumpscope.core.index.dump_index import DumpIndex
 t0 = time.perf_counter()
 from pathlib import Path
 idx = DumpIndex.open(sys.argv[1], cache_directory=Path(sys.argv[2]))
@@ -47,7 +47,7 @@ print(json.dumps({"base_kb": base, "self_kb": resource.getrusage(resource.RUSAGE
 
 _LISTED = r"""
 import sys
-from dumpscope.core.compare import places
+from dumpscope.core.engines.compare import places
 real = places.compare_places
 places.compare_places = lambda *a, spool_rows=False, **kw: real(*a, **kw)
 from dumpscope.tui.cli import main

@@ -123,7 +123,7 @@ def write_stats_job(dump: Path, ranks: int, steps: int, ops: int) -> Path:
     """A CANN ``dump_data=stats`` job: per place ``ops`` per-op CSVs; rank ranks//2, step 1 has a NaN op."""
     import numpy as np
 
-    from dumpscope.core.synth.job_tree import write_cann_stats_job
+    from synth.job_tree import write_cann_stats_job
 
     a = np.random.default_rng(0).standard_normal((4, 16)).astype(np.float16)
     return write_cann_stats_job(dump, ranks, steps, ops, a, nan_at=(ranks // 2, min(1, steps - 1), ops // 2),

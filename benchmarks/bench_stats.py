@@ -33,8 +33,8 @@ from typing import Iterator, Optional
 
 import numpy as np
 
-from dumpscope.core import stats as _stats
-from dumpscope.core.stats import compute_stats, stats_workers
+from dumpscope.core.tensors import stats as _stats
+from dumpscope.core.tensors.stats import compute_stats, stats_workers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 

@@ -62,7 +62,7 @@ async def _explore(dump: str) -> None:
     import dumpscope.tui.cli  # noqa: F401  (what `dumpscope PATH` imports before it starts the build)
 
     _mark("cli imported")
-    from dumpscope.core import child_jobs
+    from dumpscope.core.engines import child_jobs
 
     child_jobs.CHILD_COMMAND = [sys.executable, os.path.join(HERE, "timeline_child.py")]
     early = child_jobs.prestart_build(dump)

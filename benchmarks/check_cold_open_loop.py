@@ -34,7 +34,7 @@ def _summary(path: str, *extra: str) -> subprocess.Popen:
 async def _open_once(path: str, cache: str) -> tuple[int, list[str]]:
     from test_tui_support import wait_ready
 
-    from dumpscope.core.child_jobs import prestart_build
+    from dumpscope.core.engines.child_jobs import prestart_build
     from dumpscope.tui.app import DumpscopeApp
 
     early = prestart_build(path, True, cache)

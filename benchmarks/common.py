@@ -11,7 +11,7 @@ CANN tree (``cann_tree(workdir, n)``)::
 
 ≤ 5,000 files per step folder; each file is a real DumpData image (u64 header length, protobuf
 header, payloads) of 2-8 KB.  One image is encoded per distinct (type, shape) with
-``core/synth/cann_writer.encode_dump``; each copy gets its own ``dump_time`` and ``op_name``
+``tests/synth/cann_writer.encode_dump``; each copy gets its own ``dump_time`` and ``op_name``
 appended as protobuf fields (last field wins), so headers are valid and distinct.
 
 MindSpore tree (``ms_tree(workdir, n_ops)``): ``{workdir}/ms{n}/dump/rank_0/Net/0/0/`` with one input
@@ -36,6 +36,9 @@ import numpy as np
 
 DEFAULT_WORKDIR = os.path.join(os.environ.get("TMPDIR", "/tmp"), "dumpscope-bench")
 REPO = Path(__file__).resolve().parent.parent
+# the writers of synthetic dumps live with the tests (tests/synth), imported as ``synth``
+if str(REPO / "tests") not in sys.path:
+    sys.path.insert(0, str(REPO / "tests"))
 FILES_PER_FOLDER = 5000
 
 _TYPES = ("Conv2D", "BNInferD", "Relu", "MatMulV2", "Add", "Mul", "Cast", "SoftmaxV2", "LayerNorm", "Gelu",
@@ -53,7 +56,7 @@ def check_workdir(workdir: str) -> Path:
 
 
 def _cann_templates(seed: int = 0) -> list[tuple[str, tuple[bytes, bytes]]]:
-    from dumpscope.core.synth.cann_writer import SynthTensor, header_template
+    from synth.cann_writer import SynthTensor, header_template
 
     rng = np.random.default_rng(seed)
     out = []
@@ -67,7 +70,7 @@ def _cann_templates(seed: int = 0) -> list[tuple[str, tuple[bytes, bytes]]]:
 
 def write_cann_tree(dump: Path, n_files: int, per_folder: int = FILES_PER_FOLDER, log: bool = True) -> Path:
     """``n_files`` CANN dump files under ``dump`` (see module doc).  Returns ``dump``."""
-    from dumpscope.core.synth.cann_writer import file_name_of, stamp_dump
+    from synth.cann_writer import file_name_of, stamp_dump
 
     templates = _cann_templates()
     model = dump / "20240101120000" / "0" / "ge_default_20240101120000_1" / "1"
@@ -198,7 +201,7 @@ def fresh_cache_env(cache: Path) -> dict:
 
 
 def drop_index(dump: Path, cache: Path) -> None:
-    from dumpscope.core.cache import index_path
+    from dumpscope.core.index.cache import index_path
 
     p = index_path(str(dump), cache)
     for suffix in ("", "-wal", "-shm", "-journal"):

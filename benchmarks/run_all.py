@@ -185,7 +185,7 @@ def bench_troubleshooter(sz: dict, args) -> list[dict]:
     if probe.returncode != 0:
         return [common.emit("compare vs Troubleshooter", None, note="not measured: troubleshooter does not import: "
                             + probe.stderr.strip().splitlines()[-1][:150])]
-    from dumpscope.core.compare import Thresholds, compare_arrays
+    from dumpscope.core.engines.compare import Thresholds, compare_arrays
 
     root = common.check_workdir(args.workdir) / f"npypairs{sz['mb']}"
     od, td = root / "golden", root / "target"

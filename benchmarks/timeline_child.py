@@ -1,6 +1,6 @@
 """The explorer's index-builder child with timeline marks (``bench_tui_timeline.py`` starts it).
 
-Run as ``python timeline_child.py build ROOT DB`` in place of ``python -m dumpscope.core.child_jobs``:
+Run as ``python timeline_child.py build ROOT DB`` in place of ``python -m dumpscope.core.engines.child_jobs``:
 it notes (wall clock, in the file named by ``DUMPSCOPE_TIMELINE``) when it started, when its imports
 were done, when the first folder was stored, when the first early ops were made, and the first
 time it sent each kind of event; then runs the real child.  Imports nothing heavy of its own.
@@ -49,10 +49,11 @@ def main() -> int:
     mark("process started", t=_T0)
     if os.environ.get("DUMPSCOPE_TIMELINE_SAMPLE"):
         _sampler()
-    from dumpscope.core import child_jobs
+    from dumpscope.core.engines import child_jobs
 
     mark("child_jobs imported")
-    from dumpscope.core import finalize, index as index_mod
+    from dumpscope.core.index import finalize
+    from dumpscope.core.index import dump_index as index_mod
 
     mark("index imported")
     store, early, out = index_mod.DumpIndex._store_result, finalize.finalize_early, child_jobs._Out.__call__

@@ -15,15 +15,15 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
-from dumpscope.core.index import DumpIndex
+from dumpscope.core.index.dump_index import DumpIndex
 from dumpscope.core.layouts.paths import CONSTANTS_STEP
 from dumpscope.core.names import sanitize_name
-from dumpscope.core.source_frames import first_user_frame, mark_frames
+from dumpscope.core.graphs.source_frames import first_user_frame, mark_frames
 from dumpscope.core.units import unpack
 
 if TYPE_CHECKING:  # numpy is only imported when tensor data is actually read
-    from dumpscope.core.source_match import SourceSpec
-    from dumpscope.core.tensor_io import TensorRef
+    from dumpscope.core.graphs.source_match import SourceSpec
+    from dumpscope.core.tensors.load import TensorRef
 
 _OP_COLS = ("id, rank, step, graph, name, file_name, type, scope, exec_index, producer, joined, join_rule, "
             "graph_only, nan, posinf, neginf, status, evidence, folder, task, stream, first_ts, watch_of, watch_after, kind, "
@@ -101,7 +101,7 @@ class TensorRow:
     ts: Optional[int] = None
 
     def ref(self) -> "TensorRef":
-        from dumpscope.core.tensor_io import TensorRef
+        from dumpscope.core.tensors.load import TensorRef
 
         return TensorRef(path=self.path, storage=self.storage, io=self.io, slot=self.slot, dtype=self.dtype,
                          stored_dtype=self.stored_dtype, shape=self.shape, format=self.format,
@@ -206,8 +206,8 @@ class DumpQuery:
         cached = self.index.query("SELECT value FROM meta WHERE key='layouts'")
         if cached:
             return json.loads(cached[0][0])
-        from dumpscope.core.accounting import layout_roots
-        from dumpscope.core.dump_roots import aside_layouts
+        from dumpscope.core.index.accounting import layout_roots
+        from dumpscope.core.index.dump_roots import aside_layouts
 
         if files_by_producer is not None:
             rows = sorted(files_by_producer.items())
@@ -259,7 +259,7 @@ class DumpQuery:
         n_tensors, n_values = self.index.query(
             "SELECT COALESCE(SUM(CASE WHEN storage != 'value' THEN ntensors END), 0), "
             "COALESCE(SUM(CASE WHEN storage = 'value' THEN ntensors END), 0) FROM units")[0]
-        from dumpscope.core.accounting import file_accounting
+        from dumpscope.core.index.accounting import file_accounting
 
         graphs = self.graph_files()
         # ~1 s at 100k files: computed once per index build (finalize drops it), like layouts()
@@ -296,7 +296,7 @@ class DumpQuery:
     def other_dumps(self) -> list[dict[str, Any]]:
         """Each dump root set aside because an earlier root holds the same rank/step places
         (``core.dump_roots``): its root, the root read instead, the shared places, one message."""
-        from dumpscope.core.dump_roots import other_dumps
+        from dumpscope.core.index.dump_roots import other_dumps
 
         return [o.as_json(self.root) for o in other_dumps(self.index)]
 
@@ -684,7 +684,7 @@ class DumpQuery:
         doc["user_frame"] = first_user_frame(doc["source"])  # the user's line nearest the op, or None
         notes = []
         if any(t.storage == "npy" and t.stored_dtype and t.stored_dtype != t.dtype for t in tensors):
-            from dumpscope.core.dtypes import stored_dtype_note  # (numpy: imported only when needed)
+            from dumpscope.core.formats.dtypes import stored_dtype_note  # (numpy: imported only when needed)
 
             notes = [f"{t.io}.{t.slot}: {n}" for t in tensors if t.storage == "npy"
                      for n in [stored_dtype_note(t.dtype, t.stored_dtype)] if n]
@@ -758,7 +758,7 @@ class DumpQuery:
                        [(n, p, m, op_id) for op_id, (n, p, m) in counts.items()], wait=True)
 
     def cached_stats(self, t: TensorRow) -> Optional[dict[str, Any]]:
-        from dumpscope.core.tensor_io import signature
+        from dumpscope.core.tensors.load import signature
 
         sig = signature(t.ref())
         if sig is None:
@@ -773,12 +773,12 @@ class DumpQuery:
         statistics-only tensor, returns the stored statistics (fields unknown → ``None``).
         """
         if t.storage == "value":
-            from dumpscope.core.tensor_io import TensorLoadError
+            from dumpscope.core.tensors.load import TensorLoadError
 
             raise TensorLoadError(f"{t.path}: {t.io} {t.slot} is a non-tensor argument "
                                   f"({t.dtype} {_short_value(t.extra.get('value'))}): no statistics")
         if t.storage == "none":
-            from dumpscope.core.stats import stats_from_row
+            from dumpscope.core.tensors.stats import stats_from_row
 
             row = dict(t.stats or {})
             row.setdefault("dtype", t.dtype)  # the record knows them even when the statistics do not
@@ -793,7 +793,7 @@ class DumpQuery:
             if bad:  # what the dump recorded where the finite-only keys must say null ("nan", "inf", "-inf")
                 doc["recorded_nonfinite"] = bad
             return doc
-        from dumpscope.core.tensor_io import compute_tensor_stats, signature
+        from dumpscope.core.tensors.load import compute_tensor_stats, signature
 
         if use_cache:
             cached = self.cached_stats(t)

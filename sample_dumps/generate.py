@@ -4,7 +4,7 @@
     python sample_dumps/generate.py              # rewrite sample_dumps/ in place
     python sample_dumps/generate.py --out DIR    # write the trees into DIR instead
 
-Every tree is built by ``dumpscope.core.synth.trees``; see ``sample_dumps/README.md`` for what
+Every tree is built by ``synth.trees``; see ``sample_dumps/README.md`` for what
 each one demonstrates.  The generator only ever deletes the tree folders it owns (``TREES``).
 """
 
@@ -21,7 +21,10 @@ HERE = Path(__file__).resolve().parent
 
 
 def _trees() -> dict[str, Callable[[Path], object]]:
-    from dumpscope.core.synth import trees as T
+    tests = os.fspath(HERE.parent / "tests")  # the writers of synthetic dumps live with the tests (tests/synth)
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    from synth import trees as T
 
     return {
         "mindspore_lenet_sync": lambda d: T.write_mindspore_tree(d, steps=(0, 1), overflow_steps=(1,)),

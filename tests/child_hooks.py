@@ -1,4 +1,4 @@
-"""The explorer's child process (``python -m dumpscope.core.child_jobs``) with test hooks applied first.
+"""The explorer's child process (``python -m dumpscope.core.engines.child_jobs``) with test hooks applied first.
 
 Tests point ``child_jobs.CHILD_COMMAND`` here (``test_tui_support.child_hooks``) and name the hooks in
 ``DUMPSCOPE_TEST_CHILD_HOOKS`` (comma-separated), since a monkeypatch of the test process does not
@@ -24,8 +24,8 @@ import time
 
 
 def _apply(hooks: list[str]) -> None:
-    from dumpscope.core import child_jobs
-    from dumpscope.core import index as index_mod
+    from dumpscope.core.engines import child_jobs
+    from dumpscope.core.index import dump_index as index_mod
 
     for hook in hooks:
         name, _, value = hook.partition("=")
@@ -43,7 +43,7 @@ def _apply(hooks: list[str]) -> None:
                 return _real(self, *a, **kw)
             index_mod.DumpIndex._store_result = slow_store
         elif name == "slow_listing":
-            from dumpscope.core import walk
+            from dumpscope.core.layouts import walk
 
             real_list = walk._scan
 
@@ -94,6 +94,6 @@ def _apply(hooks: list[str]) -> None:
 
 if __name__ == "__main__":
     _apply([h for h in os.environ.get("DUMPSCOPE_TEST_CHILD_HOOKS", "").split(",") if h])
-    from dumpscope.core.child_jobs import main
+    from dumpscope.core.engines.child_jobs import main
 
     sys.exit(main())

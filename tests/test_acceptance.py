@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dumpscope.core.query import open_query
-from dumpscope.core.tensor_io import load_tensor
+from dumpscope.core.tensors.load import load_tensor
 from conftest import cli_json, SAMPLES
 
 

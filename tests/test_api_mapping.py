@@ -1,4 +1,4 @@
-"""MindSpore-vs-PyTorch pairing (core/compare/api_mapping.py) on msprobe's own public test pair, plus the
+"""MindSpore-vs-PyTorch pairing (core/engines/compare/api_mapping.py) on msprobe's own public test pair, plus the
 mapping-file reader.  EXPECTED_BY_MSPROBE is the api mapping msprobe's test_layer_mapping.py asserts for
 this pair and tests/data/msprobe_ut_ms_pt.tar.gz (see its README)."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import cli_json, unpack_data
-from dumpscope.core.compare.api_mapping import (
+from dumpscope.core.engines.compare.api_mapping import (
     CallInfo,
     MappingFileError,
     cross_match,
@@ -19,8 +19,8 @@ from dumpscope.core.compare.api_mapping import (
     load_layer_mapping,
     mapped_name,
 )
-from dumpscope.core.compare.match import OpRef
-from dumpscope.core.compare.yaml_subset import YamlSubsetError, loads, subset_loads
+from dumpscope.core.engines.compare.match import OpRef
+from dumpscope.core.engines.compare.yaml_subset import YamlSubsetError, loads, subset_loads
 from dumpscope.tui.cli import main
 
 EXPECTED_BY_MSPROBE = {

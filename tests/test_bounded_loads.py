@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from conftest import unpack_data
-from dumpscope.core import tensor_io
-from dumpscope.core.dtypes import decode
+from dumpscope.core.tensors import load as tensor_io
+from dumpscope.core.formats.dtypes import decode
 from dumpscope.core.formats import pt_reader
 from dumpscope.core.layouts import torch_h5
-from dumpscope.core.synth.api_dump_writer import write_pt
-from dumpscope.core.tensor_io import TensorRef, value_chunks
+from synth.api_dump_writer import write_pt
+from dumpscope.core.tensors.load import TensorRef, value_chunks
 
 
 def _ref(path, storage, dtype, shape, **kw) -> TensorRef:

@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from dumpscope.core import child_jobs
-from dumpscope.core.index import DumpIndex
+from dumpscope.core.engines import child_jobs
+from dumpscope.core.index.dump_index import DumpIndex
 from dumpscope.core.query import DumpQuery
-from dumpscope.core.synth.trees import write_mindspore_tree
+from synth.trees import write_mindspore_tree
 from dumpscope.tui import cli
 
 

@@ -15,7 +15,7 @@ ml_dtypes = pytest.importorskip("ml_dtypes")
 from dumpscope.core.formats import dump_data_pb2 as pb  # noqa: E402
 from dumpscope.core.formats.cann_dump import (DumpFormatError, check_complete, load_raw, load_tensor,  # noqa: E402
                                               read_header)
-from dumpscope.core.synth.cann_writer import SynthTensor, encode_dump, write_dump  # noqa: E402
+from synth.cann_writer import SynthTensor, encode_dump, write_dump  # noqa: E402
 
 RNG = np.random.default_rng(7)
 TS = 1673383728093446

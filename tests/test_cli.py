@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from dumpscope.core.synth.cann_writer import SynthTensor, write_dump
+from synth.cann_writer import SynthTensor, write_dump
 from dumpscope.tui.cli import main
 from test_index import digest, make_tree
 

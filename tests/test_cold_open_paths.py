@@ -12,9 +12,9 @@ import threading
 
 import pytest
 
-from dumpscope.core.index import DumpIndex
+from dumpscope.core.index.dump_index import DumpIndex
 from dumpscope.core.query import DumpQuery
-from dumpscope.core.synth.job_tree import write_cann_job
+from synth.job_tree import write_cann_job
 
 
 @pytest.fixture
@@ -49,11 +49,11 @@ def test_a_best_effort_cache_write_never_waits_for_another_writer(built):
 @pytest.mark.skipif(os.name != "posix" or not hasattr(os, "setpriority"), reason="POSIX priorities")
 @pytest.mark.parametrize("own_group", [True, False])
 def test_the_builder_steps_back_only_in_a_process_group_of_its_own(own_group):
-    from dumpscope.core import child_jobs
+    from dumpscope.core.engines import child_jobs
 
     if os.getpriority(os.PRIO_PROCESS, 0) + child_jobs.BACKGROUND_NICE > 19:
         pytest.skip("this process already runs at the lowest priority")
-    code = ("import os; from dumpscope.core import child_jobs as c; b = os.getpriority(os.PRIO_PROCESS, 0); "
+    code = ("import os; from dumpscope.core.engines import child_jobs as c; b = os.getpriority(os.PRIO_PROCESS, 0); "
             "c._to_background(); print(b, os.getpriority(os.PRIO_PROCESS, 0))")
     before_here = os.getpriority(os.PRIO_PGRP, 0)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

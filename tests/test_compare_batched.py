@@ -16,13 +16,13 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 import pytest
 
-from dumpscope.core import tensor_io
-from dumpscope.core.compare import measure_many as mm
-from dumpscope.core.compare import metrics
-from dumpscope.core.compare.metrics import Tolerance, measure_small_many, measure_streams
+from dumpscope.core.tensors import load as tensor_io
+from dumpscope.core.engines.compare import measure_many as mm
+from dumpscope.core.engines.compare import metrics
+from dumpscope.core.engines.compare.metrics import Tolerance, measure_small_many, measure_streams
 from dumpscope.core.model import STORAGE_CANN
-from dumpscope.core.synth.cann_writer import SynthTensor, encode_dump, write_dump
-from dumpscope.core.tensor_io import OnceReader, TensorRef, load_tensor
+from synth.cann_writer import SynthTensor, encode_dump, write_dump
+from dumpscope.core.tensors.load import OnceReader, TensorRef, load_tensor
 
 
 def _one(a: np.ndarray):
@@ -134,7 +134,7 @@ def test_plans_decode_what_the_canonical_loader_decodes(tmp_path, monkeypatch, s
 
 
 def test_a_plan_is_refused_when_the_converter_makes_up_elements(tmp_path, monkeypatch):
-    from dumpscope.core import device_format
+    from dumpscope.core.formats import device_format
 
     arr = np.arange(1 * 20 * 3 * 3, dtype=np.float32).reshape(1, 20, 3, 3)
     p = tmp_path / "Op.op.1.0.1700000000000000"
@@ -228,7 +228,7 @@ class _Pool:
 
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
 def test_pool_and_batches_give_the_per_pair_answer(tmp_path, monkeypatch):
-    from dumpscope.core.compare import compare_dumps, engine
+    from dumpscope.core.engines.compare import compare_dumps, engine
     from dumpscope.core.query import open_query
 
     g = open_query(str(_tree(tmp_path / "g", "golden")), cache_directory=tmp_path / "cache")
@@ -285,8 +285,8 @@ def test_tensors_of_is_tensors_of_each_op(tmp_path, sample):
 def test_gc_is_paused_while_comparing_and_restored(tmp_path, monkeypatch):
     import gc
 
-    from dumpscope.core.compare import compare_dumps, engine
-    from dumpscope.core.gc_pause import gc_paused
+    from dumpscope.core.engines.compare import compare_dumps, engine
+    from dumpscope.core.support.gc_pause import gc_paused
     from dumpscope.core.query import open_query
 
     g = open_query(str(_tree(tmp_path / "g", "golden")), cache_directory=tmp_path / "cache")
@@ -314,8 +314,8 @@ def test_gc_is_paused_while_comparing_and_restored(tmp_path, monkeypatch):
 def test_every_place_of_step_all_shares_one_pool(tmp_path, monkeypatch):
     import shutil
 
-    from dumpscope.core.compare import engine
-    from dumpscope.core.compare.places import compare_places
+    from dumpscope.core.engines.compare import engine
+    from dumpscope.core.engines.compare.places import compare_places
     from dumpscope.core.query import open_query
 
     roots = {}
@@ -367,7 +367,7 @@ def test_only_a_few_ops_wait_for_their_measurement(tmp_path, monkeypatch):
     """Preparing ops (their tensors and graph details) outruns measuring them: the engine waits for the
     oldest batch once ``_AHEAD_OPS`` ops are handed in and not made rows (a 100k-op place held every op's
     records at once), and the answer is the inline one."""
-    from dumpscope.core.compare import compare_dumps, engine
+    from dumpscope.core.engines.compare import compare_dumps, engine
     from dumpscope.core.query import open_query
 
     g = open_query(str(_tree(tmp_path / "g", "golden")), cache_directory=tmp_path / "cache")

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import unpack_data
-from dumpscope.core.compare.engine import produced
+from dumpscope.core.engines.compare.engine import produced
 from dumpscope.tui.cli import main
 
 BN = "Default/bn-BatchNorm2d/BatchNorm-op0"
@@ -103,7 +103,7 @@ def test_nothing_compared_is_said(capsys, tmp_path):
 def test_backward_calls_find_their_forward_call(name, producer, want):
     from types import SimpleNamespace
 
-    from dumpscope.core.compare.engine import _forward_of
+    from dumpscope.core.engines.compare.engine import _forward_of
 
     names = {"Tensor.__pow__.0.forward", "Module.conv1.Conv2d.forward.0", "NN_Linear_0_forward",
              "Functional.linear.0.forward"}

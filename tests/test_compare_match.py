@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dumpscope.core.compare.match import (
+from dumpscope.core.engines.compare.match import (
     OpRef,
     match_ops,
     pair_slots,

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-import dumpscope.core.compare.metrics as cm
-from dumpscope.core.compare import (
+import dumpscope.core.engines.compare.metrics as cm
+from dumpscope.core.engines.compare import (
     ROW_KEYS,
     CompareResult,
     Thresholds,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dumpscope.core.compare.origin import OpFacts, RowFacts, first_divergence, trace
+from dumpscope.core.engines.compare.origin import OpFacts, RowFacts, first_divergence, trace
 
 
 def op(name, *rows, parameter=False, producers=(), input_producers=None):

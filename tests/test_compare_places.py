@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import unpack_data
-from dumpscope.core.synth.job_tree import write_cann_job
+from synth.job_tree import write_cann_job
 from dumpscope.tui.cli import main
 
 

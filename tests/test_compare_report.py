@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from conftest import unpack_data
-from dumpscope.core import compare_report as cr
+from dumpscope.core.engines.compare import report as cr
 from dumpscope.tui.cli import main
 
 MSPROBE_CSV = Path(__file__).parent / "data" / "msprobe_compare" / "compare_result_msp_b_vs_msp_a.csv"

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from conftest import unpack_data
-from dumpscope.core.compare import engine
-from dumpscope.core.compare.places import compare_places
+from dumpscope.core.engines.compare import engine
+from dumpscope.core.engines.compare.places import compare_places
 from dumpscope.core.query import open_query
-from dumpscope.core.synth.job_tree import write_cann_job
+from synth.job_tree import write_cann_job
 from dumpscope.tui import cli
 from dumpscope.tui.json_text import dumps
 
@@ -111,7 +111,7 @@ def test_compare_reads_both_indexes_with_a_lean_page_cache(msnan, tmp_path, caps
     """Once built, both indexes of a compare are only read, beside both sides' ops: each connection's page
     cache shrinks from the build's 64 MiB (a 200k-pair place: ~100 MB less); the answers are the other
     compare tests'."""
-    from dumpscope.core.index import READ_CACHE_KIB, DumpIndex
+    from dumpscope.core.index.dump_index import READ_CACHE_KIB, DumpIndex
 
     monkeypatch.setenv("DUMPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     leaned: list[int] = []

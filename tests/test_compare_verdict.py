@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dumpscope.core.compare import Thresholds, compare_arrays, compare_stats
-from dumpscope.core.compare.verdict import element_rtol, judge_value
+from dumpscope.core.engines.compare import Thresholds, compare_arrays, compare_stats
+from dumpscope.core.engines.compare.verdict import element_rtol, judge_value
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dumpscope.core.inert import csv_cell
-from dumpscope.core.synth.cann_writer import SynthTensor, write_dump
+from synth.cann_writer import SynthTensor, write_dump
 from dumpscope.tui import cli
 
 FORMULAS = ('=HYPERLINK("http:__evil.example","x")', "@SUM(1+1)", "+cmd|' _C calc'!A0", "-2+3")

@@ -8,13 +8,13 @@ import dataclasses
 import numpy as np
 import pytest
 
-from dumpscope.core import tensor_io
-from dumpscope.core.device_chunks import device_chunks
+from dumpscope.core.tensors import load as tensor_io
+from dumpscope.core.formats.device_chunks import device_chunks
 from dumpscope.core.formats.cann_dump import load_tensor as load_cann
 from dumpscope.core.formats.cann_dump import read_header
 from dumpscope.core.query import open_query
-from dumpscope.core.stats import compute_stats_chunks
-from dumpscope.core.synth.cann_writer import SynthTensor, write_dump
+from dumpscope.core.tensors.stats import compute_stats_chunks
+from synth.cann_writer import SynthTensor, write_dump
 
 CASES = [("NC1HWC0", (2, 20, 3, 5)), ("NC1HWC0", (1, 40, 4, 4)), ("NC1HWC0", (3, 16, 2, 2)), ("NC1HWC0", (20,)),
          ("NC1HWC0", (2, 20)), ("FRACTAL_NZ", (37, 50)), ("FRACTAL_NZ", (3, 20, 33)), ("FRACTAL_NZ", (64, 16)),
@@ -94,7 +94,7 @@ def test_a_device_tensor_cut_short_is_one_named_error(tree, tmp_path):
 
 
 def test_convert_writes_device_layouts_chunk_by_chunk(tree, tmp_path, monkeypatch):
-    from dumpscope.core import convert as convert_mod
+    from dumpscope.core.engines import convert as convert_mod
 
     q = open_query(str(tree), use_cache=False)
     refs = {t.path: t.ref() for o in q.ops() for t in q.tensors(o.id)}
@@ -116,8 +116,8 @@ def test_convert_writes_device_layouts_chunk_by_chunk(tree, tmp_path, monkeypatc
 
 def test_compare_streams_both_tensors_with_the_same_metrics(tree, monkeypatch):
     """compare never holds a whole device-layout tensor, and its metrics equal the in-memory ones."""
-    from dumpscope.core.compare import compare_dumps
-    from dumpscope.core.compare.metrics import Tolerance, measure_arrays, measure_streams
+    from dumpscope.core.engines.compare import compare_dumps
+    from dumpscope.core.engines.compare.metrics import Tolerance, measure_arrays, measure_streams
 
     rng = np.random.default_rng(3)
     for shape in [(1000,), (7, 33), (2, 3, 4, 5), ()]:
@@ -154,7 +154,7 @@ def test_compare_streams_both_tensors_with_the_same_metrics(tree, monkeypatch):
         return real_load(ref)
 
     monkeypatch.setattr(tensor_io, "load_tensor", no_whole_device_load)
-    from dumpscope.core.compare import engine
+    from dumpscope.core.engines.compare import engine
     monkeypatch.setattr(engine, "load_tensor", no_whole_device_load, raising=False)
     doc = compare_dumps(q, open_query(str(tree), use_cache=False))
     rows = doc["rows"]
@@ -174,7 +174,7 @@ def test_one_plane_bigger_than_a_chunk_is_read_in_chunks(tmp_path, monkeypatch, 
     (1,16,8192,8192) float16 NC1HWC0 read a 2 GiB plane and peaked at 4.2 GB.  The same structure
     here at a chunk of 4 KiB (one plane is 12-100 KiB): no read and no chunk is over the limit, and
     the values are the whole conversion's, in order."""
-    from dumpscope.core import device_chunks as dc
+    from dumpscope.core.formats import device_chunks as dc
 
     root = tmp_path / "dump" / "20240101" / "0" / "m" / "1" / "0"
     a = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
@@ -206,7 +206,7 @@ def test_one_plane_bigger_than_a_chunk_is_read_in_chunks(tmp_path, monkeypatch, 
 
 def test_a_window_of_planes_bigger_than_a_chunk_is_the_same_block(tmp_path, monkeypatch):
     """The explorer's slice of an NC1HWC0 tensor whose planes exceed the chunk: filled by bands."""
-    from dumpscope.core import device_chunks as dc
+    from dumpscope.core.formats import device_chunks as dc
 
     root = tmp_path / "dump" / "20240101" / "0" / "m" / "1" / "0"
     a = np.random.default_rng(5).standard_normal((2, 20, 24, 30)).astype(np.float32)

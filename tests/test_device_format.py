@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dumpscope.core.device_format import (DeviceFormatError, canonical_format, format_name, logical_shape,
+from dumpscope.core.formats.device_format import (DeviceFormatError, canonical_format, format_name, logical_shape,
                                           to_logical)
-from dumpscope.core.synth import device_layout as dl
+from synth import device_layout as dl
 
 RNG = np.random.default_rng(1234)
 DTYPES_C0 = [(np.float16, 16), (np.float32, 16), (np.float32, 8), (np.int8, 32)]

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
-from dumpscope.core import dtypes  # noqa: E402
-from dumpscope.core.dtypes import DtypeError, decode, itemsize_bits, normalize_dtype, storage_numpy_dtype  # noqa: E402
+from dumpscope.core.formats import dtypes
+from dumpscope.core.formats.dtypes import DtypeError, decode, itemsize_bits, normalize_dtype, storage_numpy_dtype  # noqa: E402
 
 
 def test_proto_table_matches_formats_md():

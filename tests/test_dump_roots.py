@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-import dumpscope.core.index as index_mod
+import dumpscope.core.index.dump_index as index_mod
 from conftest import cli_json, unpack_data
-from dumpscope.core.dump_roots import decide, dump_root, roots_of
-from dumpscope.core.index import DumpIndex
+from dumpscope.core.index.dump_roots import decide, dump_root, roots_of
+from dumpscope.core.index.dump_index import DumpIndex
 from dumpscope.core.query import DumpQuery
-from dumpscope.core.synth.job_tree import write_cann_job
+from synth.job_tree import write_cann_job
 from test_index_batches import _rows
 
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dumpscope.core import finalize as fin
-from dumpscope.core.index import OP_INDEXES, DumpIndex
+from dumpscope.core.index import finalize as fin
+from dumpscope.core.index.dump_index import OP_INDEXES, DumpIndex
 from dumpscope.core.query import DumpQuery
-from dumpscope.core.synth import trees
-from dumpscope.core.synth.cann_writer import SynthTensor, write_dump
+from synth import trees
+from synth.cann_writer import SynthTensor, write_dump
 
 pytestmark = pytest.mark.skipif(not fin.SQL_PLAIN_PLACES, reason="SQLite < 3.25 has no window functions")
 
@@ -157,7 +157,7 @@ def test_files_sharing_a_header_layout_keep_their_own_offsets_and_values(tmp_pat
     """Same shapes, op names of different lengths (so different header lengths) and values:
     every tensor read back through the index must be its own file's data."""
     from dumpscope.core.formats.cann_dump import read_header
-    from dumpscope.core.tensor_io import load_tensor
+    from dumpscope.core.tensors.load import load_tensor
 
     folder = tmp_path / "dump" / "20240101000000" / "0" / "net" / "1" / "0"
     want = {}
@@ -208,7 +208,7 @@ def _pooled_build(root: Path, cache: Path, monkeypatch, before_finalize=None,
     """A cold build through the process pool (small chunks), recording the early places."""
     import sys
 
-    import dumpscope.core.index as index_mod
+    import dumpscope.core.index.dump_index as index_mod
 
     monkeypatch.setattr(index_mod, "PARALLEL_MIN_FILES", 40)
     monkeypatch.setattr(index_mod, "CHUNK_FILES", 30)
@@ -290,7 +290,7 @@ def test_units_sort_in_execution_order_with_or_without_timestamps():
 def test_a_partial_finalize_during_the_build_and_early_ops_agree(tmp_path, monkeypatch):
     """The explorer's partial results (a finalize while folders are still being read) and early
     ops must not both write a place: here a partial finalize runs just before the walk ends."""
-    import dumpscope.core.index as index_mod
+    import dumpscope.core.index.dump_index as index_mod
 
     root = tmp_path / "dump"
     trees.write_big_cann_tree(root, 500, ops_per_step=100)
@@ -338,8 +338,8 @@ def test_a_full_dump_keeps_one_record_per_tensor_with_the_csv_statistics(tmp_pat
     """MindSpore ``saved_data: full`` writes each tensor twice: an .npy and a statistic.csv row.
     The index keeps the payload record and gives it the CSV statistics (NaN/Inf counts without
     decoding); the statistics-only duplicates are dropped."""
-    from dumpscope.core.synth import ms_writer
-    from dumpscope.core.synth.network import simulate_ms_net
+    from synth import ms_writer
+    from synth.network import simulate_ms_net
 
     root = tmp_path / "dump"
     ms_writer.write_ms_tree(root, {0: simulate_ms_net(0, overflow=True)}, saved_data="full",

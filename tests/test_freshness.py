@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dumpscope.core import freshness
-from dumpscope.core.index import DumpIndex
-from dumpscope.core.synth.faults import rewrite_in_place
-from dumpscope.core.synth.trees import write_mindspore_tree
+from dumpscope.core.index import freshness
+from dumpscope.core.index.dump_index import DumpIndex
+from synth.faults import rewrite_in_place
+from synth.trees import write_mindspore_tree
 from dumpscope.tui import cli
 
 

@@ -23,7 +23,7 @@ from dumpscope.core.graphs import (
 )
 from dumpscope.core.graphs import ge_text
 from dumpscope.core.graphs.pbtext import parse_text_tree
-from dumpscope.core.synth.ge_graph_writer import build_model, ge_graph_text, write_ge_graph
+from synth.ge_graph_writer import build_model, ge_graph_text, write_ge_graph
 
 SAMPLES = Path("/work/shared/real_samples")
 

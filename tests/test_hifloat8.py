@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dumpscope.core.dtypes import HIFLOAT8_LUT, decode, decoded_numpy_dtype, nbytes_for
+from dumpscope.core.formats.dtypes import HIFLOAT8_LUT, decode, decoded_numpy_dtype, nbytes_for
 
 TOOL = json.loads((Path(__file__).parent / "data" / "msaccucmp_hifloat8.json").read_text())["values"]
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from dumpscope.core.formats import dump_data_pb2 as pb
-from dumpscope.core.shapes import element_count, impossible_header
-from dumpscope.core.synth.cann_writer import SynthTensor, write_dump
+from dumpscope.core.formats.shapes import element_count, impossible_header
+from synth.cann_writer import SynthTensor, write_dump
 from dumpscope.tui.cli import main
 
 HUGE = [1 << 32, 1 << 32, 16]  # 2**68 elements: numpy.prod wraps this to 0

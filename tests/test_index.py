@@ -7,8 +7,8 @@ import os
 
 import numpy as np
 
-from dumpscope.core import walk
-from dumpscope.core.index import DumpIndex
+from dumpscope.core.layouts import walk
+from dumpscope.core.index.dump_index import DumpIndex
 from dumpscope.core.query import DumpQuery, open_query
 
 
@@ -172,7 +172,7 @@ def test_paged_ops_equal_the_full_list(tmp_path):
 
 
 def test_long_builds_show_partial_results_to_a_reader(tmp_path, monkeypatch):
-    import dumpscope.core.index as index_mod
+    import dumpscope.core.index.dump_index as index_mod
 
     make_tree(tmp_path / "tree", steps=(0, 1, 2, 3))
     monkeypatch.setattr(index_mod, "PARTIAL_AFTER_S", 0.0)
@@ -215,7 +215,7 @@ def test_a_stalled_folder_listing_is_a_problem_not_a_hang(tmp_path, monkeypatch)
 
 
 def test_big_folders_read_by_the_pool_report_bad_names_once(tmp_path):
-    import dumpscope.core.index as index_mod
+    import dumpscope.core.index.dump_index as index_mod
 
     d = tmp_path / "rank_0" / "Net" / "0" / "0"
     arr = np.ones(2, np.float32)

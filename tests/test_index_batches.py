@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import dumpscope.core.index as index_mod
-from dumpscope.core.index import DumpIndex
-from dumpscope.core.synth.job_tree import write_cann_job, write_cann_stats_job
+import dumpscope.core.index.dump_index as index_mod
+from dumpscope.core.index.dump_index import DumpIndex
+from synth.job_tree import write_cann_job, write_cann_stats_job
 
 
 def _stats_job(root: Path, ranks: int = 3, steps: int = 2, ops: int = 4) -> None:

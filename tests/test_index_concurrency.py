@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from dumpscope.core.cache import index_path
-from dumpscope.core.index import DumpIndex
+from dumpscope.core.index.cache import index_path
+from dumpscope.core.index.dump_index import DumpIndex
 from dumpscope.core.query import DumpQuery
-from dumpscope.core.synth.faults import write_fault_corpus
+from synth.faults import write_fault_corpus
 from dumpscope.tui import cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,7 +66,7 @@ def test_writer_lock_is_reentrant_and_serialises_threads(tmp_path):
     import threading
     import time
 
-    from dumpscope.core.index_lock import writer_lock
+    from dumpscope.core.index.lock import writer_lock
 
     db = str(tmp_path / "x.sqlite")
     inside = []
@@ -105,7 +105,7 @@ def _one_warning(err: list[str]) -> None:
 def test_a_cache_locked_for_a_moment_at_open_is_waited_for_not_replaced(tree, tmp_path, capsys, monkeypatch):
     """"database is locked" while opening (processes opening one new file at once) is tried again: the
     answer comes from the cache file, with no warning; a lock that never goes falls back to memory."""
-    from dumpscope.core import index_faults
+    from dumpscope.core.index import faults as index_faults
 
     ref = _reference(tree, capsys)["ops"]
     monkeypatch.setattr(index_faults, "LOCKED_PAUSE_S", 0.01)
@@ -165,7 +165,7 @@ def test_read_only_cache_dir_answers_from_memory(tree, tmp_path, capsys):
 
 def _connect_with(monkeypatch, pragma: str = "", read_only: bool = False) -> None:
     """SQLite as a full disk (``max_page_count``) or a read-only filesystem would present itself."""
-    from dumpscope.core import index as index_mod
+    from dumpscope.core.index import dump_index as index_mod
 
     real = sqlite3.connect
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from dumpscope.core import index_faults
-from dumpscope.core.index_lock import writer_lock
+from dumpscope.core.index import faults as index_faults
+from dumpscope.core.index.lock import writer_lock
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the writer lock across processes is flock")
 

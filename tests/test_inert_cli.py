@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dumpscope.core.inert import escape_markup, inert, inert_lines, inert_markup, json_safe
-from dumpscope.core.synth.faults import HOSTILE_BAD_FILE, HOSTILE_NAMES, HOSTILE_TYPE, write_hostile_tree
+from synth.faults import HOSTILE_BAD_FILE, HOSTILE_NAMES, HOSTILE_TYPE, write_hostile_tree
 from dumpscope.tui import cli
 
 #: what must never reach a terminal raw: controls, bidi, and invisible characters (issue 30)

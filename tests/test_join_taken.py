@@ -13,8 +13,8 @@ import pytest
 
 from conftest import cli_json
 from dumpscope.core.query import open_query
-from dumpscope.core.synth import trees
-from dumpscope.core.synth.cann_writer import SynthTensor, write_dump
+from synth import trees
+from synth.cann_writer import SynthTensor, write_dump
 
 RELU = "resnet/relu1/Relu"
 

@@ -44,7 +44,7 @@ def test_odd_document_prints_the_same():
 
 
 def test_a_compare_document_prints_the_same(tmp_path):
-    from dumpscope.core.compare import compare_dumps
+    from dumpscope.core.engines.compare import compare_dumps
     from dumpscope.core.query import open_query
     from test_compare_batched import _tree
 

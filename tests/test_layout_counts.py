@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import unpack_data
-from dumpscope.core.accounting import file_accounting
+from dumpscope.core.index.accounting import file_accounting
 from dumpscope.core.query import open_query
 
 DUMPS = ["real_api_dumps", "real_msprobe26", "real_mindspore_train", "real_ms210_dp2", "real_ts_nan",

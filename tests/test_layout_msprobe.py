@@ -23,7 +23,7 @@ from dumpscope.core.layouts.msprobe import (
     step_rank_from_parts,
 )
 from dumpscope.core.model import ExecOrder, Problem, TensorRecord
-from dumpscope.core.synth.api_dump_writer import simulate_small_net, write_msprobe_tree
+from synth.api_dump_writer import simulate_small_net, write_msprobe_tree
 
 REAL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.pardir,
                     "shared", "real_samples")

@@ -20,7 +20,7 @@ from dumpscope.core.layouts.troubleshooter import (
     parse_ts_name,
 )
 from dumpscope.core.model import ExecOrder, Problem, TensorRecord
-from dumpscope.core.synth.api_dump_writer import simulate_small_net, write_troubleshooter_tree
+from synth.api_dump_writer import simulate_small_net, write_troubleshooter_tree
 
 
 def scan(root: str):

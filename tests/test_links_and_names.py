@@ -10,7 +10,7 @@ import pytest
 
 from conftest import cli_json
 from dumpscope.tui import cli
-from dumpscope.core.synth.trees import write_mindspore_tree
+from synth.trees import write_mindspore_tree
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="symlinks and byte file names")
 

@@ -17,7 +17,7 @@ from dumpscope.core.layouts.base import DirListing
 from dumpscope.core.layouts.json_stream import JsonObjectReader, JsonStreamError, ValueTooLarge, iter_object
 from dumpscope.core.layouts.msprobe import MsprobeLayout
 from dumpscope.core.model import ExecOrder, Problem, TensorRecord
-from dumpscope.core.synth.faults import msprobe_entries, write_msprobe_json
+from synth.faults import msprobe_entries, write_msprobe_json
 
 #: real dumps written by msprobe itself (tests/data/*/README.md)
 REAL = ["real_msprobe26", "real_msprobe_262_block", "msprobe_ut_ms_pt", "real_api_dumps", "real_ms_pt_pair"]

@@ -42,9 +42,9 @@ def hostile(tmp_path, monkeypatch):
 def test_the_child_builder_imports_only_dumpscope_itself(hostile, monkeypatch):
     """The explorer's cold open: the index built by the child, from the current folder and from
     inside the dump tree."""
-    from dumpscope.core import child_jobs
-    from dumpscope.core.cache import index_path
-    from dumpscope.core.index import DumpIndex
+    from dumpscope.core.engines import child_jobs
+    from dumpscope.core.index.cache import index_path
+    from dumpscope.core.index.dump_index import DumpIndex
     from dumpscope.core.query import DumpQuery
 
     here, dump, marker = hostile
@@ -70,7 +70,7 @@ def test_the_child_builder_imports_only_dumpscope_itself(hostile, monkeypatch):
 def test_the_child_command_keeps_the_checkout_it_runs_from(monkeypatch, tmp_path):
     """The current folder is left out of the child's import path, except where this process found
     dumpscope itself (a checkout run in place)."""
-    from dumpscope.core.isolated import import_path
+    from dumpscope.core.support.isolated import import_path
 
     import dumpscope
 

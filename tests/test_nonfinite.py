@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dumpscope.core.nonfinite import Count, count_block, count_unit, may_hold_nonfinite
-from dumpscope.core.synth.cann_writer import SynthTensor, bf16_bits, fp8_codes, write_dump
+from dumpscope.core.tensors.nonfinite import Count, count_block, count_unit, may_hold_nonfinite
+from synth.cann_writer import SynthTensor, bf16_bits, fp8_codes, write_dump
 
 SPECIALS = np.array([1.0, np.nan, np.inf, -np.inf, -2.5, 0.0, -np.nan, np.inf, 3.0], np.float32)
 
@@ -31,7 +31,7 @@ def test_bfloat16_bits_match_numpy():
 
 
 def test_float8_bits_match_their_decoded_values():
-    from dumpscope.core.dtypes import decode
+    from dumpscope.core.formats.dtypes import decode
 
     for dtype, vals in (("float8_e5m2", SPECIALS), ("float8_e4m3fn", np.array([1, np.nan, 2, np.nan], np.float32))):
         codes = fp8_codes(vals, dtype)

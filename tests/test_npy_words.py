@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from conftest import cli_json
-from dumpscope.core import dtypes
+from dumpscope.core.formats import dtypes
 from dumpscope.core.query import open_query
-from dumpscope.core.tensor_io import TensorLoadError, load_tensor
-from dumpscope.core.tensor_slice import tensor_slice
+from dumpscope.core.tensors.load import TensorLoadError, load_tensor
+from dumpscope.core.tensors.slicing import tensor_slice
 from dumpscope.tui.cli import main
 
 VALUES = np.array([[1.5, -2.25, 3.0], [0.0, np.nan, np.inf], [-0.5, 2.0 ** -130, 65280.0]], dtype=np.float32)

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from conftest import unpack_data
-from dumpscope.core import compare_report as cr
-from dumpscope.core.index_schema import OP_INDEXES, SCHEMA_VERSION
+from dumpscope.core.engines.compare import report as cr
+from dumpscope.core.index.schema import OP_INDEXES, SCHEMA_VERSION
 from dumpscope.core.query import DumpQuery, open_query
-from dumpscope.core.synth.cann_writer import SynthTensor, write_dump
+from synth.cann_writer import SynthTensor, write_dump
 from dumpscope.tui.cli import main
 
 W, A, B = "net/C/Add", "net/A/Mul", "net/B/Sub"
@@ -108,7 +108,7 @@ def _show_stacks(q: DumpQuery):
     ("real_ms210_source", "real_ms210_source/out", "real_ms210_source/out"),  # MindSpore 2.10 .ir source frames
 ])
 def test_table_stacks_are_shows(tmp_path_factory, tmp_path, monkeypatch, name, golden, target):
-    from dumpscope.core.compare.places import compare_places
+    from dumpscope.core.engines.compare.places import compare_places
 
     data = unpack_data(tmp_path_factory, name)
     g, t = open_query(str(data / golden)), open_query(str(data / target))

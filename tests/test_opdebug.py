@@ -14,7 +14,7 @@ from dumpscope.core.formats.opdebug import (
     OpdebugError, decode_opdebug_payload, overflowing, parse_opdebug_json, read_opdebug_file,
     read_opdebug_json, status_words,
 )
-from dumpscope.core.synth.opdebug_writer import (
+from synth.opdebug_writer import (
     encode_opdebug_file, encode_opdebug_payload_new, encode_opdebug_payload_old, write_opdebug_file,
 )
 
@@ -95,7 +95,7 @@ def test_file_container_roundtrip(tmp_path: Path) -> None:
     recs = read_opdebug_file(p)
     assert recs[2].status == 32 and recs[2].task_id == 57
     # cross-check with the project's CANN dump encoder when present
-    cw = pytest.importorskip("dumpscope.core.synth.cann_writer")
+    cw = pytest.importorskip("synth.cann_writer")
     import numpy as np
     arr = np.frombuffer(encode_opdebug_payload_new([{"acc_type": "AIV", "task_id": 77, "status": 16}]), np.uint8)
     q = tmp_path / "Opdebug.Node_OpDebug.5.6.1700000000000001"

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from conftest import cli_json
-from dumpscope.core.overflow import first_bad_op, start_place, trouble_places
+from dumpscope.core.engines.overflow.lookup import first_bad_op, start_place, trouble_places
 from dumpscope.core.query import open_query
 
 OPS = {0: [("AllReduce", "Default/grad/AllReduce-op0"), ("Mul", "Default/grad/Mul-op0"),

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dumpscope.core.synth.trees import write_mindspore_tree
+from synth.trees import write_mindspore_tree
 from dumpscope.tui import cli
 
 
@@ -77,7 +77,7 @@ def test_convert_replaces_a_hard_link_and_an_interrupt_leaves_no_part(ms, tmp_pa
     np.load(first)  # a real .npy now, in place of the link
 
     # ctrl-C half-way through writing a tensor: nothing partial stays behind
-    from dumpscope.core import convert as conv
+    from dumpscope.core.engines import convert as conv
 
     real_save = np.save
 
@@ -100,10 +100,10 @@ def test_convert_replaces_a_hard_link_and_an_interrupt_leaves_no_part(ms, tmp_pa
 
 def test_ctrl_c_while_a_device_layout_tensor_streams_leaves_no_part(tmp_path, monkeypatch):
     """The streamed path (NC1HWC0 converted chunk by chunk) used to leave ``.npy.part`` behind."""
-    from dumpscope.core import tensor_io
-    from dumpscope.core.convert import convert_tree
+    from dumpscope.core.tensors import load as tensor_io
+    from dumpscope.core.engines.convert import convert_tree
     from dumpscope.core.query import open_query
-    from dumpscope.core.synth.cann_writer import SynthTensor, write_dump
+    from synth.cann_writer import SynthTensor, write_dump
 
     root = tmp_path / "dump" / "20240101" / "0" / "m" / "1" / "0"
     a = np.random.default_rng(1).standard_normal((2, 20, 6, 6)).astype(np.float32)

@@ -9,8 +9,8 @@ import math
 
 from conftest import cli_json, unpack_data
 
-from dumpscope.core.overflow import _from_extremes
-from dumpscope.core.overflow_origin import TensorSummary
+from dumpscope.core.engines.overflow.lookup import _from_extremes
+from dumpscope.core.engines.overflow.origin import TensorSummary
 
 
 def _read(raw: dict) -> tuple:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dumpscope.core.overflow_origin import (
+from dumpscope.core.engines.overflow.origin import (
     Judgement, RankFirst, TensorSummary, collective_kind, first_rank, judge_op,
 )
 

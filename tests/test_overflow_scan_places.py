@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from dumpscope.core import overflow_scan
-from dumpscope.core.overflow import overflow_report
+from dumpscope.core.engines.overflow import scan as overflow_scan
+from dumpscope.core.engines.overflow.lookup import overflow_report
 from dumpscope.core.query import open_query
-from dumpscope.core.synth.job_tree import write_cann_job
+from synth.job_tree import write_cann_job
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def _watch_places(monkeypatch, pooled: bool) -> list[tuple[tuple[int, int], int]
     def scan_places(q, places, total, progress=None, workers=None, record=True):
         return real_scan(q, (watched(j) for j in places), total, progress, 2 if pooled else workers, record)
     monkeypatch.setattr(overflow_scan, "record_counts", record_counts)
-    monkeypatch.setattr("dumpscope.core.overflow.scan_places", scan_places)
+    monkeypatch.setattr("dumpscope.core.engines.overflow.lookup.scan_places", scan_places)
     return log
 
 

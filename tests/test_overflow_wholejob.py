@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from dumpscope.core.synth.job_tree import write_cann_job
+from synth.job_tree import write_cann_job
 from dumpscope.tui.cli import main
 
 
@@ -86,14 +86,14 @@ def test_warm_run_reads_no_tensor(tmp_path, capsys, cache, monkeypatch):
 
     def no_reads(jobs):
         raise AssertionError("a warm overflow run read tensor data")
-    monkeypatch.setattr("dumpscope.core.overflow_scan.scan_batch", no_reads)
+    monkeypatch.setattr("dumpscope.core.engines.overflow.scan.scan_batch", no_reads)
     warm = cli_json(capsys, "overflow", str(root), *cache)
     assert warm == cold
 
 
 def test_process_pool_gives_the_same_answer(tmp_path, monkeypatch):
-    from dumpscope.core import overflow_scan
-    from dumpscope.core.overflow import overflow_report
+    from dumpscope.core.engines.overflow import scan as overflow_scan
+    from dumpscope.core.engines.overflow.lookup import overflow_report
     from dumpscope.core.query import open_query
 
     root = write_cann_job(tmp_path / "job", ranks=(0, 1), steps=(0, 1, 2), overflow={(1, 2)})
@@ -101,7 +101,7 @@ def test_process_pool_gives_the_same_answer(tmp_path, monkeypatch):
     monkeypatch.setattr(overflow_scan, "INLINE_BYTES", 0)
     monkeypatch.setattr(overflow_scan, "BATCH_UNITS", 4)
     monkeypatch.delitem(sys.modules, "textual.app", raising=False)  # the pool is off inside the explorer only
-    from dumpscope.core import index as index_mod
+    from dumpscope.core.index import dump_index as index_mod
     made = []
 
     def pool(workers=None, _real=index_mod.process_pool):
@@ -117,7 +117,7 @@ def test_process_pool_gives_the_same_answer(tmp_path, monkeypatch):
 
 
 def test_path_at_a_time_or_device_folder_keeps_ranks_and_steps(tmp_path, capsys, cache):
-    from dumpscope.core.synth.job_tree import TIME
+    from synth.job_tree import TIME
 
     root = write_cann_job(tmp_path / "job", ranks=(0, 1), steps=(0, 1, 2), overflow={(1, 1)})
     whole = cli_json(capsys, "overflow", str(root), *cache)
@@ -135,7 +135,7 @@ def test_overflow_json_loads_neither_compare_nor_a_progress_bar(tmp_path):
 
     root = write_cann_job(tmp_path / "job", ranks=(0,), steps=(0,))
     code = ("import sys; from dumpscope.tui.cli import main; rc = main(sys.argv[1:]); "
-            "loaded = [m for m in ('dumpscope.core.compare', 'rich.progress') if m in sys.modules]; "
+            "loaded = [m for m in ('dumpscope.core.engines.compare', 'rich.progress') if m in sys.modules]; "
             "print('LOADED', loaded, file=sys.stderr); sys.exit(rc)")
     p = subprocess.run([sys.executable, "-c", code, "overflow", str(root), "--json", "--cache-dir",
                         str(tmp_path / "cache")], capture_output=True, text=True, stdin=subprocess.DEVNULL)

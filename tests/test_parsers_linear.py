@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 import time
 
-from dumpscope.core import finalize
+from dumpscope.core.index import finalize
 from dumpscope.core.graphs import pbtext
 from dumpscope.core.graphs.ge_text import parse_ge_text
 

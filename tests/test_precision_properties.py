@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import unpack_data
-from dumpscope.core.compare import compare_arrays
-from dumpscope.core.compare.metrics import measure_arrays
-from dumpscope.core.compare.origin import OpFacts, RowFacts, Walk, first_divergence
-from dumpscope.core.compare.precision import error_of, judged_dtype, unit_roundoff
+from dumpscope.core.engines.compare import compare_arrays
+from dumpscope.core.engines.compare.metrics import measure_arrays
+from dumpscope.core.engines.compare.origin import OpFacts, RowFacts, Walk, first_divergence
+from dumpscope.core.engines.compare.precision import error_of, judged_dtype, unit_roundoff
 from dumpscope.core.formats.pt_reader import load_pt
 
 ml_dtypes = pytest.importorskip("ml_dtypes")

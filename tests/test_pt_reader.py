@@ -29,7 +29,7 @@ from dumpscope.core.formats.pt_reader import (
 from dumpscope.core.layouts import torch_h5
 from dumpscope.core.layouts.base import DirListing
 from dumpscope.core.model import Problem, TensorRecord
-from dumpscope.core.synth.api_dump_writer import rebuild_tensor_pickle, to_bfloat16_bits, write_pt
+from synth.api_dump_writer import rebuild_tensor_pickle, to_bfloat16_bits, write_pt
 
 # ----------------------------------------------------------------------------- .pt
 

@@ -42,7 +42,7 @@ def test_stack_lines_in_detail(capsys, dumps, tree, op):
     stack = doc.get("stack") or []
     assert any("_net.py" in line for line in stack)
     # the same frames as the contract's ``source``, the script's own line marked as the user's
-    from dumpscope.core.source_frames import first_user_frame
+    from dumpscope.core.graphs.source_frames import first_user_frame
 
     user = first_user_frame(doc["source"])
     assert user and user["file"].endswith("_net.py") and user["line"] > 0 and user["code"]

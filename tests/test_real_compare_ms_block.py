@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import unpack_data
-from dumpscope.core.compare import compare_dumps
+from dumpscope.core.engines.compare import compare_dumps
 from dumpscope.core.query import open_query
 
 LN1 = "Default/network-Loss/net-Block/ln1-LayerNorm/LayerNorm-op0"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from conftest import unpack_data
-from dumpscope.core.compare import compare_dumps
+from dumpscope.core.engines.compare import compare_dumps
 from dumpscope.core.query import open_query
 
 PAIRS = ("rerun", "ln_eps", "scale", "nan")

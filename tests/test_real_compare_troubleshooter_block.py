@@ -11,7 +11,7 @@ import json
 import pytest
 
 from conftest import unpack_data
-from dumpscope.core.compare import compare_dumps
+from dumpscope.core.engines.compare import compare_dumps
 from dumpscope.core.query import open_query
 
 

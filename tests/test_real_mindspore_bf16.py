@@ -14,7 +14,7 @@ import pytest
 from conftest import cli_json, unpack_data
 from dumpscope.core.formats.npy_header import read_npy_header
 from dumpscope.core.query import open_query
-from dumpscope.core.tensor_io import load_tensor
+from dumpscope.core.tensors.load import load_tensor
 
 
 @pytest.fixture(scope="module")

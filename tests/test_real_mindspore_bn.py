@@ -99,7 +99,7 @@ def test_mindspore_async_tree_joins_the_real_ir(dumps, tmp_path):
     import numpy as np
 
     from dumpscope.core.query import open_query
-    from dumpscope.core.synth.cann_writer import SynthTensor, write_dump
+    from synth.cann_writer import SynthTensor, write_dump
 
     tree = tmp_path / "async"
     for sub in ("graphs", "execution_order"):

@@ -125,8 +125,8 @@ async def test_the_explorer_says_which_run_an_op_is_and_trends_that_run(dump, tm
 def test_inputs_that_have_no_file_are_not_dumped_not_finite(dump, tmp_path):
     """MindSpore leaves out an input that comes from another kernel graph: graph 0's loss Sub has input.1
     (the target) but no input.0 (the net's output, NaN), graph 10's MatMul no input.0 (the loop's result)."""
-    from dumpscope.core.index import DumpIndex
-    from dumpscope.core.overflow import judge
+    from dumpscope.core.index.dump_index import DumpIndex
+    from dumpscope.core.engines.overflow.lookup import judge
     from dumpscope.core.query import DumpQuery
 
     q = DumpQuery(DumpIndex.open(str(dump), cache_directory=tmp_path))
@@ -198,8 +198,8 @@ async def test_the_explorer_opens_on_the_op_whose_output_went_nan_first(dump, tm
 def test_a_value_input_the_graph_describes_without_a_dtype_is_not_a_missing_tensor(tmp_path_factory, tmp_path):
     """MindSpore 2.10 (tests/data/real_mindspore_210_block): ReduceMean-op0's input 1 is the axis ``()``, which
     MindSpore does not write (input.0 and input.2 are files); it holds no data, so it is not 'not dumped'."""
-    from dumpscope.core.index import DumpIndex
-    from dumpscope.core.overflow import judge
+    from dumpscope.core.index.dump_index import DumpIndex
+    from dumpscope.core.engines.overflow.lookup import judge
     from dumpscope.core.query import DumpQuery
 
     dump = unpack_data(tmp_path_factory, "real_mindspore_210_block") / "golden"

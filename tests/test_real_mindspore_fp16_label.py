@@ -70,7 +70,7 @@ def test_a_payload_larger_than_the_header_is_refused(tmp_path):
 
 def test_the_overflow_count_refuses_a_mislabelled_npy_too(dump, tmp_path):
     """Layouts that index a .npy without reading its size (msprobe, Troubleshooter) meet it at the scan."""
-    from dumpscope.core.nonfinite import count_unit
+    from dumpscope.core.tensors.nonfinite import count_unit
 
     matmul = next(p for p in _oversized(dump) if "MatMul" in p)
     job = ("output", 0, "float16", [2, 3], "ND", [2, 3], "float16", 0, 0, None, None)

@@ -136,7 +136,7 @@ def _graph_edges_hold(q) -> tuple[int, list]:
     renumbered ops breaks these equalities (the values are the tool's own)."""
     import numpy as np
 
-    from dumpscope.core.tensor_io import load_tensor
+    from dumpscope.core.tensors.load import load_tensor
 
     ops = q.ops(0, 0, kind="all")
     by_joined = {o.joined: o for o in ops if o.joined}
@@ -266,7 +266,7 @@ def test_summary_root_is_the_dump_path_and_every_file_adds_up(capsys, dumps):
     (["/d/x/rank_0/Net/0/0"], "/d/x"),
 ])
 def test_tree_root_is_above_the_first_structural_level(dirs, root):
-    from dumpscope.core.accounting import tree_root
+    from dumpscope.core.index.accounting import tree_root
 
     assert tree_root(dirs, "/d") == root
 

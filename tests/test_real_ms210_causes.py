@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import unpack_data
-from dumpscope.core.compare import compare_dumps
+from dumpscope.core.engines.compare import compare_dumps
 from dumpscope.core.query import open_query
 
 MOMENTUM = "Default/optimizer-Momentum/ApplyMomentum-op0"

@@ -130,7 +130,7 @@ def test_nan_statistics_run_gives_the_nan_api_first(capsys, dumps):
 
 
 def test_show_has_the_runs_own_source_lines(capsys, dumps):
-    from dumpscope.core.source_frames import first_user_frame
+    from dumpscope.core.graphs.source_frames import first_user_frame
 
     doc = cli_json(capsys, "show", str(dumps / "l1_tensor"), "Functional.gelu.0.forward")["op"]
     user = first_user_frame(doc["source"])  # the user's line nearest the call (frames outermost first)

@@ -88,8 +88,8 @@ def test_triage_with_a_golden_says_why_rank_1_and_not_the_lowest_rank(capsys, di
 def test_non_tensor_arguments_between_tensors_are_not_inputs_that_were_not_dumped(tmp_path_factory, tmp_path):
     """msprobe 26 (tests/data/real_msprobe26): ``F.layer_norm(h, (6,), None, self.scale)`` records input 1 and 2
     as values and 0 and 3 as tensors; the judgement must not call 1 and 2 "not dumped"."""
-    from dumpscope.core.index import DumpIndex
-    from dumpscope.core.overflow import judge
+    from dumpscope.core.index.dump_index import DumpIndex
+    from dumpscope.core.engines.overflow.lookup import judge
     from dumpscope.core.query import DumpQuery
 
     dump = unpack_data(tmp_path_factory, "real_msprobe26") / "l1_tensor"

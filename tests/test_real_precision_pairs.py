@@ -16,7 +16,7 @@ from typing import Any, Optional
 import pytest
 
 from conftest import SHARED, unpack_data
-from dumpscope.core.compare import compare_dumps
+from dumpscope.core.engines.compare import compare_dumps
 from dumpscope.core.query import open_query
 
 NO = None

@@ -1,6 +1,6 @@
 """Robustness: bad input, growing trees and huge tensors never break the explorer or touch the data.
 
-The fault corpus (``core/synth/faults.py``) seeds a good CANN tree and a good MindSpore tree with
+The fault corpus (``tests/synth/faults.py``) seeds a good CANN tree and a good MindSpore tree with
 broken files; every guarantee here is checked against it through the real CLI (``main``), and a
 few through a subprocess so nothing but our own one-line messages can reach stderr.
 """
@@ -20,14 +20,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dumpscope.core.device_format import FORMAT_CODE_OF
-from dumpscope.core.dtypes import PROTO_CODE_OF
+from dumpscope.core.formats.device_format import FORMAT_CODE_OF
+from dumpscope.core.formats.dtypes import PROTO_CODE_OF
 from dumpscope.core.formats import dump_data_pb2 as pb
-from dumpscope.core.index import DumpIndex
+from dumpscope.core.index.dump_index import DumpIndex
 from dumpscope.core.layouts import cann as cann_layout
 from dumpscope.core.query import DumpQuery, open_query
-from dumpscope.core.synth.cann_writer import SynthTensor, encode_dump, write_dump
-from dumpscope.core.synth.faults import CANN_STEP, MS_STEP, write_fault_corpus, write_good_trees
+from synth.cann_writer import SynthTensor, encode_dump, write_dump
+from synth.faults import CANN_STEP, MS_STEP, write_fault_corpus, write_good_trees
 from dumpscope.tui.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -504,7 +504,7 @@ def test_a_new_bad_file_between_updates_is_a_problem_and_good_ops_stay(tmp_path)
 def test_partial_ge_graph_is_a_problem_and_the_good_graph_still_joins(tmp_path, capsys):
     """A truncated GE graph text that names the model parses partially (the parser is tolerant);
     it must be reported, and a complete graph of the same model must win."""
-    from dumpscope.core.synth.trees import TF_MODEL, write_cann_tree
+    from synth.trees import TF_MODEL, write_cann_tree
 
     write_cann_tree(tmp_path, steps=(0,))
     good = (tmp_path / "ge_proto_00000123_graph_1_Build.txt").read_text()

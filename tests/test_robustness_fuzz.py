@@ -18,16 +18,16 @@ import pytest
 from hypothesis import HealthCheck, Phase, assume, example, given, settings
 from hypothesis import strategies as st
 
-from dumpscope.core.device_format import FORMAT_NAMES, DeviceFormatError, to_logical
+from dumpscope.core.formats.device_format import FORMAT_NAMES, DeviceFormatError, to_logical
 from dumpscope.core.formats.cann_names import parse_dump_name, read_mapping_csv
-from dumpscope.core.index import DumpIndex
+from dumpscope.core.index.dump_index import DumpIndex
 from dumpscope.core.layouts.mindspore import parse_npy_name, read_exec_order, read_mapping
 from dumpscope.core.layouts.paths import place_of
 from dumpscope.core.query import DumpQuery
-from dumpscope.core.synth.cann_writer import SynthTensor, write_dump
-from dumpscope.core.synth.ge_graph_writer import write_ge_graph
-from dumpscope.core.synth.stats_csv_writer import write_cann_stats_csv
-from dumpscope.core.tensor_io import TensorLoadError
+from synth.cann_writer import SynthTensor, write_dump
+from synth.ge_graph_writer import write_ge_graph
+from synth.stats_csv_writer import write_cann_stats_csv
+from dumpscope.core.tensors.load import TensorLoadError
 from dumpscope.tui.cli import main
 
 FUZZ = settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
@@ -189,7 +189,7 @@ def test_cli_survives_any_file_names(tmp_path_factory, capsys, names, junk):
     d = root / STEP
     d.mkdir(parents=True)
     x = np.arange(6, dtype=np.float32)
-    from dumpscope.core.synth.cann_writer import encode_dump
+    from synth.cann_writer import encode_dump
 
     payload = b"\x07" * 30 if junk else encode_dump("net/x", [SynthTensor(x, "float32")], [SynthTensor(x, "float32")], 1)
     written = 0

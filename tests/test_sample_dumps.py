@@ -127,7 +127,7 @@ def test_mindspore_lenet_sync():
 
 
 def test_mindspore_values_flow_from_producer_to_consumer():
-    from dumpscope.core.tensor_io import load_tensor
+    from dumpscope.core.tensors.load import load_tensor
 
     q = _open("mindspore_lenet_sync")
 
@@ -136,7 +136,7 @@ def test_mindspore_values_flow_from_producer_to_consumer():
         t = [t for t in q.tensors(op.id) if t.io == io and t.slot == slot][0]
         return np.asarray(load_tensor(t.ref()))
 
-    from dumpscope.core.synth.network import simulate_ms_net
+    from synth.network import simulate_ms_net
 
     kernels = simulate_ms_net().kernels
     edges = [(int(t.producer[1:].split(":")[0]), int(t.producer.split(":")[1]), k, slot)
@@ -153,7 +153,7 @@ def test_mindspore_values_flow_from_producer_to_consumer():
 
 
 def test_mindspore_overflow_origin_is_exp():
-    from dumpscope.core.overflow import find_overflow
+    from dumpscope.core.engines.overflow.lookup import find_overflow
 
     q = _open("mindspore_lenet_sync")
     assert find_overflow(q, step=0) == []
@@ -163,7 +163,7 @@ def test_mindspore_overflow_origin_is_exp():
 
 
 def test_mindspore_stats_tree():
-    from dumpscope.core.overflow import find_overflow
+    from dumpscope.core.engines.overflow.lookup import find_overflow
 
     q = _open("mindspore_stats")
     s = q.summary()
@@ -183,7 +183,7 @@ def test_mindspore_stats_tree():
 
 
 def test_compare_golden_target_first_divergence_is_batchnorm():
-    from dumpscope.core.compare import compare_dumps
+    from dumpscope.core.engines.compare import compare_dumps
 
     golden, target = _open("compare_golden"), _open("compare_target")
     for q in (golden, target):
@@ -232,8 +232,8 @@ def test_cann_tf_adapter():
 
 
 def test_cann_tf_adapter_values_roundtrip():
-    from dumpscope.core.synth.trees import _tf_net
-    from dumpscope.core.tensor_io import load_tensor
+    from synth.trees import _tf_net
+    from dumpscope.core.tensors.load import load_tensor
 
     q = _open("cann_tf_adapter")
     for step in (0, 1):
@@ -254,7 +254,7 @@ def test_cann_tf_adapter_values_roundtrip():
 
 
 def test_cann_tf_adapter_long_name_alias():
-    from dumpscope.core.synth.trees import LONG_SCOPE
+    from synth.trees import LONG_SCOPE
 
     q = _open("cann_tf_adapter")
     for step in (0, 1):
@@ -272,7 +272,7 @@ def test_torchair_2rank():
         ops = q.ops(rank, 0)
         assert [o.name for o in ops] == ["MatMul", "Add", "HcomAllReduce", "Relu"]
         assert all(o.joined == o.name for o in ops)
-    from dumpscope.core.tensor_io import load_tensor
+    from dumpscope.core.tensors.load import load_tensor
 
     red = [np.asarray(load_tensor([t for t in q.tensors(q.resolve_op("HcomAllReduce", rank=r, step=0).id)
                                    if t.io == "output"][0].ref())) for r in (0, 1)]
@@ -286,7 +286,7 @@ def test_torchair_each_rank_joins_its_own_graph_file():
 
 
 def test_cann_overflow():
-    from dumpscope.core.overflow import find_overflow
+    from dumpscope.core.engines.overflow.lookup import find_overflow
 
     q = _open("cann_overflow")
     s = q.summary()
@@ -302,7 +302,7 @@ def test_cann_overflow():
 
 
 def test_stats_only():
-    from dumpscope.core.overflow import find_overflow
+    from dumpscope.core.engines.overflow.lookup import find_overflow
 
     q = _open("stats_only")
     s = q.summary()
@@ -318,7 +318,7 @@ def test_stats_only():
 
 
 def test_watch():
-    from dumpscope.core.watch import watch_report
+    from dumpscope.core.engines.watch.report import watch_report
 
     q = _open("watch")
     s = q.summary()
@@ -340,7 +340,7 @@ def test_watch():
     ("troubleshooter", "troubleshooter_target", "troubleshooter", "Functional_batch_norm_0_forward"),
 ])
 def test_api_level_pairs(golden, target, layout, bn):
-    from dumpscope.core.compare import compare_dumps
+    from dumpscope.core.engines.compare import compare_dumps
 
     g, t = _open(golden), _open(target)
     for q in (g, t):
@@ -364,7 +364,7 @@ def test_text_comparison_tolerates_last_digits_only():
 
 
 def test_generator_statistics_do_not_depend_on_summation_order():
-    from dumpscope.core.synth.stats_csv_writer import array_stats
+    from synth.stats_csv_writer import array_stats
 
     x = np.array([1e16, 1.0, -1e16, 1.0] * 50, dtype=np.float64)
     st = array_stats(x)

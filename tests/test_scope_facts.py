@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from conftest import unpack_data
 
-from dumpscope.core.overflow import overflow_report
+from dumpscope.core.engines.overflow.lookup import overflow_report
 from dumpscope.core.query import DumpQuery, open_query
-from dumpscope.core.synth.job_tree import write_cann_job
+from synth.job_tree import write_cann_job
 
 
 def _same_as_the_op_rows(q: DumpQuery) -> int:

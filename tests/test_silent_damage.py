@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from dumpscope.core.formats.npy_header import NpyFormatError, parse_npy_header
-from dumpscope.core.synth.faults import CANN_STEP, write_fault_corpus
-from dumpscope.core.synth.trees import write_mindspore_tree
+from synth.faults import CANN_STEP, write_fault_corpus
+from synth.trees import write_mindspore_tree
 from dumpscope.tui import cli
 
 
@@ -109,7 +109,7 @@ def test_zero_d_tensors_convert_to_zero_d(tmp_path, capsys):
 
 def test_convert_reads_the_header_of_a_3000_input_file_once(tmp_path, capsys, monkeypatch):
     from dumpscope.core.formats import cann_dump
-    from dumpscope.core.synth.cann_writer import SynthTensor, write_dump
+    from synth.cann_writer import SynthTensor, write_dump
 
     step = tmp_path / "dump" / CANN_STEP
     x = np.arange(4, dtype=np.float32)

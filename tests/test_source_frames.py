@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dumpscope.core.graphs.ms_ir import parse_ir
-from dumpscope.core.source_frames import first_user_frame, is_user_file, mark_frames, parse_frame
+from dumpscope.core.graphs.source_frames import first_user_frame, is_user_file, mark_frames, parse_frame
 
 SITE = "/usr/local/lib/python3.9/site-packages/mindspore/nn/layer/conv.py"
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import unpack_data
-from dumpscope.core.redump_config import RedumpConfigError, redump_config, write_redump_config
-from dumpscope.core.source_match import SourceSpec, SourceSpecError
+from dumpscope.core.engines.redump_config import RedumpConfigError, redump_config, write_redump_config
+from dumpscope.core.graphs.source_match import SourceSpec, SourceSpecError
 
 
 def _ops(*args: str) -> list[dict]:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from dumpscope.core.stats import TensorStats, compute_stats, compute_stats_chunks, stats_from_row
+from dumpscope.core.tensors.stats import TensorStats, compute_stats, compute_stats_chunks, stats_from_row
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 

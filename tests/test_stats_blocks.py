@@ -10,8 +10,8 @@ import threading
 import numpy as np
 import pytest
 
-from dumpscope.core import stats as S
-from dumpscope.core.stats import compute_stats, compute_stats_chunks
+from dumpscope.core.tensors import stats as S
+from dumpscope.core.tensors.stats import compute_stats, compute_stats_chunks
 from test_stats_speed_paths import check
 
 

@@ -14,8 +14,8 @@ from dumpscope.core.formats.stats_csv import (
     KIND_ADUMP, KIND_CANN, KIND_MINDSPORE, KIND_MSPROBE, STAT_KEYS, StatsCsvError, ops_from_file_name,
     parse_stats_csv, read_stats_csv,
 )
-from dumpscope.core.stats import stats_from_row
-from dumpscope.core.synth.stats_csv_writer import (
+from dumpscope.core.tensors.stats import stats_from_row
+from synth.stats_csv_writer import (
     array_stats, write_cann_stats_csv, write_ms_statistic_csv, write_msprobe_statistic_csv,
 )
 

@@ -1,4 +1,4 @@
-"""The session-5 fast paths of the float engine (core/stats.py) against independent references.
+"""The session-5 fast paths of the float engine (core/tensors/stats.py) against independent references.
 
 * ``_sums``: float64 ``Σg``/``Σg²`` from per-row BLAS dots — exact to float64 rounding for every size
   around the row length, and the same bits wherever the data sits in memory (threads' scratch);
@@ -17,8 +17,8 @@ import math
 import numpy as np
 import pytest
 
-from dumpscope.core import stats as S
-from dumpscope.core.stats import compute_stats
+from dumpscope.core.tensors import stats as S
+from dumpscope.core.tensors.stats import compute_stats
 from test_stats_speed_paths import check, truth
 
 ROW = S._DOT_ROW

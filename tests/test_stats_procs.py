@@ -15,11 +15,11 @@ import time
 import numpy as np
 import pytest
 
-from dumpscope.core import stats as S
-from dumpscope.core import stats_procs as P
-from dumpscope.core.stats import compute_stats, compute_stats_chunks
-from dumpscope.core import tensor_io
-from dumpscope.core.tensor_io import FileChunks, TensorLoadError
+from dumpscope.core.tensors import stats as S
+from dumpscope.core.tensors import stats_procs as P
+from dumpscope.core.tensors.stats import compute_stats, compute_stats_chunks
+from dumpscope.core.tensors import load as tensor_io
+from dumpscope.core.tensors.load import FileChunks, TensorLoadError
 from test_stats_blocks import threads_reducing
 from test_stats_speed_paths import check
 

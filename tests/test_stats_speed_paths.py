@@ -1,4 +1,4 @@
-"""The fast paths of the 32/64-bit float engine in core/stats.py against numpy float64 ground truth.
+"""The fast paths of the 32/64-bit float engine in core/tensors/stats.py against numpy float64 ground truth.
 
 Covers: sub-blocks with and without NaN/Inf (the min/max trigger for the masked path), the shifted
 moments and their re-centring guard, the exact-threshold linear histogram (incl. the pre-scaled map
@@ -13,8 +13,8 @@ import math
 import numpy as np
 import pytest
 
-from dumpscope.core import stats as S
-from dumpscope.core.stats import compute_stats, compute_stats_chunks
+from dumpscope.core.tensors import stats as S
+from dumpscope.core.tensors.stats import compute_stats, compute_stats_chunks
 
 SUB = S._FSUB
 

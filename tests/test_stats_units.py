@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
-from dumpscope.core import finalize as fin
-from dumpscope.core.index import DumpIndex
+from dumpscope.core.index import finalize as fin
+from dumpscope.core.index.dump_index import DumpIndex
 from dumpscope.core.query import DumpQuery
-from dumpscope.core.synth.job_tree import write_cann_job
-from dumpscope.core.synth.stats_csv_writer import write_cann_stats_csv
+from synth.job_tree import write_cann_job
+from synth.stats_csv_writer import write_cann_stats_csv
 from test_index_batches import _rows, _stats_job
 
 

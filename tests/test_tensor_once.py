@@ -9,10 +9,10 @@ import os
 import numpy as np
 import pytest
 
-from dumpscope.core import tensor_io
+from dumpscope.core.tensors import load as tensor_io
 from dumpscope.core.model import STORAGE_CANN, STORAGE_NPY
-from dumpscope.core.synth.cann_writer import SynthTensor, encode_dump
-from dumpscope.core.tensor_io import OnceReader, TensorLoadError, TensorRef, load_tensor
+from synth.cann_writer import SynthTensor, encode_dump
+from dumpscope.core.tensors.load import OnceReader, TensorLoadError, TensorRef, load_tensor
 
 
 def _cann_file(tmp_path, name="Conv2D.op.1.0.1700000000000000"):
@@ -115,7 +115,7 @@ def test_errors_are_load_tensors(tmp_path):
 
 
 def _cann_tree(root, scale: float):
-    from dumpscope.core.synth.cann_writer import file_name_of
+    from synth.cann_writer import file_name_of
 
     folder = root / "20240101120000" / "0" / "ge_default_20240101120000_1" / "1" / "0"
     folder.mkdir(parents=True)
@@ -132,7 +132,7 @@ def _cann_tree(root, scale: float):
 
 
 def test_compare_reads_each_dump_file_once(tmp_path, monkeypatch):
-    from dumpscope.core.compare import compare_dumps
+    from dumpscope.core.engines.compare import compare_dumps
     from dumpscope.core.query import open_query
 
     g = open_query(str(_cann_tree(tmp_path / "g", 1.0)))

@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dumpscope.core import tensor_io, tensor_slice
+from dumpscope.core.tensors import load as tensor_io
+from dumpscope.core.tensors import slicing as tensor_slice
 from dumpscope.core.query import open_query
-from dumpscope.core.synth.cann_writer import SynthTensor, write_dump
+from synth.cann_writer import SynthTensor, write_dump
 
 CASES = [("NC1HWC0", (2, 37, 3, 5)), ("NC1HWC0", (1, 40, 4, 4)), ("FRACTAL_NZ", (37, 50)),
          ("FRACTAL_NZ", (3, 20, 33)), ("ND", (6, 7, 8))]
@@ -67,7 +68,7 @@ def test_a_device_slice_reads_only_its_slabs(refs, monkeypatch):
     not taken, and the bytes read are one slab's)."""
     monkeypatch.setattr(tensor_io, "load_tensor", lambda ref: pytest.fail("loaded the whole tensor"))
     monkeypatch.setattr(tensor_slice, "load_tensor", lambda ref: pytest.fail("loaded the whole tensor"))
-    from dumpscope.core import device_chunks
+    from dumpscope.core.formats import device_chunks
 
     read_sizes = []
     real = device_chunks._reader

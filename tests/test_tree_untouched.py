@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dumpscope.core.synth.faults import HOSTILE_NAMES, write_fault_corpus, write_hostile_tree
+from synth.faults import HOSTILE_NAMES, write_fault_corpus, write_hostile_tree
 from dumpscope.tui import cli
 
 from test_inert_cli import hostile_runs

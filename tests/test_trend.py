@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dumpscope.core.synth.job_tree import _place_values, write_cann_job
-from dumpscope.core.trend import marks, sparkline
+from synth.job_tree import _place_values, write_cann_job
+from dumpscope.core.engines.trend import marks, sparkline
 from dumpscope.tui.cli import main
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_dumps"
@@ -71,7 +71,7 @@ def test_sparkline_and_marks():
 def test_sparkline_tells_non_finite_from_no_data():
     import math
 
-    from dumpscope.core.trend import series, sparkline
+    from dumpscope.core.engines.trend import series, sparkline
 
     pts = [{"max": 1.0}, {"max": None, "recorded_nonfinite": {"max": "nan"}}, {"max": None}, {"max": None, "nan": 4}]
     assert sparkline(series(pts, "max")) == "▄×·×"

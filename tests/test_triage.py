@@ -262,7 +262,7 @@ def test_overflow_and_compare_exit_code(capsys, ms_nan, block, tmp_path):
 def test_explorer_opens_where_triage_points(capsys, dp2, fp16, tmp_path):
     """The explorer's opening rule (``start_place`` + ``first_bad_op`` on what the index knows) lands on the
     origin triage names, once the evidence is in the index (statistics, or triage's own scan of tensors)."""
-    from dumpscope.core.overflow import first_bad_op, start_place, trouble_places
+    from dumpscope.core.engines.overflow.lookup import first_bad_op, start_place, trouble_places
     from dumpscope.core.query import open_query
 
     for root in (dp2, fp16):
@@ -277,9 +277,9 @@ def test_explorer_opens_where_triage_points(capsys, dp2, fp16, tmp_path):
 def test_explorer_compare_view_selects_the_row_triage_names(block, tmp_path):
     """``dumpscope GOLDEN --compare TARGET`` selects compare's first divergence (view_compare.prepare): the
     same op and tensor triage --golden reports for a one-place pair."""
-    from dumpscope.core.compare import compare_dumps
+    from dumpscope.core.engines.compare import compare_dumps
     from dumpscope.core.query import open_query
-    from dumpscope.core.triage import triage
+    from dumpscope.core.engines.triage.build import triage
     from dumpscope.tui.view_compare import compare_columns, prepare
 
     g = open_query(str(block / "golden"), cache_directory=tmp_path)

@@ -64,7 +64,7 @@ async def test_first_screen_before_index_is_built(tiny, monkeypatch):
     """The layout with an 'indexing…' placeholder paints before the index exists."""
     import threading
 
-    from dumpscope.core import index as index_mod
+    from dumpscope.core.index import dump_index as index_mod
 
     gate = threading.Event()
     real_open = index_mod.DumpIndex.open.__func__
@@ -88,7 +88,7 @@ async def test_tree_expands_lazily(tmp_path, monkeypatch):
     set_env(monkeypatch, tmp_path)
     # no partial results: a refresh re-selects the shown op, which would populate its scope (on a
     # loaded machine the 6,000-file build passes PARTIAL_AFTER_S and did so)
-    monkeypatch.setattr("dumpscope.core.index.PARTIAL_AFTER_S", 1e9)
+    monkeypatch.setattr("dumpscope.core.index.dump_index.PARTIAL_AFTER_S", 1e9)
     ops = [("Add", f"Default/blk{i // 100}/Add-op{i}") for i in range(3000)]
     dump = make_ms_tree(tmp_path / "big", steps=(0,), inf_op=None, ops=ops)
     app = app_for(dump)

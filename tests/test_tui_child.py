@@ -16,8 +16,8 @@ from test_tui_support import INF_DOWNSTREAM, INF_OP, child_hooks, make_ms_tree, 
 pytest.importorskip("textual")
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the child process path is POSIX only")
 
-from dumpscope.core import child_jobs  # noqa: E402
-from dumpscope.core.synth.job_tree import write_cann_job  # noqa: E402
+from dumpscope.core.engines import child_jobs
+from synth.job_tree import write_cann_job  # noqa: E402
 from dumpscope.tui.app import DumpscopeApp  # noqa: E402
 
 SIZE = (100, 30)
@@ -84,7 +84,7 @@ def big_tree(tmp_path, monkeypatch) -> Path:
 
 
 async def test_built_in_a_child_with_the_same_ops_as_the_cli(big_tree, tmp_path, capsys):
-    from dumpscope.core.cache import index_path
+    from dumpscope.core.index.cache import index_path
 
     app = DumpscopeApp(str(big_tree), display_name="t")
     async with app.run_test(size=SIZE) as pilot:

@@ -40,7 +40,7 @@ async def test_at_file_line_search_walks_the_ops_of_that_line(own_dump_src, tmp_
     app = app_for(own_dump_src)
     expected = [o.name for o in
                 __import__("dumpscope.core.query", fromlist=["x"]).open_query(str(own_dump_src)).ops_at_source(
-                    __import__("dumpscope.core.source_match", fromlist=["x"]).SourceSpec.parse("net.py:40"), 0, 0)]
+                    __import__("dumpscope.core.graphs.source_match", fromlist=["x"]).SourceSpec.parse("net.py:40"), 0, 0)]
     assert len(expected) == 6
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)

@@ -158,7 +158,7 @@ async def test_a_single_rank_nan_run_opens_on_its_earliest_step_and_first_bad_op
 
 
 def test_explorer_command_line_passes_rank_and_step(tmp_path, monkeypatch):
-    from dumpscope.core import child_jobs
+    from dumpscope.core.engines import child_jobs
     from dumpscope.tui import cli
 
     seen = []

@@ -173,7 +173,7 @@ CHILD_HOOKS = Path(__file__).resolve().parent / "child_hooks.py"
 def child_hooks(monkeypatch, *hooks: str) -> None:
     """Start the explorer's child processes (index build, ``o`` scan) through ``tests/child_hooks.py``
     with ``hooks`` applied in them: a monkeypatch of this process does not reach a child."""
-    from dumpscope.core import child_jobs
+    from dumpscope.core.engines import child_jobs
 
     monkeypatch.setattr(child_jobs, "CHILD_COMMAND", [sys.executable, str(CHILD_HOOKS)])
     monkeypatch.setenv("DUMPSCOPE_TEST_CHILD_HOOKS", ",".join(hooks))

@@ -12,8 +12,8 @@ from test_tui_support import child_hooks, screen_text, set_env, settle, wait_rea
 
 pytest.importorskip("textual")
 
-from dumpscope.core import index as index_mod  # noqa: E402
-from dumpscope.core.synth.job_tree import write_cann_job  # noqa: E402
+from dumpscope.core.index import dump_index as index_mod
+from synth.job_tree import write_cann_job  # noqa: E402
 from dumpscope.tui import app as app_mod  # noqa: E402
 from dumpscope.tui.app import DumpscopeApp  # noqa: E402
 

@@ -4,7 +4,7 @@ names (~120 MB) while the index stored the first ones."""
 
 from __future__ import annotations
 
-from dumpscope.core import walk
+from dumpscope.core.layouts import walk
 
 
 def _siblings(root, n: int = 40, files: int = 3) -> set[str]:

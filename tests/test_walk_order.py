@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 import time
 
-from dumpscope.core import walk
+from dumpscope.core.layouts import walk
 
 
 def _tree(root):

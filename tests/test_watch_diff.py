@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from dumpscope.core.watch_diff import build_timeline, diff_snapshot, split_watch_name
+from dumpscope.core.engines.watch.diff import build_timeline, diff_snapshot, split_watch_name
 
 
 # ---- acceptance scenario ------------------------------------------------------------------

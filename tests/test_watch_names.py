@@ -7,7 +7,7 @@ import json
 import numpy as np
 
 from dumpscope.core.query import open_query
-from dumpscope.core.synth.cann_writer import SynthTensor, write_dump
+from synth.cann_writer import SynthTensor, write_dump
 from dumpscope.tui.cli import main
 
 W, A, B = "net/C/Add", "net/A/Mul", "net/B/Sub"

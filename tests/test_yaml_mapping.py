@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from conftest import cli_json, unpack_data
-from dumpscope.core.compare import yaml_subset
-from dumpscope.core.compare.api_mapping import MappingFileError, load_api_mapping, load_layer_mapping
-from dumpscope.core.compare.yaml_subset import YamlSubsetError, loads, subset_loads
+from dumpscope.core.engines.compare import yaml_subset
+from dumpscope.core.engines.compare.api_mapping import MappingFileError, load_api_mapping, load_layer_mapping
+from dumpscope.core.engines.compare.yaml_subset import YamlSubsetError, loads, subset_loads
 from dumpscope.tui.cli import main
 
 yaml = pytest.importorskip("yaml")  # in the test extra: the test fails to import only where it was left out

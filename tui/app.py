@@ -50,7 +50,7 @@ class IndexReady(Message):
         # summary facts are computed here, in the worker: some are full-table queries.  ``facts``: the
         # same index on the worker's own connection, so that the views' queries never wait for these
         q = facts or q
-        from dumpscope.core.overflow import start_place, trouble_places
+        from dumpscope.core.engines.overflow.lookup import start_place, trouble_places
 
         self.trouble = trouble_places(q)
         self.start, self.start_by_trouble = start_place(q, self.trouble)
@@ -66,8 +66,8 @@ class IndexReady(Message):
 #: modules the first partial result's facts (``overflow``: its trouble places, with the CANN and protobuf
 #: modules behind them), the first op's panes (statistics, trend, source frames) and the first scrolled
 #: frame need: imported while a cold build's first results are awaited, not while they are painted
-WARM_UP = ("dumpscope.core.overflow", "dumpscope.core.tensor_io", "dumpscope.core.stats", "dumpscope.core.trend",
-           "dumpscope.core.source_frames", "dumpscope.core.layouts.py_stack", "textual.scrollbar")
+WARM_UP = ("dumpscope.core.engines.overflow.lookup", "dumpscope.core.tensors.load", "dumpscope.core.tensors.stats", "dumpscope.core.engines.trend",
+           "dumpscope.core.graphs.source_frames", "dumpscope.core.layouts.py_stack", "textual.scrollbar")
 
 
 def _warm_up() -> None:
@@ -269,7 +269,7 @@ class DumpscopeApp(App[int]):
 
     @work(thread=True, exclusive=True, group="index", name="build index")
     def _build_index(self) -> None:
-        from dumpscope.core.index import DumpIndex, IndexCancelled
+        from dumpscope.core.index.dump_index import DumpIndex, IndexCancelled
 
         def progress(prog: Any) -> None:
             self.post_message(IndexProgress(progress_text(prog)))
@@ -277,7 +277,7 @@ class DumpscopeApp(App[int]):
         try:
             early, self._early_build = self._early_build, None
             if early is not None:
-                from dumpscope.core.child_jobs import wait_opened
+                from dumpscope.core.engines.child_jobs import wait_opened
 
                 wait_opened(early, self._cancel)
             index = DumpIndex.open(self.path, progress=progress, cancel=self._cancel, update=False,
@@ -326,7 +326,7 @@ class DumpscopeApp(App[int]):
                 except (sqlite3.DatabaseError, OSError) as exc:  # a full or broken cache: build in memory
                     if index.db_path == ":memory:":
                         raise
-                    from dumpscope.core.index_faults import rebuild_in_memory
+                    from dumpscope.core.index.faults import rebuild_in_memory
 
                     index = rebuild_in_memory(DumpIndex, index, exc, progress, self._cancel)
                     _drop_partial(shown)
@@ -352,8 +352,9 @@ class DumpscopeApp(App[int]):
 
         The cache file failing there means an in-memory index built here (one warning); the child
         failing otherwise is said in one line and the build done in this process instead."""
-        from dumpscope.core import child_jobs, index as index_mod
-        from dumpscope.core.index import DumpIndex
+        from dumpscope.core.engines import child_jobs
+        from dumpscope.core.index import dump_index as index_mod
+        from dumpscope.core.index.dump_index import DumpIndex
 
         if not child_jobs.usable():
             return index, False
@@ -369,7 +370,7 @@ class DumpscopeApp(App[int]):
             warnings = child_jobs.build_index(self.path, index.db_path, self._cancel, self._children.append,
                                               child_progress, show_partial, index_mod.PARTIAL_AFTER_S, early)
         except child_jobs.ChildCacheError as exc:
-            from dumpscope.core.index_faults import rebuild_in_memory
+            from dumpscope.core.index.faults import rebuild_in_memory
 
             return rebuild_in_memory(DumpIndex, index, exc.error, progress, self._cancel), True
         except child_jobs.ChildFailed as exc:
@@ -382,7 +383,7 @@ class DumpscopeApp(App[int]):
     def overflow_report(self, q: DumpQuery, progress: Any) -> dict[str, Any]:
         """``o``: the whole-job overflow scan, by the CLI's code and process pool in a child writing its
         counts into the index (``core.child_jobs``); an in-memory index is scanned in this thread."""
-        from dumpscope.core import child_jobs
+        from dumpscope.core.engines import child_jobs
         from dumpscope.tui.engines import overflow_report
 
         if q.index.db_path == ":memory:" or not child_jobs.usable():
@@ -392,7 +393,7 @@ class DumpscopeApp(App[int]):
     @work(thread=True, exclusive=True, group="index", name="refresh index")
     def _refresh_index(self, quiet: bool = False) -> None:
         """Incremental re-walk; ``quiet`` (the --watch timer) reloads views only when something changed."""
-        from dumpscope.core.index import IndexCancelled
+        from dumpscope.core.index.dump_index import IndexCancelled
 
         q = self.q
         if q is None:
@@ -472,7 +473,7 @@ class DumpscopeApp(App[int]):
                         trouble: dict[tuple[int, int], tuple[int, int]]) -> None:
         """Once the opening place is settled: the place ``--rank``/``--step`` asked for (checked against the
         index), and the cursor on its first op with overflow evidence, when it has trouble."""
-        from dumpscope.core.overflow import first_bad_op
+        from dumpscope.core.engines.overflow.lookup import first_bad_op
 
         place, note = shown, ""
         if self.want_place is not None:
@@ -505,8 +506,8 @@ class DumpscopeApp(App[int]):
         discard the file, build a fresh index (on the file again, or in memory when the cache cannot
         be used), put it in place of the damaged one, say so once and reload the views.  Runs on the
         thread whose query failed (a worker, as the explorer's queries are); True: query again."""
-        from dumpscope.core.index import DumpIndex
-        from dumpscope.core.index_faults import discard, is_damage
+        from dumpscope.core.index.dump_index import DumpIndex
+        from dumpscope.core.index.faults import discard, is_damage
 
         if index.db_path == ":memory:" or not is_damage(exc):
             return False
@@ -546,7 +547,7 @@ class DumpscopeApp(App[int]):
 
     @work(thread=True, exclusive=True, group="compare", name="compare dumps")
     def _run_compare(self, q: DumpQuery, rank: int, step: int) -> None:
-        from dumpscope.core.index import DumpIndex, IndexCancelled
+        from dumpscope.core.index.dump_index import DumpIndex, IndexCancelled
         from dumpscope.tui.engines import EngineMissing, compare_dumps
 
         try:
@@ -820,7 +821,7 @@ class DumpscopeApp(App[int]):
 
     @work(thread=True, group="write", name="write file")
     def _write_file(self, path: str, text: str, what: str) -> None:
-        from dumpscope.core.atomic_write import replaced_file
+        from dumpscope.core.support.atomic_write import replaced_file
 
         try:
             with replaced_file(path, "w", encoding="utf-8") as fh:

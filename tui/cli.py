@@ -83,7 +83,7 @@ class _RulesEpilogParser(argparse.ArgumentParser):
 
     def format_help(self) -> str:
         if not getattr(self, "_rules_added", False):
-            from dumpscope.core.compare.verdict import RULES_HELP
+            from dumpscope.core.engines.compare.verdict import RULES_HELP
 
             self.epilog = (RULES_HELP.rstrip() + "\n\n" + self.epilog) if self.epilog else RULES_HELP
             self._rules_added = True
@@ -478,7 +478,7 @@ def _lookup(q, text: str, rank: Optional[int], step: Optional[int], run: Optiona
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    from dumpscope.core.index import DumpIndex
+    from dumpscope.core.index.dump_index import DumpIndex
 
     budget = DumpIndex.check_budget_s
     if args.recheck:
@@ -538,7 +538,7 @@ def cmd_ops(args: argparse.Namespace) -> int:
 
     spec = None
     if args.source:
-        from dumpscope.core.source_match import SourceSpec, SourceSpecError
+        from dumpscope.core.graphs.source_match import SourceSpec, SourceSpecError
 
         try:
             spec = SourceSpec.parse(args.source)
@@ -587,7 +587,7 @@ def cmd_ops(args: argparse.Namespace) -> int:
 
 def _export_config(q, names: list[str], path: str) -> None:
     """Write ``names`` as the re-dump config (never inside the dump tree); the note goes to stderr."""
-    from dumpscope.core.redump_config import RedumpConfigError, write_redump_config
+    from dumpscope.core.engines.redump_config import RedumpConfigError, write_redump_config
 
     try:
         left_out = write_redump_config(names, path, [q.root])
@@ -603,7 +603,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     doc = q.show_json(op)
     nb = None
     if args.graph:
-        from dumpscope.core.neighbourhood import neighbourhood
+        from dumpscope.core.engines.neighbourhood import neighbourhood
 
         nb = neighbourhood(q, op)
         doc["neighbourhood"] = None if nb is None else {
@@ -669,7 +669,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if doc.get("graph_file"):
         con.print(f"graph: {inert(doc['graph_file']['name'])} ({inert(doc['graph_file']['file'])})")
     if args.graph:
-        from dumpscope.core.neighbourhood import draw
+        from dumpscope.core.engines.neighbourhood import draw
 
         con.print(inert_lines("\n".join(draw(nb, con.width or 80, nb.center).lines)) if nb is not None
                   else "no graph describes this op")
@@ -677,7 +677,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from dumpscope.core.tensor_io import TensorLoadError
+    from dumpscope.core.tensors.load import TensorLoadError
 
     q = _open(args.path, args)
     op = _lookup(q, args.op, args.rank, args.step, args.run)
@@ -708,7 +708,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from dumpscope.core.convert import convert_tree
+    from dumpscope.core.engines.convert import convert_tree
 
     q = _open(args.path, args)
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
@@ -749,7 +749,7 @@ def _places_text(places: list[dict[str, Any]]) -> str:
 
 
 def cmd_overflow(args: argparse.Namespace) -> int:
-    from dumpscope.core.overflow import overflow_report
+    from dumpscope.core.engines.overflow.lookup import overflow_report
 
     q = _open(args.path, args)
     _check_place(q, args.rank, args.step)
@@ -816,7 +816,7 @@ def cmd_overflow(args: argparse.Namespace) -> int:
 
 def cmd_trend(args: argparse.Namespace) -> int:
     from dumpscope.core.query import OpLookupError
-    from dumpscope.core.trend import POINT_KEYS, TrendSelectorError, marks, point_bad, series, sparkline, trend
+    from dumpscope.core.engines.trend import POINT_KEYS, TrendSelectorError, marks, point_bad, series, sparkline, trend
 
     rank: Any = args.rank
     if rank is not None and rank != "all":
@@ -871,7 +871,7 @@ def cmd_trend(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from dumpscope.core.watch import watch_report
+    from dumpscope.core.engines.watch.report import watch_report
 
     q = _open(args.path, args)
     doc = watch_report(q, rank=args.rank, step=args.step)
@@ -894,16 +894,16 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from dumpscope.core.compare import compare_dumps
+    from dumpscope.core.engines.compare import compare_dumps
 
     golden = _open(args.golden, args)
     target = _open(args.target, args)
     for q in (golden, target):  # built: read from now on, beside both sides' ops
         q.index.lean_cache()
     out_path = _check_output(args.output, (args.golden, args.target)) if args.output else None
-    from dumpscope.core.compare.api_mapping import MappingFileError
+    from dumpscope.core.engines.compare.api_mapping import MappingFileError
 
-    from dumpscope.core.compare.places import PlaceError, compare_places
+    from dumpscope.core.engines.compare.places import PlaceError, compare_places
 
     try:
         doc = compare_places(golden, target, rank=args.rank, step=args.step, golden_rank=args.golden_rank,
@@ -916,8 +916,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if out_path:
         _write_compare_output(doc, out_path, golden, target)
     if args.export_config:
-        from dumpscope.core.compare import export_redump_config
-        from dumpscope.core.redump_config import RedumpConfigError
+        from dumpscope.core.engines.compare import export_redump_config
+        from dumpscope.core.engines.redump_config import RedumpConfigError
 
         try:
             export_redump_config(doc, args.export_config)
@@ -1015,7 +1015,7 @@ def _diverged(doc: dict[str, Any]) -> bool:
 
 def _check_output(path: str, roots: Sequence[str]) -> str:
     """Refuse before the (possibly long) compare: a bad extension, a dump tree, a missing extra."""
-    from dumpscope.core import compare_report as cr
+    from dumpscope.core.engines.compare import report as cr
 
     path = os.path.abspath(os.path.expanduser(path))
     ext = os.path.splitext(path)[1].lower()
@@ -1033,13 +1033,13 @@ def _check_output(path: str, roots: Sequence[str]) -> str:
 
 
 def _write_compare_output(doc: dict[str, Any], path: str, golden, target) -> None:
-    from dumpscope.core import compare_report as cr
+    from dumpscope.core.engines.compare import report as cr
 
     try:
         if path.lower().endswith(".json"):
             from dumpscope.tui.json_text import dump  # json.dumps(_clean(doc), indent=1, ensure_ascii=False)
 
-            from dumpscope.core.atomic_write import replaced_file
+            from dumpscope.core.support.atomic_write import replaced_file
 
             with replaced_file(path, "w", encoding="utf-8") as fh:
                 dump(doc, fh.write)  # in parts, the rows read back one by one
@@ -1063,7 +1063,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         raise CliError(f"{args.compare}: no such directory")
     if args.export_dir and not os.path.isdir(args.export_dir):
         raise CliError(f"{args.export_dir}: --export-dir is not a directory")
-    from dumpscope.core.child_jobs import prestart_build
+    from dumpscope.core.engines.child_jobs import prestart_build
 
     early = prestart_build(args.path, not args.no_cache, args.cache_dir)  # a cold build starts before Textual
     try:
@@ -1136,7 +1136,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
-    from dumpscope.core.walk import FOLLOW_LINKS_ENV
+    from dumpscope.core.layouts.walk import FOLLOW_LINKS_ENV
 
     before = os.environ.get(FOLLOW_LINKS_ENV)
     if getattr(args, "follow_links", False):  # for this process and the children it starts (builder, serve)
@@ -1173,7 +1173,7 @@ def _run(args: argparse.Namespace) -> int:
             # damaged pages that opening could not see: discard those index files and answer from fresh ones
             from pathlib import Path
 
-            from dumpscope.core.index_faults import discard, is_damage
+            from dumpscope.core.index.faults import discard, is_damage
 
             files = [p for p in _OPENED if p != ":memory:"]
             if not files or not is_damage(exc):

@@ -38,8 +38,8 @@ def add_parser(sub: "argparse._SubParsersAction", add_common: Callable[[argparse
 
 
 def cmd_triage(args: argparse.Namespace) -> int:
-    from dumpscope.core import triage as tr
-    from dumpscope.core.triage_report import markdown, text, write_config
+    from dumpscope.core.engines.triage import build as tr
+    from dumpscope.core.engines.triage.render import markdown, text, write_config
     from dumpscope.tui import cli
 
     if args.merge:
@@ -57,7 +57,7 @@ def cmd_triage(args: argparse.Namespace) -> int:
             return 2
         target = cli._open(args.path, args)
         golden = cli._open(args.golden, args) if args.golden else None
-        from dumpscope.core.compare.places import PlaceError
+        from dumpscope.core.engines.compare.places import PlaceError
 
         try:
             doc = _with_bar(lambda tick: tr.triage(target, golden, rank=args.rank, step=args.step, progress=tick),
@@ -66,7 +66,7 @@ def cmd_triage(args: argparse.Namespace) -> int:
             raise cli.CliError(str(exc)) from None
         roots = [args.path] + ([args.golden] if args.golden else [])
     if args.export_config:
-        from dumpscope.core.redump_config import RedumpConfigError
+        from dumpscope.core.engines.redump_config import RedumpConfigError
 
         try:
             write_config(doc, args.export_config, roots)
@@ -99,7 +99,7 @@ def _with_bar(work: Callable[[Any], dict], what: str, cli: Any) -> dict:
 
 
 def _read_docs(paths: list[str], error: type) -> list[tuple[str, dict]]:
-    from dumpscope.core.triage import FORMAT
+    from dumpscope.core.engines.triage.build import FORMAT
 
     docs = []
     for p in paths:

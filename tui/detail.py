@@ -121,7 +121,7 @@ def stack_frames(stack: Any) -> list[dict[str, Any]]:
 def first_user_frame(frames: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
     """The user's frame nearest the op (core/source_frames when present, else the same rule here)."""
     try:
-        from dumpscope.core.source_frames import first_user_frame as core_rule
+        from dumpscope.core.graphs.source_frames import first_user_frame as core_rule
     except ImportError:
         core_rule = None
     if core_rule is not None:
@@ -143,7 +143,7 @@ def frame_text(frame: dict[str, Any]) -> Text:
 def trend_text(doc: dict[str, Any], current: int, width: int = 48) -> Text:
     """A few lines: sparklines of max and mean over the steps, "!" under steps with NaN/Inf, "^" under
     the step shown (the last ``width`` steps when there are more)."""
-    from dumpscope.core.trend import marks, point_bad, series, sparkline
+    from dumpscope.core.engines.trend import marks, point_bad, series, sparkline
 
     pts = doc["points"][-width:]
     steps = [p["step"] for p in pts]
@@ -285,7 +285,7 @@ class OpDetail(VerticalScroll, can_focus=True):
     @work(thread=True, exclusive=True, group="detail-why", name="detail why", exit_on_error=False)
     def _why(self, q: DumpQuery, op: OpRow) -> None:
         """Why this op holds NaN/Inf (born here, inherited, received): its tensors' statistics, read here."""
-        from dumpscope.core.overflow import judge
+        from dumpscope.core.engines.overflow.lookup import judge
 
         try:
             j = judge(q, op)
@@ -303,7 +303,7 @@ class OpDetail(VerticalScroll, can_focus=True):
     @work(thread=True, exclusive=True, group="detail-trend", name="detail trend")
     def _trend(self, q: DumpQuery, op: OpRow) -> None:
         """output.0 of this op at every step of its rank (statistics cached in the index)."""
-        from dumpscope.core.trend import trend_of
+        from dumpscope.core.engines.trend import trend_of
 
         text: Optional[Text] = None
         try:

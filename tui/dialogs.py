@@ -118,7 +118,7 @@ class SearchScreen(TypeAhead, ModalScreen[Optional[tuple[OpRow, list[OpRow]]]]):
     def _search(self, text: str) -> None:
         text = text.strip()
         if text.startswith("@"):  # ops whose source stack holds FILE[:LINE]
-            from dumpscope.core.source_match import SourceSpec, SourceSpecError
+            from dumpscope.core.graphs.source_match import SourceSpec, SourceSpecError
 
             try:
                 hits = self.q.ops_at_source(SourceSpec.parse(text), self.rank, self.step)
@@ -244,7 +244,7 @@ class ExportScreen(TypeAhead, ModalScreen[Optional[str]]):
 
     def _compare_table(self, path: str, shown: str) -> None:
         """msprobe-shaped compare table, written by a worker thread (it reads both indexes)."""
-        from dumpscope.core import compare_report as cr
+        from dumpscope.core.engines.compare import report as cr
 
         if path.endswith(".xlsx") and not cr.xlsx_available():
             self._error(cr.XLSX_MISSING)

@@ -27,16 +27,16 @@ def _engine(module: str, func: str) -> Callable[..., Any]:
 
 
 def find_overflow() -> Callable[..., list[dict[str, Any]]]:
-    return _engine("overflow", "find_overflow")
+    return _engine("engines.overflow.lookup", "find_overflow")
 
 
 def overflow_report() -> Callable[..., dict[str, Any]]:
-    return _engine("overflow", "overflow_report")
+    return _engine("engines.overflow.lookup", "overflow_report")
 
 
 def watch_report() -> Callable[..., dict[str, Any]]:
-    return _engine("watch", "watch_report")
+    return _engine("engines.watch.report", "watch_report")
 
 
 def compare_dumps() -> Callable[..., dict[str, Any]]:
-    return _engine("compare", "compare_dumps")
+    return _engine("engines.compare", "compare_dumps")

@@ -72,7 +72,7 @@ def _value(v: Any, out: list[str], nl: str) -> None:
 
 
 def _is_rows(v: Any) -> bool:
-    from dumpscope.core.row_spool import is_rows
+    from dumpscope.core.support.row_spool import is_rows
 
     return is_rows(v)
 

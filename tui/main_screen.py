@@ -44,7 +44,7 @@ Back = Union[OpRow, Callable[[], list[Screen]]]
 def unscanned_ops(q: DumpQuery, rank: int, step: int) -> int:
     """Ops of a place whose outputs nobody has counted NaN/Inf in (no Opdebug, statistics or earlier
     scan evidence): an Opdebug run flags every overflow of its place, so such a place counts none."""
-    from dumpscope.core.overflow import places
+    from dumpscope.core.engines.overflow.lookup import places
 
     found = places(q, rank, step)
     return sum(p["unknown"] for p in found if not p["opdebug"])

@@ -106,7 +106,7 @@ def write_compare_table(app: Any, path: str) -> int:
 
     Reads the indexes (sides, stacks): run it off the UI thread.
     """
-    from dumpscope.core import compare_report as cr
+    from dumpscope.core.engines.compare import report as cr
 
     result = app.compare_result
     if not result:
@@ -120,12 +120,12 @@ def write_export(app: Any, path: str) -> None:
     if path.endswith(".json"):
         # the diverging (compare view) or marked ops as MindSpore ``kernels`` / CANN ``dump_layer`` /
         # msprobe ``list``, through the one writer of ``core.redump_config``
-        from dumpscope.core.redump_config import RedumpConfigError, write_redump_config
+        from dumpscope.core.engines.redump_config import RedumpConfigError, write_redump_config
 
         below = app.screen_stack[-2] if len(app.screen_stack) >= 2 else app.screen
         try:
             if getattr(below, "export_name", "") == "compare" and app.compare_result:
-                from dumpscope.core.compare import export_redump_config
+                from dumpscope.core.engines.compare import export_redump_config
 
                 export_redump_config(app.compare_result, path)
             elif app.marked:
@@ -146,7 +146,7 @@ def write_export(app: Any, path: str) -> None:
     else:
         data = build_report(app.q, app.bookmarks.values(), app.overflow_results, app.compare_result,
                             app.compare_with, app.watch_results)
-    from dumpscope.core.atomic_write import replaced_file
+    from dumpscope.core.support.atomic_write import replaced_file
 
     with replaced_file(path, "w", encoding="utf-8", newline="") as fh:
         fh.write(inert_lines(data))

@@ -19,7 +19,7 @@ MISSING = "dumpscope serve needs textual-serve: pip install 'dumpscope[serve]'"
 def explore_command(path: str, compare: Optional[str] = None, no_cache: bool = False,
                     cache_dir: Optional[str] = None) -> str:
     """The shell command textual-serve runs for each browser session (quoted: paths may hold anything)."""
-    from dumpscope.core.isolated import module_command
+    from dumpscope.core.support.isolated import module_command
 
     parts = [*module_command("dumpscope"), "explore", path]
     if compare:

@@ -194,7 +194,7 @@ class TensorPanel(VerticalScroll, can_focus=True):
 
     @work(thread=True, exclusive=True, group="slice", name="tensor slice")
     def _compute_slice(self, t: TensorRow, text: str, generation: int) -> None:
-        from dumpscope.core.tensor_slice import tensor_slice
+        from dumpscope.core.tensors.slicing import tensor_slice
 
         try:  # reads only the part of the file the slice covers (device layouts: their slabs)
             try:

@@ -17,7 +17,7 @@ from textual.containers import ScrollableContainer
 from textual.screen import Screen
 from textual.widgets import Static
 
-from dumpscope.core.neighbourhood import Neighbourhood, draw, neighbourhood
+from dumpscope.core.engines.neighbourhood import Neighbourhood, draw, neighbourhood
 from dumpscope.core.query import OpRow
 from dumpscope.tui.keybar import KeyBar
 

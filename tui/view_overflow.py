@@ -75,7 +75,7 @@ class OverflowScreen(TableView):
 
     @work(thread=True, exclusive=True, group="overflow", name="overflow scan")
     def _scan(self, q) -> None:
-        from dumpscope.core.index import IndexCancelled
+        from dumpscope.core.index.dump_index import IndexCancelled
         from dumpscope.tui.engines import EngineMissing
 
         last = [0.0]

@@ -22,10 +22,10 @@ from typing import Optional, Union
 
 import numpy as np
 
-from dumpscope.core import dtypes
-from dumpscope.core.shapes import impossible_header
-from dumpscope.core.device_format import FORMAT_NAMES, DeviceFormatError, to_logical
-from dumpscope.core.device_format import logical_shape as device_logical_shape
+from dumpscope.core.formats import dtypes
+from dumpscope.core.formats.shapes import impossible_header
+from dumpscope.core.formats.device_format import FORMAT_NAMES, DeviceFormatError, to_logical
+from dumpscope.core.formats.device_format import logical_shape as device_logical_shape
 from dumpscope.core.formats import dump_data_pb2
 
 PathLike = Union[str, "os.PathLike[str]"]

@@ -117,7 +117,7 @@ def _split_converted(body: str) -> Optional[tuple[str, str, int, list[str]]]:
 
 
 def _is_dtype_token(tok: str) -> bool:
-    from dumpscope.core.dtypes import DtypeError, normalize_dtype
+    from dumpscope.core.formats.dtypes import DtypeError, normalize_dtype
 
     try:
         normalize_dtype(tok)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from dumpscope.core.model import Graph, GraphNode, SourceLine
-from dumpscope.core.source_frames import parse_frame
+from dumpscope.core.graphs.source_frames import parse_frame
 
 from .common import GraphParseError, Source, ms_dtype, one_line, read_source
 

@@ -90,7 +90,7 @@ def _value(buf: bytes) -> Any:
 
 def parse_ms_pb(src: Source, *, warnings: Optional[list[str]] = None) -> Graph:
     """Parse a MindSpore trace-code ``.pb`` into one :class:`Graph` (like :func:`parse_ir`)."""
-    from dumpscope.core.source_frames import parse_frame
+    from dumpscope.core.graphs.source_frames import parse_frame
 
     warns = warnings if warnings is not None else []
     label = str(src)

@@ -24,7 +24,7 @@ from dumpscope.core.formats.cann_names import (
 from dumpscope.core.layouts.base import DirListing, Item, Layout
 from dumpscope.core.layouts.paths import DumpPlace, place_of
 from dumpscope.core.model import STORAGE_CANN, OverflowEvidence, Problem, TensorRecord
-from dumpscope.core.shapes import impossible_header
+from dumpscope.core.formats.shapes import impossible_header
 from dumpscope.core.units import UNIT_COLUMNS, UnitRecord, pack
 
 

@@ -16,7 +16,7 @@ import os
 import re
 from typing import Iterable, Iterator, Optional
 
-from dumpscope.core.dtypes import normalize_dtype, npy_words_named
+from dumpscope.core.formats.dtypes import normalize_dtype, npy_words_named
 from dumpscope.core.errors import reason
 from dumpscope.core.formats.npy_header import read_npy_header
 from dumpscope.core.layouts.base import DirListing, Item, Layout, as_int, rank_from_parts

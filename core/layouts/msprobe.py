@@ -60,7 +60,7 @@ from dumpscope.core.model import (
     Problem,
     TensorRecord,
 )
-from dumpscope.core.walk import OUTSIDE_LINK, names_inside
+from dumpscope.core.layouts.walk import OUTSIDE_LINK, names_inside
 
 PRODUCER = "msprobe"
 DATA_DIR = "dump_tensor_data"

@@ -13,7 +13,7 @@ from typing import Iterable
 
 from dumpscope.core.layouts.base import DirListing, Item, Layout
 from dumpscope.core.model import Problem
-from dumpscope.core.walk import OUTSIDE_LINK
+from dumpscope.core.layouts.walk import OUTSIDE_LINK
 
 
 class BadNamesLayout(Layout):

@@ -17,7 +17,7 @@ from typing import Any, Iterable
 _LINE_RE = re.compile(r"^\s*File\s+\"?(?P<file>.+?)\"?,\s*line\s+(?P<line>\d+)(?:,\s*in\s+(?P<func>.*?))?"
                       r"\s*(?:,\s*\n|,?\s*$|\n)(?P<code>.*)$", re.S)
 
-from dumpscope.core.source_frames import is_user_file
+from dumpscope.core.graphs.source_frames import is_user_file
 
 
 def parse_stack_line(text: Any) -> dict[str, Any]:

@@ -50,7 +50,7 @@ from dumpscope.core.model import (
     Problem,
     TensorRecord,
 )
-from dumpscope.core.walk import OUTSIDE_LINK, names_inside
+from dumpscope.core.layouts.walk import OUTSIDE_LINK, names_inside
 
 PRODUCER = "troubleshooter"
 FRAMEWORKS = ("mindspore", "torch", "mindtorch")

@@ -1,0 +1,1 @@
+"""The analyses behind the commands: compare, overflow, watch, trend, convert, triage."""

@@ -1,0 +1,577 @@
+"""Golden-vs-target compare of two indexed dumps: pairs, measures, judges, traces origins.
+
+Ops are matched by name, then normalised name, then type and execution order (``match``);
+tensors by io and slot.  Each tensor pair is measured in its logical layout in a common dtype
+(``metrics``), or by statistics when one side holds no tensor data; non-tensor arguments
+(msprobe/Troubleshooter ``storage == "value"``) by value.  The verdict of each row (``verdict``)
+leaves open what the fixed rules do not decide; ``origin`` then walks the ops in execution order to say
+where each error was born.  The index is asked for every op's tensors in a few queries, and the
+tensor pairs are measured by ``measure_many`` (a process pool for big places, results in op order);
+within an op each small dump file is read once, its header parsed once, and all its tensors decoded
+from that one buffer (``tensor_io.OnceReader``: a CANN file holds every input and output of the op).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from dumpscope.core.engines.compare import origin as org
+from dumpscope.core.engines.compare import precision as pr
+from dumpscope.core.engines.compare import verdict as vd
+from dumpscope.core.engines.compare.api_mapping import match_across_frameworks
+from dumpscope.core.engines.compare.match import OpRef, match_ops, pair_slots
+from dumpscope.core.engines.compare import measure_many  # noqa: I001 (module and names)
+from dumpscope.core.engines.compare.measure_many import Judged, Measurer, OpJob, ref_fields
+from dumpscope.core.engines.compare.metrics import CompareResult, measure_stats
+from dumpscope.core.support.gc_pause import gc_paused
+from dumpscope.core.layouts.py_stack import frames_from_stack
+from dumpscope.core.model import INPUT, OUTPUT
+from dumpscope.core.query import shown_step
+from dumpscope.core.support.row_spool import RowSpool
+from dumpscope.core.graphs.source_frames import first_user_frame
+
+if TYPE_CHECKING:
+    from dumpscope.core.query import DumpQuery, OpRow, TensorRow
+
+STORAGE_VALUE = "value"  # INTERFACES.md §3: a non-tensor argument kept in its slot
+_CHUNK_OPS = 256  # ops prepared (queried, paired, classified) and handed to the measurer at a time
+#: ops handed to the measurer and not yet made rows: preparing outruns measuring, and each waiting op
+#: holds both sides' tensor records and graph details (a place of 100k ops held them all)
+_AHEAD_OPS = 16 * _CHUNK_OPS
+_LITERAL = re.compile(r"^[A-Za-z0-9_]*\(")  # graph literals: F32(1e-05), I64(-1), Bool(1), Tensor(...), (..)
+
+
+@dataclass(slots=True)
+class _Pair:
+    gop: "OpRow"
+    top: "OpRow"
+    match: str
+    g: "TensorRow"
+    t: "TensorRow"
+    kind: str = "tensor"
+    result: Optional[CompareResult] = None
+    error: Optional[str] = None  # unreadable tensor
+    value: Optional[tuple[Any, Any]] = None  # scalar values (golden, target)
+    verdict: str = vd.PASS
+    rule: str = ""
+    facts: Optional[org.RowFacts] = None  # the walk's judgement of this pair
+    shape_note: str = ""  # "shape (a) vs (b)" when the same count of values came in another shape
+
+
+@dataclass(slots=True)
+class _Op:
+    gop: "OpRow"
+    top: "OpRow"
+    match: str
+    pairs: list[_Pair] = field(default_factory=list)  # emptied once the op's rows are made
+    facts: Optional[org.OpFacts] = None
+    n_rows: int = 0
+    source: Optional[dict[str, Any]] = None  # the user's source line, for an op with a row that did not pass
+
+
+def is_parameter(op: "OpRow") -> bool:
+    """MindSpore ``Parameter.*`` dumps (``OpRow.kind``; older indexes: the type)."""
+    return op.kind == "parameter" or op.type == "Parameter"
+
+
+def is_aside(op: "OpRow") -> bool:
+    """Parameters and constants live beside the ops: compared, never where an error is born."""
+    return is_parameter(op) or op.kind == "constant"
+
+
+def _strip_port(src: str) -> str:
+    head, sep, tail = src.rpartition(":")
+    return head if sep and tail.isdigit() else src
+
+
+def produced(src: str) -> bool:
+    """Whether a graph input names a producing op (not a Parameter, a Load of one, or a literal)."""
+    if not src or src.startswith("param:") or _LITERAL.match(src):
+        return False
+    return not _strip_port(src).rsplit("/", 1)[-1].startswith("Load-op")
+
+
+def _value(t: "TensorRow") -> Any:
+    return (t.extra or {}).get("value")
+
+
+def _scalar_value(r: Optional[CompareResult], st: Optional[dict[str, Any]]) -> Any:
+    """A one-element tensor's value (its max); ``st`` is the side's statistics of ``r``."""
+    if r is None or r.size > 1:
+        return None
+    return (st or {}).get("max")
+
+
+def _stats_doc(t: "TensorRow") -> dict[str, Any]:
+    doc = dict(t.stats or {})
+    doc.setdefault("dtype", t.dtype)
+    doc.setdefault("shape", list(t.shape))
+    return doc
+
+
+def _loads(p: _Pair) -> bool:
+    """Whether the pair's tensors are read (not a value argument, not statistics only)."""
+    g, t = p.g, p.t
+    if p.kind == "scalar" and (g.storage == STORAGE_VALUE or t.storage == STORAGE_VALUE):
+        return False
+    return g.storage != "none" and t.storage != "none"
+
+
+def _prepare(op: _Op) -> OpJob:
+    """Values and statistics-only pairs measured here; the job of the pairs whose tensors are read."""
+    for p in op.pairs:
+        if p.kind == "scalar" and (p.g.storage == STORAGE_VALUE or p.t.storage == STORAGE_VALUE):
+            p.value = (_value(p.g), _value(p.t))
+        elif p.g.storage == "none" or p.t.storage == "none":
+            p.result = measure_stats(_stats_doc(p.g), _stats_doc(p.t))
+    return [(ref_fields(p.g), ref_fields(p.t), p.g.io, p.kind) for p in op.pairs if _loads(p)]
+
+
+def _take(op: _Op, judged: Judged, th: vd.Thresholds) -> None:
+    """An op's measured pairs with their fixed rules' verdicts (in the order ``_prepare`` listed them); the
+    others' fixed rules run here (``_judge_unloaded``).  The walk judges what the fixed rules left open."""
+    it = iter(judged)
+    rest = False
+    for p in op.pairs:
+        if _loads(p):
+            r, p.verdict, p.rule = next(it)
+            if isinstance(r, str):
+                p.error = r
+            else:
+                p.result = r
+                _stored_dtypes(r, p)
+        else:
+            rest = True
+    if rest:
+        _judge_unloaded(op, th)
+
+
+def _stored_dtypes(r: CompareResult, p: _Pair) -> None:
+    """The dtypes the dump records (a bfloat16 ``.pt`` decodes to float32: it is judged as bfloat16)."""
+    if p.g.dtype and p.t.dtype and pr.unit_roundoff(p.g.dtype) > 0 and pr.unit_roundoff(p.t.dtype) > 0:
+        r.golden_dtype, r.target_dtype = p.g.dtype, p.t.dtype
+
+
+def _side(t: "TensorRow", st: Optional[dict[str, Any]], value: Any) -> dict[str, Any]:
+    """One side of a row; ``st``: that side's statistics from the measurement (None: not measured)."""
+    if not st:
+        st = {}
+        if t.stats:
+            from dumpscope.core.engines.compare.metrics import stat_value
+
+            st = {k: stat_value(t.stats, k) for k in ("max", "min", "mean", "l2norm")}
+    get = st.get
+    return {"dtype": t.dtype, "shape": list(t.shape), "max": _num(get("max")), "min": _num(get("min")),
+            "mean": _num(get("mean")), "l2norm": _num(get("l2norm")), "file": t.path, "value": value}
+
+
+def _num(v: Any) -> Any:
+    if type(v) is float:
+        return v if v - v == 0.0 else None  # NaN/±Inf (v - v is NaN) become null
+    return v if not isinstance(v, float) or math.isfinite(v) else None
+
+
+def _user_frame(details: dict[str, Any], tensors: list["TensorRow"]) -> Optional[dict[str, Any]]:
+    """The user's source line nearest the op: the graph's stack (MindSpore .ir, outermost first) or
+    the API dump's stack (msprobe/Troubleshooter, innermost first)."""
+    frames = [f for f in (details.get("source") or []) if isinstance(f, dict)]
+    if not frames:
+        stack = next(((t.extra or {}).get("stack") for t in tensors if (t.extra or {}).get("stack")), None)
+        if stack:
+            frames = [f for f in reversed(frames_from_stack(stack)) if isinstance(f, dict)]
+    return first_user_frame(frames)
+
+
+def _position(op: "OpRow") -> int:
+    """Execution index; parameters and constants (none: they did not run) come after every op."""
+    return op.exec_index if op.exec_index is not None else 1 << 30
+
+
+@gc_paused()  # the collector's walks over the growing rows cost as much as the rows (gc_pause)
+def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] = None,
+                  step: Optional[int] = None, rtol: Optional[float] = None, atol: Optional[float] = None,
+                  progress: Optional[Callable[[int, int], None]] = None, workers: Optional[int] = None,
+                  thresholds: Optional[vd.Thresholds] = None, layer_mapping: Optional[str] = None,
+                  api_mapping: Optional[str] = None, target_rank: Optional[int] = None,
+                  target_step: Optional[int] = None, with_problems: bool = True,
+                  spool_rows: bool = False) -> dict[str, Any]:
+    """CLI.md ``compare`` document for one rank/step of both dumps.
+
+    MindSpore-vs-PyTorch API dumps (or any pair given ``layer_mapping``/``api_mapping`` files, msprobe's
+    formats) are paired by ``api_mapping.match_across_frameworks`` instead of by name.
+    ``target_rank``/``target_step``: the target's place when it differs from the golden's (several
+    places: ``places.compare_places``).  ``with_problems=False``: ``problems`` left empty (they are the
+    trees', not the place's: several places list them once).  ``spool_rows``: the rows are a
+    ``row_spool.RowSpool`` (a temporary file, read back in order) instead of a list, so that memory does
+    not grow with the pairs (the CLI's ``compare``)."""
+    g_rank, g_step = golden.default_place(rank, step)
+    t_ranks, t_steps = target.ranks(), target.steps()
+    t_rank = g_rank if g_rank in t_ranks or not t_ranks else t_ranks[0]
+    t_step = g_step if g_step in t_steps or not t_steps else t_steps[0]
+    t_rank = t_rank if target_rank is None else target_rank
+    t_step = t_step if target_step is None else target_step
+    th = thresholds or vd.Thresholds()
+    if rtol is not None or atol is not None:
+        th = vd.Thresholds(**{**{k: getattr(th, k) for k in th.__slots__}, "rtol": rtol, "atol": atol})
+    if golden.count_ops(g_rank, g_step, kind="all") >= measure_many.POOL_MIN_OPS:
+        measure_many.prestart(workers)  # forked while this process is small (a shared pool only)
+    g_ops = golden.ops(g_rank, g_step, kind="all")  # parameters are compared too (after the ops)
+    t_ops = target.ops(t_rank, t_step, kind="all")
+    g_by_id = {o.id: o for o in g_ops}
+    t_by_id = {o.id: o for o in t_ops}
+    match = match_across_frameworks(golden, target, g_ops, t_ops, layer_mapping, api_mapping, _position) or \
+        match_ops([OpRef(o.name, o.type, _position(o), o.id) for o in g_ops],
+                  [OpRef(o.name, o.type, _position(o), o.id) for o in t_ops])
+    g_names = {o.name for o in g_ops}
+    joined_to_name = {o.joined: o.name for o in g_ops if o.joined}
+    ops: list[_Op] = []
+    unmatched_tensors: list[str] = []
+    details: dict[int, dict[str, Any]] = {}
+    g_tensors: dict[int, list["TensorRow"]] = {}
+    matched = sorted(match.pairs, key=lambda p: p[0].exec_index)
+    # ops are prepared a chunk at a time and handed to the measurer; while the pool measures the
+    # next chunks, the finished ones are judged and their rows made (origins filled in at the end)
+    measurer = Measurer(th, workers, pool=len(matched) >= measure_many.POOL_MIN_OPS)
+    walk = org.Walk()
+    origins: list[org.Origin] = []
+    dtypes: dict[str, dict[str, int]] = {"golden": {}, "target": {}}
+    rows: Any = RowSpool() if spool_rows else []
+    row_at: list[int] = []  # first row of each op
+    total_pairs = counted = 0
+    # the coarsest precision either run stored a tensor in at this place: what a weight no dumped op
+    # produced may differ by (``origin.Walk.u_run``)
+    walk.u_run = max((pr.unit_roundoff(d) for d in golden.place_dtypes(g_rank, g_step)
+                      | target.place_dtypes(t_rank, t_step)), default=0.0)
+    small_output_seen = False
+
+    def finish(wait: bool, keep: Optional[int] = None) -> None:
+        nonlocal counted
+        for a, b, outcomes in measurer.ready(wait, keep):
+            for op, got in zip(ops[a:b], outcomes):
+                _take(op, got, th)
+                det, tensors = details.pop(op.gop.id), g_tensors.pop(op.gop.id)
+                op.facts = _facts(op, det, joined_to_name, g_names, th, golden)
+                op.facts.saved_from = _forward_of(op.gop, g_names)
+                origins.append(walk.judge(op.facts))
+                _apply(op, dtypes)
+                row_at.append(len(rows))
+                if spool_rows:
+                    rows.start_group()  # group k: op k (its origin and source are filled in at the end)
+                rows.extend(_row(p) for p in op.pairs)
+                op.n_rows = len(op.pairs)
+                # an origin needs a row in error, so only such ops can be shown with their source line
+                if any(p.verdict != vd.PASS for p in op.pairs):
+                    op.source = _user_frame(det, tensors)
+                op.pairs = []  # the rows hold what is shown: a big place is not kept twice (tensors, results)
+                counted += op.n_rows
+            if progress is not None and counted:
+                progress(counted, max(total_pairs, counted))
+
+    try:
+        for k in range(0, len(matched), _CHUNK_OPS):
+            chunk = matched[k:k + _CHUNK_OPS]
+            g_all = golden.tensors_of([g_by_id[gref.key].id for gref, _, _ in chunk])
+            t_all = target.tensors_of([t_by_id[tref.key].id for _, tref, _ in chunk])
+            new_ops: list[_Op] = []
+            for gref, tref, rule in chunk:
+                gop, top = g_by_id[gref.key], t_by_id[tref.key]
+                gts_list = g_all[gop.id]
+                g_tensors[gop.id] = gts_list
+                details[gop.id] = golden.graph_details(gop)
+                pairs, missing = pair_slots({(x.io, x.slot): x for x in gts_list},
+                                            {(x.io, x.slot): x for x in t_all[top.id]})
+                unmatched_tensors += [f"{gop.name} {io}.{slot}" for io, slot in missing]
+                new_ops.append(_Op(gop, top, rule, [_Pair(gop, top, rule, g, t) for _, g, t in pairs]))
+            small_output_seen = _classify(new_ops, details, small_output_seen)
+            ops.extend(new_ops)
+            total_pairs += sum(len(op.pairs) for op in new_ops)
+            measurer.submit([_prepare(op) for op in new_ops])
+            finish(wait=False, keep=_AHEAD_OPS)  # waits for the oldest beyond that many ops
+        finish(wait=True)
+    finally:
+        measurer.close()
+    fd = org.first_divergence([op.facts for op in ops], origins)
+    fd_row: Optional[dict[str, Any]] = None
+    if spool_rows:
+        for i, (op, origin) in enumerate(zip(ops, origins)):
+            if op.n_rows:
+                rows.fill(i, origin=origin.kind, origin_via=origin.via, source=op.source)
+        if fd is not None and fd.row < ops[fd.op].n_rows:
+            fd_row = rows[row_at[fd.op] + fd.row]
+    else:
+        for i, (op, origin) in enumerate(zip(ops, origins)):
+            for j in range(op.n_rows):
+                row = rows[row_at[i] + j]
+                row["origin"], row["origin_via"], row["source"] = origin.kind, origin.via, op.source
+                if fd is not None and fd.op == i and fd.row == j:
+                    fd_row = row
+    first = None
+    if fd is not None and fd_row is not None:
+        first = {k: fd_row[k] for k in ("name", "io", "slot", "step", "rank")}
+        first.update(rule=fd.rule, cause=fd.cause, type=fd_row["type"], origin=fd_row["origin"])
+        extra = _target_only_before(match.unmatched_target, t_by_id.get(fd_row["target_op_id"]), fd.rule)
+        if extra:
+            first["rule"] = f"{fd.rule}; {extra}"
+            first["target_only_before"] = [r.name for r in match.unmatched_target
+                                           if r.exec_index < _position(t_by_id[fd_row["target_op_id"]])][-3:]
+    return {
+        "rows": rows,
+        "first_divergence": first,
+        "unmatched_golden": [r.name for r in match.unmatched_golden],
+        "unmatched_target": [r.name for r in match.unmatched_target],
+        "unmatched_tensors": unmatched_tensors,
+        "golden": {"path": golden.root, "rank": g_rank, "step": g_step},
+        "target": {"path": target.root, "rank": t_rank, "step": t_step},
+        "rules": "see `dumpscope compare --help` (core/engines/compare/verdict.py)",
+        "precision": precision_summary(dtypes),
+        "evidence": evidence_of(walk, first),
+        "compared": {"ops": len(ops), "tensors": len(rows), "golden_ops": len(g_ops), "target_ops": len(t_ops)},
+        "problems": [dict(p, side="golden") for p in golden.problems()]
+        + [dict(p, side="target") for p in target.problems()] if with_problems else [],
+    }
+
+
+def _target_only_before(unmatched: list[OpRef], top: Optional["OpRow"], rule: str) -> str:
+    """Where a divergence shows in an input that no dumped golden op explains: the ops the target ran just
+    before it that the golden did not (a custom bprop, an extra op, a wrong kernel's helper) are named."""
+    if top is None or "already differs" not in rule and "differs and no dumped op" not in rule:
+        return ""
+    here = _position(top)
+    before = [r.name for r in unmatched if r.exec_index < here]
+    if not before:
+        return ""
+    return f"the target ran ops the golden did not before it: {', '.join(before[-3:])}"
+
+
+def _classify(ops: list[_Op], details: dict[int, dict[str, Any]], small_output_seen: bool) -> bool:
+    """Row kinds: parameter (Parameter dumps), scalar (arguments; constants with no producer), tensor.
+    ``small_output_seen``: whether an earlier op had a one-element output (returned updated, so the
+    ops can be classified a chunk at a time)."""
+    for op in ops:
+        inputs_from = details[op.gop.id]["inputs_from"]
+        graph = bool(inputs_from)
+        for p in op.pairs:
+            if is_parameter(op.gop):
+                p.kind = "parameter"
+            elif op.gop.kind == "constant":
+                p.kind = "scalar" if _size(p.g.shape) <= 1 else "tensor"
+            elif p.g.storage == STORAGE_VALUE or p.t.storage == STORAGE_VALUE:
+                p.kind = "scalar"
+            elif p.g.io == INPUT and _size(p.g.shape) <= 1 and _size(p.t.shape) <= 1:
+                if graph:
+                    src = inputs_from[p.g.slot] if p.g.slot < len(inputs_from) else ""
+                    if src and not produced(src) and not src.startswith("param:"):
+                        p.kind = "scalar"
+                elif not small_output_seen and op.gop.producer not in _API_PRODUCERS:
+                    p.kind = "scalar"  # no graph: a 1-element input nothing before produced
+        if any(p.g.io == OUTPUT and _size(p.g.shape) <= 1 for p in op.pairs):
+            small_output_seen = True
+    return small_output_seen
+
+
+def _size(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _judge_unloaded(op: _Op, th: vd.Thresholds) -> None:
+    """The fixed rules of the rows whose tensors were not read here (values, statistics-only pairs), as
+    ``measure_many.judge_batch`` runs them on the others."""
+    for p in op.pairs:
+        if _loads(p):
+            continue
+        if p.error is not None:
+            p.verdict, p.rule = vd.ERROR, p.error
+        elif p.value is not None:
+            p.verdict, p.rule = vd.judge_value(*p.value)
+        elif p.result is not None:
+            p.verdict, p.rule = vd.fixed_verdict(p.result, vd.Context(th, kind=p.kind)) or (vd.PASS, "")
+            p.result.verdict, p.result.rule = p.verdict, p.rule
+
+
+def _facts(op: _Op, det: dict[str, Any], joined_to_name: dict[str, str], g_names: set[str],
+           th: vd.Thresholds, golden: "DumpQuery") -> org.OpFacts:
+    inputs_from = det["inputs_from"]
+    rows, input_producers = [], {}
+    for p in op.pairs:
+        is_produced, src = True, ""
+        if p.g.io == INPUT and inputs_from:
+            src = inputs_from[p.g.slot] if p.g.slot < len(inputs_from) else ""
+            is_produced = produced(src)
+            name = joined_to_name.get(_strip_port(src))
+            if is_produced and name is not None and name != op.gop.name:
+                input_producers[p.g.slot] = name
+        if src and not is_produced and "Load-op" in src:
+            param = golden.loaded_parameter(op.gop, _strip_port(src))
+            src = f"param:{param}" if param else src
+        rows.append(_row_facts(p, is_produced, th, src))
+    producers = []
+    for src in inputs_from:
+        name = joined_to_name.get(_strip_port(src), _strip_port(src))
+        if name in g_names:
+            producers.append(name)
+    return org.OpFacts(op.gop.name, rows, is_aside(op.gop), producers, input_producers, type=op.gop.type or "")
+
+
+def _row_facts(p: _Pair, is_produced: bool, th: vd.Thresholds, src: str = "") -> org.RowFacts:
+    """What the walk judges of one pair: its error at the stored precision, unless a fixed rule (dtype
+    kind, shape, NaN/Inf, argument, ``--rtol/--atol``) or an unreadable tensor already decided it."""
+    r = p.result
+    facts = org.RowFacts(p.g.io, p.g.slot, p.verdict, p.kind, is_produced, p.rule)
+    if src.startswith("param:"):
+        name = src[len("param:"):]
+        # MindSpore names the network's own inputs (the data) inputs0, inputs1, … among its parameters
+        facts.source = f"graph input {name}" if re.fullmatch(r"inputs\d+", name) else f"Parameter {name}"
+    if p.error is not None or p.value is not None or r is None:
+        facts.fixed = True
+        return facts
+    dt = pr.judged_dtype(r.golden_dtype, r.target_dtype)
+    facts.dtype, facts.u = dt, pr.unit_roundoff(dt)
+    # (``measure_many.judge_batch`` / ``_judge_unloaded``; a float dtype replaced by the stored one is still
+    # a float, which rule 1 lets through)
+    fixed = (p.verdict, p.rule) if p.rule else None  # the fixed rules ran where the pair was measured
+    if fixed is not None and fixed[0] == vd.WARNING and fixed[1].startswith("shape"):
+        p.shape_note = fixed[1].split(":")[0]  # the same count in another shape: the values still judged
+    elif fixed is not None:
+        facts.verdict, facts.rule, facts.fixed = fixed[0], fixed[1], True
+        return facts
+    facts.err = pr.error_of(r)
+    if facts.err is None:
+        facts.fixed = True
+        return facts
+    facts.key = _identity(r)
+    g, t = r.golden_stats or {}, r.target_stats or {}
+    facts.sig = (g.get("mean"), g.get("l2norm"), t.get("mean"), t.get("l2norm"))
+    return facts
+
+
+def _identity(r: CompareResult) -> Optional[tuple]:
+    """The same tensor seen twice (a producer's output read as its consumer's input, perhaps through a
+    view or a cast): the same element count and the same max and min on both sides.  Only max and min:
+    they are exact in any dtype and any element order, where a mean or norm is not (msprobe computes a
+    bfloat16 tensor's mean in bfloat16; a permuted view sums in another order)."""
+    g, t = r.golden_stats or {}, r.target_stats or {}
+    key = (r.count if r.stat_diffs is None else r.size, g.get("max"), g.get("min"), t.get("max"), t.get("min"))
+    return None if all(v is None for v in key[1:]) else key
+
+
+def _apply(op: _Op, dtypes: dict[str, dict[str, int]]) -> None:
+    """The walk's verdicts onto the pairs (their rows are made next); the stored float dtypes counted."""
+    assert op.facts is not None
+    for p, f in zip(op.pairs, op.facts.rows):
+        p.verdict, p.rule = f.verdict, f.rule
+        if p.shape_note:
+            if p.verdict == vd.PASS:
+                p.verdict, p.rule = vd.WARNING, f"{p.shape_note}: the same values in another shape"
+            else:
+                p.rule = f"{p.shape_note}; {p.rule}"
+        p.facts = f
+        if p.kind != "scalar":
+            for side, t in (("golden", p.g), ("target", p.t)):
+                if t.dtype and pr.unit_roundoff(t.dtype) > 0:
+                    name = pr.canonical(t.dtype)
+                    dtypes[side][name] = dtypes[side].get(name, 0) + 1
+
+
+def precision_summary(dtypes: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """What each side's float tensors were stored in, said once ("112 of 181 tensors bfloat16")."""
+    out: dict[str, Any] = {}
+    for side in ("golden", "target"):
+        counts = dtypes[side]
+        total = sum(counts.values())
+        out[side] = dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+        coarse = sorted((k for k in counts if pr.unit_roundoff(k) > pr.unit_roundoff("float32")),
+                        key=lambda k: -counts[k])
+        if total and coarse:
+            out[f"{side}_text"] = ", ".join(f"{counts[k]} of {total} tensors {k}" for k in coarse)
+        elif total:
+            out[f"{side}_text"] = f"{total} tensors " + "/".join(counts)
+    return out
+
+
+def evidence_of(walk: org.Walk, first: Optional[dict[str, Any]]) -> dict[str, Any]:
+    """Why the answer is what it is: the largest relative error seen, the precision that explains it and
+    the rows nearest the line (each error as a share of what it was allowed; 1.0 is the line)."""
+    def near(n: org.Near) -> dict[str, Any]:
+        return {"name": n.op, "tensor": n.label, "rel_err": _num(n.rel_err), "allowed": _num(n.allowed),
+                "share_of_allowed": _num(round(n.ratio, 4)), "precision": n.dtype, "judgement": n.judgement}
+    nearest = sorted(walk.nearest, reverse=True)
+    doc: dict[str, Any] = {"nearest": [near(n) for n in nearest],
+                           "largest": near(walk.largest) if walk.largest is not None else None,
+                           "bit_identical": walk.exact_so_far}
+    if first is None:
+        if walk.exact_so_far:
+            doc["text"] = "no divergence: every compared tensor is bit-identical"
+        elif nearest:
+            top = nearest[0]
+            doc["text"] = (f"no divergence: the nearest to the line is {top.op} {top.label} at "
+                           f"{top.ratio:.2g} of what its inputs and {top.dtype or 'its'} rounding allow")
+        else:
+            doc["text"] = "no divergence: nothing numeric was compared"
+    return doc
+
+
+_API_PRODUCERS = ("msprobe", "troubleshooter")
+
+
+def _forward_of(op: "OpRow", names: set[str]) -> Optional[str]:
+    """API dumps: the forward call of a backward call (msprobe ``X.N.backward`` ↔ ``X.N.forward``,
+    modules ``M.backward.N`` ↔ ``M.forward.N``, Troubleshooter ``X_N_backward`` ↔ ``X_N_forward``),
+    when it was dumped."""
+    if op.producer not in _API_PRODUCERS:
+        return None
+    for back, fwd in ((".backward", ".forward"), ("_backward", "_forward")):
+        head, sep, tail = op.name.rpartition(back)  # API X.N.backward, module M.backward.N
+        if sep and (not tail or tail.startswith((".", "_"))):
+            cand = head + fwd + tail
+            return cand if cand in names else None
+    return None
+
+
+def _row(p: _Pair) -> dict[str, Any]:
+    """The row of a judged pair; ``origin``, ``origin_via`` and ``source`` are filled in once every op
+    is judged (their places in the row are kept).  Key order as CLI.md lists them (``metrics.to_row``'s
+    keys, ``mode`` after the verdict when measured, before it when not)."""
+    gop, top, g, t, r = p.gop, p.top, p.g, p.t, p.result
+    row: dict[str, Any]
+    if r is not None:
+        row = {"name": gop.name, "io": g.io, "slot": g.slot, "step": shown_step(gop.step), "rank": gop.rank,
+               "cosine": _num(r.cosine), "euc_dist": _num(r.euc_dist), "max_abs_err": _num(r.max_abs_err),
+               "max_rel_err": _num(r.max_rel_err), "one_thousandth_ratio": _num(r.one_thousandth_ratio),
+               "five_thousandth_ratio": _num(r.five_thousandth_ratio), "verdict": p.verdict, "rule": p.rule,
+               "mode": "stats" if r.stat_diffs is not None else "tensor"}
+        g_st, t_st = r.golden_stats, r.target_stats
+    else:
+        row = {"name": gop.name, "io": g.io, "slot": g.slot, "step": shown_step(gop.step), "rank": gop.rank,
+               "cosine": None, "euc_dist": None, "max_abs_err": None, "max_rel_err": None,
+               "one_thousandth_ratio": None, "five_thousandth_ratio": None,
+               "mode": "value" if p.value is not None else "tensor", "verdict": p.verdict, "rule": p.rule}
+        g_st = t_st = None
+    gval = p.value[0] if p.value is not None else _scalar_value(r, g_st)
+    tval = p.value[1] if p.value is not None else _scalar_value(r, t_st)
+    row["match"] = p.match
+    row["target_name"] = top.name
+    row["golden_op_id"] = gop.id
+    row["target_op_id"] = top.id
+    row["exec_index"] = gop.exec_index
+    row["type"] = gop.type
+    row["kind"] = p.kind
+    row["origin"] = row["origin_via"] = None
+    f = p.facts
+    row["judgement"] = f.judgement if f is not None else None
+    row["rel_err"] = _num(f.rel_err) if f is not None else None
+    row["allowed"] = _num(f.allowed) if f is not None else None
+    row["share_of_allowed"] = _num(f.share) if f is not None and f.share is not None else None
+    row["precision"] = (f.dtype or None) if f is not None else None
+    row["golden"] = _side(g, g_st, gval)
+    row["target"] = _side(t, t_st, tval)
+    row["source"] = None
+    if r is not None and r.stat_diffs is not None:
+        row["stat_diffs"] = r.stat_diffs
+        row["stat_rel_errs"] = r.stat_rel_errs
+    return row

@@ -1,0 +1,304 @@
+"""Measure the tensor pairs of many ops: in this process, or in the index's process pool.
+
+A place of 20,000 ops is mostly small files; reading, decoding and measuring them is pure CPU in
+Python and numpy, so threads only take turns on the GIL.  Ops are cut into batches (a few hundred
+pairs or a few tens of MB each) and each batch is measured in a worker process (fork: the workers
+inherit the imported readers), which returns plain picklable ``CompareResult`` records.  Results
+come back in op order whatever order the workers finish in, so the answer is the inline one.
+Within a batch each op's files are read once (``tensor_io.OnceReader``); small pairs with the same
+element count and dtypes are measured together (``metrics.measure_small_many``, bit for bit the
+single-pair pass); big tensors stream in bounded memory in whichever process measures them.  Where
+no process pool can be used (one core, inside the explorer, a restricted sandbox) or the place is
+small, the same batches run here.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from functools import lru_cache
+from typing import Any, Iterator, Optional, Union
+
+import numpy as np
+
+from dumpscope.core.engines.compare.metrics import (SMALL_MAX, CompareResult, Tolerance, measure_small_many, measure_streams,
+                                            small_kind)
+from dumpscope.core.engines.compare.verdict import ERROR, PASS, Context, Thresholds, element_rtol, fixed_verdict
+from dumpscope.core.support.gc_pause import gc_paused
+from dumpscope.core.tensors.load import OnceReader, TensorLoadError, TensorRef
+
+#: ``TensorRef``'s fields in order (a tuple pickles twenty times faster than the dataclass)
+RefFields = tuple
+#: one op's loaded pairs (golden, target), in row order
+Pairs = list[tuple[RefFields, RefFields]]
+#: per pair: the measurement, or the one-line reason the tensors could not be read
+Outcome = Union[CompareResult, str]
+#: what is sent for one op: its loaded pairs with each one's io and row kind
+OpJob = list[tuple[RefFields, RefFields, str, str]]
+#: what comes back for one op: per loaded pair (outcome, verdict, rule) — the fixed rules' verdict, or a pass
+#: for the walk to judge
+Judged = list[tuple[Outcome, str, str]]
+
+#: below this many matched ops a pool costs more (fork, pickling) than it saves
+POOL_MIN_OPS = 256
+#: a batch closes at this many pairs or bytes (both sides), whichever comes first
+BATCH_PAIRS = 256
+BATCH_BYTES = 64 << 20
+#: in-process threads only pay off when numpy's long loops (big tensors) dominate
+THREAD_MIN_BYTES = 1 << 20
+#: elements of one (pairs × n) block of the small-pair kernel
+SMALL_BLOCK = 1 << 14
+
+
+def judge_batch(jobs: list[OpJob], th: Thresholds) -> list[Judged]:
+    """``measure_batch`` of consecutive ops and their fixed rules (dtype kind, shape, NaN/Inf, argument,
+    allclose: ``verdict.fixed_verdict``); what those leave open is judged by the engine's walk over the
+    ops in order (``origin.Walk``), so it is not judged here (the unit of work of a pool worker)."""
+    with gc_paused():  # results are small records without cycles (see gc_pause)
+        return _judged(jobs, th)
+
+
+def _judged(jobs: list[OpJob], th: Thresholds) -> list[Judged]:
+    allclose = (th.atol or 0.0, th.rtol or 0.0) if th.allclose else None
+    measured = measure_batch([[(g, t) for g, t, _io, _kind in pairs] for pairs in jobs], allclose)
+    out: list[Judged] = []
+    for pairs, outcomes in zip(jobs, measured):
+        judged = []
+        for (_g, _t, _io, kind), r in zip(pairs, outcomes):
+            if isinstance(r, str):
+                judged.append((r, ERROR, r))
+            else:
+                r.verdict, r.rule = fixed_verdict(r, Context(th, kind=kind)) or (PASS, "")
+                judged.append((r, r.verdict, r.rule))
+        out.append(judged)
+    return out
+
+
+def measure_batch(jobs: list[Pairs], allclose: Optional[tuple[float, float]],
+                  together: bool = True) -> list[list[Outcome]]:
+    """Every loaded pair of consecutive ops (the unit of work sent to a pool worker), reading each op's
+    files once.  ``together``: small in-memory pairs go through the batched kernel (False: pair by
+    pair, the reference the batched results are tested against)."""
+    out: list[list[Any]] = [[] for _ in jobs]
+    groups: dict[tuple, list[tuple[int, int, np.ndarray, np.ndarray]]] = {}
+    for i, fields in enumerate(jobs):
+        job = [(TensorRef(*g), TensorRef(*t)) for g, t in fields]
+        reader = OnceReader([r for pair in job for r in pair])
+        row = out[i]
+        for g, t in job:
+            try:
+                ga, gs = reader.value_source(g)
+                ta, ts = reader.value_source(t)
+                tol = _tolerance(gs[2], ts[2], allclose)
+                if (together and ga is not None and ta is not None and 0 < ga.size == ta.size <= SMALL_MAX
+                        and small_kind(gs[2]) and small_kind(ts[2])):
+                    groups.setdefault((ga.size, gs[2], ts[2], tol), []).append(
+                        (i, len(row), _detached(ga), _detached(ta)))
+                    row.append(None)  # filled below, in place
+                else:
+                    row.append(measure_streams(gs, ts, tol))
+            except TensorLoadError as exc:
+                row.append(f"unreadable: {exc}")
+    for (n, _gdt, _tdt, tol), members in groups.items():
+        step = max(1, SMALL_BLOCK // n)
+        for k in range(0, len(members), step):
+            part = members[k:k + step]
+            for (i, j, _g, _t), r in zip(part, measure_small_many([(m[2], m[3]) for m in part], tol)):
+                out[i][j] = r
+    return out
+
+
+@lru_cache(maxsize=256)
+def _tolerance(gdt: np.dtype, tdt: np.dtype, allclose: Optional[tuple[float, float]]) -> Tolerance:
+    return Tolerance(rtol=element_rtol(str(gdt), str(tdt)), allclose=allclose)
+
+
+def _detached(a: np.ndarray) -> np.ndarray:
+    """``a`` without a hold on its file's buffer (a plain-layout tensor is a view of the bytes read)."""
+    root = a
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    return a.copy() if root.base is not None else a
+
+
+def ref_fields(t: Any) -> RefFields:
+    """What ``TensorRef`` is made of, from an index tensor row (``query.TensorRow``)."""
+    return (t.path, t.storage, t.io, t.slot, t.dtype, t.stored_dtype, t.shape, t.format, t.device_shape, t.offset,
+            t.nbytes, t.sub_format, t.extra)
+
+
+_NBYTES = 10  # position of ``nbytes`` in RefFields
+
+
+def _job_bytes(job: OpJob) -> int:
+    return sum(max(0, g[_NBYTES] or 0) + max(0, t[_NBYTES] or 0) for g, t, _io, _kind in job)
+
+
+def batches(jobs: list[OpJob]) -> list[tuple[int, int]]:
+    """``(start, stop)`` ranges of consecutive ops, each about ``BATCH_PAIRS`` pairs or ``BATCH_BYTES``."""
+    out: list[tuple[int, int]] = []
+    start = pairs = size = 0
+    for i, job in enumerate(jobs):
+        pairs += len(job)
+        size += _job_bytes(job)
+        if pairs >= BATCH_PAIRS or size >= BATCH_BYTES:
+            out.append((start, i + 1))
+            start, pairs, size = i + 1, 0, 0
+    if start < len(jobs):
+        out.append((start, len(jobs)))
+    return out
+
+
+def _pool(workers: Optional[int]):
+    """A process pool like the index's (same size and start method, None where it would be None), but
+    not niced: here the parent waits on the workers, so they are the ones to hurry."""
+    import multiprocessing
+    import sys
+    from concurrent.futures import ProcessPoolExecutor
+
+    from dumpscope.core.index.dump_index import pool_size
+
+    n = pool_size(workers)
+    if n <= 1 or "textual.app" in sys.modules:
+        return None
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    try:
+        return ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context(method))
+    except Exception:
+        return None
+
+
+def prestart(workers: Optional[int] = None) -> None:
+    """Inside ``shared_pool``: start the pool's workers now, before the caller loads a big place's ops.
+    Forked later, each worker began as a copy of a parent holding every op of both sides (a 100k-op
+    place: ~385 MB a worker, half of it soon private as refcounts touch the pages)."""
+    if _SHARED is None or workers == 1 or _SHARED.get(workers) is not None:  # (``Measurer``'s conditions)
+        return
+    pool = _pool(workers)
+    if pool is None:
+        return
+    try:
+        pool.submit(int).result()  # a fork pool starts every worker on its first task
+    except Exception:
+        pool.shutdown(wait=False, cancel_futures=True)
+        return
+    _SHARED[workers] = pool
+
+
+class Measurer:
+    """Measures jobs as they are handed in, in batches: in the process pool when ``pool`` (and one is
+    available), else here (a batch of big tensors on a thread, numpy's long loops run without the
+    GIL).  ``ready`` gives finished batches strictly in submission order, so the caller can judge the
+    first ops while the workers measure the next ones; the answer is the same as measuring inline."""
+
+    def __init__(self, th: Thresholds, workers: Optional[int] = None, pool: bool = False) -> None:
+        self.th = th
+        self._pool = None
+        self._owns_pool = False
+        if pool and workers != 1:
+            self._pool = _SHARED.get(workers) if _SHARED else None
+            if self._pool is None:
+                self._pool = _pool(workers)
+                if _SHARED is not None and self._pool is not None:
+                    _SHARED[workers] = self._pool  # kept for the next places, shut by shared_pool()
+                else:
+                    self._owns_pool = True
+        self._threads = ThreadPoolExecutor(max_workers=max(1, workers or 2), thread_name_prefix="dumpscope-compare") \
+            if self._pool is None and workers != 1 else None
+        self._pending: deque[tuple[int, int, list[OpJob], Any]] = deque()
+        self._next = 0  # op number of the next job handed in
+
+    @property
+    def pooled(self) -> bool:
+        return self._pool is not None
+
+    def submit(self, jobs: list[OpJob]) -> None:
+        """Hand in the next ops' jobs (numbered on from the previous ones)."""
+        for a, b in batches(jobs):
+            part = jobs[a:b]
+            fut: Any = None
+            if self._pool is not None:
+                try:
+                    fut = self._pool.submit(judge_batch, part, self.th)
+                except Exception:  # no process can be started here: measure the rest in this process
+                    self._give_up()
+            if fut is None and self._threads is not None and _job_bytes_all(part) >= THREAD_MIN_BYTES * max(
+                    1, sum(len(j) for j in part)):
+                fut = self._threads.submit(judge_batch, part, self.th)
+            self._pending.append((self._next + a, self._next + b, part, fut if fut is not None else
+                                  _Done(judge_batch(part, self.th))))
+        self._next += len(jobs)
+
+    @property
+    def ops_pending(self) -> int:
+        """Ops handed in whose outcomes were not taken yet."""
+        return self._next - self._pending[0][0] if self._pending else 0
+
+    def ready(self, wait: bool = False, keep: Optional[int] = None) -> Iterator[tuple[int, int, list[Judged]]]:
+        """``(first op, end op, outcomes)`` of each finished batch in order; ``wait``: all of them;
+        ``keep``: waits for the oldest until at most this many ops are pending."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        while self._pending and (wait or self._pending[0][3].done()
+                                 or (keep is not None and self.ops_pending > keep)):
+            a, b, part, fut = self._pending.popleft()
+            try:
+                got = fut.result()
+            except BrokenProcessPool:  # a worker died (killed, out of memory): this batch here
+                self._give_up()
+                got = judge_batch(part, self.th)
+            yield a, b, got
+
+    def _give_up(self) -> None:
+        if self._pool is not None:
+            if _SHARED:
+                for k, v in list(_SHARED.items()):
+                    if v is self._pool:
+                        del _SHARED[k]
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    def close(self) -> None:
+        for ex in (self._pool if self._owns_pool else None, self._threads):
+            if ex is not None:
+                ex.shutdown(wait=True, cancel_futures=True)
+        self._pool = self._threads = None
+
+
+#: pools kept across the places of one ``shared_pool`` block (by ``workers``), else None
+_SHARED: Optional[dict[Optional[int], Any]] = None
+
+
+@contextmanager
+def shared_pool() -> Iterator[None]:
+    """Measurers made inside the block share one process pool (started by the first that needs it,
+    shut at the end): ``compare --step all`` over 20 places forks the workers once, not 20 times."""
+    global _SHARED
+    if _SHARED is not None:  # nested: the outer block owns the pools
+        yield
+        return
+    _SHARED = {}
+    try:
+        yield
+    finally:
+        pools, _SHARED = _SHARED, None
+        for p in pools.values():
+            p.shutdown(wait=True, cancel_futures=True)
+
+
+class _Done:
+    """A batch measured on the spot, shaped like a future."""
+
+    def __init__(self, value: list[Judged]) -> None:
+        self._value = value
+
+    def done(self) -> bool:
+        return True
+
+    def result(self) -> list[Judged]:
+        return self._value
+
+
+def _job_bytes_all(jobs: list[OpJob]) -> int:
+    return sum(_job_bytes(j) for j in jobs)

@@ -1,0 +1,468 @@
+"""Compare results as msprobe writes them: its column names and order, then ours.
+
+msprobe users (and their scripts, and their colleagues' spreadsheets) read compare results by
+msprobe's column names.  The facts below were taken from mindstudio-probe 26.2.0 itself
+(``msprobe compare -tp TARGET -gp GOLDEN`` on the real dumps in ``tests/data/real_api_dumps``):
+
+* columns, in order: ``MSPROBE_COLUMNS``; the device under test ("NPU") is the *target*, the
+  benchmark ("Bench") the *golden* side;
+* ``Result`` is ``pass`` / ``warning`` / ``error``; tensor shapes are written as Python lists
+  (``[2, 3, 8, 8]``); non-tensor arguments get ``unsupported`` metrics; ``Data_name`` is the list
+  ``[npu file, bench file]`` (``-1`` for a non-tensor); ``NPU_Stack_Info`` is filled on an API's
+  first row and ``N/A`` after it; in CSV an infinite value is written `` inf`` / `` -inf``
+  (a leading space, so a spreadsheet does not read it as a formula name).
+* xlsx: one sheet ``Sheet1``.  msprobe 26.2 writes it without fills; the msprobe releases that
+  highlighted rows filled every cell of an error row red (``FFFF0000``) and of a warning row
+  yellow (``FFFF00``), solid — we do that, and the ``Result`` column says the same in words.
+
+Ours: ``Result`` is dumpscope's verdict and ``Err_message`` the rule that set it; our own
+columns (place, io/slot, match rule, origin…) follow msprobe's.  The table is built from the
+rows of a ``compare`` document only; sides the document does not describe (dtype, shape,
+statistics, files, stacks) can be filled from the indexes by ``describe_sides``.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import posixpath
+from itertools import islice
+from math import isfinite
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
+
+from dumpscope.core.inert import csv_text, inert_lines
+
+if TYPE_CHECKING:
+    from dumpscope.core.query import DumpQuery
+
+MSPROBE_COLUMNS = [
+    "NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape", "Bench Tensor Shape",
+    "NPU Requires_grad", "Bench Requires_grad",
+    "Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio", "Five Thousandths Err Ratio",
+    "NPU max", "NPU min", "NPU mean", "NPU l2norm", "Bench max", "Bench min", "Bench mean", "Bench l2norm",
+    "Requires_grad Consistent", "Result", "Err_message", "NPU_Stack_Info", "Data_name",
+]
+#: ours, after msprobe's (snake_case, as in ``compare --json``)
+EXTRA_COLUMNS = ["step", "rank", "io", "slot", "kind", "origin", "match", "mode", "first_divergence",
+                 "type", "exec_index", "judgement", "rel_err", "allowed", "precision"]
+COLUMNS = MSPROBE_COLUMNS + EXTRA_COLUMNS
+
+_METRICS = [("Cosine", "cosine"), ("EucDist", "euc_dist"), ("MaxAbsErr", "max_abs_err"),
+            ("MaxRelativeErr", "max_rel_err"), ("One Thousandth Err Ratio", "one_thousandth_ratio"),
+            ("Five Thousandths Err Ratio", "five_thousandth_ratio")]
+_STATS = ("max", "min", "mean", "l2norm")
+_NPU_STATS = [(f"NPU {k}", k) for k in _STATS]
+_BENCH_STATS = [(f"Bench {k}", k) for k in _STATS]
+
+#: msprobe's highlight colours, spelled as msprobe spelled them (openpyxl stores "FFFF00" as "00FFFF00")
+ERROR_FILL = "FFFF0000"
+WARNING_FILL = "FFFF00"
+#: rows per sheet: msprobe splits its tables below Excel's 1,048,576-row limit at this size
+MAX_SHEET_ROWS = 1048500
+
+NA = "N/A"
+
+
+class ExportError(Exception):
+    """The table cannot be written: one line naming the file and the problem."""
+
+
+def _side(row: dict[str, Any], which: str) -> dict[str, Any]:
+    side = row.get(which)
+    return side if isinstance(side, dict) else {}
+
+
+def _cell_text(text: Any) -> str:
+    """Dump-derived text made inert for a spreadsheet: no control characters, no formula."""
+    # a leading quote keeps a spreadsheet from running it (what msprobe refuses outright)
+    return csv_text(inert_lines(str(text)))
+
+
+def _shape(value: Any) -> str:
+    if value is None:
+        return NA
+    return str([int(v) for v in value]) if isinstance(value, (list, tuple)) else _cell_text(value)
+
+
+def _stack(frames: Any) -> str:
+    if not frames:
+        return NA
+    return _cell_text(str([str(f) for f in frames]))
+
+
+def _tensor_name(name: str, row: dict[str, Any]) -> str:
+    """msprobe names a tensor ``{api}.{input|output}.{slot}``; ours are op name + io + slot."""
+    return f"{name}.{row.get('io')}.{row.get('slot')}"
+
+
+def is_first(row: dict[str, Any], fd: Optional[dict[str, Any]]) -> bool:
+    return bool(fd) and all(row.get(k) == fd.get(k) for k in ("name", "io", "slot", "step") if k in fd)  # type: ignore
+
+
+def table_rows(doc: dict[str, Any], stacks: Optional[Callable[[dict[str, Any]], Any]] = None
+               ) -> Iterator[tuple[list[Any], Optional[str]]]:
+    """``(cells in COLUMNS order, verdict)`` for each row of a ``compare`` document.
+
+    Numbers stay numbers (``None`` when unknown); text is made inert.  ``stacks(row)`` gives
+    the target op's call stack (list of frames), asked once per op.
+    """
+    fd = doc.get("first_divergence")
+    fd_keys = [k for k in ("name", "io", "slot", "step") if k in fd] if fd else []
+    last_op: Any = object()
+    prefetch = getattr(stacks, "prefetch", None)
+    few: dict[Any, str] = {}  # _cell_text of the few-valued fields (dtypes, rules, types), once per value
+
+    def text(v: Any) -> str:
+        if v not in few:
+            if len(few) > 4096:
+                few.clear()
+            few[v] = _cell_text(v)
+        return few[v]
+
+    def shape(v: Any) -> str:
+        if not isinstance(v, list):
+            return _shape(v)
+        key = tuple(v)
+        if key not in few:
+            if len(few) > 4096:
+                few.clear()
+            few[key] = _shape(v)
+        return few[key]
+
+    for row in _chunked(doc.get("rows", []), prefetch):
+        golden, target = _side(row, "golden"), _side(row, "target")
+        scalar = row.get("kind") == "scalar"
+        name = str(row.get("name", ""))
+        cells: dict[str, Any] = {
+            "NPU Name": _cell_text(_tensor_name(str(row.get("target_name") or name), row)),
+            "Bench Name": _cell_text(_tensor_name(name, row)),
+            "NPU Dtype": text(target["dtype"]) if target.get("dtype") else NA,
+            "Bench Dtype": text(golden["dtype"]) if golden.get("dtype") else NA,
+            "NPU Tensor Shape": shape(target.get("shape")),
+            "Bench Tensor Shape": shape(golden.get("shape")),
+            "NPU Requires_grad": target.get("requires_grad", NA),
+            "Bench Requires_grad": golden.get("requires_grad", NA),
+            "Result": row.get("verdict"),
+            "Err_message": text(row.get("rule") or ""),
+            "step": row.get("step"), "rank": row.get("rank"), "io": row.get("io"), "slot": row.get("slot"),
+            "kind": row.get("kind"), "origin": row.get("origin"), "match": row.get("match"),
+            "mode": row.get("mode"),
+            "first_divergence": "yes" if fd and all(row.get(k) == fd[k] for k in fd_keys) else "",
+            "type": text(row["type"]) if row.get("type") is not None else None,
+            "exec_index": row.get("exec_index"),
+            "judgement": row.get("judgement"), "rel_err": row.get("rel_err"), "allowed": row.get("allowed"),
+            "precision": text(row["precision"]) if row.get("precision") is not None else None,
+        }
+        for col, key in _METRICS:
+            v = row.get(key)
+            cells[col] = "unsupported" if scalar and v is None else (NA if v is None else v)
+        for cols, side in ((_NPU_STATS, target), (_BENCH_STATS, golden)):
+            for col, k in cols:
+                v = side.get(k)
+                cells[col] = NA if v is None else (v if isinstance(v, (int, float)) else _cell_text(v))
+        rg_t, rg_g = cells["NPU Requires_grad"], cells["Bench Requires_grad"]
+        cells["Requires_grad Consistent"] = NA if NA in (rg_t, rg_g) else rg_t == rg_g
+        op_key = (row.get("target_op_id"), row.get("target_name") or name, row.get("step"), row.get("rank"))
+        first_of_op = op_key != last_op
+        last_op = op_key
+        frames = stacks(row) if (stacks is not None and first_of_op) else None
+        cells["NPU_Stack_Info"] = _stack(frames)
+        files = [target.get("file"), golden.get("file")]
+        if scalar:
+            cells["Data_name"] = str(["-1", "-1"])
+        elif any(files):
+            cells["Data_name"] = _cell_text(str([_basename(f) if f else NA for f in files]))
+        else:
+            cells["Data_name"] = NA
+        verdict = str(row.get("verdict")) if row.get("verdict") else None
+        if not scalar:
+            yield [cells[c] for c in COLUMNS], verdict
+            continue
+        # a non-tensor argument: msprobe shows its value as every statistic, one row per list item
+        # (``input.3.0``, ``input.3.1``), each carrying the argument's verdict
+        for suffix, t_val, g_val in _value_parts(target, golden):
+            part = dict(cells)
+            if suffix:
+                part["NPU Name"] += suffix
+                part["Bench Name"] += suffix
+                part["NPU Dtype"] = _json_type(t_val)
+                part["Bench Dtype"] = _json_type(g_val)
+            for prefix, side, v in (("NPU", target, t_val), ("Bench", golden, g_val)):
+                for k in _STATS:
+                    if side.get(k) is None:
+                        part[f"{prefix} {k}"] = NA if v is _ABSENT or v is None else (
+                            v if isinstance(v, (int, float)) else _cell_text(v))
+            yield [part[c] for c in COLUMNS], verdict
+
+
+_ABSENT = object()
+#: os.path.basename; on POSIX the same slice without the function's separator lookup (once per row)
+_basename = (lambda p: p[p.rfind("/") + 1:]) if os.path.basename is posixpath.basename else os.path.basename
+#: rows read ahead so their stacks are looked up together
+_CHUNK = 512
+
+
+def _chunked(rows: Iterable[dict[str, Any]], prefetch: Optional[Callable[[list], None]]
+             ) -> Iterator[dict[str, Any]]:
+    """``rows`` in order, ``prefetch`` given each chunk of them before its rows are yielded."""
+    if prefetch is None:
+        yield from rows
+        return
+    it = iter(rows)
+    while True:
+        chunk = list(islice(it, _CHUNK))
+        if not chunk:
+            return
+        prefetch(chunk)
+        yield from chunk
+
+
+def _json_type(v: Any) -> str:
+    """The type name of one list item, spelled as the argument dtypes are (``int``, ``float``, …)."""
+    if v is _ABSENT:
+        return NA
+    if v is None:
+        return "none"
+    return {bool: "bool", int: "int", float: "float", str: "str", list: "list"}.get(type(v), type(v).__name__)
+
+
+def _value_parts(target: dict[str, Any], golden: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    t_val, g_val = target.get("value", _ABSENT), golden.get("value", _ABSENT)
+    if not (isinstance(t_val, list) or isinstance(g_val, list)):
+        return [("", t_val, g_val)]
+    t_list = t_val if isinstance(t_val, list) else []
+    g_list = g_val if isinstance(g_val, list) else []
+    return [(f".{i}", t_list[i] if i < len(t_list) else _ABSENT, g_list[i] if i < len(g_list) else _ABSENT)
+            for i in range(max(len(t_list), len(g_list)))] or [("", t_val, g_val)]
+
+
+def _csv_value(v: Any) -> Any:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return " inf" if v > 0 else " -inf"
+    return v
+
+
+def write_csv(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[str, Any]], Any]] = None) -> int:
+    """Write the msprobe-shaped CSV; returns the number of data rows."""
+    n = 0
+    try:
+        from dumpscope.core.support.atomic_write import replaced_file
+
+        with replaced_file(path, "w", encoding="utf-8", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(COLUMNS)
+            for cells, _ in table_rows(doc, stacks):  # (38 cells a row: the common ones inline)
+                w.writerow(["" if v is None else v if not isinstance(v, float) or isfinite(v) else _csv_value(v)
+                            for v in cells])
+                n += 1
+    except OSError as exc:
+        raise ExportError(f"{path}: {exc.strerror or exc}") from None
+    return n
+
+
+def xlsx_available() -> bool:
+    try:
+        import openpyxl  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+XLSX_MISSING = "writing .xlsx needs openpyxl: pip install 'dumpscope[xlsx]' (or write .csv)"
+
+
+def _xlsx_value(v: Any) -> Any:
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    return v
+
+
+def write_xlsx(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[str, Any]], Any]] = None) -> int:
+    """Write the msprobe-shaped workbook, error rows red and warning rows yellow; returns the row count."""
+    try:
+        from openpyxl import Workbook
+        from openpyxl.cell import WriteOnlyCell
+        from openpyxl.styles import PatternFill
+    except ImportError:
+        raise ExportError(XLSX_MISSING) from None
+    wb = Workbook(write_only=True)  # streams rows: memory stays flat on a million-row compare
+    fills = {"error": PatternFill(fill_type="solid", start_color=ERROR_FILL, end_color=ERROR_FILL),
+             "warning": PatternFill(fill_type="solid", start_color=WARNING_FILL, end_color=WARNING_FILL)}
+    ws = None
+    n = 0
+    sheets = 0
+    for cells, verdict in table_rows(doc, stacks):
+        if ws is None or (n and n % MAX_SHEET_ROWS == 0):
+            sheets += 1
+            ws = wb.create_sheet("Sheet1" if sheets == 1 else f"Sheet{sheets}")
+            ws.append(COLUMNS)
+        fill = fills.get(verdict or "")
+        if fill is None:
+            ws.append([_xlsx_value(v) for v in cells])
+        else:
+            row = []
+            for v in cells:
+                c = WriteOnlyCell(ws, value=_xlsx_value(v))
+                c.fill = fill
+                row.append(c)
+            ws.append(row)
+        n += 1
+    if ws is None:
+        ws = wb.create_sheet("Sheet1")
+        ws.append(COLUMNS)
+    summary = summary_rows(doc)
+    if summary:  # after msprobe's sheets, so a script reading Sheet1 finds what it always found
+        ws = wb.create_sheet("Summary")
+        for line in summary:
+            ws.append([_xlsx_value(v) for v in line])
+    from dumpscope.core.support.atomic_write import replacing
+
+    try:
+        with replacing(path) as tmp:
+            wb.save(tmp)
+    except OSError as exc:
+        raise ExportError(f"{path}: {exc.strerror or exc}") from None
+    return n
+
+
+def summary_rows(doc: dict[str, Any]) -> list[list[Any]]:
+    """The workbook's Summary sheet: what each side ran in, the first divergence, and the evidence when
+    there is none (its text and the rows nearest the line); empty when the document has neither."""
+    prec, ev = doc.get("precision") or {}, doc.get("evidence") or {}
+    if not prec and not ev:
+        return []
+    fd = doc.get("first_divergence")
+    rows: list[list[Any]] = [
+        ["golden precision", _cell_text(prec.get("golden_text") or "")],
+        ["target precision", _cell_text(prec.get("target_text") or "")],
+        ["first divergence", _cell_text(f"{fd.get('name')} {fd.get('io')}.{fd.get('slot')}") if fd else "none"],
+    ]
+    if ev.get("text"):
+        rows.append(["evidence", _cell_text(ev["text"])])
+    near = list(ev.get("nearest") or [])
+    if near:
+        rows.append([])
+        rows.append(["nearest to the line", "tensor", "rel_err", "allowed", "share_of_allowed", "precision",
+                     "judgement"])
+        for n in near:
+            rows.append([_cell_text(str(n.get("name"))), _cell_text(str(n.get("tensor"))), n.get("rel_err"),
+                         n.get("allowed"), n.get("share_of_allowed"), _cell_text(str(n.get("precision") or "")),
+                         n.get("judgement")])
+    return rows
+
+
+def write_table(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[str, Any]], Any]] = None) -> int:
+    """``.csv`` or ``.xlsx`` by the file's extension; returns the number of data rows."""
+    ext = os.path.splitext(path)[1].lower()
+    if ext == ".csv":
+        return write_csv(doc, path, stacks)
+    if ext == ".xlsx":
+        return write_xlsx(doc, path, stacks)
+    raise ExportError(f"{path}: unknown output type {ext or '(none)'!r}: use .csv, .xlsx or .json")
+
+
+# -- sides the compare document does not describe ------------------------------------------------
+
+
+def describe_sides(doc: dict[str, Any], golden_q: Optional["DumpQuery"], target_q: Optional["DumpQuery"]
+                   ) -> Callable[[dict[str, Any]], Any]:
+    """Fill ``golden``/``target`` (dtype, shape, file, stored statistics) from the indexes where a
+    row lacks them, in place; return the ``stacks(row)`` lookup of the target side.
+
+    Only what the indexes already hold is used (dump statistics, statistics computed earlier):
+    no tensor is read here.
+    """
+    # each side's last op only (an op's rows are read together): memory does not grow with the ops
+    cache: dict[int, tuple[int, dict[tuple[str, int], Any]]] = {}
+
+    def tensors(q: Optional["DumpQuery"], side: int, op_id: Any) -> dict[tuple[str, int], Any]:
+        if q is None or op_id is None:
+            return {}
+        have = cache.get(side)
+        if have is None or have[0] != int(op_id):
+            have = cache[side] = (int(op_id), {(t.io, t.slot): t for t in q.tensors(int(op_id))})
+        return have[1]
+
+    def fill(row: dict[str, Any]) -> dict[str, Any]:
+        for side, which, q in ((0, "golden", golden_q), (1, "target", target_q)):
+            have = _side(row, which)
+            if have.get("dtype") and have.get("shape") is not None:
+                continue
+            t = tensors(q, side, row.get(f"{which}_op_id")).get((row.get("io"), row.get("slot")))
+            if t is None:
+                continue
+            filled = dict(have)
+            filled.setdefault("dtype", t.dtype)
+            filled.setdefault("shape", list(t.shape))
+            filled.setdefault("file", t.path)
+            if t.storage == "value" and "value" in t.extra:
+                filled.setdefault("value", t.extra["value"])
+            st = t.stats or (q.cached_stats(t) if q is not None and t.storage not in ("none", "value") else None) or {}
+            for k in _STATS:
+                if filled.get(k) is None and st.get(k) is not None:
+                    filled[k] = st[k]
+            row[which] = filled
+        return row
+
+    rows = doc.get("rows", [])
+    if isinstance(rows, list):
+        for row in rows:
+            fill(row)
+    else:  # rows read back from a spool (``core.row_spool``): filled as they are read
+        from dumpscope.core.support.row_spool import MappedRows
+
+        doc["rows"] = MappedRows(rows, fill)
+
+    return _Stacks(target_q)
+
+
+class _Stacks:
+    """``stacks(row)``: the target op's call stack as the table writes it (``show``'s ``stack``, or its
+    ``source`` frames as lines), looked up for a chunk of rows at once (``prefetch``) and kept for that
+    chunk only: a few queries per chunk instead of three per op, memory flat."""
+
+    def __init__(self, target_q: Optional["DumpQuery"]) -> None:
+        self.q = target_q
+        self.known: dict[int, Any] = {}
+
+    def prefetch(self, rows: list[dict[str, Any]]) -> None:
+        self.known = {}
+        if self.q is None:
+            return
+        ids = {int(r["target_op_id"]) for r in rows if r.get("target_op_id") is not None}
+        sites = self.q.call_sites(ids)
+        self.known = {i: _frames(*sites[i]) if i in sites else None for i in ids}
+
+    def __call__(self, row: dict[str, Any]) -> Any:
+        op_id = row.get("target_op_id")
+        if self.q is None or op_id is None:
+            return None
+        op_id = int(op_id)
+        if op_id not in self.known:  # not prefetched (a caller that reads rows one by one)
+            self.prefetch([row])
+        return self.known[op_id]
+
+
+def _frames(source: list[dict[str, Any]], stack: Optional[list]) -> Optional[list]:
+    return stack or [f"File {s.get('file')}, line {s.get('line')}, {str(s.get('code', '')).strip()}"
+                     for s in source or []] or None
+
+
+def inside(path: str, root: str) -> bool:
+    """Is ``path`` at or under ``root`` (symlinks resolved)?"""
+    path, root = os.path.realpath(path), os.path.realpath(root)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def check_outside(path: str, roots: Iterable[str]) -> None:
+    """Results never go inside a dump tree."""
+    for root in roots:
+        if root and inside(path, root):
+            raise ExportError(f"{path}: inside the dump tree {root}; write it elsewhere (dumps are read-only)")
+

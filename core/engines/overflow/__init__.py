@@ -1,0 +1,1 @@
+"""Overflow lookup over the whole job: the scan, the origin judgement, the report."""

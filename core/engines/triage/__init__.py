@@ -1,0 +1,1 @@
+"""Triage: one answer from a job's dumps, and the same document in words."""

@@ -1,0 +1,41 @@
+"""Where dumpscope keeps its index files: never inside the dump tree.
+
+``$DUMPSCOPE_CACHE_DIR`` wins, then ``$XDG_CACHE_HOME/dumpscope``, then ``~/.cache/dumpscope``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("DUMPSCOPE_CACHE_DIR")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "dumpscope"
+
+
+def inside_tree(path: Path | str, root: str) -> bool:
+    """Whether ``path`` (existing or not) lies at or under the dump tree ``root``, links resolved:
+    a cache folder there (``--cache-dir PATH/.cache``, ``$HOME`` inside the tree in a container)
+    would write the index inside the dump tree, which dumpscope never does."""
+    real = os.path.realpath(path)
+    top = os.path.realpath(root)
+    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+
+
+def index_path(root: str, directory: Path | None = None) -> Path:
+    """The index file of one dump tree, named after a hash of its absolute path (and of
+    ``--follow-links``: a tree read through its outside links is another index)."""
+    from dumpscope.core.layouts.walk import follow_links
+
+    root = os.path.realpath(root)
+    key = root + ("\0follow-links" if follow_links() else "")
+    digest = hashlib.sha1(key.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    name = os.path.basename(root.rstrip(os.sep)) or "root"
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:40]
+    return (directory or cache_dir()) / f"{safe}-{digest}.sqlite"
