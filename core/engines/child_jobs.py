@@ -27,6 +27,8 @@ import threading
 import time
 from typing import Any, Callable, Iterator, Optional
 
+from dumpscope.core.errors import IndexCancelled
+
 #: how the explorer starts a child; None: ``core.isolated.module_command`` (tests point it at a script
 #: applying their hooks first)
 CHILD_COMMAND: Optional[list[str]] = None
@@ -91,8 +93,6 @@ class ChildJob:
         return self._stream
 
     def _read(self) -> Iterator[dict[str, Any]]:
-        from dumpscope.core.index.dump_index import IndexCancelled
-
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         buf = b""

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional
 
+from dumpscope.core.errors import IndexCancelled  # noqa: F401  (raised here; callers catch it by this name too)
 from dumpscope.core.index.cache import index_path
 from dumpscope.core.index.lock import writer_lock
 from dumpscope.core.index import finalize as finalizing
@@ -93,10 +94,6 @@ class Progress:
     @property
     def elapsed(self) -> float:
         return time.monotonic() - self.started
-
-
-class IndexCancelled(Exception):
-    """Raised inside a build when the caller's cancel event is set."""
 
 
 def _pack_items(items: Iterable[Item]) -> tuple[list[tuple], list[Item]]:

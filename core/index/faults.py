@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from dumpscope.core.errors import IndexCancelled
 from dumpscope.core.index.lock import LockTimeout, writer_lock
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -141,8 +142,6 @@ def _close(index: Any) -> None:
 
 def open_with_fallback(cls: type, root: str, path: Path, progress: Any, cancel: Any, update: bool) -> "DumpIndex":
     """Open (and update) the index file ``path`` of ``root``; see the module docstring."""
-    from dumpscope.core.index.dump_index import IndexCancelled
-
     from dumpscope.core.index.cache import inside_tree
 
     warnings: list[str] = []
