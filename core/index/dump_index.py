@@ -33,7 +33,7 @@ from dumpscope.core.index.lock import writer_lock
 from dumpscope.core.index import finalize as finalizing
 from dumpscope.core.index import freshness
 from dumpscope.core.index.schema import (  # noqa: F401  (SCHEMA_VERSION, the index sets: re-exported)
-    _SCHEMA,
+    SCHEMA,
     ANALYSIS_LIMIT,
     OLD_OP_INDEXES,
     OP_INDEXES,
@@ -644,7 +644,7 @@ class DumpIndex:
                 for (table,) in cur.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall():
                     if not table.startswith("sqlite_"):
                         cur.execute(f'DROP TABLE IF EXISTS "{table}"')
-            cur.executescript(_SCHEMA)
+            cur.executescript(SCHEMA)
             self._create_indexes(cur, {**UNIT_INDEXES, **OP_INDEXES})
             cur.execute("INSERT OR REPLACE INTO meta VALUES('schema', ?)", (schema_key(),))
             cur.execute("INSERT OR REPLACE INTO meta VALUES('root', ?)", (self.root,))
