@@ -20,7 +20,6 @@ import json
 import operator
 import os
 import sqlite3
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -159,9 +158,10 @@ def _new_pool(workers: int):
 
 def process_pool(workers: Optional[int] = None):
     """A process pool like the index's (same size, same start method, workers niced), or None where
-    none can be used (one core, or inside the explorer: forking a running Textual app is not safe)."""
+    none is wanted (``workers`` 1: the explorer passes it for work in its own threads, forking a running
+    Textual app is not safe) or can be used (one core)."""
     n = pool_size(workers)
-    if n <= 1 or "textual.app" in sys.modules:
+    if n <= 1:
         return None
     try:
         return _new_pool(n)
@@ -184,9 +184,9 @@ class _Pool:
     def __init__(self, workers: Optional[int]) -> None:
         n = pool_size(workers)
         self.workers = n
-        # Forking a process that runs a Textual app (threads, a terminal driver) is not safe;
-        # the explorer indexes in its own worker thread instead.
-        self.usable = n > 1 and "textual.app" not in sys.modules
+        # workers=1, no pool: the explorer passes it for work in its own threads (forking a process
+        # that runs a Textual app, threads and a terminal driver, is not safe)
+        self.usable = n > 1
         self._pool = None
         self._root = ""
         self._pending: list[tuple[Scanned, Optional[int], list[tuple[Any, list[str]]]]] = []
@@ -601,8 +601,9 @@ class DumpIndex:
         progress: Optional[Callable[[Progress], None]] = None,
         cancel: Optional[threading.Event] = None,
         update: bool = True,
+        workers: Optional[int] = None,
     ) -> "DumpIndex":
-        """Open (and bring up to date) the index of ``root``.
+        """Open (and bring up to date, ``workers`` processes reading: see ``update``) the index of ``root``.
 
         Raises ``FileNotFoundError`` / ``NotADirectoryError`` with a one-line message when
         ``root`` is not a folder.
@@ -614,12 +615,12 @@ class DumpIndex:
         if not use_cache:
             index = cls(root, ":memory:")
             if update:
-                index.update(progress=progress, cancel=cancel)
+                index.update(progress=progress, cancel=cancel, workers=workers)
             return index
         from dumpscope.core.index import faults as index_faults
 
         return index_faults.open_with_fallback(cls, root, index_path(root, cache_directory), progress, cancel,
-                                               update)
+                                               update, workers)
 
     def _schema_current(self) -> bool:
         with self._lock:
