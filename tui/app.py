@@ -812,9 +812,9 @@ class DumpscopeApp(App[int]):
         from textual._files import generate_datetime_filename
 
         folder = os.path.abspath(os.path.expanduser(path or self.export_directory()))
-        from dumpscope.tui.dialogs import inside
+        from dumpscope.core.support.tree_paths import inside_tree
 
-        if any(inside(folder, root) for root in self.forbidden_roots()):
+        if any(inside_tree(folder, root) for root in self.forbidden_roots()):
             self.notify(f"not saving a screenshot inside the dump tree ({folder}): start with --export-dir DIR",
                         title="screenshot", severity="error", timeout=6)
             return None

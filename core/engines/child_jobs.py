@@ -194,7 +194,8 @@ def prestart_build(root: str, use_cache: bool = True, cache_dir: Optional[str] =
         return None
     from pathlib import Path
 
-    from dumpscope.core.index.cache import index_path, inside_tree
+    from dumpscope.core.index.cache import index_path
+    from dumpscope.core.support.tree_paths import inside_tree
 
     path = index_path(root, Path(cache_dir) if cache_dir else None)
     if inside_tree(path.parent, root):  # the explorer's open refuses it (in memory, one warning)

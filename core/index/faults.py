@@ -143,7 +143,7 @@ def open_with_fallback(cls: type, root: str, path: Path, progress: Any, cancel: 
                        workers: Optional[int] = None) -> "DumpIndex":
     """Open (and update, with ``workers`` processes) the index file ``path`` of ``root``; see the module
     docstring."""
-    from dumpscope.core.index.cache import inside_tree
+    from dumpscope.core.support.tree_paths import inside_tree
 
     warnings: list[str] = []
     if inside_tree(path.parent, root):  # never written inside the dump tree (nor the folder made there)
