@@ -1,4 +1,5 @@
-"""One-line problem reasons: every bad file is reported as ``path: reason`` on one line."""
+"""One-line problem reasons (every bad file is reported as ``path: reason`` on one line), and the
+exceptions every stage shares."""
 
 from __future__ import annotations
 
@@ -14,3 +15,10 @@ def reason(exc: BaseException | str, path: str = "") -> str:
             if text.startswith(prefix):
                 return text[len(prefix):]
     return text
+
+
+class IndexCancelled(Exception):
+    """Raised inside a build, a lock wait or a child job when the caller's cancel event is set.
+
+    Here, below every stage, because the lock, the fault handling, the index and the child jobs all
+    raise or catch it."""

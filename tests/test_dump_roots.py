@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -36,7 +35,6 @@ def _build(root: Path, cache: Path, monkeypatch, workers: int, batch: int = 400,
     monkeypatch.setattr(index_mod, "BATCH_FILES", batch)
     monkeypatch.setattr(index_mod, "PARALLEL_MIN_FILES", chunk_min)
     monkeypatch.setattr(index_mod, "CHUNK_FILES", max(chunk_min, 1))
-    monkeypatch.delitem(sys.modules, "textual.app", raising=False)  # the pool is off inside a Textual app
     idx = DumpIndex.open(str(root), cache_directory=cache, update=False)
     idx.update(workers=workers)
     return idx

@@ -206,13 +206,10 @@ def test_npy_headers_read_once_still_see_each_files_size_and_long_headers(tmp_pa
 def _pooled_build(root: Path, cache: Path, monkeypatch, before_finalize=None,
                   partial=None) -> tuple[DumpIndex, dict]:
     """A cold build through the process pool (small chunks), recording the early places."""
-    import sys
-
     import dumpscope.core.index.dump_index as index_mod
 
     monkeypatch.setattr(index_mod, "PARALLEL_MIN_FILES", 40)
     monkeypatch.setattr(index_mod, "CHUNK_FILES", 30)
-    monkeypatch.delitem(sys.modules, "textual.app", raising=False)  # the pool is off inside a Textual app
     seen: dict = {}
     real = fin.finalize
 

@@ -74,7 +74,6 @@ def _meta(key: str, value: str, dirs: dict) -> tuple:
 
 def _batched_build(root: Path, cache: Path, monkeypatch) -> tuple[DumpIndex, list[str]]:
     monkeypatch.setattr(index_mod, "BATCH_FILES", 7)  # several batches of a few folders each
-    monkeypatch.delitem(sys.modules, "textual.app", raising=False)  # the pool is off inside a Textual app
     routes: list[str] = []
     real_flush = index_mod._Pool.flush
 
@@ -154,7 +153,6 @@ def test_a_small_tree_starts_no_pool(tmp_path, monkeypatch, files):
     root = tmp_path / "dump"
     _stats_job(root, ranks=1, steps=1, ops=files)
     monkeypatch.setattr(index_mod, "BATCH_FILES", 50)
-    monkeypatch.delitem(sys.modules, "textual.app", raising=False)
     started: list[int] = []
     real = index_mod._new_pool
 

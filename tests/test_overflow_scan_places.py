@@ -4,8 +4,6 @@ and dropped, and the answer is the one a scan of everything at once gives."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 from dumpscope.core.engines.overflow import scan as overflow_scan
@@ -29,7 +27,6 @@ def _watch_places(monkeypatch, pooled: bool) -> list[tuple[tuple[int, int], int]
     if pooled:
         monkeypatch.setattr(overflow_scan, "INLINE_BYTES", 0)
         monkeypatch.setattr(overflow_scan, "BATCH_UNITS", 2)  # several batches per place
-        monkeypatch.delitem(sys.modules, "textual.app", raising=False)  # the pool is off inside the explorer only
 
     def record_counts(q, counts):
         for (r, s) in q.index.query(f"SELECT DISTINCT rank, step FROM ops WHERE id IN ({','.join(map(str, counts))})"):

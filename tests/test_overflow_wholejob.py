@@ -100,7 +100,6 @@ def test_process_pool_gives_the_same_answer(tmp_path, monkeypatch):
     inline = overflow_report(open_query(str(root), use_cache=False))
     monkeypatch.setattr(overflow_scan, "INLINE_BYTES", 0)
     monkeypatch.setattr(overflow_scan, "BATCH_UNITS", 4)
-    monkeypatch.delitem(sys.modules, "textual.app", raising=False)  # the pool is off inside the explorer only
     from dumpscope.core.index import dump_index as index_mod
     made = []
 

@@ -7,7 +7,7 @@ import dataclasses
 
 from conftest import unpack_data
 
-from dumpscope.core import query as Q
+from dumpscope.core.query import rows as Q
 from dumpscope.core.query import open_query
 
 
@@ -17,10 +17,10 @@ def test_ops_share_few_valued_strings_and_keep_every_value(tmp_path_factory):
     assert len(ops) > 10
     for op in ops:  # the same values as each row read on its own
         assert dataclasses.astuple(op) == dataclasses.astuple(q.op_by_id(op.id))
-    cols = [c.strip() for c in Q._OP_COLS.split(",")]
-    for i in Q._FEW_VALUED:
+    cols = [c.strip() for c in Q.OP_COLS.split(",")]
+    for i in Q.FEW_VALUED:
         name = cols[i]
         values = [getattr(op, name) for op in ops if getattr(op, name) is not None]
         if values:
             assert len({id(v) for v in values}) == len(set(values)), name  # one object per distinct value
-    assert {"graph", "type", "producer", "folder", "kind"} <= {cols[i] for i in Q._FEW_VALUED}
+    assert {"graph", "type", "producer", "folder", "kind"} <= {cols[i] for i in Q.FEW_VALUED}

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from dumpscope.core.engines.watch.diff import build_timeline, diff_snapshot, split_watch_name
+from dumpscope.core.engines.watch.diff import build_timeline, diff_snapshot
+from dumpscope.core.names import split_watch_name
 
 
 # ---- acceptance scenario ------------------------------------------------------------------

@@ -32,6 +32,9 @@ from dumpscope.tui.commands import DumpscopeCommands
 from dumpscope.tui.keys import load_keymap
 
 WATCH_INTERVAL = 5.0
+#: processes for work done in the explorer's own threads: one, no pool (forking a running Textual app is
+#: not safe); the builds and scans run in child processes (``core.engines.child_jobs``) use their pools
+IN_APP_WORKERS = 1
 
 
 class IndexProgress(Message):
@@ -262,7 +265,7 @@ class DumpscopeApp(App[int]):
         await super().on_event(event)
 
     def _cache_kwargs(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"use_cache": self.use_cache}
+        kwargs: dict[str, Any] = {"use_cache": self.use_cache, "workers": IN_APP_WORKERS}
         if self.cache_dir:
             kwargs["cache_directory"] = Path(self.cache_dir)
         return kwargs
@@ -291,7 +294,7 @@ class DumpscopeApp(App[int]):
                 # wait for the update's transactions.
                 self.post_message(IndexReady(DumpQuery(index)))
                 fresh = DumpIndex(self.path, index.db_path)
-                prog = fresh.update(progress=None, cancel=self._cancel)
+                prog = fresh.update(progress=None, cancel=self._cancel, workers=IN_APP_WORKERS)
                 if prog.changed_dirs and not get_current_worker().is_cancelled:
                     self.post_message(IndexReady(DumpQuery(fresh), refreshed=True))
                 else:
@@ -322,13 +325,13 @@ class DumpscopeApp(App[int]):
                     _drop_partial(shown)
             if not built:
                 try:
-                    index.update(progress=progress, cancel=self._cancel, partial=partial)
+                    index.update(progress=progress, cancel=self._cancel, partial=partial, workers=IN_APP_WORKERS)
                 except (sqlite3.DatabaseError, OSError) as exc:  # a full or broken cache: build in memory
                     if index.db_path == ":memory:":
                         raise
                     from dumpscope.core.index.faults import rebuild_in_memory
 
-                    index = rebuild_in_memory(DumpIndex, index, exc, progress, self._cancel)
+                    index = rebuild_in_memory(DumpIndex, index, exc, progress, self._cancel, IN_APP_WORKERS)
                     _drop_partial(shown)
             for w in index.warnings:
                 self.notify(w, title="index", severity="warning", timeout=8)
@@ -372,7 +375,7 @@ class DumpscopeApp(App[int]):
         except child_jobs.ChildCacheError as exc:
             from dumpscope.core.index.faults import rebuild_in_memory
 
-            return rebuild_in_memory(DumpIndex, index, exc.error, progress, self._cancel), True
+            return rebuild_in_memory(DumpIndex, index, exc.error, progress, self._cancel, IN_APP_WORKERS), True
         except child_jobs.ChildFailed as exc:
             self.notify(f"index builder process failed ({exc}): indexing here instead", title="index",
                         severity="warning", timeout=8)
@@ -387,7 +390,7 @@ class DumpscopeApp(App[int]):
         from dumpscope.tui.engines import overflow_report
 
         if q.index.db_path == ":memory:" or not child_jobs.usable():
-            return overflow_report()(q, progress=progress)
+            return overflow_report()(q, progress=progress, workers=IN_APP_WORKERS)
         return child_jobs.overflow_report(q.root, q.index.db_path, self._cancel, self._children.append, progress)
 
     @work(thread=True, exclusive=True, group="index", name="refresh index")
@@ -402,7 +405,7 @@ class DumpscopeApp(App[int]):
             before = q.count_ops()
             prog = q.index.update(
                 progress=None if quiet else (lambda p: self.post_message(IndexProgress(progress_text(p, "re-indexing")))),
-                cancel=self._cancel)
+                cancel=self._cancel, workers=IN_APP_WORKERS)
             changed = prog.changed_dirs > 0 or q.count_ops() != before
         except IndexCancelled:
             return
@@ -567,7 +570,7 @@ class DumpscopeApp(App[int]):
                     last[0] = now
                     self.post_message(CompareProgress(f"comparing… {done:,}/{total:,} tensors"))
 
-            result = fn(q, self.target_q, rank=rank, step=step, progress=progress)
+            result = fn(q, self.target_q, rank=rank, step=step, progress=progress, workers=IN_APP_WORKERS)
             from dumpscope.tui.view_compare import warm_view
 
             warm_view(self, result)  # the compare table sorted and counted here, so `c` has nothing to wait for
@@ -809,9 +812,9 @@ class DumpscopeApp(App[int]):
         from textual._files import generate_datetime_filename
 
         folder = os.path.abspath(os.path.expanduser(path or self.export_directory()))
-        from dumpscope.tui.dialogs import inside
+        from dumpscope.core.support.tree_paths import inside_tree
 
-        if any(inside(folder, root) for root in self.forbidden_roots()):
+        if any(inside_tree(folder, root) for root in self.forbidden_roots()):
             self.notify(f"not saving a screenshot inside the dump tree ({folder}): start with --export-dir DIR",
                         title="screenshot", severity="error", timeout=6)
             return None

@@ -17,6 +17,7 @@ from textual.worker import get_current_worker
 
 from dumpscope.core.inert import inert
 from dumpscope.core.query import DumpQuery, OpRow
+from dumpscope.core.support.tree_paths import inside_tree
 from dumpscope.tui.keylist import KeyOptionList
 
 SEARCH_LIMIT = 200
@@ -179,11 +180,6 @@ class SearchScreen(TypeAhead, ModalScreen[Optional[tuple[OpRow, list[OpRow]]]]):
         self.dismiss(None)
 
 
-def inside(path: str, root: str) -> bool:
-    path, root = os.path.realpath(path), os.path.realpath(root)
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
 class ExportScreen(TypeAhead, ModalScreen[Optional[str]]):
     """Ask where to write the report (``.md``) or the current table (``.csv``)."""
 
@@ -213,7 +209,7 @@ class ExportScreen(TypeAhead, ModalScreen[Optional[str]]):
 
         path = os.path.abspath(os.path.expanduser(event.value.strip() or self.default))
         for root in self.app.forbidden_roots():  # type: ignore[attr-defined]
-            if inside(path, root):
+            if inside_tree(path, root):
                 self._error("refusing to write inside the dump tree: choose a path outside it")
                 return
         if path.endswith(".csv") and not self.csv_ok:

@@ -27,6 +27,8 @@ import threading
 import time
 from typing import Any, Callable, Iterator, Optional
 
+from dumpscope.core.errors import IndexCancelled
+
 #: how the explorer starts a child; None: ``core.isolated.module_command`` (tests point it at a script
 #: applying their hooks first)
 CHILD_COMMAND: Optional[list[str]] = None
@@ -91,8 +93,6 @@ class ChildJob:
         return self._stream
 
     def _read(self) -> Iterator[dict[str, Any]]:
-        from dumpscope.core.index.dump_index import IndexCancelled
-
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         buf = b""
@@ -194,7 +194,8 @@ def prestart_build(root: str, use_cache: bool = True, cache_dir: Optional[str] =
         return None
     from pathlib import Path
 
-    from dumpscope.core.index.cache import index_path, inside_tree
+    from dumpscope.core.index.cache import index_path
+    from dumpscope.core.support.tree_paths import inside_tree
 
     path = index_path(root, Path(cache_dir) if cache_dir else None)
     if inside_tree(path.parent, root):  # the explorer's open refuses it (in memory, one warning)

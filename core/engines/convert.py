@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 import numpy as np
 
 from dumpscope.core.support.atomic_write import replaced_file
+from dumpscope.core.support.tree_paths import inside_tree
 from dumpscope.core.tensors.load import TensorLoadError, load_tensor
 
 if TYPE_CHECKING:
@@ -31,11 +32,6 @@ class ConvertResult:
     written: int
     failed: int
     skipped: int = 0  # statistics-only tensors and non-tensor arguments: nothing to write
-
-
-def _inside(child: str, parent: str) -> bool:
-    child, parent = os.path.realpath(child), os.path.realpath(parent)
-    return child == parent or child.startswith(parent.rstrip(os.sep) + os.sep)
 
 
 def _safe_component(name: str) -> str:
@@ -93,7 +89,7 @@ def convert_tree(q: "DumpQuery", outdir: str, op: Optional[str] = None, rank: Op
     """Convert the tensors of the selected ops; returns counts. Raises ValueError for a bad OUTDIR."""
     root = q.root
     outdir = os.path.abspath(outdir)
-    if _inside(outdir, root):
+    if inside_tree(outdir, root):
         raise ValueError(f"{outdir}: OUTDIR lies inside the dump tree {root}; dumpscope never writes into a "
                          "dump tree, choose another folder")
     if op is not None:  # the op (every run of a loop body), and its Dump-Watch snapshots when it was watched
@@ -128,7 +124,7 @@ def convert_tree(q: "DumpQuery", outdir: str, op: Optional[str] = None, rank: Op
                 name = f"{digits % 10**16:016d}.{t.io}.{t.slot}.npy"
             mappings.setdefault(target_dir, []).append((name, long_name))
         dest = os.path.join(target_dir, name)
-        if not _inside(dest, outdir):
+        if not inside_tree(dest, outdir):
             failed += 1
             if errors is not None:
                 errors.append(f"{t.path}: refusing to write outside OUTDIR ({dest})")

@@ -9,7 +9,6 @@ view and ``dumpscope show --graph``; works for graphs joined to a dump and for g
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
@@ -44,15 +43,6 @@ class Neighbourhood:
         return [n for lv in sorted(self.levels) for n in self.levels[lv]]
 
 
-def _node_data(q: "DumpQuery", gkey: str, name: str) -> Optional[dict]:
-    rows = q.index.query("SELECT type, data FROM graph_nodes WHERE gkey=? AND name=?", (gkey, name))
-    if not rows:
-        return None
-    data = json.loads(rows[0][1])
-    data["type"] = rows[0][0]
-    return data
-
-
 def _inputs(data: dict) -> list[str]:
     out: list[str] = []
     for edge in [*data.get("inputs", []), *data.get("control", [])]:
@@ -68,15 +58,14 @@ def neighbourhood(q: "DumpQuery", op: "OpRow", hops: int = 2) -> Optional[Neighb
     """The op's producers and consumers up to ``hops`` away, or None when no graph describes it."""
     if not op.joined:
         return None
-    gkey_rows = q.index.query("SELECT value FROM meta WHERE key=?", (f"gkey:{op.rank}:{op.graph}",))
-    if not gkey_rows:
+    gkey = q.graph_key(op)
+    if gkey is None:
         return None
-    gkey = gkey_rows[0][0]
     cache: dict[str, Optional[dict]] = {}
 
     def data_of(name: str) -> Optional[dict]:
         if name not in cache:
-            cache[name] = _node_data(q, gkey, name)
+            cache[name] = q.graph_node(gkey, name)
         return cache[name]
 
     center = data_of(op.joined)

@@ -18,6 +18,8 @@ import json
 import os
 from typing import Iterable
 
+from dumpscope.core.support.tree_paths import tree_holding
+
 
 class RedumpConfigError(ValueError):
     """The config cannot be written where asked; the message is one line naming the path."""
@@ -36,12 +38,6 @@ def redump_config(names: Iterable[str]) -> tuple[dict, list[str]]:
     return config, [n for n in unique if n not in set(layer)]
 
 
-def _inside(path: str, root: str) -> bool:
-    real_path = os.path.realpath(path)
-    real_root = os.path.realpath(root)
-    return real_path == real_root or real_path.startswith(real_root.rstrip(os.sep) + os.sep)
-
-
 def write_redump_config(names: Iterable[str], path: str, dump_roots: Iterable[str] = ()) -> list[str]:
     """Write the config for ``names`` to ``path``; returns the names left out of ``dump_layer``.
 
@@ -49,10 +45,10 @@ def write_redump_config(names: Iterable[str], path: str, dump_roots: Iterable[st
     inside a dump tree.
     """
     target = os.path.expanduser(path)
-    for root in dump_roots:
-        if root and _inside(target, root):
-            raise RedumpConfigError(f"{path}: inside the dump tree {root}; dumpscope never writes there, "
-                                    "choose a path outside it")
+    root = tree_holding(target, dump_roots)
+    if root is not None:
+        raise RedumpConfigError(f"{path}: inside the dump tree {root}; dumpscope never writes there, "
+                                "choose a path outside it")
     config, left_out = redump_config(names)
     try:
         from dumpscope.core.support.atomic_write import replaced_file

@@ -20,16 +20,8 @@ def _same_name(q: "DumpQuery", op: "OpRow", rank: Optional[int],
                run: Optional[int] = None) -> list[tuple[int, "OpRow"]]:
     """(run, op) of that name at every step (and rank): every execution where a place has several (a loop
     body runs once per iteration), or only the ``run``-th; by step, rank, then run."""
-    from dumpscope.core.query import _OP_COLS, _op
-
-    sql = f"SELECT {_OP_COLS} FROM ops WHERE name=? AND graph_only=0"
-    params: list[Any] = [op.name]
-    if rank is not None:
-        sql += " AND rank=?"
-        params.append(rank)
     out: dict[tuple[int, int], list["OpRow"]] = {}
-    for row in q.index.query(sql + " ORDER BY rank, step, exec_index IS NULL, exec_index, seq", params):
-        o = _op(row)
+    for o in q.runs_named(op.name, rank):
         out.setdefault((o.rank, o.step), []).append(o)
     picked = []
     for key in sorted(out, key=lambda k: (k[1], k[0])):
@@ -41,18 +33,8 @@ def _same_name(q: "DumpQuery", op: "OpRow", rank: Optional[int],
 def find_op(q: "DumpQuery", text: str, rank: Optional[int]) -> "OpRow":
     """The op named ``text`` (graph or file spelling) at the first step (of ``rank``) that has it;
     else the lookup rules of ``resolve_op`` at the lowest place (suffixes, close matches in the error)."""
-    from dumpscope.core.names import sanitize_name
-    from dumpscope.core.query import _OP_COLS, _op
-
-    sql = f"SELECT {_OP_COLS} FROM ops WHERE (name=? OR file_name=? OR file_name=?) AND graph_only=0"
-    params: list[Any] = [text, text, sanitize_name(text)]
-    if rank is not None:
-        sql += " AND rank=?"
-        params.append(rank)
-    rows = q.index.query(sql + " ORDER BY step, rank, exec_index LIMIT 1", params)
-    if rows:
-        return _op(rows[0])
-    return q.resolve_op(text, rank, None)
+    op = q.first_named(text, rank)
+    return op if op is not None else q.resolve_op(text, rank, None)
 
 
 def trend(q: "DumpQuery", text: str, io: str = "output", slot: int = 0,

@@ -35,7 +35,7 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 
-from dumpscope.core.formats.device_format import _candidates, _ceil_div, _conversion_kind, canonical_format
+from dumpscope.core.formats.device_format import logical_candidates, ceil_div, conversion_kind, canonical_format
 
 #: bytes of device data read per chunk (the converted copy is the same size again)
 CHUNK_BYTES = 32 << 20
@@ -55,14 +55,14 @@ def device_chunks(path: str, offset: int, fmt: str, device_shape: Sequence[int],
     orig = tuple(int(d) for d in original_shape)
     if target or any(d < 0 for d in dev + orig) or prod(dev) == 0:
         return None
-    kind = _conversion_kind(canonical_format(fmt))
+    kind = conversion_kind(canonical_format(fmt))
     sdt = np.dtype(sdt)
     if kind == "NC1HWC0" and len(dev) == 5:
         n, c1, h, w, c0 = dev
         c = c1 * c0
         if orig:
-            dims = next((d for d in _candidates(orig, "NCHW", "NCHW")
-                         if d[0] == n and d[2] == h and d[3] == w and _ceil_div(d[1], c0) == c1), None)
+            dims = next((d for d in logical_candidates(orig, "NCHW", "NCHW")
+                         if d[0] == n and d[2] == h and d[3] == w and ceil_div(d[1], c0) == c1), None)
             if dims is None:
                 return None  # to_logical names the mismatch
             c = dims[1]
@@ -72,8 +72,8 @@ def device_chunks(path: str, offset: int, fmt: str, device_shape: Sequence[int],
         n, d, c1, h, w, c0 = dev
         c = c1 * c0
         if orig:
-            dims = next((q for q in _candidates(orig, "NCDHW", "NCDHW")
-                         if q[0] == n and q[2] == d and q[3] == h and q[4] == w and _ceil_div(q[1], c0) == c1), None)
+            dims = next((q for q in logical_candidates(orig, "NCDHW", "NCDHW")
+                         if q[0] == n and q[2] == d and q[3] == h and q[4] == w and ceil_div(q[1], c0) == c1), None)
             if dims is None:
                 return None  # to_logical names the mismatch
             c = dims[1]
@@ -85,7 +85,7 @@ def device_chunks(path: str, offset: int, fmt: str, device_shape: Sequence[int],
         if orig:
             hh, ww = (1, orig[0]) if len(orig) == 1 else (orig[-2], orig[-1])
             ob = prod(orig[:-2]) if len(orig) > 2 else 1
-            if ob != b or _ceil_div(ww, w0) != w1 or _ceil_div(hh, h0) != h1:
+            if ob != b or ceil_div(ww, w0) != w1 or ceil_div(hh, h0) != h1:
                 return None
         else:
             hh, ww = h1 * h0, w1 * w0
@@ -274,7 +274,7 @@ def device_windows(path: str, offset: int, fmt: str, device_shape: Sequence[int]
     shape = tuple(made[1])
     dev = tuple(int(d) for d in device_shape)
     sdt = np.dtype(sdt)
-    kind = _conversion_kind(canonical_format(fmt))
+    kind = conversion_kind(canonical_format(fmt))
     if kind == "NC1HWC0" and len(shape) == 4:
         n, c1, h, w, c0 = dev
         slab = h * w * c0

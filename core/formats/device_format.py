@@ -77,7 +77,7 @@ def canonical_format(fmt: str) -> str:
     return _UPPER.get(up) or _MS_ALIASES.get(up, up)
 
 
-def _conversion_kind(fmt: str) -> str:
+def conversion_kind(fmt: str) -> str:
     """Map a canonical format to the converter family that handles it."""
     if fmt in ("NC1HWC0", "NC1HWC0_C04"):
         return "NC1HWC0"
@@ -122,7 +122,7 @@ _EXPAND_4D = {  # NCHW candidates for a short original shape, first consistent o
 }
 
 
-def _candidates(original: tuple[int, ...], tgt: str, canon: str) -> list[tuple[int, ...]]:
+def logical_candidates(original: tuple[int, ...], tgt: str, canon: str) -> list[tuple[int, ...]]:
     """Logical dims in ``canon`` order for the original shape (one, or several expansions)."""
     rank = len(canon)
     if len(original) == rank:
@@ -147,7 +147,8 @@ def _finish(canon_arr: np.ndarray, canon: str, tgt: str, original: tuple[int, ..
     return np.ascontiguousarray(out).reshape(out.shape)  # a 0-d tensor stays 0-d
 
 
-def _ceil_div(a: int, b: int) -> int:
+def ceil_div(a: int, b: int) -> int:
+    """``ceil(a / b)`` in integers: the number of device blocks a logical dim fills."""
     return -(-a // b)
 
 
@@ -161,8 +162,8 @@ def _nc1hwc0(x: np.ndarray, original: tuple[int, ...], tgt: str) -> np.ndarray:
     n, c1, h, w, c0 = x.shape
     canon = "NCHW"
     if original:
-        dims = next((d for d in _candidates(original, tgt, canon)
-                     if d[0] == n and d[2] == h and d[3] == w and _ceil_div(d[1], c0) == c1), None)
+        dims = next((d for d in logical_candidates(original, tgt, canon)
+                     if d[0] == n and d[2] == h and d[3] == w and ceil_div(d[1], c0) == c1), None)
         if dims is None:
             raise DeviceFormatError(f"original shape {list(original)} ({tgt}) does not fit NC1HWC0 {list(x.shape)}")
         c = dims[1]
@@ -178,8 +179,8 @@ def _ndc1hwc0(x: np.ndarray, original: tuple[int, ...], tgt: str) -> np.ndarray:
     n, d, c1, h, w, c0 = x.shape
     canon = "NCDHW"
     if original:
-        dims = next((q for q in _candidates(original, tgt, canon)
-                     if q[0] == n and q[2] == d and q[3] == h and q[4] == w and _ceil_div(q[1], c0) == c1), None)
+        dims = next((q for q in logical_candidates(original, tgt, canon)
+                     if q[0] == n and q[2] == d and q[3] == h and q[4] == w and ceil_div(q[1], c0) == c1), None)
         if dims is None:
             raise DeviceFormatError(f"original shape {list(original)} ({tgt}) does not fit NDC1HWC0 {list(x.shape)}")
         c = dims[1]
@@ -197,11 +198,11 @@ def _fractal_z(x: np.ndarray, original: tuple[int, ...], tgt: str, groups: int) 
     c1hw, n1, n0, c0 = x.shape
     canon = "NCHW"
     if groups > 1:
-        dims_list = _candidates(original, tgt, canon)
+        dims_list = logical_candidates(original, tgt, canon)
         return _finish(_fractal_z_grouped(x, dims_list[0], groups), canon, tgt, original)
-    dims = next((d for d in _candidates(original, tgt, canon)
+    dims = next((d for d in logical_candidates(original, tgt, canon)
                  if d[2] * d[3] > 0 and c1hw % (d[2] * d[3]) == 0
-                 and _ceil_div(d[1], c0) == c1hw // (d[2] * d[3]) and _ceil_div(d[0], n0) == n1), None)
+                 and ceil_div(d[1], c0) == c1hw // (d[2] * d[3]) and ceil_div(d[0], n0) == n1), None)
     if dims is None:
         raise DeviceFormatError(f"original shape {list(original)} ({tgt}) does not fit FRACTAL_Z {list(x.shape)}")
     n, c, h, w = dims
@@ -220,9 +221,9 @@ def grouped_fz_params(cout: int, cin: int, groups: int, c0: int, n0: int = 16) -
         return a * b // gcd(a, b)
 
     e_mult = min(lcm(lcm(cin, c0) // cin, lcm(cout, n0) // cout), groups)
-    cin_opt = _ceil_div(e_mult * cin, c0) * c0
-    cout_opt = _ceil_div(e_mult * cout, n0) * n0
-    return e_mult, cin_opt, cout_opt, _ceil_div(groups, e_mult)
+    cin_opt = ceil_div(e_mult * cin, c0) * c0
+    cout_opt = ceil_div(e_mult * cout, n0) * n0
+    return e_mult, cin_opt, cout_opt, ceil_div(groups, e_mult)
 
 
 def _fractal_z_grouped(x: np.ndarray, dims: tuple[int, ...], groups: int) -> np.ndarray:
@@ -252,9 +253,9 @@ def _fractal_z_3d(x: np.ndarray, original: tuple[int, ...], tgt: str) -> np.ndar
         raise DeviceFormatError("FRACTAL_Z_3D needs original_shape (D, H, W are not recoverable)")
     dc1hw, n1, n0, c0 = x.shape
     canon = "NCDHW"
-    dims = next((q for q in _candidates(original, tgt, canon)
+    dims = next((q for q in logical_candidates(original, tgt, canon)
                  if q[2] * q[3] * q[4] > 0 and dc1hw % (q[2] * q[3] * q[4]) == 0
-                 and _ceil_div(q[1], c0) == dc1hw // (q[2] * q[3] * q[4]) and _ceil_div(q[0], n0) == n1), None)
+                 and ceil_div(q[1], c0) == dc1hw // (q[2] * q[3] * q[4]) and ceil_div(q[0], n0) == n1), None)
     if dims is None:
         raise DeviceFormatError(f"original shape {list(original)} ({tgt}) does not fit FRACTAL_Z_3D {list(x.shape)}")
     n, c, d, h, w = dims
@@ -275,7 +276,7 @@ def _fractal_nz(x: np.ndarray, original: tuple[int, ...]) -> np.ndarray:
         else:
             hh, ww = original[-2], original[-1]
         ob = prod(original[:-2]) if len(original) > 2 else 1
-        if ob != b or _ceil_div(ww, w0) != w1 or _ceil_div(hh, h0) != h1:
+        if ob != b or ceil_div(ww, w0) != w1 or ceil_div(hh, h0) != h1:
             raise DeviceFormatError(f"original shape {list(original)} does not fit FRACTAL_NZ {list(x.shape)}")
     else:
         hh, ww = h1 * h0, w1 * w0
@@ -290,8 +291,8 @@ def _c1hwncoc0(x: np.ndarray, original: tuple[int, ...], tgt: str) -> np.ndarray
     c1, h, w, n, _, c0 = x.shape
     canon = "NCHW"
     if original:
-        dims = next((d for d in _candidates(original, tgt, canon)
-                     if d[0] == n and d[2] == h and d[3] == w and _ceil_div(d[1], c0) == c1), None)
+        dims = next((d for d in logical_candidates(original, tgt, canon)
+                     if d[0] == n and d[2] == h and d[3] == w and ceil_div(d[1], c0) == c1), None)
         if dims is None:
             raise DeviceFormatError(f"original shape {list(original)} ({tgt}) does not fit C1HWNCoC0 {list(x.shape)}")
         c = dims[1]
@@ -325,7 +326,7 @@ def to_logical(data: np.ndarray, fmt: str, device_shape: Sequence[int], original
         raise DeviceFormatError(f"{flat.size} elements cannot fill device shape {list(dev)} ({need} elements)")
     flat = flat[:need]
     canon_fmt = canonical_format(fmt)
-    kind = _conversion_kind(canon_fmt)
+    kind = conversion_kind(canon_fmt)
     if kind == "PLAIN" or kind == "UNKNOWN":
         if not orig:
             return flat.reshape(dev)
@@ -365,7 +366,7 @@ def logical_shape(fmt: str, device_shape: Sequence[int], original_shape: Sequenc
     orig = tuple(int(d) for d in original_shape)
     if orig:
         return orig
-    kind = _conversion_kind(canonical_format(fmt))
+    kind = conversion_kind(canonical_format(fmt))
     if kind in ("NC1HWC0", "C1HWNCoC0", "NDC1HWC0") and dev:
         tgt = _resolve_target(kind, target, 5 if kind == "NDC1HWC0" else 4)
         if kind == "NC1HWC0" and len(dev) == 5:

@@ -19,15 +19,6 @@ def cache_dir() -> Path:
     return base / "dumpscope"
 
 
-def inside_tree(path: Path | str, root: str) -> bool:
-    """Whether ``path`` (existing or not) lies at or under the dump tree ``root``, links resolved:
-    a cache folder there (``--cache-dir PATH/.cache``, ``$HOME`` inside the tree in a container)
-    would write the index inside the dump tree, which dumpscope never does."""
-    real = os.path.realpath(path)
-    top = os.path.realpath(root)
-    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
-
-
 def index_path(root: str, directory: Path | None = None) -> Path:
     """The index file of one dump tree, named after a hash of its absolute path (and of
     ``--follow-links``: a tree read through its outside links is another index)."""

@@ -20,19 +20,19 @@ import json
 import operator
 import os
 import sqlite3
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional
 
+from dumpscope.core.errors import IndexCancelled  # noqa: F401  (raised here; callers catch it by this name too)
 from dumpscope.core.index.cache import index_path
 from dumpscope.core.index.lock import writer_lock
 from dumpscope.core.index import finalize as finalizing
 from dumpscope.core.index import freshness
 from dumpscope.core.index.schema import (  # noqa: F401  (SCHEMA_VERSION, the index sets: re-exported)
-    _SCHEMA,
+    SCHEMA,
     ANALYSIS_LIMIT,
     OLD_OP_INDEXES,
     OP_INDEXES,
@@ -93,10 +93,6 @@ class Progress:
     @property
     def elapsed(self) -> float:
         return time.monotonic() - self.started
-
-
-class IndexCancelled(Exception):
-    """Raised inside a build when the caller's cancel event is set."""
 
 
 def _pack_items(items: Iterable[Item]) -> tuple[list[tuple], list[Item]]:
@@ -162,9 +158,10 @@ def _new_pool(workers: int):
 
 def process_pool(workers: Optional[int] = None):
     """A process pool like the index's (same size, same start method, workers niced), or None where
-    none can be used (one core, or inside the explorer: forking a running Textual app is not safe)."""
+    none is wanted (``workers`` 1: the explorer passes it for work in its own threads, forking a running
+    Textual app is not safe) or can be used (one core)."""
     n = pool_size(workers)
-    if n <= 1 or "textual.app" in sys.modules:
+    if n <= 1:
         return None
     try:
         return _new_pool(n)
@@ -187,9 +184,9 @@ class _Pool:
     def __init__(self, workers: Optional[int]) -> None:
         n = pool_size(workers)
         self.workers = n
-        # Forking a process that runs a Textual app (threads, a terminal driver) is not safe;
-        # the explorer indexes in its own worker thread instead.
-        self.usable = n > 1 and "textual.app" not in sys.modules
+        # workers=1, no pool: the explorer passes it for work in its own threads (forking a process
+        # that runs a Textual app, threads and a terminal driver, is not safe)
+        self.usable = n > 1
         self._pool = None
         self._root = ""
         self._pending: list[tuple[Scanned, Optional[int], list[tuple[Any, list[str]]]]] = []
@@ -604,8 +601,9 @@ class DumpIndex:
         progress: Optional[Callable[[Progress], None]] = None,
         cancel: Optional[threading.Event] = None,
         update: bool = True,
+        workers: Optional[int] = None,
     ) -> "DumpIndex":
-        """Open (and bring up to date) the index of ``root``.
+        """Open (and bring up to date, ``workers`` processes reading: see ``update``) the index of ``root``.
 
         Raises ``FileNotFoundError`` / ``NotADirectoryError`` with a one-line message when
         ``root`` is not a folder.
@@ -617,12 +615,12 @@ class DumpIndex:
         if not use_cache:
             index = cls(root, ":memory:")
             if update:
-                index.update(progress=progress, cancel=cancel)
+                index.update(progress=progress, cancel=cancel, workers=workers)
             return index
         from dumpscope.core.index import faults as index_faults
 
         return index_faults.open_with_fallback(cls, root, index_path(root, cache_directory), progress, cancel,
-                                               update)
+                                               update, workers)
 
     def _schema_current(self) -> bool:
         with self._lock:
@@ -647,7 +645,7 @@ class DumpIndex:
                 for (table,) in cur.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall():
                     if not table.startswith("sqlite_"):
                         cur.execute(f'DROP TABLE IF EXISTS "{table}"')
-            cur.executescript(_SCHEMA)
+            cur.executescript(SCHEMA)
             self._create_indexes(cur, {**UNIT_INDEXES, **OP_INDEXES})
             cur.execute("INSERT OR REPLACE INTO meta VALUES('schema', ?)", (schema_key(),))
             cur.execute("INSERT OR REPLACE INTO meta VALUES('root', ?)", (self.root,))

@@ -17,12 +17,12 @@ twice, with its size and times unchanged in between, before it goes.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from dumpscope.core.errors import IndexCancelled
 from dumpscope.core.index.lock import LockTimeout, writer_lock
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -139,21 +139,21 @@ def _close(index: Any) -> None:
             pass
 
 
-def open_with_fallback(cls: type, root: str, path: Path, progress: Any, cancel: Any, update: bool) -> "DumpIndex":
-    """Open (and update) the index file ``path`` of ``root``; see the module docstring."""
-    from dumpscope.core.index.dump_index import IndexCancelled
-
-    from dumpscope.core.index.cache import inside_tree
+def open_with_fallback(cls: type, root: str, path: Path, progress: Any, cancel: Any, update: bool,
+                       workers: Optional[int] = None) -> "DumpIndex":
+    """Open (and update, with ``workers`` processes) the index file ``path`` of ``root``; see the module
+    docstring."""
+    from dumpscope.core.support.tree_paths import inside_tree
 
     warnings: list[str] = []
     if inside_tree(path.parent, root):  # never written inside the dump tree (nor the folder made there)
         return _in_memory(cls, root, f"cache dir {path.parent} lies inside the dump tree {root}", warnings,
-                          progress, cancel, update)
+                          progress, cancel, update, workers)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         return _in_memory(cls, root, f"cache dir {path.parent} cannot be created ({_why(exc)})", warnings,
-                          progress, cancel, update)
+                          progress, cancel, update, workers)
     attempt, locked = 0, 0
     while True:
         index = None
@@ -168,7 +168,7 @@ def open_with_fallback(cls: type, root: str, path: Path, progress: Any, cancel: 
                     warnings.append(f"index cache {path} was damaged ({bad}): rebuilt")
             index = cls(root, str(path))
             if update:
-                index.update(progress=progress, cancel=cancel)
+                index.update(progress=progress, cancel=cancel, workers=workers)
             index.warnings.extend(warnings)
             return index
         except IndexCancelled:
@@ -177,7 +177,7 @@ def open_with_fallback(cls: type, root: str, path: Path, progress: Any, cancel: 
         except LockTimeout:
             _close(index)
             return _in_memory(cls, root, f"another dumpscope kept the index cache {path} locked", warnings,
-                              progress, cancel, update)
+                              progress, cancel, update, workers)
         except (sqlite3.DatabaseError, OSError) as exc:
             _close(index)
             if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc) and locked < LOCKED_RETRIES:
@@ -199,11 +199,11 @@ def open_with_fallback(cls: type, root: str, path: Path, progress: Any, cancel: 
                         time.sleep(LOCKED_PAUSE_S * locked)
                         continue
             return _in_memory(cls, root, f"index cache {path} is not usable ({_why(exc)})", warnings,
-                              progress, cancel, update)
+                              progress, cancel, update, workers)
 
 
 def rebuild_in_memory(cls: type, index: "DumpIndex", exc: BaseException, progress: Any,
-                      cancel: Any) -> "DumpIndex":
+                      cancel: Any, workers: Optional[int] = None) -> "DumpIndex":
     """An update of a cache file failed half-way (disk full, damaged pages): discard a damaged file
     and answer from an index built in memory."""
     path = Path(index.db_path)
@@ -214,13 +214,13 @@ def rebuild_in_memory(cls: type, index: "DumpIndex", exc: BaseException, progres
         except OSError:
             pass
     return _in_memory(cls, index.root, f"index cache {path} failed ({_why(exc)})", list(index.warnings), progress,
-                      cancel, True)
+                      cancel, True, workers)
 
 
 def _in_memory(cls: type, root: str, reason: str, warnings: list[str], progress: Any, cancel: Any,
-               update: bool) -> "DumpIndex":
+               update: bool, workers: Optional[int] = None) -> "DumpIndex":
     index = cls(root, ":memory:")
     index.warnings.extend(warnings + [f"{reason}: using an in-memory index"])
     if update:
-        index.update(progress=progress, cancel=cancel)
+        index.update(progress=progress, cancel=cancel, workers=workers)
     return index

@@ -561,7 +561,7 @@ def _mark_watch_snapshots(ops: dict[tuple, OpAcc]) -> None:
     Scoped names may contain ``_To_`` themselves, so the split is checked against the
     names of the ops dumped in the same rank/step.
     """
-    from dumpscope.core.engines.watch.diff import WATCH_SEP, split_watch_name
+    from dumpscope.core.names import WATCH_SEP, split_watch_name
 
     by_place: dict[tuple[int, int], list[OpAcc]] = defaultdict(list)
     for acc in ops.values():

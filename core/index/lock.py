@@ -16,6 +16,8 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Iterator, Optional
 
+from dumpscope.core.errors import IndexCancelled
+
 try:
     import fcntl
 except ImportError:  # Windows: the thread lock and SQLite's busy timeout still serialise writers
@@ -72,8 +74,6 @@ def writer_lock(db_path: str, cancelled: Callable[[], bool] = lambda: False,
 
 
 def _wait_tick(cancelled, waiting, told: bool, deadline: float) -> bool:
-    from dumpscope.core.index.dump_index import IndexCancelled
-
     if cancelled():
         raise IndexCancelled()
     if time.monotonic() > deadline:

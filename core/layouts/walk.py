@@ -23,6 +23,7 @@ from typing import Iterator, Optional
 
 from dumpscope.core.layouts.base import DirListing
 from dumpscope.core.model import Problem
+from dumpscope.core.support.tree_paths import is_under
 
 #: A folder modified this recently is always listed: coarse mtime clocks (NFS, some FUSE
 #: mounts) may not tick between two writes into it.
@@ -82,11 +83,6 @@ def display_name(name: str) -> str:
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def _inside(path: str, real_root: str) -> bool:
-    real = os.path.realpath(path)
-    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
-
-
 #: the problem a symlink leaving PATH becomes
 OUTSIDE_LINK = "not followed: points outside PATH (--follow-links follows it)"
 
@@ -103,7 +99,7 @@ def names_inside(folder: str, root: str) -> tuple[list[str], list[str]]:
     outside: list[str] = []
     for name in names:
         path = os.path.join(folder, name)
-        (outside if os.path.islink(path) and not _inside(path, real_root) else keep).append(name)
+        (outside if os.path.islink(path) and not is_under(os.path.realpath(path), real_root) else keep).append(name)
     return keep, outside
 
 
@@ -128,7 +124,7 @@ def _scan(dirpath: str, parts: tuple[str, ...],
                     bad.append(display_name(entry.name))
                     continue
                 try:
-                    if real_root is not None and entry.is_symlink() and not _inside(entry.path, real_root):
+                    if real_root is not None and entry.is_symlink() and not is_under(os.path.realpath(entry.path), real_root):
                         outside.append(entry.name)
                         continue
                     if entry.is_dir():

@@ -46,7 +46,8 @@ class TensorRef:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _err(ref: TensorRef, exc: BaseException | str) -> TensorLoadError:
+def load_error(ref: TensorRef, exc: BaseException | str) -> TensorLoadError:
+    """``exc`` as one line naming the tensor's file (the reader and the slicer say failures alike)."""
     text = str(exc).strip() or type(exc).__name__
     text = text.splitlines()[0]
     if ref.path not in text and os.path.basename(ref.path) not in text:
@@ -80,7 +81,9 @@ def _cann_header(path: str):
     return header
 
 
-def _cann_tensor(ref: TensorRef):
+def cann_tensor(ref: TensorRef):
+    """The header entry of a CANN file's tensor (its dtype, shapes and payload place); raises
+    ``TensorLoadError`` when the file has no such slot."""
     header = _cann_header(ref.path)
     group = header.inputs if ref.io == "input" else header.outputs
     if ref.slot >= len(group):
@@ -93,13 +96,13 @@ def _cann_tensor(ref: TensorRef):
 
 
 def _cann_tensor_named(ref: TensorRef):
-    """``_cann_tensor`` with any other failure (a damaged header) said as this tensor's ``TensorLoadError``."""
+    """``cann_tensor`` with any other failure (a damaged header) said as this tensor's ``TensorLoadError``."""
     try:
-        return _cann_tensor(ref)
+        return cann_tensor(ref)
     except TensorLoadError:
         raise
     except Exception as exc:
-        raise _err(ref, exc) from None
+        raise load_error(ref, exc) from None
 
 
 def load_tensor(ref: TensorRef) -> np.ndarray:
@@ -114,7 +117,7 @@ def load_tensor(ref: TensorRef) -> np.ndarray:
         if ref.storage == STORAGE_CANN:
             from dumpscope.core.formats.cann_dump import load_tensor as load_cann
 
-            return load_cann(ref.path, _cann_tensor(ref))
+            return load_cann(ref.path, cann_tensor(ref))
         if ref.storage == STORAGE_PT:
             from dumpscope.core.formats.pt_reader import load_pt
 
@@ -132,7 +135,7 @@ def load_tensor(ref: TensorRef) -> np.ndarray:
     except MemoryError:
         raise TensorLoadError(f"{ref.path}: tensor too large to load into memory") from None
     except Exception as exc:  # every reader error becomes one line naming the file
-        raise _err(ref, exc) from None
+        raise load_error(ref, exc) from None
     raise TensorLoadError(f"{ref.path}: unknown storage {ref.storage!r}")
 
 
@@ -356,7 +359,7 @@ def npy_words_dtype(ref: TensorRef, header: np.dtype) -> Optional[np.dtype]:
         return None
     if not words:
         raise TensorLoadError(f"{ref.path}: {npy_words_problem(ref.dtype, header)}")
-    return np.dtype(_BITS_DTYPES[ref.dtype])
+    return np.dtype(BITS_DTYPES[ref.dtype])
 
 
 def _words_decoded(ref: TensorRef, arr: np.ndarray) -> np.ndarray:
@@ -451,7 +454,7 @@ def stats_source(ref: TensorRef) -> tuple[Callable[[], Iterable[np.ndarray]], tu
         try:
             size = os.path.getsize(ref.path)
         except OSError as exc:
-            raise _err(ref, exc) from None
+            raise load_error(ref, exc) from None
         check_raw_size(ref, size)
         streamed = _stream_plain(ref, ref.offset, max(0, size - ref.offset), stored)
         if streamed is not None:
@@ -481,11 +484,11 @@ def _stream_pt(ref: TensorRef):
     try:
         found = stored_payload(ref.path)
     except Exception as exc:
-        raise _err(ref, exc) from None
+        raise load_error(ref, exc) from None
     if found is None:
         return None
     offset, info = found
-    sdt = _stored_dtype(info.dtype)
+    sdt = payload_dtype(info.dtype)
     if sdt is None or (tuple(ref.shape) and tuple(info.shape) != tuple(ref.shape)):
         return None
     count = element_count(info.shape)
@@ -494,7 +497,7 @@ def _stream_pt(ref: TensorRef):
     return (FileChunks(ref.path, offset, count, sdt), tuple(info.shape), info.dtype)
 
 
-_BITS_DTYPES = {"bfloat16": np.uint16, "float8_e5m2": np.uint8, "float8_e4m3fn": np.uint8,
+BITS_DTYPES = {"bfloat16": np.uint16, "float8_e5m2": np.uint8, "float8_e4m3fn": np.uint8,
                 "float8_e8m0fnu": np.uint8}
 
 
@@ -502,8 +505,8 @@ def _stream_plain(ref: TensorRef, offset: int, size: int, dtype: str):
     count = element_count(ref.shape)
     if dtype in _PACKED:
         return _stream_packed(ref, offset, size, dtype, count)
-    if dtype in _BITS_DTYPES:
-        sdt = np.dtype(_BITS_DTYPES[dtype])
+    if dtype in BITS_DTYPES:
+        sdt = np.dtype(BITS_DTYPES[dtype])
     else:
         try:
             sdt = np.dtype(dtype)
@@ -547,10 +550,10 @@ def _stream_packed(ref: TensorRef, offset: int, size: int, dtype: str, count: in
     return (make, tuple(ref.shape), out.name)
 
 
-def _stored_dtype(dtype: str) -> Optional[np.dtype]:
+def payload_dtype(dtype: str) -> Optional[np.dtype]:
     """The element type to read a payload as: bit patterns for bfloat16/float8, else plain numbers."""
-    if dtype in _BITS_DTYPES:
-        return np.dtype(_BITS_DTYPES[dtype])
+    if dtype in BITS_DTYPES:
+        return np.dtype(BITS_DTYPES[dtype])
     try:
         sdt = np.dtype(dtype)
     except TypeError:
@@ -572,7 +575,7 @@ def _stream_device(ref: TensorRef):
     from dumpscope.core.formats.device_chunks import device_chunks
 
     t = _cann_tensor_named(ref)
-    sdt = _stored_dtype(t.dtype)
+    sdt = payload_dtype(t.dtype)
     if sdt is None or t.size < element_count(t.shape) * sdt.itemsize:
         return None  # packed / odd sizes: the whole-tensor loader handles (and names) them
     if os.path.getsize(ref.path) < t.offset + element_count(t.shape) * sdt.itemsize:
@@ -600,7 +603,7 @@ def _stream_npy(ref: TensorRef):
                 return None
             shape, _fortran, sdt = header
     except Exception as exc:
-        raise _err(ref, exc) from None
+        raise load_error(ref, exc) from None
     bits = npy_words_dtype(ref, sdt)
     if bits is not None:  # bfloat16/float8 bit patterns stored as integer words: the engine decodes them
         sdt, logical = bits, ref.dtype
@@ -726,7 +729,7 @@ def value_chunks(ref: TensorRef) -> tuple[Callable[[], Iterable[np.ndarray]], tu
     from dumpscope.core.formats.dtypes import decode, decoded_numpy_dtype
 
     make, shape, dtype = stats_source(ref)
-    if dtype in _BITS_DTYPES:
+    if dtype in BITS_DTYPES:
         out = decoded_numpy_dtype(dtype)
 
         def decoded() -> Iterable[np.ndarray]:
@@ -744,7 +747,7 @@ def _guarded(ref: TensorRef, make: Callable[[], Iterable[np.ndarray]]) -> Callab
         except TensorLoadError:
             raise
         except (ValueError, OSError) as exc:
-            raise _err(ref, exc) from None
+            raise load_error(ref, exc) from None
 
     return chunks
 
@@ -757,7 +760,7 @@ def compute_tensor_stats(ref: TensorRef, first_bad_n: int = 10, bins: int = 32):
     try:
         return compute_stats_chunks(make, shape, dtype, first_bad_n=first_bad_n, bins=bins)
     except ValueError as exc:
-        raise _err(ref, exc) from None
+        raise load_error(ref, exc) from None
 
 
 def signature(ref: TensorRef) -> Optional[str]:

@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from dumpscope.core.model import STORAGE_CANN, STORAGE_NPY, STORAGE_RAW
-from dumpscope.core.tensors.load import (TensorLoadError, TensorRef, _BITS_DTYPES, _cann_tensor, _err, _stored_dtype,
+from dumpscope.core.tensors.load import (TensorLoadError, TensorRef, BITS_DTYPES, cann_tensor, load_error, payload_dtype,
                                       load_tensor, npy_words_dtype)
 
 #: logical bytes of one block read for a slice
@@ -95,7 +95,7 @@ def _mapped(ref: TensorRef) -> Optional[tuple[np.ndarray, Optional[str]]]:
             return _map(ref.path, head.data_offset, shape, sdt, sdt.name)
         if ref.storage == STORAGE_RAW:
             stored = ref.stored_dtype or ref.dtype
-            sdt = _stored_dtype(stored)
+            sdt = payload_dtype(stored)
             if sdt is None:
                 return None
             from dumpscope.core.tensors.load import check_raw_size
@@ -103,15 +103,15 @@ def _mapped(ref: TensorRef) -> Optional[tuple[np.ndarray, Optional[str]]]:
             check_raw_size(ref, os.path.getsize(ref.path))
             return _map(ref.path, ref.offset, ref.shape, sdt, stored)
         if ref.storage == STORAGE_CANN and (not ref.format or ref.format in PLAIN_FORMATS):
-            t = _cann_tensor(ref)
-            sdt = _stored_dtype(t.dtype)
+            t = cann_tensor(ref)
+            sdt = payload_dtype(t.dtype)
             if sdt is None or t.size < prod(ref.shape) * sdt.itemsize:
                 return None
             return _map(ref.path, t.offset, ref.shape, sdt, t.dtype)
     except TensorLoadError:
         raise
     except Exception as exc:
-        raise _err(ref, exc) from None
+        raise load_error(ref, exc) from None
     return None
 
 
@@ -122,7 +122,7 @@ def _map(path: str, offset: int, shape: tuple[int, ...], sdt: np.dtype, dtype: s
         raise TensorLoadError(f"{path}: truncated: the payload ends past the end of the file")
     raw = np.zeros(shape, sdt) if need == 0 else np.memmap(path, dtype=sdt, mode="r", offset=offset,
                                                             shape=tuple(shape))
-    return raw, (dtype if dtype in _BITS_DTYPES else None)
+    return raw, (dtype if dtype in BITS_DTYPES else None)
 
 
 def _decode(bits: np.ndarray, dtype: str) -> np.ndarray:
@@ -140,8 +140,8 @@ def _device_windows(ref: TensorRef):
     if ref.storage != STORAGE_CANN or not ref.format or ref.format in PLAIN_FORMATS:
         return None
     try:
-        t = _cann_tensor(ref)
-        sdt = _stored_dtype(t.dtype)
+        t = cann_tensor(ref)
+        sdt = payload_dtype(t.dtype)
         if sdt is None or t.size < prod(t.shape) * sdt.itemsize:
             return None
         if os.path.getsize(ref.path) < t.offset + prod(t.shape) * sdt.itemsize:
@@ -150,11 +150,11 @@ def _device_windows(ref: TensorRef):
     except TensorLoadError:
         raise
     except Exception as exc:
-        raise _err(ref, exc) from None
+        raise load_error(ref, exc) from None
     if made is None or tuple(made[1]) != tuple(ref.shape):
         return None
     read, shape, lead = made
-    if t.dtype in _BITS_DTYPES:
+    if t.dtype in BITS_DTYPES:
         from dumpscope.core.formats.dtypes import decoded_numpy_dtype
 
         return read, shape, lead, (lambda x: _decode(np.ascontiguousarray(x), t.dtype)), \
@@ -197,7 +197,7 @@ def _by_windows(read: Callable[[int, int, int], np.ndarray], shape: tuple[int, .
     except TensorLoadError:
         raise
     except (OSError, ValueError) as exc:
-        raise _err(ref, exc) from None
+        raise load_error(ref, exc) from None
     values = np.concatenate(pieces) if pieces else np.zeros(0, vdt)
     values = values[:limit] if total > limit else values.reshape(out_shape)
     return SliceResult(out_shape, values.dtype, total, values, "windows")

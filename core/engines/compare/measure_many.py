@@ -154,13 +154,12 @@ def _pool(workers: Optional[int]):
     """A process pool like the index's (same size and start method, None where it would be None), but
     not niced: here the parent waits on the workers, so they are the ones to hurry."""
     import multiprocessing
-    import sys
     from concurrent.futures import ProcessPoolExecutor
 
     from dumpscope.core.index.dump_index import pool_size
 
     n = pool_size(workers)
-    if n <= 1 or "textual.app" in sys.modules:
+    if n <= 1:
         return None
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     try:

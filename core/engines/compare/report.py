@@ -454,15 +454,11 @@ def _frames(source: list[dict[str, Any]], stack: Optional[list]) -> Optional[lis
                      for s in source or []] or None
 
 
-def inside(path: str, root: str) -> bool:
-    """Is ``path`` at or under ``root`` (symlinks resolved)?"""
-    path, root = os.path.realpath(path), os.path.realpath(root)
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
 def check_outside(path: str, roots: Iterable[str]) -> None:
     """Results never go inside a dump tree."""
-    for root in roots:
-        if root and inside(path, root):
-            raise ExportError(f"{path}: inside the dump tree {root}; write it elsewhere (dumps are read-only)")
+    from dumpscope.core.support.tree_paths import tree_holding
+
+    root = tree_holding(path, roots)
+    if root is not None:
+        raise ExportError(f"{path}: inside the dump tree {root}; write it elsewhere (dumps are read-only)")
 

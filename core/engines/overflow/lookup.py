@@ -22,44 +22,9 @@ from dumpscope.core.engines.overflow.scan import OpCount, PlaceJob, count_ops, s
 if TYPE_CHECKING:
     from dumpscope.core.query import DumpQuery, OpRow
 
-_BAD = "(COALESCE(status, 0) != 0 OR nan > 0 OR posinf > 0 OR neginf > 0)"
-
-
-def _filters(rank: Optional[int], step: Optional[int], prefix: str = "") -> tuple[str, list]:
-    sql, params = "", []
-    if rank is not None:
-        sql += f" AND {prefix}rank=?"
-        params.append(rank)
-    if step is not None:
-        sql += f" AND {prefix}step=?"
-        params.append(step)
-    return sql, params
-
-
 def places(q: "DumpQuery", rank: Optional[int] = None, step: Optional[int] = None) -> list[dict[str, Any]]:
     """Every (rank, step) with ops, and what evidence its ops carry, ordered by step then rank."""
-    where, params = _filters(rank, step)
-    rows = q.index.query(
-        "SELECT rank, step, COUNT(*), SUM(COALESCE(status, 0) != 0), "
-        "SUM(nan IS NULL AND COALESCE(status, 0) = 0), SUM(nan IS NOT NULL AND evidence='stats'), "
-        "SUM(nan IS NOT NULL AND evidence='tensor') "
-        f"FROM ops WHERE graph_only=0{where} GROUP BY rank, step ORDER BY step, rank", params)
-    return [{"rank": r, "step": s, "ops": n, "opdebug": od or 0, "unknown": unk or 0, "stats": st or 0,
-             "tensor": te or 0} for r, s, n, od, unk, st, te in rows]
-
-
-def _units_of_place(q: "DumpQuery", rank: int, step: int) -> list[tuple]:
-    return q.index.query("SELECT id, op_id, path, storage, tensors FROM units WHERE rank=? AND step=?",
-                         (rank, step))
-
-
-def _units_of_ops(q: "DumpQuery", op_ids: list[int]) -> list[tuple]:
-    out: list[tuple] = []
-    for op_id in op_ids:
-        out += q.index.query("SELECT id, op_id, path, storage, tensors FROM units WHERE id=? AND op_id=id "
-                             "UNION ALL SELECT id, op_id, path, storage, tensors FROM units WHERE op_id=? "
-                             "AND op_id != id", (op_id, op_id))
-    return out
+    return q.overflow.places(rank, step)
 
 
 def _scan(q: "DumpQuery", todo: list[dict[str, Any]], scan: str,
@@ -69,29 +34,26 @@ def _scan(q: "DumpQuery", todo: list[dict[str, Any]], scan: str,
 
     Returns the counts of bad ops and of ops the index already calls bad (the report needs no
     others: clean counts are recorded on the ops), and per place (ops looked at, ops counted)."""
-    evidence = "nan IS NULL" if scan == "auto" else "(evidence IS NULL OR evidence != 'tensor')"
-    cond = f"graph_only=0 AND COALESCE(status, 0) = 0 AND {evidence}"
+    ask = q.overflow
     looked: dict[tuple[int, int], int] = {}
     total = 0
     for p in todo:
         key = (p["rank"], p["step"])
-        n_ops = q.index.query(f"SELECT COUNT(*) FROM ops WHERE rank=? AND step=? AND {cond}", key)[0][0]
+        n_ops, n_units = ask.unscanned_count(p["rank"], p["step"], scan)
         if n_ops:
             looked[key] = n_ops
-            total += q.index.query(f"SELECT COUNT(*) FROM units WHERE rank=? AND step=? AND op_id IN "
-                                   f"(SELECT id FROM ops WHERE rank=? AND step=? AND {cond})", key + key)[0][0]
+            total += n_units
 
     def loader(rank: int, step: int) -> Callable[[], list[tuple]]:
         def units() -> list[tuple]:
-            ids = {i for (i,) in q.index.query(f"SELECT id FROM ops WHERE rank=? AND step=? AND {cond}", (rank, step))}
-            rows = [u for u in _units_of_place(q, rank, step) if u[1] in ids]
+            ids = ask.unscanned_ids(rank, step, scan)
+            rows = [u for u in ask.units_at(rank, step) if u[1] in ids]
             missing = ids - {u[1] for u in rows}  # ops whose units were stored under another place
-            return rows + (_units_of_ops(q, sorted(missing)) if missing else [])
+            return rows + (ask.units_of_ops(sorted(missing)) if missing else [])
         return units
 
     def keep(rank: int, step: int) -> set[int]:
-        return {i for (i,) in q.index.query(f"SELECT id FROM ops WHERE rank=? AND step=? AND {cond} AND {_BAD}",
-                                            (rank, step))}
+        return ask.unscanned_ids(rank, step, scan, bad_only=True)
 
     jobs = (PlaceJob((r, s), loader(r, s), keep(r, s)) for (r, s) in looked)
     counts, counted = scan_places(q, jobs, total, progress, workers)
@@ -188,11 +150,9 @@ def _first_bad_index(q: "DumpQuery", op: "OpRow", counted: Optional[OpCount]) ->
 
 def _cached_first_bad(q: "DumpQuery", op: "OpRow") -> Optional[OpCount]:
     """The counts of an op's outputs kept by an earlier scan (for the first bad index)."""
-    from dumpscope.core.engines.overflow.scan import cached_results, ensure_table
-
-    ensure_table(q)
-    uids = [u[0] for u in _units_of_ops(q, [op.id])]
-    found = cached_results(q, uids)
+    q.overflow.ensure_counts_table()
+    uids = [u[0] for u in q.overflow.units_of_ops([op.id])]
+    found = q.overflow.cached_counts(uids)
     if not found:
         return None
     c = OpCount()
@@ -227,11 +187,7 @@ def overflow_report(q: "DumpQuery", rank: Optional[int] = None, step: Optional[i
                 left = n_ops - n_counted
                 p["unknown"] = min(p["unknown"], left)
                 p["tensor"] = max(p["tensor"], n_ops - left)
-    where, params = _filters(rank, step)
-    from dumpscope.core.query import _OP_COLS, _op
-
-    bad_ops = {r[0]: _op(r) for r in q.index.query(
-        f"SELECT {_OP_COLS} FROM ops WHERE graph_only=0{where} AND {_BAD}", params)}
+    bad_ops = q.overflow.bad_ops(rank, step)
     for op_id, c in counts.items():  # scanned now, not yet visible in the index (a writer held it)
         if c.bad and op_id not in bad_ops:
             op = q.op_by_id(op_id)
@@ -239,7 +195,7 @@ def overflow_report(q: "DumpQuery", rank: Optional[int] = None, step: Optional[i
                 bad_ops[op_id] = op
     flagged = [op for op in bad_ops.values() if op.status]
     if flagged:  # Opdebug-flagged ops: count their outputs too (few)
-        fresh = count_ops(q, {op.id for op in flagged}, _units_of_ops(q, [op.id for op in flagged]))
+        fresh = count_ops(q, {op.id for op in flagged}, q.overflow.units_of_ops([op.id for op in flagged]))
         counts.update(fresh)
     rows: list[dict[str, Any]] = []
     constant_rows: list[dict[str, Any]] = []
@@ -321,13 +277,7 @@ def _first_json(f: RankFirst) -> dict[str, Any]:
 
 def _problems(q: "DumpQuery", rank: Optional[int], step: Optional[int]) -> list[dict[str, str]]:
     """Output tensors an overflow scan could not read (kept in the index, so warm runs say so too)."""
-    from dumpscope.core.engines.overflow.scan import ensure_table
-
-    ensure_table(q)
-    where, params = _filters(rank, step, "u.")
-    return [{"path": _rel(q, p), "error": e} for p, e in q.index.query(
-        "SELECT u.path, n.error FROM nonfinite n JOIN units u ON u.id = n.unit_id "
-        f"WHERE n.error IS NOT NULL{where} ORDER BY u.path", params)]
+    return [{"path": _rel(q, p), "error": e} for p, e in q.overflow.unreadable_outputs(rank, step)]
 
 
 def _rel(q: "DumpQuery", path: str) -> str:
@@ -349,18 +299,12 @@ def trouble_places(q: "DumpQuery") -> dict[tuple[int, int], tuple[int, int]]:
     """Ops with overflow evidence already in the index, per (rank, step): (count, first exec index).
 
     Evidence from Opdebug, statistics and earlier scans; nothing is read (explorer pickers, status)."""
-    return {(r, s): (n, e if e is not None else 0) for r, s, n, e in q.index.query(
-        f"SELECT rank, step, COUNT(*), MIN(exec_index) FROM ops WHERE graph_only=0 AND step != ? AND {_BAD} "
-        "GROUP BY rank, step", (CONSTANTS_STEP,))}
+    return {(r, s): (n, e if e is not None else 0) for r, s, n, e in q.overflow.trouble_places()}
 
 
 def first_bad_op(q: "DumpQuery", rank: int, step: int) -> Optional["OpRow"]:
     """The first op of a place (execution order) with overflow evidence in the index, or None."""
-    from dumpscope.core.query import _OP_COLS, _op
-
-    rows = q.index.query(f"SELECT {_OP_COLS} FROM ops WHERE rank=? AND step=? AND graph_only=0 AND {_BAD} "
-                         "ORDER BY exec_index IS NULL, exec_index, seq LIMIT 1", (rank, step))
-    return _op(rows[0]) if rows else None
+    return q.overflow.first_bad_op(rank, step)
 
 
 def judge(q: "DumpQuery", op: "OpRow") -> Judgement:

@@ -8,8 +8,6 @@ answers from the index without reading a byte.
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
@@ -24,8 +22,6 @@ if TYPE_CHECKING:
 INLINE_BYTES = 8 << 20
 BATCH_BYTES = 16 << 20
 BATCH_UNITS = 256
-
-_TABLE = "CREATE TABLE IF NOT EXISTS nonfinite(unit_id INTEGER PRIMARY KEY, data TEXT, error TEXT)"
 
 
 @dataclass(slots=True)
@@ -57,14 +53,6 @@ class OpCount:
     @property
     def bad(self) -> bool:
         return bool(self.nan or self.posinf or self.neginf)
-
-
-def ensure_table(q: "DumpQuery") -> None:
-    with q.index._lock:
-        try:
-            q.index.conn.execute(_TABLE)
-        except sqlite3.OperationalError:
-            pass  # locked by a writer: nothing cached this time
 
 
 def _output_jobs(rows: Iterable[tuple]) -> tuple[list[UnitJob], dict[int, int], dict[int, int]]:
@@ -101,37 +89,11 @@ def _batches(jobs: list[UnitJob], size: dict[int, int]) -> list[list[UnitJob]]:
     return out
 
 
-def _store(q: "DumpQuery", results: list[tuple]) -> None:
-    """One transaction per batch of results; skipped (not cached) while another writer holds the file."""
-    if not results:
-        return
-    rows = [(uid, json.dumps(tensors), err) for uid, tensors, err in results]
-    with q.index._lock:
-        cur = q.index.conn.cursor()
-        try:
-            cur.execute("BEGIN IMMEDIATE")
-            cur.executemany("INSERT OR REPLACE INTO nonfinite VALUES(?, ?, ?)", rows)
-            cur.execute("COMMIT")
-        except sqlite3.OperationalError:
-            if q.index.conn.in_transaction:
-                cur.execute("ROLLBACK")
-
-
 def _result(fut, batch: list[UnitJob]) -> list[tuple]:
     try:
         return fut.result()
     except Exception:  # a worker died or could not start: count the batch here
         return scan_batch(batch)
-
-
-def cached_results(q: "DumpQuery", unit_ids: list[int]) -> dict[int, tuple]:
-    out: dict[int, tuple] = {}
-    for k in range(0, len(unit_ids), 900):
-        part = unit_ids[k:k + 900]
-        for uid, data, err in q.index.query(
-                f"SELECT unit_id, data, error FROM nonfinite WHERE unit_id IN ({','.join('?' * len(part))})", part):
-            out[uid] = (uid, json.loads(data), err)
-    return out
 
 
 def count_ops(q: "DumpQuery", op_ids: set[int], unit_rows: list[tuple],
@@ -184,7 +146,7 @@ def scan_places(q: "DumpQuery", places: Iterable[PlaceJob], total: int,
     (``record``), and dropped except for bad ops and ``keep`` ops.  ``total``: the units expected
     (the progress denominator; skipped units count as done).  Returns (kept counts by op id,
     ops counted per place key)."""
-    ensure_table(q)
+    q.overflow.ensure_counts_table()
     kept: dict[int, OpCount] = {}
     counted: dict[Any, int] = {}
     finished = 0
@@ -213,7 +175,7 @@ def scan_places(q: "DumpQuery", places: Iterable[PlaceJob], total: int,
         pending.extend(results)
         finished += len(results)
         if len(pending) >= 2000:
-            _store(q, pending)
+            q.overflow.store_counts(pending)
             pending = []
         st.left -= 1
         if st.left == 0:
@@ -245,7 +207,7 @@ def scan_places(q: "DumpQuery", places: Iterable[PlaceJob], total: int,
             rows = job.units()
             jobs, op_of, size = _output_jobs(rows)
             st = _PlaceState(job, op_of)
-            cached = cached_results(q, [j[0] for j in jobs])
+            cached = q.overflow.cached_counts([j[0] for j in jobs])
             st.add(cached.values())
             finished += len(cached) + len(rows) - len(jobs)  # units without outputs to read count as done
             del rows
@@ -267,7 +229,7 @@ def scan_places(q: "DumpQuery", places: Iterable[PlaceJob], total: int,
                 window = 2 * pool_size(workers)
             pump(drain=False)
         pump(drain=True)
-        _store(q, pending)
+        q.overflow.store_counts(pending)
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)

@@ -1,7 +1,7 @@
-"""The small query API the command line and the explorer share.
+"""The questions about one indexed dump tree that the command line and the explorer share.
 
 Views ask questions here and never touch files or SQL themselves.  Rows come back as
-plain dataclasses; ``*_json`` helpers give the exact documents of ``CLI.md``.
+plain dataclasses (``rows``); ``*_json`` helpers give the exact documents of ``CLI.md``.
 """
 
 from __future__ import annotations
@@ -9,155 +9,33 @@ from __future__ import annotations
 import difflib
 import json
 import math
-import os
 import re
 import sqlite3
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
-from dumpscope.core.index.dump_index import DumpIndex
-from dumpscope.core.layouts.paths import CONSTANTS_STEP
-from dumpscope.core.names import sanitize_name
 from dumpscope.core.graphs.source_frames import first_user_frame, mark_frames
-from dumpscope.core.units import unpack
+from dumpscope.core.index.dump_index import DumpIndex
+from dumpscope.core.names import sanitize_name
+from dumpscope.core.query.overflow import OverflowQueries
+from dumpscope.core.query.rows import (
+    AT_STEP,
+    KINDS,
+    OP_COLS,
+    U_COLS,
+    OpLookupError,
+    OpRow,
+    TensorRow,
+    chunks,
+    like_pattern,
+    op_row,
+    op_rows,
+    shown_step,
+    tensors_of_unit,
+    unit_tensors,
+)
 
-if TYPE_CHECKING:  # numpy is only imported when tensor data is actually read
+if TYPE_CHECKING:
     from dumpscope.core.graphs.source_match import SourceSpec
-    from dumpscope.core.tensors.load import TensorRef
-
-_OP_COLS = ("id, rank, step, graph, name, file_name, type, scope, exec_index, producer, joined, join_rule, "
-            "graph_only, nan, posinf, neginf, status, evidence, folder, task, stream, first_ts, watch_of, watch_after, kind, "
-            "join_note")
-#: ``--kind`` choices: an op-table row is an executed op, a parameter or a constant (``finalize.op_kind``)
-KINDS = ("op", "parameter", "constant", "all")
-#: one rank/step, constants included (they belong to no step)
-_AT_STEP = "(step=? OR (step=-1 AND kind='constant'))"
-_U_COLS = "id, op_id, path, storage, producer, ts, tensors"
-
-
-@dataclass(slots=True)
-class OpRow:
-    id: int
-    rank: int
-    step: int
-    graph: str
-    name: str
-    file_name: str
-    type: str
-    scope: str
-    exec_index: Optional[int]
-    producer: str
-    joined: Optional[str]
-    join_rule: Optional[str]
-    graph_only: int
-    nan: Optional[int]
-    posinf: Optional[int]
-    neginf: Optional[int]
-    status: Optional[int]
-    evidence: Optional[str]
-    folder: str
-    task: Optional[int]
-    stream: Optional[int]
-    first_ts: Optional[int]
-    watch_of: Optional[str] = None
-    watch_after: Optional[str] = None
-    kind: str = "op"  # "op" | "parameter" | "constant"
-    join_note: Optional[str] = None  # why the op kept its file-side name (shown with a "?")
-
-    @property
-    def short(self) -> str:
-        """The last name segment; for a file-side name placed under its scope, what follows the scope."""
-        if "/" not in self.name and self.scope:
-            prefix = sanitize_name(self.scope) + "_"
-            if self.name.startswith(prefix) and len(self.name) > len(prefix):
-                return self.name[len(prefix):]
-        return self.name.rsplit("/", 1)[-1]
-
-    @property
-    def bad(self) -> bool:
-        """Non-finite values or an overflow status are known for this op."""
-        return bool(self.status) or bool(self.nan) or bool(self.posinf) or bool(self.neginf)
-
-
-@dataclass(slots=True)
-class TensorRow:
-    id: int
-    op_id: int
-    io: str
-    slot: int
-    dtype: str
-    shape: tuple[int, ...]
-    format: str
-    device_shape: tuple[int, ...]
-    path: str
-    storage: str
-    stored_dtype: str
-    offset: int
-    nbytes: int
-    sub_format: int
-    producer: str
-    stats: Optional[dict[str, Any]]
-    extra: dict[str, Any] = field(default_factory=dict)
-    ts: Optional[int] = None
-
-    def ref(self) -> "TensorRef":
-        from dumpscope.core.tensors.load import TensorRef
-
-        return TensorRef(path=self.path, storage=self.storage, io=self.io, slot=self.slot, dtype=self.dtype,
-                         stored_dtype=self.stored_dtype, shape=self.shape, format=self.format,
-                         device_shape=self.device_shape, offset=self.offset, nbytes=self.nbytes,
-                         sub_format=self.sub_format, extra=self.extra)
-
-    @property
-    def label(self) -> str:
-        return f"{self.io}.{self.slot}"
-
-
-def _op(row: tuple) -> OpRow:
-    return OpRow(*row)
-
-
-#: ``_OP_COLS`` holding few distinct strings in a place: graph, type, producer, join_rule, evidence, folder, kind
-_FEW_VALUED = (3, 6, 9, 11, 17, 18, 24)
-
-
-def _ops_of(rows: Iterable[tuple]) -> list[OpRow]:
-    """OpRows of many rows, each few-valued string one shared object (SQLite returns a new one per row):
-    ~400 bytes less an op, which ``compare`` holding both sides of a 100k-op place (~200 MB) notices."""
-    seen: dict[str, str] = {}
-    out = []
-    for row in rows:
-        vals = list(row)
-        for i in _FEW_VALUED:
-            v = vals[i]
-            if v is not None:
-                vals[i] = seen.setdefault(v, v)
-        out.append(OpRow(*vals))
-    return out
-
-
-def _tensors_of_unit(row: tuple) -> list[TensorRow]:
-    """The tensors packed in one stored unit; a tensor's id is ``unit id << 16 | position``."""
-    uid, op_id, path, storage, producer, ts, packed = row
-    return [TensorRow((uid << 16) | t["index"], op_id, t["io"], t["slot"], t["dtype"], t["shape"], t["format"],
-                      t["device_shape"], path, storage, t["stored_dtype"], t["offset"], t["nbytes"], t["sub_format"],
-                      producer, t["stats"], t["extra"], ts) for t in unpack(packed)]
-
-
-def _unit_tensors(row: tuple, entries: list) -> list[TensorRow]:
-    """``_tensors_of_unit`` of a unit whose packed tensors are already decoded (``units.unpack``'s fields)."""
-    uid, op_id, path, storage, producer, ts, _packed = row
-    return [TensorRow((uid << 16) | k, op_id, io, slot, dtype, tuple(shape), fmt, tuple(dshape), path, storage, sdt,
-                      off, nb, subf, producer, stats, extra or {}, ts)
-            for k, (io, slot, dtype, shape, fmt, dshape, sdt, off, nb, subf, stats, extra) in enumerate(entries)]
-
-
-class OpLookupError(LookupError):
-    """An OP argument matched no op or several; ``matches`` holds the closest names."""
-
-    def __init__(self, message: str, matches: list[str]) -> None:
-        super().__init__(message)
-        self.matches = matches
 
 
 class DumpQuery:
@@ -169,6 +47,11 @@ class DumpQuery:
     @property
     def root(self) -> str:
         return self.index.root
+
+    @property
+    def overflow(self) -> OverflowQueries:
+        """The overflow evidence questions (``engines.overflow`` asks them)."""
+        return OverflowQueries(self)
 
     # -- what is there ----------------------------------------------------------------
 
@@ -199,6 +82,22 @@ class DumpQuery:
     def problems(self) -> list[dict[str, str]]:
         # files changed in place since they were read are read again by the update (core.freshness)
         return [{"path": p, "error": e} for p, e in self.index.query("SELECT path, error FROM problems ORDER BY path, error")]
+
+    def problem_count(self) -> int:
+        """The problems stored so far, counted as they are (``problems`` lists them)."""
+        return self.index.query("SELECT COUNT(*) FROM problems")[0][0]
+
+    def has_place(self, rank: int, step: int) -> bool:
+        """Whether any op row (an index seek) lies at ``rank`` and ``step``."""
+        return bool(self.index.query("SELECT 1 FROM ops WHERE rank=? AND step=? LIMIT 1", (rank, step)))
+
+    def stored_layout_names(self) -> list[str]:
+        """The producers of the folders stored so far, by name (``dirs.layouts``: one short JSON list per
+        folder): what a partial result can say without counting the files of every unit (``layouts``)."""
+        names: set[str] = set()
+        for (used,) in self.index.query("SELECT DISTINCT layouts FROM dirs WHERE layouts IS NOT NULL"):
+            names.update(json.loads(used))
+        return sorted(names)
 
     def layouts(self, files_by_producer: Optional[dict[str, int]] = None) -> list[dict[str, Any]]:
         """Producers found, with their file counts (computed once per index build; ``summary``
@@ -337,14 +236,14 @@ class DumpQuery:
                 and kind == "op":
             # Visible ops of one rank/step are numbered 0..n-1 in execution order, so a page is a
             # range of exec_index: no OFFSET scan, constant time however deep the page is.
-            return [_op(r) for r in self.index.query(
-                f"SELECT {_OP_COLS} FROM ops{where} AND exec_index >= ? ORDER BY exec_index, seq LIMIT ?",
+            return [op_row(r) for r in self.index.query(
+                f"SELECT {OP_COLS} FROM ops{where} AND exec_index >= ? ORDER BY exec_index, seq LIMIT ?",
                 params + [offset, limit])]
-        sql = f"SELECT {_OP_COLS} FROM ops{where} ORDER BY rank, step < 0, step, exec_index IS NULL, exec_index, seq"
+        sql = f"SELECT {OP_COLS} FROM ops{where} ORDER BY rank, step < 0, step, exec_index IS NULL, exec_index, seq"
         if limit is not None:
             sql += " LIMIT ? OFFSET ?"
             params += [limit, offset]
-        return _ops_of(self.index.query(sql, params))
+        return op_rows(self.index.query(sql, params))
 
     def count_ops(self, rank: Optional[int] = None, step: Optional[int] = None, grep: Optional[str] = None,
                   kind: str = "op") -> int:
@@ -352,8 +251,8 @@ class DumpQuery:
         return self.index.query(f"SELECT COUNT(*) FROM ops{where}", params)[0][0]
 
     def op_by_id(self, op_id: int) -> Optional[OpRow]:
-        rows = self.index.query(f"SELECT {_OP_COLS} FROM ops WHERE id=?", (op_id,))
-        return _op(rows[0]) if rows else None
+        rows = self.index.query(f"SELECT {OP_COLS} FROM ops WHERE id=?", (op_id,))
+        return op_row(rows[0]) if rows else None
 
     def ops_by_id(self, op_ids: Iterable[int]) -> dict[int, OpRow]:
         """``op_by_id`` of many ops in a few queries (ids that name no op are left out)."""
@@ -361,9 +260,9 @@ class DumpQuery:
         out: dict[int, OpRow] = {}
         for k in range(0, len(ids), 900):  # under SQLite's 999 parameters
             part = ids[k:k + 900]
-            for row in self.index.query(f"SELECT {_OP_COLS} FROM ops WHERE id IN ({','.join('?' * len(part))})",
+            for row in self.index.query(f"SELECT {OP_COLS} FROM ops WHERE id IN ({','.join('?' * len(part))})",
                                         part):
-                out[row[0]] = _op(row)
+                out[row[0]] = op_row(row)
         return out
 
     def op_position(self, op: OpRow, grep: Optional[str] = None) -> int:
@@ -376,9 +275,9 @@ class DumpQuery:
     def tensors(self, op_id: int) -> list[TensorRow]:
         """An op's tensors, inputs first, each by slot."""
         rows = self.index.query(  # the op's own unit by id, the others through the partial index units_op
-            f"SELECT {_U_COLS} FROM units WHERE id=? AND op_id=id UNION ALL "
-            f"SELECT {_U_COLS} FROM units WHERE op_id=? AND op_id != id ORDER BY id", (op_id, op_id))
-        out = [t for row in rows for t in _tensors_of_unit(row)]
+            f"SELECT {U_COLS} FROM units WHERE id=? AND op_id=id UNION ALL "
+            f"SELECT {U_COLS} FROM units WHERE op_id=? AND op_id != id ORDER BY id", (op_id, op_id))
+        out = [t for row in rows for t in tensors_of_unit(row)]
         out.sort(key=lambda t: (t.io != "input", t.slot))
         return out
 
@@ -390,8 +289,8 @@ class DumpQuery:
             part = ids[k:k + 450]
             marks = ",".join("?" * len(part))
             for row in self.index.query(
-                    f"SELECT {_U_COLS} FROM units WHERE id IN ({marks}) AND op_id=id UNION ALL "
-                    f"SELECT {_U_COLS} FROM units WHERE op_id IN ({marks}) AND op_id != id", part + part):
+                    f"SELECT {U_COLS} FROM units WHERE id IN ({marks}) AND op_id=id UNION ALL "
+                    f"SELECT {U_COLS} FROM units WHERE op_id IN ({marks}) AND op_id != id", part + part):
                 found[row[1]].append(row)
         every = [row for rows in found.values() for row in rows]
         try:  # one JSON document for every unit: the decoder's per-call cost once, not per unit
@@ -402,8 +301,8 @@ class DumpQuery:
         out: dict[int, list[TensorRow]] = {}
         for op_id, rows in found.items():
             rows.sort(key=lambda r: r[0])
-            tensors = [t for row in rows for t in (_unit_tensors(row, decoded[row[0]]) if row[0] in decoded
-                                                   else _tensors_of_unit(row))]
+            tensors = [t for row in rows for t in (unit_tensors(row, decoded[row[0]]) if row[0] in decoded
+                                                   else tensors_of_unit(row))]
             tensors.sort(key=lambda t: (t.io != "input", t.slot))
             out[op_id] = tensors
         return out
@@ -435,7 +334,7 @@ class DumpQuery:
             ("file_name=?", [s]),
             ("joined=?", [text]),
         ):
-            rows = self.index.query(f"SELECT {_OP_COLS} FROM ops WHERE {sql} AND rank=? AND {_AT_STEP} "
+            rows = self.index.query(f"SELECT {OP_COLS} FROM ops WHERE {sql} AND rank=? AND {AT_STEP} "
                                     "AND graph_only=0 ORDER BY exec_index IS NULL, exec_index, seq",
                                     params + [rank, step])
             if rows and len({r[4] for r in rows}) == 1:
@@ -444,13 +343,13 @@ class DumpQuery:
                 names = [f"{r[4]} (exec {r[8]})" for r in rows[:8]]
                 raise OpLookupError(f"op {text!r} is ambiguous at rank {rank} step {step}: {len(rows)} ops", names)
         # a unique suffix (e.g. "Conv2D-op0" or the last scope segments) is accepted too
-        rows = self.index.query(f"SELECT {_OP_COLS} FROM ops WHERE rank=? AND {_AT_STEP} AND graph_only=0 AND "
+        rows = self.index.query(f"SELECT {OP_COLS} FROM ops WHERE rank=? AND {AT_STEP} AND graph_only=0 AND "
                                 "(name LIKE ? ESCAPE '\\' OR file_name LIKE ? ESCAPE '\\') "
                                 "ORDER BY exec_index IS NULL, exec_index, seq",
-                                [rank, step, "%/" + _like(text), "%_" + _like(s)])
+                                [rank, step, "%/" + like_pattern(text), "%_" + like_pattern(s)])
         if rows and len({r[4] for r in rows}) == 1:
             return self._pick_run(rows, text, rank, step, run)
-        names = [r[0] for r in self.index.query(f"SELECT name FROM ops WHERE rank=? AND {_AT_STEP} AND graph_only=0",
+        names = [r[0] for r in self.index.query(f"SELECT name FROM ops WHERE rank=? AND {AT_STEP} AND graph_only=0",
                                                 (rank, step))]
         if len(rows) > 1:
             raise OpLookupError(f"op {text!r} is ambiguous at rank {rank} step {step}: {len(rows)} ops",
@@ -466,7 +365,7 @@ class DumpQuery:
         """Execution ``run`` (default 0) of the rows of one op name, in execution order."""
         k = 0 if run is None else run
         if 0 <= k < len(rows):
-            return _op(rows[k])
+            return op_row(rows[k])
         raise OpLookupError(f"op {text!r} ran {len(rows)} time{'s' if len(rows) != 1 else ''} at rank {rank} "
                             f"step {step}: run {k} does not exist (runs: "
                             f"{', '.join(f'{i} (exec {r[8]})' for i, r in enumerate(rows[:20]))})", [])
@@ -476,9 +375,30 @@ class DumpQuery:
         once per iteration, each run its own row (``finalize._group_ops``); the first is run 0."""
         if op.graph_only:
             return [op]
-        rows = self.index.query(f"SELECT {_OP_COLS} FROM ops WHERE name=? AND rank=? AND step=? AND graph_only=0 "
+        rows = self.index.query(f"SELECT {OP_COLS} FROM ops WHERE name=? AND rank=? AND step=? AND graph_only=0 "
                                 "ORDER BY exec_index IS NULL, exec_index, seq", (op.name, op.rank, op.step))
-        return [_op(r) for r in rows] or [op]
+        return [op_row(r) for r in rows] or [op]
+
+    def runs_named(self, name: str, rank: Optional[int] = None) -> list[OpRow]:
+        """Every execution of the op named ``name`` at every step (of ``rank``, or every rank), by rank,
+        step, then execution order (``trend``: one tensor across the job)."""
+        sql = f"SELECT {OP_COLS} FROM ops WHERE name=? AND graph_only=0"
+        params: list[Any] = [name]
+        if rank is not None:
+            sql += " AND rank=?"
+            params.append(rank)
+        return [op_row(r) for r in self.index.query(
+            sql + " ORDER BY rank, step, exec_index IS NULL, exec_index, seq", params)]
+
+    def first_named(self, text: str, rank: Optional[int] = None) -> Optional[OpRow]:
+        """The op named ``text`` (graph or file spelling) at the first step (of ``rank``) that has it."""
+        sql = f"SELECT {OP_COLS} FROM ops WHERE (name=? OR file_name=? OR file_name=?) AND graph_only=0"
+        params: list[Any] = [text, text, sanitize_name(text)]
+        if rank is not None:
+            sql += " AND rank=?"
+            params.append(rank)
+        rows = self.index.query(sql + " ORDER BY step, rank, exec_index LIMIT 1", params)
+        return op_row(rows[0]) if rows else None
 
     def run_of(self, op: OpRow) -> tuple[int, list[OpRow]]:
         """(which execution ``op`` is, every execution of its name at its place)."""
@@ -495,12 +415,12 @@ class DumpQuery:
         if len(hits) >= limit:
             return hits
         seen = {h.id for h in hits}
-        pattern = "%" + "%".join(_like(c) for c in text.lower()) + "%"
+        pattern = "%" + "%".join(like_pattern(c) for c in text.lower()) + "%"
         where, params = self._where(rank, step, None, kind="all")
         rows = self.index.query(
-            f"SELECT {_OP_COLS} FROM ops{where} AND (lower(name) LIKE ? ESCAPE '\\' OR lower(type) LIKE ? "
+            f"SELECT {OP_COLS} FROM ops{where} AND (lower(name) LIKE ? ESCAPE '\\' OR lower(type) LIKE ? "
             "ESCAPE '\\') ORDER BY exec_index IS NULL, exec_index LIMIT ?", params + [pattern, pattern, limit])
-        more = [_op(r) for r in rows if r[0] not in seen]
+        more = [op_row(r) for r in rows if r[0] not in seen]
         more.sort(key=lambda o: _fuzzy_score(text.lower(), o.name.lower()))
         return hits + more[: limit - len(hits)]
 
@@ -527,8 +447,8 @@ class DumpQuery:
         return counts, order, bad
 
     def ops_in_scope(self, rank: int, step: int, graph: str, scope: str) -> list[OpRow]:
-        return [_op(r) for r in self.index.query(
-            f"SELECT {_OP_COLS} FROM ops WHERE rank=? AND step=? AND graph=? AND scope=? AND kind='op' "
+        return [op_row(r) for r in self.index.query(
+            f"SELECT {OP_COLS} FROM ops WHERE rank=? AND step=? AND graph=? AND scope=? AND kind='op' "
             "AND graph_only != 2 ORDER BY exec_index IS NULL, exec_index, seq",
             (rank, step, graph, scope))]
 
@@ -540,20 +460,20 @@ class DumpQuery:
 
     def snapshots_of(self, op: OpRow) -> list[OpRow]:
         """The Dump-Watch snapshots of a watched op, in the order they were taken."""
-        return [_op(r) for r in self.index.query(
-            f"SELECT {_OP_COLS} FROM ops WHERE rank=? AND step=? AND graph=? AND graph_only=2 AND watch_of=? "
+        return [op_row(r) for r in self.index.query(
+            f"SELECT {OP_COLS} FROM ops WHERE rank=? AND step=? AND graph=? AND graph_only=2 AND watch_of=? "
             "ORDER BY first_ts IS NULL, first_ts, seq", (op.rank, op.step, op.graph, sanitize_name(op.file_name)))]
 
     def kind_counts(self, rank: int, step: int) -> dict[tuple[str, str], int]:
         """Parameters and constants per (graph, kind) of one rank/step: one tree node each."""
         return {(g, k): n for g, k, n in self.index.query(
-            f"SELECT graph, kind, COUNT(*) FROM ops WHERE rank=? AND {_AT_STEP} AND kind != 'op' "
+            f"SELECT graph, kind, COUNT(*) FROM ops WHERE rank=? AND {AT_STEP} AND kind != 'op' "
             "GROUP BY graph, kind", (rank, step))}
 
     def ops_of_kind(self, rank: int, step: int, graph: str, kind: str) -> list[OpRow]:
         """The parameters (or constants) of one graph, by name."""
-        return [_op(r) for r in self.index.query(
-            f"SELECT {_OP_COLS} FROM ops WHERE rank=? AND {_AT_STEP} AND graph=? AND kind=? ORDER BY name, seq",
+        return [op_row(r) for r in self.index.query(
+            f"SELECT {OP_COLS} FROM ops WHERE rank=? AND {AT_STEP} AND graph=? AND kind=? ORDER BY name, seq",
             (rank, step, graph, kind))]
 
     # -- graph neighbourhood ----------------------------------------------------------------
@@ -564,13 +484,10 @@ class DumpQuery:
                  "graph": None, "input_descs": [], "output_descs": [], "join_rule": op.join_rule}
         if not op.joined:
             return empty
-        gkey = self.index.query("SELECT value FROM meta WHERE key=?", (f"gkey:{op.rank}:{op.graph}",))
-        if not gkey:
+        gkey = self.graph_key(op)
+        data = self.graph_node(gkey, op.joined) if gkey is not None else None
+        if data is None:
             return empty
-        rows = self.index.query("SELECT data FROM graph_nodes WHERE gkey=? AND name=?", (gkey[0][0], op.joined))
-        if not rows:
-            return empty
-        data = json.loads(rows[0][0])
         gname = self.index.query("SELECT name, path FROM graphs WHERE gkey=?", (f"{op.rank}:{op.graph}",))
         return {
             "inputs_from": [i for i in data.get("inputs", []) if i],
@@ -587,14 +504,28 @@ class DumpQuery:
     def loaded_parameter(self, op: OpRow, node: str) -> Optional[str]:
         """The Parameter a MindSpore ``Load`` node of ``op``'s graph reads (``param:conv2.weight`` → the
         name), or None: a weight reaches its kernel through a Load, which is no dumped op."""
-        gkey = self.index.query("SELECT value FROM meta WHERE key=?", (f"gkey:{op.rank}:{op.graph}",))
-        if not gkey:
+        gkey = self.graph_key(op)
+        data = self.graph_node(gkey, node) if gkey is not None else None
+        if data is None:
             return None
-        rows = self.index.query("SELECT data FROM graph_nodes WHERE gkey=? AND name=?", (gkey[0][0], node))
+        first = next((i for i in data.get("inputs", []) if i), "")
+        return first[len("param:"):] if first.startswith("param:") else None
+
+    def graph_key(self, op: OpRow) -> Optional[str]:
+        """The key of the graph joined to ``op``'s rank and graph (one parsed graph can serve several ranks),
+        or None when no graph was joined."""
+        rows = self.index.query("SELECT value FROM meta WHERE key=?", (f"gkey:{op.rank}:{op.graph}",))
+        return rows[0][0] if rows else None
+
+    def graph_node(self, gkey: str, name: str) -> Optional[dict[str, Any]]:
+        """A node of graph ``gkey`` by its graph-side name: its stored fields (inputs, control, consumers,
+        attrs, source, descs) and its ``type``; None when the graph has no such node."""
+        rows = self.index.query("SELECT type, data FROM graph_nodes WHERE gkey=? AND name=?", (gkey, name))
         if not rows:
             return None
-        first = next((i for i in json.loads(rows[0][0]).get("inputs", []) if i), "")
-        return first[len("param:"):] if first.startswith("param:") else None
+        data = json.loads(rows[0][1])
+        data["type"] = rows[0][0]
+        return data
 
     def ops_at_source(self, spec: "SourceSpec", rank: Optional[int] = None, step: Optional[int] = None,
                       grep: Optional[str] = None, kind: str = "op") -> list[OpRow]:
@@ -616,7 +547,7 @@ class DumpQuery:
                 g_rank, _, graph = key[len("gkey:"):].partition(":")
                 if rank is not None and int(g_rank) != rank:
                     continue
-                for chunk in _chunks(sorted(names), 500):
+                for chunk in chunks(sorted(names), 500):
                     marks = ",".join("?" * len(chunk))
                     ids.update(i for (i,) in self.index.query(
                         f"SELECT id FROM ops WHERE rank=? AND graph=? AND joined IN ({marks})",
@@ -624,35 +555,35 @@ class DumpQuery:
         from dumpscope.core.layouts.py_stack import frames_from_stack
 
         for (uid, op_id, path, storage, producer, ts, packed) in self.index.query(
-                f"SELECT {_U_COLS} FROM units WHERE instr(tensors, ?) > 0", (spec.needle,)):
+                f"SELECT {U_COLS} FROM units WHERE instr(tensors, ?) > 0", (spec.needle,)):
             if any(spec.in_stack(frames_from_stack(t.extra.get("stack") or []))
-                   for t in _tensors_of_unit((uid, op_id, path, storage, producer, ts, packed))):
+                   for t in tensors_of_unit((uid, op_id, path, storage, producer, ts, packed))):
                 ids.add(op_id if op_id is not None else uid)
         if not ids:
             return []
         where, params = self._where(rank, step, grep, kind=kind)
         rows: list[tuple] = []
-        for chunk in _chunks(sorted(ids), 500):
+        for chunk in chunks(sorted(ids), 500):
             marks = ",".join("?" * len(chunk))
-            rows.extend(self.index.query(f"SELECT {_OP_COLS}, seq FROM ops{where} AND id IN ({marks})",
+            rows.extend(self.index.query(f"SELECT {OP_COLS}, seq FROM ops{where} AND id IN ({marks})",
                                          params + list(chunk)))
         rows.sort(key=lambda r: (r[1], r[2], r[8] if r[8] is not None else 1 << 62, r[-1]))
-        return [_op(r[:-1]) for r in rows]
+        return [op_row(r[:-1]) for r in rows]
 
     def find_by_graph_name(self, name: str, rank: int, step: int, graph: Optional[str] = None) -> Optional[OpRow]:
         """The dumped op joined to graph node ``name`` (for following input/consumer links)."""
         producer = name.rsplit(":", 1)[0] if re.search(r":-?\d+$", name) else name
         params: list[Any] = [producer, rank, step]
-        sql = f"SELECT {_OP_COLS} FROM ops WHERE (joined=? ) AND rank=? AND step=?"
+        sql = f"SELECT {OP_COLS} FROM ops WHERE (joined=? ) AND rank=? AND step=?"
         if graph is not None:
             sql += " AND graph=?"
             params.append(graph)
         rows = self.index.query(sql, params)
         if rows:
-            return _op(rows[0])
-        rows = self.index.query(f"SELECT {_OP_COLS} FROM ops WHERE (name=? OR file_name=?) AND rank=? AND step=?",
+            return op_row(rows[0])
+        rows = self.index.query(f"SELECT {OP_COLS} FROM ops WHERE (name=? OR file_name=?) AND rank=? AND step=?",
                                 (producer, sanitize_name(producer), rank, step))
-        return _op(rows[0]) if rows else None
+        return op_row(rows[0]) if rows else None
 
     # -- JSON documents ---------------------------------------------------------------------
 
@@ -809,11 +740,6 @@ class DumpQuery:
         return _described(doc, t)
 
 
-def shown_step(step: int) -> Optional[int]:
-    """The step as users see it: MindSpore's ``constants/`` folder is in no step (None, JSON null), never
-    the -1 the index files it under (``layouts.paths.CONSTANTS_STEP``)."""
-    return None if step == CONSTANTS_STEP else step
-
 
 def _call_site(source: list[dict[str, Any]], tensors: list[TensorRow]) -> tuple[list[dict[str, Any]], Optional[list]]:
     """The graph node's source frames; without them, the frames of the first stack a tensor record
@@ -850,14 +776,6 @@ def _json_default(v: Any) -> Any:
         return v.item()
     return str(v)
 
-
-def _chunks(items: list, size: int):
-    for i in range(0, len(items), size):
-        yield items[i:i + size]
-
-
-def _like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _fuzzy_score(needle: str, hay: str) -> tuple[int, int]:

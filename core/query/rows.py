@@ -1,0 +1,169 @@
+"""The index's op and tensor rows as records: their column lists, and the decoding every query shares.
+
+Here, apart from the questions (``dump_query``, ``overflow``), because each question module builds on them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional
+
+from dumpscope.core.layouts.paths import CONSTANTS_STEP
+from dumpscope.core.names import sanitize_name
+from dumpscope.core.units import unpack
+
+if TYPE_CHECKING:  # numpy is only imported when tensor data is actually read
+    from dumpscope.core.tensors.load import TensorRef
+
+OP_COLS = ("id, rank, step, graph, name, file_name, type, scope, exec_index, producer, joined, join_rule, "
+           "graph_only, nan, posinf, neginf, status, evidence, folder, task, stream, first_ts, watch_of, watch_after, kind, "
+           "join_note")
+#: ``--kind`` choices: an op-table row is an executed op, a parameter or a constant (``finalize.op_kind``)
+KINDS = ("op", "parameter", "constant", "all")
+#: one rank/step, constants included (they belong to no step)
+AT_STEP = "(step=? OR (step=-1 AND kind='constant'))"
+U_COLS = "id, op_id, path, storage, producer, ts, tensors"
+
+
+@dataclass(slots=True)
+class OpRow:
+    id: int
+    rank: int
+    step: int
+    graph: str
+    name: str
+    file_name: str
+    type: str
+    scope: str
+    exec_index: Optional[int]
+    producer: str
+    joined: Optional[str]
+    join_rule: Optional[str]
+    graph_only: int
+    nan: Optional[int]
+    posinf: Optional[int]
+    neginf: Optional[int]
+    status: Optional[int]
+    evidence: Optional[str]
+    folder: str
+    task: Optional[int]
+    stream: Optional[int]
+    first_ts: Optional[int]
+    watch_of: Optional[str] = None
+    watch_after: Optional[str] = None
+    kind: str = "op"  # "op" | "parameter" | "constant"
+    join_note: Optional[str] = None  # why the op kept its file-side name (shown with a "?")
+
+    @property
+    def short(self) -> str:
+        """The last name segment; for a file-side name placed under its scope, what follows the scope."""
+        if "/" not in self.name and self.scope:
+            prefix = sanitize_name(self.scope) + "_"
+            if self.name.startswith(prefix) and len(self.name) > len(prefix):
+                return self.name[len(prefix):]
+        return self.name.rsplit("/", 1)[-1]
+
+    @property
+    def bad(self) -> bool:
+        """Non-finite values or an overflow status are known for this op."""
+        return bool(self.status) or bool(self.nan) or bool(self.posinf) or bool(self.neginf)
+
+
+@dataclass(slots=True)
+class TensorRow:
+    id: int
+    op_id: int
+    io: str
+    slot: int
+    dtype: str
+    shape: tuple[int, ...]
+    format: str
+    device_shape: tuple[int, ...]
+    path: str
+    storage: str
+    stored_dtype: str
+    offset: int
+    nbytes: int
+    sub_format: int
+    producer: str
+    stats: Optional[dict[str, Any]]
+    extra: dict[str, Any] = field(default_factory=dict)
+    ts: Optional[int] = None
+
+    def ref(self) -> "TensorRef":
+        from dumpscope.core.tensors.load import TensorRef
+
+        return TensorRef(path=self.path, storage=self.storage, io=self.io, slot=self.slot, dtype=self.dtype,
+                         stored_dtype=self.stored_dtype, shape=self.shape, format=self.format,
+                         device_shape=self.device_shape, offset=self.offset, nbytes=self.nbytes,
+                         sub_format=self.sub_format, extra=self.extra)
+
+    @property
+    def label(self) -> str:
+        return f"{self.io}.{self.slot}"
+
+
+def op_row(row: tuple) -> OpRow:
+    return OpRow(*row)
+
+
+#: ``OP_COLS`` holding few distinct strings in a place: graph, type, producer, join_rule, evidence, folder, kind
+FEW_VALUED = (3, 6, 9, 11, 17, 18, 24)
+
+
+def op_rows(rows: Iterable[tuple]) -> list[OpRow]:
+    """OpRows of many rows, each few-valued string one shared object (SQLite returns a new one per row):
+    ~400 bytes less an op, which ``compare`` holding both sides of a 100k-op place (~200 MB) notices."""
+    seen: dict[str, str] = {}
+    out = []
+    for row in rows:
+        vals = list(row)
+        for i in FEW_VALUED:
+            v = vals[i]
+            if v is not None:
+                vals[i] = seen.setdefault(v, v)
+        out.append(OpRow(*vals))
+    return out
+
+
+def tensors_of_unit(row: tuple) -> list[TensorRow]:
+    """The tensors packed in one stored unit; a tensor's id is ``unit id << 16 | position``."""
+    uid, op_id, path, storage, producer, ts, packed = row
+    return [TensorRow((uid << 16) | t["index"], op_id, t["io"], t["slot"], t["dtype"], t["shape"], t["format"],
+                      t["device_shape"], path, storage, t["stored_dtype"], t["offset"], t["nbytes"], t["sub_format"],
+                      producer, t["stats"], t["extra"], ts) for t in unpack(packed)]
+
+
+def unit_tensors(row: tuple, entries: list) -> list[TensorRow]:
+    """``tensors_of_unit`` of a unit whose packed tensors are already decoded (``units.unpack``'s fields)."""
+    uid, op_id, path, storage, producer, ts, _packed = row
+    return [TensorRow((uid << 16) | k, op_id, io, slot, dtype, tuple(shape), fmt, tuple(dshape), path, storage, sdt,
+                      off, nb, subf, producer, stats, extra or {}, ts)
+            for k, (io, slot, dtype, shape, fmt, dshape, sdt, off, nb, subf, stats, extra) in enumerate(entries)]
+
+
+class OpLookupError(LookupError):
+    """An OP argument matched no op or several; ``matches`` holds the closest names."""
+
+    def __init__(self, message: str, matches: list[str]) -> None:
+        super().__init__(message)
+        self.matches = matches
+
+
+
+def shown_step(step: int) -> Optional[int]:
+    """The step as users see it: MindSpore's ``constants/`` folder is in no step (None, JSON null), never
+    the -1 the index files it under (``layouts.paths.CONSTANTS_STEP``)."""
+    return None if step == CONSTANTS_STEP else step
+
+
+
+def chunks(items: list, size: int) -> Iterator[list]:
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
+
+
+def like_pattern(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
