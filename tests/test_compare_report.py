@@ -219,7 +219,6 @@ def test_xlsx_from_the_cli_matches_the_csv(dumps, ours, tmp_path):
 # -- the explorer's compare export ----------------------------------------------------------------
 
 async def test_explorer_exports_the_compare_table(tmp_path, monkeypatch):
-    pytest.importorskip("textual")
     from test_tui_support import make_ms_tree, set_env, settle, wait_ready
     from dumpscope.tui.app import DumpscopeApp
 

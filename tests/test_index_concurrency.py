@@ -281,7 +281,6 @@ def test_damage_met_by_a_query_after_opening_is_rebuilt_once(tree, tmp_path, cap
 
 
 async def test_explorer_answers_when_the_cache_disk_is_full(tree, tmp_path, monkeypatch):
-    pytest.importorskip("textual")
     from test_tui_support import set_env, wait_ready
 
     from dumpscope.tui.app import DumpscopeApp

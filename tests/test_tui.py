@@ -13,12 +13,10 @@ import pytest
 from test_tui_support import INF_DOWNSTREAM, INF_OP, lenet_dump, make_ms_tree, screen_text, search_and_open, set_env, \
     settle, wait_ready
 
-pytest.importorskip("textual")
-
-from dumpscope.tui.app import DumpscopeApp  # noqa: E402
-from dumpscope.tui.main_screen import MainScreen  # noqa: E402
-from dumpscope.tui.oplist import OpList  # noqa: E402
-from dumpscope.tui.optree import OpTree  # noqa: E402
+from dumpscope.tui.app import DumpscopeApp
+from dumpscope.tui.main_screen import MainScreen
+from dumpscope.tui.oplist import OpList
+from dumpscope.tui.optree import OpTree
 
 SIZE = (80, 24)
 

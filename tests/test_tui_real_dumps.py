@@ -25,9 +25,7 @@ from conftest import DATA
 from test_tui_keys import burst
 from test_tui_support import REAL_LENET, screen_text, search_and_open, set_env, wait_ready
 
-pytest.importorskip("textual")
-
-from dumpscope.tui.app import DumpscopeApp  # noqa: E402
+from dumpscope.tui.app import DumpscopeApp
 
 SIZE = (80, 24)
 
