@@ -13,9 +13,7 @@ import pytest
 
 from test_tui_support import sample_lenet, set_env, settle, wait_ready
 
-pytest.importorskip("pytest_textual_snapshot")
-
-from dumpscope.tui.app import DumpscopeApp  # noqa: E402
+from dumpscope.tui.app import DumpscopeApp
 
 SIZE = (80, 24)
 
