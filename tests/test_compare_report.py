@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import unpack_data
+from conftest import DATA, unpack_data
 from dumpscope.core.engines.compare import report as cr
 from dumpscope.tui.cli import main
 
-MSPROBE_CSV = Path(__file__).parent / "data" / "msprobe_compare" / "compare_result_msp_b_vs_msp_a.csv"
+MSPROBE_CSV = DATA / "msprobe_compare" / "compare_result_msp_b_vs_msp_a.csv"
 
 
 @pytest.fixture(scope="module")

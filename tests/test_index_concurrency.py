@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from conftest import REPO
 from dumpscope.core.index.cache import index_path
 from dumpscope.core.index.dump_index import DumpIndex
 from dumpscope.core.query import DumpQuery
 from synth.faults import write_fault_corpus
 from dumpscope.tui import cli
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
