@@ -11,9 +11,26 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-REAL_TAR = SHARED / "real_dumps" / "mindspore-2.10-cpu-lenet.tar.gz"
+#: real dumps written by the tools, kept with the tests (tarballs, each with the script that made it)
+DATA = REPO / "tests" / "data"
+#: the committed sample trees (sample_dumps/generate.py)
 SAMPLES = REPO / "sample_dumps"
+#: The one setting for where the project's shared real data lives (real_dumps/, real_samples/): the folder
+#: ``$DUMPSCOPE_TEST_SHARED`` names, else ``shared`` beside the checkout.  CI has it; a user's clone does not,
+#: so the tests that need it ask through ``shared()`` and skip there, and fail where the variable names a
+#: folder that is not there (a setting given and wrong is an error, not a reason to skip).
+SHARED_SETTING = os.environ.get("DUMPSCOPE_TEST_SHARED", "")
+SHARED = Path(SHARED_SETTING) if SHARED_SETTING else REPO.parent / "shared"
+
+
+def shared(*parts: str) -> Path:
+    """``SHARED/parts``, or the test skips (no shared data beside this checkout) or fails (the setting is wrong)."""
+    path = SHARED.joinpath(*parts)
+    if path.exists():
+        return path
+    if SHARED_SETTING:
+        pytest.fail(f"DUMPSCOPE_TEST_SHARED={SHARED_SETTING}: {path} is not there")
+    pytest.skip(f"{path} is not here (the shared real data: put it beside the checkout or set DUMPSCOPE_TEST_SHARED)")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -49,10 +66,9 @@ def _no_terminal_size(monkeypatch):
 @pytest.fixture(scope="session")
 def real_lenet_tree(tmp_path_factory) -> Path:
     """The real MindSpore 2.10 LeNet dump, unpacked read-only into a temp dir (skips without shared/)."""
-    if not REAL_TAR.exists():
-        pytest.skip("../shared/real_dumps is not available in this checkout")
+    tar_path = shared("real_dumps", "mindspore-2.10-cpu-lenet.tar.gz")
     dest = tmp_path_factory.mktemp("real_lenet")
-    with tarfile.open(REAL_TAR) as tar:
+    with tarfile.open(tar_path) as tar:
         tar.extractall(dest, filter="data")
     return dest / "out"
 
@@ -76,9 +92,6 @@ def tiny(tmp_path, monkeypatch) -> Path:
 
     set_env(monkeypatch, tmp_path)
     return make_ms_tree(tmp_path / "trees")
-
-
-DATA = Path(__file__).parent / "data"
 
 
 def unpack_data(tmp_path_factory, name: str) -> Path:

@@ -5,17 +5,17 @@ from __future__ import annotations
 import os
 import struct
 
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-ml_dtypes = pytest.importorskip("ml_dtypes")
-
-from dumpscope.core.formats import dump_data_pb2 as pb  # noqa: E402
-from dumpscope.core.formats.cann_dump import (DumpFormatError, check_complete, load_raw, load_tensor,  # noqa: E402
+from conftest import shared
+from dumpscope.core.formats import dump_data_pb2 as pb
+from dumpscope.core.formats.cann_dump import (DumpFormatError, check_complete, load_raw, load_tensor,
                                               read_header)
-from synth.cann_writer import SynthTensor, encode_dump, write_dump  # noqa: E402
+from synth.cann_writer import SynthTensor, encode_dump, write_dump
 
 RNG = np.random.default_rng(7)
 TS = 1673383728093446
@@ -266,9 +266,7 @@ def test_fuzz_only_dump_format_error(tmp_path, junk, plausible_len):
 
 
 def test_real_samples_absent_or_not_dumps():
-    root = "/work/shared/real_samples"
-    if not os.path.isdir(root):
-        pytest.skip("shared samples not available")
+    root = str(shared("real_samples"))
     # no real binary dump exists publicly; any non-dump file must be rejected cleanly
     for name in os.listdir(root):
         try:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import shared
 from dumpscope.core.formats.cann_names import parse_dump_name, read_mapping_csv, sanitize
 
 
@@ -59,11 +58,8 @@ def test_stats_csv():
 
 
 def test_stats_real_sample_name():
-    root = "/work/shared/real_samples"
-    if not os.path.isdir(root):
-        pytest.skip("shared samples not available")
     name = "FIXTURE_cann_per_op_stats.Conv2D.conv1.1.2.1700000000000000.csv"
-    assert os.path.exists(os.path.join(root, name))
+    assert shared("real_samples", name).is_file()
     n = parse_dump_name(name.replace("FIXTURE_cann_per_op_stats.", ""))
     assert n.kind == "stats" and n.timestamp == 1700000000000000
 

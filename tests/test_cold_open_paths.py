@@ -64,7 +64,6 @@ def test_the_builder_steps_back_only_in_a_process_group_of_its_own(own_group):
 
 
 def test_partial_results_name_the_same_layouts_as_the_finished_index(built):
-    pytest.importorskip("textual")
     from dumpscope.tui.app import IndexReady
 
     partial = IndexReady(built, final=False, facts=built)
@@ -78,7 +77,6 @@ async def test_the_next_partial_results_wait_until_these_are_painted(built, tmp_
     """A cold build's partial results are posted one at a time: the flag that holds back the next ones
     is cleared after the frame showing these was painted, not when their handler starts (a second
     tree load before that paint would delay the first ops)."""
-    pytest.importorskip("textual")
     from test_tui_support import set_env, wait_ready
 
     from dumpscope.tui.app import DumpscopeApp, IndexReady
@@ -99,7 +97,6 @@ async def test_the_next_partial_results_wait_until_these_are_painted(built, tmp_
 
 
 def test_every_module_warmed_up_during_a_cold_build_exists():
-    pytest.importorskip("textual")
     import importlib
 
     from dumpscope.tui.app import WARM_UP

@@ -267,13 +267,10 @@ def test_pool_and_batches_give_the_per_pair_answer(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("sample", ["compare_golden", "msprobe", "troubleshooter", "stats_only", "mindspore_lenet_sync"])
 def test_tensors_of_is_tensors_of_each_op(tmp_path, sample):
-    from pathlib import Path
-
+    from conftest import SAMPLES
     from dumpscope.core.query import open_query
 
-    root = Path(__file__).resolve().parent.parent / "sample_dumps" / sample
-    if not root.is_dir():
-        pytest.skip(f"no sample {sample}")
+    root = SAMPLES / sample
     q = open_query(str(root), cache_directory=tmp_path / "cache")
     ids = [o.id for o in q.ops(kind="all")]
     got = q.tensors_of(ids)

@@ -200,7 +200,8 @@ def test_csv_columns_carry_the_judgement(pairs, capsys, tmp_path):
 
 
 def test_xlsx_summary_sheet_says_precision_and_evidence(pairs, capsys, tmp_path):
-    openpyxl = pytest.importorskip("openpyxl")
+    import openpyxl
+
     golden, target = pair(pairs, "tiny_gpt", "bf16")
     doc = doc_of(capsys, golden, target)
     out = tmp_path / "r.xlsx"

@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import unpack_data
+from conftest import DATA, unpack_data
 from dumpscope.core.engines.compare import report as cr
 from dumpscope.tui.cli import main
 
-MSPROBE_CSV = Path(__file__).parent / "data" / "msprobe_compare" / "compare_result_msp_b_vs_msp_a.csv"
+MSPROBE_CSV = DATA / "msprobe_compare" / "compare_result_msp_b_vs_msp_a.csv"
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +180,8 @@ def test_dump_names_cannot_become_formulas_or_escapes(tmp_path):
 
 
 def test_xlsx_rows_highlighted_as_msprobe_did(tmp_path):
-    openpyxl = pytest.importorskip("openpyxl")
+    import openpyxl
+
     out = tmp_path / "t.xlsx"
     assert cr.write_xlsx(DOC, str(out)) == 4
     wb = openpyxl.load_workbook(out)
@@ -200,7 +201,8 @@ def test_xlsx_rows_highlighted_as_msprobe_did(tmp_path):
 
 
 def test_xlsx_from_the_cli_matches_the_csv(dumps, ours, tmp_path):
-    openpyxl = pytest.importorskip("openpyxl")
+    import openpyxl
+
     out = tmp_path / "r.xlsx"
     assert main(["compare", str(dumps / "msp_a"), str(dumps / "msp_b"), "-o", str(out)]) == 0
     header, rows, _ = ours
@@ -219,7 +221,6 @@ def test_xlsx_from_the_cli_matches_the_csv(dumps, ours, tmp_path):
 # -- the explorer's compare export ----------------------------------------------------------------
 
 async def test_explorer_exports_the_compare_table(tmp_path, monkeypatch):
-    pytest.importorskip("textual")
     from test_tui_support import make_ms_tree, set_env, settle, wait_ready
     from dumpscope.tui.app import DumpscopeApp
 

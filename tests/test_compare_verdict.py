@@ -6,13 +6,12 @@ test_compare_precision.py)."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
 from dumpscope.core.engines.compare import Thresholds, compare_arrays, compare_stats
 from dumpscope.core.engines.compare.verdict import element_rtol, judge_value
-
-ml_dtypes = pytest.importorskip("ml_dtypes")
 
 
 def test_rule1_a_float_dtype_difference_is_judged_at_the_coarser_not_an_error():

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-ml_dtypes = pytest.importorskip("ml_dtypes")
-
 from dumpscope.core.formats import dtypes
-from dumpscope.core.formats.dtypes import DtypeError, decode, itemsize_bits, normalize_dtype, storage_numpy_dtype  # noqa: E402
+from dumpscope.core.formats.dtypes import DtypeError, decode, itemsize_bits, normalize_dtype, storage_numpy_dtype
 
 
 def test_proto_table_matches_formats_md():

@@ -234,11 +234,9 @@ def test_a_dump_with_only_the_pb_still_joins_its_graph(real_lenet_copy):
 def test_real_atc_json_and_doc_excerpt_under_any_name(tmp_path):
     """``atc --mode=1`` JSON (real, CANN 5.1) under the name the user chose, and the CANN doc's real
     ``ge_proto`` excerpt, alone in a folder: both graphs and all their ops are listed."""
-    from conftest import SHARED
+    from conftest import shared
 
-    samples = SHARED / "real_samples"
-    if not (samples / "atc_om_model_sub_model.json").exists():
-        pytest.skip("../shared/real_samples is not available")
+    samples = shared("real_samples")
     shutil.copy(samples / "atc_om_model_sub_model.json", tmp_path / "my_model.json")
     shutil.copy(samples / "ge_proto_Build_excerpt_from_cann_doc.txt", tmp_path / "ge_proto_00292_Build.txt")
     model = json.loads((samples / "atc_om_model_sub_model.json").read_text())

@@ -12,6 +12,7 @@ from google.protobuf import text_format
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import shared
 from dumpscope.core.graphs import (
     GraphParseError,
     detect_graph_kind,
@@ -25,7 +26,6 @@ from dumpscope.core.graphs import ge_text
 from dumpscope.core.graphs.pbtext import parse_text_tree
 from synth.ge_graph_writer import build_model, ge_graph_text, write_ge_graph
 
-SAMPLES = Path("/work/shared/real_samples")
 
 OPS = [
     {"name": "data", "type": "Data", "inputs": [""], "id": 0,
@@ -395,9 +395,7 @@ def test_tree_reader_one_line_messages_and_lists() -> None:
 
 
 def test_real_build_excerpt() -> None:
-    path = SAMPLES / "ge_proto_Build_excerpt_from_cann_doc.txt"
-    if not path.is_file():
-        pytest.skip("real_samples not available")
+    path = shared("real_samples", "ge_proto_Build_excerpt_from_cann_doc.txt")
     graphs = parse_ge_text(path)
     assert graphs[0].name == "ge_default_20240613143502_1"
     node = graphs[0].nodes["atomic_addr_clean0_71"]
@@ -405,9 +403,7 @@ def test_real_build_excerpt() -> None:
 
 
 def test_real_atc_json() -> None:
-    path = SAMPLES / "atc_om_model_sub_model.json"
-    if not path.is_file():
-        pytest.skip("real_samples not available")
+    path = shared("real_samples", "atc_om_model_sub_model.json")
     raw = json.loads(path.read_text())
     graph = parse_ge_json(path)[0]
     assert graph.name == "sub_model_NPU_0"

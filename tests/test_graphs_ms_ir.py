@@ -9,11 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import shared
 from dumpscope.core.graphs import GraphParseError, detect_graph_kind, load_graph_file, parse_ir, sanitize_name
 
-SHARED = Path("/work/shared")
-LENET_TAR = SHARED / "real_dumps" / "mindspore-2.10-cpu-lenet.tar.gz"
-REAL_IR = SHARED / "real_samples" / "ms_kbyk_18_validate_0068.ir"
 
 # r2.x style, kernel-selected graph: params block with device types, three type lines,
 # "# Fullname with scope", shared-line suffix, TupleGetItem, a value call, two subgraphs.
@@ -275,10 +273,9 @@ def test_fuzz_random_text(text: str) -> None:
 
 @pytest.fixture(scope="module")
 def lenet_ir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not LENET_TAR.is_file():
-        pytest.skip("real LeNet dump not available")
+    lenet_tar = shared("real_dumps", "mindspore-2.10-cpu-lenet.tar.gz")
     dest = tmp_path_factory.mktemp("lenet")
-    with tarfile.open(LENET_TAR) as tar:
+    with tarfile.open(lenet_tar) as tar:
         member = next(m for m in tar.getmembers() if m.name.endswith("graphs/ms_output_trace_code_graph_0.ir"))
         try:
             tar.extract(member, dest, filter="data")
@@ -310,10 +307,8 @@ def test_real_lenet_ir(lenet_ir: Path) -> None:
 
 
 def test_real_kbyk_ir_multi_subgraph() -> None:
-    if not REAL_IR.is_file():
-        pytest.skip("real_samples not available")
     warnings: list[str] = []
-    graph = parse_ir(REAL_IR, warnings=warnings)
+    graph = parse_ir(shared("real_samples", "ms_kbyk_18_validate_0068.ir"), warnings=warnings)
     assert warnings == []
     assert graph.name == "19_1___main___Net_construct_72"
     assert len(graph.subgraphs) == 2

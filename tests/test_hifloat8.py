@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 
+from conftest import DATA
 from dumpscope.core.formats.dtypes import HIFLOAT8_LUT, decode, decoded_numpy_dtype, nbytes_for
 
-TOOL = json.loads((Path(__file__).parent / "data" / "msaccucmp_hifloat8.json").read_text())["values"]
+TOOL = json.loads((DATA / "msaccucmp_hifloat8.json").read_text())["values"]
 
 #: codes where msaccucmp disagrees with the HiF8 definition: dot 0001 (exponent 0, 3-bit mantissa:
 #: 1.0 .. 1.875) and dot 001 (exponent ±1: 2 .. 3.75 and 0.5 .. 0.9375) of both signs, and 0xEF,

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from conftest import REPO
 from dumpscope.core.index.cache import index_path
 from dumpscope.core.index.dump_index import DumpIndex
 from dumpscope.core.query import DumpQuery
 from synth.faults import write_fault_corpus
 from dumpscope.tui import cli
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -281,7 +281,6 @@ def test_damage_met_by_a_query_after_opening_is_rebuilt_once(tree, tmp_path, cap
 
 
 async def test_explorer_answers_when_the_cache_disk_is_full(tree, tmp_path, monkeypatch):
-    pytest.importorskip("textual")
     from test_tui_support import set_env, wait_ready
 
     from dumpscope.tui.app import DumpscopeApp

@@ -9,11 +9,9 @@ import pytest
 
 from test_tui_support import set_env, settle, wait_ready
 
-pytest.importorskip("textual")
-
-from dumpscope.core.inert import inert  # noqa: E402
-from synth.faults import HOSTILE_NAMES, HOSTILE_TYPE, write_hostile_tree  # noqa: E402
-from dumpscope.tui.app import DumpscopeApp  # noqa: E402
+from dumpscope.core.inert import inert
+from synth.faults import HOSTILE_NAMES, HOSTILE_TYPE, write_hostile_tree
+from dumpscope.tui.app import DumpscopeApp
 
 RAW = [chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0), 0x202E)]
 

@@ -70,7 +70,6 @@ def test_a_second_op_on_a_taken_node_says_which_op_holds_it(tmp_path, capsys):
 
 
 async def test_the_detail_shows_who_holds_the_node(tmp_path, monkeypatch):
-    pytest.importorskip("textual")
     from test_tui_support import screen_text, set_env, settle, wait_ready
 
     from dumpscope.tui.app import DumpscopeApp

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import shared
 from dumpscope.core.layouts.base import DirListing
 from dumpscope.core.layouts.msprobe import (
     MsprobeLayout,
@@ -25,8 +26,6 @@ from dumpscope.core.layouts.msprobe import (
 from dumpscope.core.model import ExecOrder, Problem, TensorRecord
 from synth.api_dump_writer import simulate_small_net, write_msprobe_tree
 
-REAL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.pardir,
-                    "shared", "real_samples")
 
 
 def scan(root: str, layout=None):
@@ -236,12 +235,12 @@ def test_infinite_statistics_strings_and_bool_tensors(tmp_path):
     assert (flag_rec.stats["max"], flag_rec.stats["min"]) == (1.0, 0.0) and "nan" not in str(flag_rec.stats)
 
 
-@pytest.mark.skipif(not os.path.isdir(REAL), reason="shared real samples not available")
 def test_real_mindspore_mix_sample(tmp_path):
+    real = shared("real_samples")
     rank = tmp_path / "step0" / "rank"
     rank.mkdir(parents=True)
     for kind in ("dump", "stack", "construct"):
-        shutil.copy(os.path.join(REAL, f"msprobe_ms_mix_{kind}.json"), rank / f"{kind}.json")
+        shutil.copy(real / f"msprobe_ms_mix_{kind}.json", rank / f"{kind}.json")
     items, _ = scan(str(tmp_path))
     assert not [i for i in items if isinstance(i, Problem)]
     recs = by_key(items)

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import shared
 from dumpscope.core.formats.opdebug import (
     OpdebugError, decode_opdebug_payload, overflowing, parse_opdebug_json, read_opdebug_file,
     read_opdebug_json, status_words,
@@ -18,7 +19,6 @@ from synth.opdebug_writer import (
     encode_opdebug_file, encode_opdebug_payload_new, encode_opdebug_payload_old, write_opdebug_file,
 )
 
-SAMPLE = Path("/work/shared/real_samples/opdebug_parsed_output0_from_cann_doc.json")
 AICORE = dict(model_id=514, stream_id=563, task_id=57, task_type=0, pc_start=0x1008005B0000,
               para_base=0x100800297000, kernel_code=0x1008005AE000, block_idx=1, status=32)
 
@@ -154,9 +154,8 @@ def test_json_old_new_and_block_id(tmp_path: Path) -> None:
             parse_opdebug_json(doc)
 
 
-@pytest.mark.skipif(not SAMPLE.is_file(), reason="/work/shared/real_samples not available")
 def test_real_cann_doc_json() -> None:
-    recs = read_opdebug_json(str(SAMPLE))
+    recs = read_opdebug_json(str(shared("real_samples", "opdebug_parsed_output0_from_cann_doc.json")))
     assert [r.kind for r in overflowing(recs)] == ["AI Core"]
     ai = recs[2]
     assert (ai.model_id, ai.stream_id, ai.task_id, ai.status) == (514, 563, 57, 32)

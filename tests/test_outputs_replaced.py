@@ -42,8 +42,6 @@ def _linked(tree: Path, out: Path) -> tuple[Path, bytes]:
     ("redump.json", ["--export-config"]),
 ])
 def test_compare_outputs_replace_a_hard_link_to_a_dump_file(ms, tmp_path, capsys, name, extra):
-    if name.endswith(".xlsx"):
-        pytest.importorskip("openpyxl")
     out = tmp_path / name
     victim, before = _linked(ms, out)
     code, _, err = run(["compare", str(ms), str(ms), *extra, str(out), "--no-cache"], capsys)

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import REPO
 from dumpscope import __version__
 
-ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ("pyproject.toml", "README.md", "LICENSE", "dumpscope", "core", "tui")
 
 
@@ -43,7 +43,7 @@ def wheel_file(tmp_path_factory) -> Path:
         pytest.skip("this venv's setuptools cannot build wheels (pip install 'setuptools>=70.1')")
     src = tmp_path_factory.mktemp("src")
     for name in SOURCES:
-        p = ROOT / name
+        p = REPO / name
         if p.is_dir():
             shutil.copytree(p, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,8 +23,6 @@ from dumpscope.core.engines.compare.metrics import measure_arrays
 from dumpscope.core.engines.compare.origin import OpFacts, RowFacts, Walk, first_divergence
 from dumpscope.core.engines.compare.precision import error_of, judged_dtype, unit_roundoff
 from dumpscope.core.formats.pt_reader import load_pt
-
-ml_dtypes = pytest.importorskip("ml_dtypes")
 
 #: format -> (numpy dtype, the magnitudes its normal numbers hold comfortably: rms kept inside)
 FORMATS = {

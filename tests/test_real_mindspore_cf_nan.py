@@ -104,7 +104,6 @@ def test_trend_keeps_every_run_of_a_loop_body_op(capsys, dump, tmp_path):
 
 
 async def test_the_explorer_says_which_run_an_op_is_and_trends_that_run(dump, tmp_path, monkeypatch):
-    pytest.importorskip("textual")
     from test_tui_support import set_env, settle, wait_ready
 
     from dumpscope.tui.app import DumpscopeApp
@@ -176,7 +175,6 @@ def test_convert_of_a_loop_body_op_writes_every_run(capsys, dump, tmp_path):
 async def test_the_explorer_opens_on_the_op_whose_output_went_nan_first(dump, tmp_path, monkeypatch, capsys):
     """Once overflow has run, the explorer opens on its origin.  The oracle: of every output file MindSpore
     wrote in step 0, the earliest (by its timestamp) holding a NaN is the first run's Sqrt output."""
-    pytest.importorskip("textual")
     from test_tui_support import set_env, wait_ready
 
     from dumpscope.tui.app import DumpscopeApp

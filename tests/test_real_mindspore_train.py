@@ -94,7 +94,6 @@ def test_show_reaches_the_users_net_py_line(capsys, dumps, tree):
 
 
 def test_explorer_tree_has_one_collapsed_parameters_node(dumps, tmp_path, monkeypatch):
-    pytest.importorskip("textual")
     import asyncio
 
     from test_tui_support import set_env, wait_ready

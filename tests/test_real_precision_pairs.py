@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import pytest
 
-from conftest import SHARED, unpack_data
+from conftest import shared, unpack_data
 from dumpscope.core.engines.compare import compare_dumps
 from dumpscope.core.query import open_query
 
@@ -130,9 +130,7 @@ MIXER_WANT = {"cpu_fp32": None, "gpu_bf16": None, "gpu_fp16": None,
 
 @pytest.fixture(scope="module")
 def mixer(tmp_path_factory) -> Path:
-    tar = SHARED / "real_dumps" / "gpu-msprobe-mixer.tar.gz"
-    if not tar.is_file():
-        pytest.skip("../shared/real_dumps/gpu-msprobe-mixer.tar.gz is not available in this checkout")
+    tar = shared("real_dumps", "gpu-msprobe-mixer.tar.gz")
     out = tmp_path_factory.mktemp("mixer")
     with tarfile.open(tar) as t:
         t.extractall(out, filter="data")

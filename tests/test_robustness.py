@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import REPO
 from dumpscope.core.formats.device_format import FORMAT_CODE_OF
 from dumpscope.core.formats.dtypes import PROTO_CODE_OF
 from dumpscope.core.formats import dump_data_pb2 as pb
@@ -30,7 +31,6 @@ from synth.cann_writer import SynthTensor, encode_dump, write_dump
 from synth.faults import CANN_STEP, MS_STEP, write_fault_corpus, write_good_trees
 from dumpscope.tui.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
 MODEL = ("20240613143502", "0", "ge_default_1", "1")
 
 

@@ -16,8 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLES = REPO / "sample_dumps"
+from conftest import SAMPLES
 
 
 def _generator():

@@ -75,7 +75,6 @@ def test_constants_are_listed_without_a_step(capsys, ms20, tmp_path):
 
 
 async def test_the_explorer_shows_a_constant_without_a_step(ms20, tmp_path, monkeypatch):
-    pytest.importorskip("textual")
     from test_tui_support import screen_text, set_env, settle, wait_ready
 
     from dumpscope.tui.app import DumpscopeApp

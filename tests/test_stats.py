@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,8 +13,6 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from dumpscope.core.tensors.stats import TensorStats, compute_stats, compute_stats_chunks, stats_from_row
-
-ml_dtypes = pytest.importorskip("ml_dtypes")
 
 CLI_KEYS = {"count", "min", "max", "mean", "std", "l2norm", "zeros", "nan", "posinf", "neginf"}
 

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import shared
 from dumpscope.core.formats.stats_csv import (
     KIND_ADUMP, KIND_CANN, KIND_MINDSPORE, KIND_MSPROBE, STAT_KEYS, StatsCsvError, ops_from_file_name,
     parse_stats_csv, read_stats_csv,
@@ -19,7 +20,6 @@ from synth.stats_csv_writer import (
     array_stats, write_cann_stats_csv, write_ms_statistic_csv, write_msprobe_statistic_csv,
 )
 
-SAMPLES = Path("/work/shared/real_samples")
 
 
 def _arrays():
@@ -164,16 +164,16 @@ def test_stats_row_to_tensor_stats(tmp_path: Path) -> None:
     assert st_.max == pytest.approx(_ref(a)["max"])
 
 
-@pytest.mark.skipif(not SAMPLES.is_dir(), reason="/work/shared/real_samples not available")
 def test_real_samples() -> None:
-    ms = read_stats_csv(str(SAMPLES / "ms_kbyk_statistic_max_min_l2norm.csv"))
+    samples = shared("real_samples")
+    ms = read_stats_csv(str(samples / "ms_kbyk_statistic_max_min_l2norm.csv"))
     assert ms.kind == KIND_MINDSPORE and ms.warnings == [] and len(ms.rows) == 15
     cast_in = ms.rows[7]
     assert (cast_in.op_type, cast_in.op_name, cast_in.io, cast_in.slot, cast_in.dtype, cast_in.shape) == (
         "Cast", "Default_Cast-op0", "input", 1, "int64", ())
     assert cast_in.stats["max"] == 30 and cast_in.stats["l2norm"] == 30 and cast_in.timestamp == 1733905446824053
     assert ms.rows[11].stats["min"] == 0.5 and ms.rows[8].dtype == "bool"
-    cann = read_stats_csv(str(SAMPLES / "FIXTURE_cann_per_op_stats.Conv2D.conv1.1.2.1700000000000000.csv"))
+    cann = read_stats_csv(str(samples / "FIXTURE_cann_per_op_stats.Conv2D.conv1.1.2.1700000000000000.csv"))
     assert cann.kind == KIND_CANN and cann.warnings == []
     r = cann.rows[0]
     assert (r.op_type, r.op_name, r.task, r.stream, r.timestamp) == ("Conv2D", "conv1", 1, 2, 1700000000000000)

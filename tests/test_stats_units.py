@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from conftest import SAMPLES
 from dumpscope.core.index import finalize as fin
 from dumpscope.core.index.dump_index import DumpIndex
 from dumpscope.core.query import DumpQuery
@@ -101,7 +102,7 @@ def test_the_per_op_unit_is_the_pack_of_the_csv_records(tmp_path):
         write_cann_stats_csv(folder, "Add", f"net/blk{k}/Add", k + 1, 2, 1700000000000000 + k,
                              inputs=[(a, dtype, fmt), (a * 0, dtype, fmt)], outputs=[(b.astype(dtype), dtype, fmt)])
     paths = sorted(folder.iterdir())
-    sample = Path(__file__).resolve().parent.parent / "sample_dumps" / "stats_only"
+    sample = SAMPLES / "stats_only"
     paths += sorted(p for p in sample.rglob("*.csv") if p.name.count(".") >= 5)
     place = place_of(tuple(folder.parts[-5:]))
     made = 0

@@ -103,7 +103,6 @@ def test_pane_uses_the_bounded_slice(refs, monkeypatch):
 
 async def test_explorer_slice_of_a_device_tensor_reads_only_its_slabs(refs, tmp_path, monkeypatch):
     """The tensor pane's slice goes through tensor_slice: the whole-tensor loader is never called."""
-    pytest.importorskip("textual")
     from test_tui_support import set_env, settle, wait_ready
 
     from dumpscope.tui.app import DumpscopeApp

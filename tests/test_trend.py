@@ -5,15 +5,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-from pathlib import Path
 
 import numpy as np
 
+from conftest import SAMPLES
 from synth.job_tree import _place_values, write_cann_job
 from dumpscope.core.engines.trend import marks, sparkline
 from dumpscope.tui.cli import main
-
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_dumps"
 
 
 def run(capsys, *args):

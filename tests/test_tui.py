@@ -10,31 +10,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from test_tui_support import INF_DOWNSTREAM, INF_OP, lenet_dump, make_ms_tree, screen_text, search_and_open, set_env, \
-    settle, wait_ready
+from test_tui_support import INF_DOWNSTREAM, INF_OP, make_ms_tree, screen_text, search_and_open, set_env, settle, wait_ready
 
-pytest.importorskip("textual")
-
-from dumpscope.tui.app import DumpscopeApp  # noqa: E402
-from dumpscope.tui.main_screen import MainScreen  # noqa: E402
-from dumpscope.tui.oplist import OpList  # noqa: E402
-from dumpscope.tui.optree import OpTree  # noqa: E402
+from dumpscope.tui.app import DumpscopeApp
+from dumpscope.tui.main_screen import MainScreen
+from dumpscope.tui.oplist import OpList
+from dumpscope.tui.optree import OpTree
 
 SIZE = (80, 24)
 
 
-@pytest.fixture(scope="module")
-def lenet_tree(tmp_path_factory) -> Path:
-    path = lenet_dump(tmp_path_factory.mktemp("lenet"))
-    if path is None:
-        pytest.skip("real LeNet dump not available (/work/shared is absent in a user's clone)")
-    return path
-
-
 @pytest.fixture
-def lenet(lenet_tree, tmp_path, monkeypatch) -> Path:
+def lenet(real_lenet_tree, tmp_path, monkeypatch) -> Path:
+    """The real MindSpore 2.10 LeNet dump (conftest: skipped without the shared data)."""
     set_env(monkeypatch, tmp_path)
-    return lenet_tree
+    return real_lenet_tree
 
 
 def app_for(path: Path, **kwargs) -> DumpscopeApp:

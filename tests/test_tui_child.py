@@ -13,7 +13,6 @@ import pytest
 from conftest import cli_json
 from test_tui_support import INF_DOWNSTREAM, INF_OP, child_hooks, make_ms_tree, screen_text, set_env, settle, wait_ready
 
-pytest.importorskip("textual")
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the child process path is POSIX only")
 
 from dumpscope.core.engines import child_jobs

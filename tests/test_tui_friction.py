@@ -17,18 +17,16 @@ import pytest
 from conftest import SAMPLES, cli_json, unpack_data
 from test_tui_support import help_text, screen_text, search_and_open, set_env, settle, wait_ready
 
-pytest.importorskip("textual")
+from textual.binding import Binding
 
-from textual.binding import Binding  # noqa: E402
-
-from dumpscope.tui.app import DumpscopeApp  # noqa: E402
-from dumpscope.tui.detail import OpDetail  # noqa: E402
-from dumpscope.tui.keylist import KeyOptionList  # noqa: E402
-from dumpscope.tui.main_screen import MainScreen  # noqa: E402
-from dumpscope.tui.oplist import OpList  # noqa: E402
-from dumpscope.tui.optree import OpTree  # noqa: E402
-from dumpscope.tui.tensor_panel import TensorPanel  # noqa: E402
-from dumpscope.tui.view_graph import GraphScreen  # noqa: E402
+from dumpscope.tui.app import DumpscopeApp
+from dumpscope.tui.detail import OpDetail
+from dumpscope.tui.keylist import KeyOptionList
+from dumpscope.tui.main_screen import MainScreen
+from dumpscope.tui.oplist import OpList
+from dumpscope.tui.optree import OpTree
+from dumpscope.tui.tensor_panel import TensorPanel
+from dumpscope.tui.view_graph import GraphScreen
 
 SIZE = (80, 24)
 

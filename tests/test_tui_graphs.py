@@ -12,11 +12,9 @@ import pytest
 from conftest import unpack_data
 from test_tui_support import screen_text, search_and_open, set_env, settle, wait_ready
 
-pytest.importorskip("textual")
-
-from dumpscope.tui.app import DumpscopeApp  # noqa: E402
-from dumpscope.tui.detail import OpDetail  # noqa: E402
-from dumpscope.tui.main_screen import MainScreen  # noqa: E402
+from dumpscope.tui.app import DumpscopeApp
+from dumpscope.tui.detail import OpDetail
+from dumpscope.tui.main_screen import MainScreen
 
 SIZE = (80, 24)
 

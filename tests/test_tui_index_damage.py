@@ -10,8 +10,6 @@ import pytest
 
 from test_tui_support import TINY_OPS, make_ms_tree, screen_text, set_env, settle, wait_ready
 
-pytest.importorskip("textual")
-
 
 def _damage_ops_table(db: Path) -> None:
     """Overwrite the ops table's root page (opening the file still works: the damage shows up only

@@ -8,11 +8,9 @@ import pytest
 
 from test_tui_support import screen_text, settle, wait_ready
 
-pytest.importorskip("textual")
-
-from dumpscope.tui.app import DumpscopeApp  # noqa: E402
-from dumpscope.tui.help import HelpScreen  # noqa: E402
-from dumpscope.tui.keybar import KeyBar  # noqa: E402
+from dumpscope.tui.app import DumpscopeApp
+from dumpscope.tui.help import HelpScreen
+from dumpscope.tui.keybar import KeyBar
 
 
 def bottom(app) -> str:

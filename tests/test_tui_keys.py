@@ -10,12 +10,10 @@ import pytest
 
 from test_tui_support import screen_text, settle, wait_ready
 
-pytest.importorskip("textual")
+from textual import events
 
-from textual import events  # noqa: E402
-
-from dumpscope.tui.app import DumpscopeApp  # noqa: E402
-from dumpscope.tui.help import HelpScreen  # noqa: E402
+from dumpscope.tui.app import DumpscopeApp
+from dumpscope.tui.help import HelpScreen
 
 SIZE = (80, 24)
 CHARS = {"slash": "/", "question_mark": "?", "enter": "\r", "minus": "-", "escape": "\x1b"}

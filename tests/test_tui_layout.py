@@ -12,14 +12,12 @@ import pytest
 from conftest import unpack_data
 from test_tui_support import help_text, screen_text, search_and_open, set_env, settle, wait_ready
 
-pytest.importorskip("textual")
+from textual.widgets import Input
 
-from textual.widgets import Input  # noqa: E402
-
-from dumpscope.tui.app import DumpscopeApp  # noqa: E402
-from dumpscope.tui.detail import OpDetail  # noqa: E402
-from dumpscope.tui.tensor_panel import TensorPanel  # noqa: E402
-from dumpscope.tui.view_overflow import OverflowScreen  # noqa: E402
+from dumpscope.tui.app import DumpscopeApp
+from dumpscope.tui.detail import OpDetail
+from dumpscope.tui.tensor_panel import TensorPanel
+from dumpscope.tui.view_overflow import OverflowScreen
 
 SIZE = (80, 24)
 

@@ -9,10 +9,8 @@ import pytest
 from conftest import unpack_data
 from test_tui_support import screen_text, search_and_open, set_env, settle, wait_ready
 
-pytest.importorskip("textual")
-
-from dumpscope.tui.app import DumpscopeApp  # noqa: E402
-from dumpscope.tui.view_compare import both_names  # noqa: E402
+from dumpscope.tui.app import DumpscopeApp
+from dumpscope.tui.view_compare import both_names
 
 SIZE = (120, 40)
 

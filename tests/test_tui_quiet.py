@@ -8,15 +8,13 @@ import pytest
 
 from test_tui_support import make_ms_tree, set_env, settle, wait_ready
 
-pytest.importorskip("textual")
+from textual.app import App, ComposeResult
+from textual.screen import Screen
+from textual.widgets import Static
 
-from textual.app import App, ComposeResult  # noqa: E402
-from textual.screen import Screen  # noqa: E402
-from textual.widgets import Static  # noqa: E402
-
-from dumpscope.tui.app import DumpscopeApp  # noqa: E402
-from dumpscope.tui.detail import OpDetail  # noqa: E402
-from dumpscope.tui.quiet import update_static  # noqa: E402
+from dumpscope.tui.app import DumpscopeApp
+from dumpscope.tui.detail import OpDetail
+from dumpscope.tui.quiet import update_static
 
 SIZE = (80, 24)
 

@@ -21,13 +21,11 @@ from typing import Optional
 import numpy as np
 import pytest
 
-from conftest import DATA
+from conftest import DATA, shared
 from test_tui_keys import burst
-from test_tui_support import REAL_LENET, screen_text, search_and_open, set_env, wait_ready
+from test_tui_support import screen_text, search_and_open, set_env, wait_ready
 
-pytest.importorskip("textual")
-
-from dumpscope.tui.app import DumpscopeApp  # noqa: E402
+from dumpscope.tui.app import DumpscopeApp
 
 SIZE = (80, 24)
 
@@ -183,15 +181,15 @@ async def test_first_nan_op_source_line_status_and_clean_quit(case, tmp_path_fac
 
 def _plain_cases():
     cases = [pytest.param(t, d, id=f"{t}/{d}") for t, d in PLAIN_DUMPS]
-    cases.append(pytest.param("lenet", "out", id="shared/real_dumps/lenet",
-                              marks=pytest.mark.skipif(not REAL_LENET.is_file(), reason="../shared absent")))
+    cases.append(pytest.param("lenet", "out", id="shared/real_dumps/lenet"))
     return cases
 
 
 @pytest.mark.parametrize("tarball, folder", _plain_cases())
 async def test_other_real_dumps_show_rank_and_step_and_quit_cleanly(tarball, folder, tmp_path_factory, tmp_path,
                                                                      monkeypatch):
-    root = unpacked(tmp_path_factory, tarball, REAL_LENET if tarball == "lenet" else None)
+    lenet = shared("real_dumps", "mindspore-2.10-cpu-lenet.tar.gz") if tarball == "lenet" else None
+    root = unpacked(tmp_path_factory, tarball, lenet)
     set_env(monkeypatch, tmp_path)
     app = DumpscopeApp(str(root / folder), display_name=folder)
     async with app.run_test(size=SIZE) as pilot:

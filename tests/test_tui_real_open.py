@@ -14,9 +14,7 @@ from conftest import cli_json, unpack_data
 from test_real_ms210_dp2 import first_nonfinite_kernel
 from test_tui_support import screen_text, set_env, wait_ready
 
-pytest.importorskip("textual")
-
-from dumpscope.tui.app import DumpscopeApp  # noqa: E402
+from dumpscope.tui.app import DumpscopeApp
 
 SIZE = (80, 24)
 

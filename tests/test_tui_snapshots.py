@@ -11,11 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from test_tui_support import sample_lenet, set_env, settle, wait_ready
+from test_tui_support import SAMPLE_LENET, set_env, settle, wait_ready
 
-pytest.importorskip("pytest_textual_snapshot")
-
-from dumpscope.tui.app import DumpscopeApp  # noqa: E402
+from dumpscope.tui.app import DumpscopeApp
 
 SIZE = (80, 24)
 
@@ -23,10 +21,7 @@ SIZE = (80, 24)
 @pytest.fixture
 def sample(tmp_path, monkeypatch) -> Path:
     set_env(monkeypatch, tmp_path)
-    path = sample_lenet()
-    if path is None:
-        pytest.skip("sample_dumps/mindspore_lenet_sync not generated (python sample_dumps/generate.py)")
-    return path
+    return SAMPLE_LENET
 
 
 def test_snapshot_main_screen(sample, snap_compare):

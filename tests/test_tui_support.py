@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import os
 import sys
-import tarfile
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
-REAL_LENET = Path("/work/shared/real_dumps/mindspore-2.10-cpu-lenet.tar.gz")
-SAMPLE_LENET = Path(__file__).resolve().parent.parent / "sample_dumps" / "mindspore_lenet_sync"
+from conftest import SAMPLES
+
+#: the committed MindSpore LeNet sample (sample_dumps/generate.py: deterministic)
+SAMPLE_LENET = SAMPLES / "mindspore_lenet_sync"
 
 #: (op_type, full name with scope) in execution order
 TINY_OPS = [
@@ -58,23 +59,6 @@ def make_ms_tree(root: Path, steps: tuple[int, ...] = (0, 1), inf_op: Optional[s
                         f".DefaultFormat.float32.npy"
                 np.save(folder / fname, arr)
     return dump
-
-
-def sample_lenet() -> Optional[Path]:
-    """The lead's generated ``sample_dumps/mindspore_lenet_sync`` (deterministic), or None."""
-    return SAMPLE_LENET if (SAMPLE_LENET / "rank_0").is_dir() else None
-
-
-def lenet_dump(tmp: Path) -> Optional[Path]:
-    """The real MindSpore 2.10 LeNet dump unpacked under ``tmp``, or None when absent."""
-    if not REAL_LENET.is_file():
-        return None
-    target = tmp / "lenet"
-    if not (target / "out").is_dir():
-        target.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(REAL_LENET) as tar:
-            tar.extractall(target, filter="data") if hasattr(tarfile, "data_filter") else tar.extractall(target)
-    return target / "out"
 
 
 async def wait_ready(pilot, timeout: float = 30.0) -> None:

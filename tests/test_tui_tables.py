@@ -9,12 +9,10 @@ import pytest
 
 from test_tui_support import help_text, make_ms_tree, screen_text, set_env, settle, wait_ready
 
-pytest.importorskip("textual")
+from textual.app import App, ComposeResult
 
-from textual.app import App, ComposeResult  # noqa: E402
-
-from dumpscope.tui.app import DumpscopeApp  # noqa: E402
-from dumpscope.tui.vtable import Column, VTable  # noqa: E402
+from dumpscope.tui.app import DumpscopeApp
+from dumpscope.tui.vtable import Column, VTable
 
 SIZE = (80, 24)
 CONV = "Default/network/backbone_stage_three/encoder_layer_11/self_attention_block/Conv2D-op1"

@@ -10,12 +10,10 @@ import pytest
 
 from test_tui_support import child_hooks, screen_text, set_env, settle, wait_ready
 
-pytest.importorskip("textual")
-
 from dumpscope.core.index import dump_index as index_mod
-from synth.job_tree import write_cann_job  # noqa: E402
-from dumpscope.tui import app as app_mod  # noqa: E402
-from dumpscope.tui.app import DumpscopeApp  # noqa: E402
+from synth.job_tree import write_cann_job
+from dumpscope.tui import app as app_mod
+from dumpscope.tui.app import DumpscopeApp
 
 SIZE = (80, 24)
 

@@ -9,11 +9,9 @@ import pytest
 
 from test_tui_support import screen_text, search_and_open, settle, wait_ready
 
-pytest.importorskip("textual")
-
-from dumpscope.core.query import DumpQuery  # noqa: E402
-from dumpscope.tui.app import DumpscopeApp  # noqa: E402
-from dumpscope.tui.detail import OpDetail  # noqa: E402
+from dumpscope.core.query import DumpQuery
+from dumpscope.tui.app import DumpscopeApp
+from dumpscope.tui.detail import OpDetail
 
 SIZE = (80, 24)
 

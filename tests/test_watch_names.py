@@ -81,9 +81,6 @@ def test_convert_writes_every_snapshot_equal_to_its_truth(tmp_path, capsys):
 def test_explorer_hangs_snapshots_under_the_watched_op(tmp_path, monkeypatch):
     import asyncio
 
-    import pytest
-
-    pytest.importorskip("textual")
     from test_tui_support import set_env, wait_ready
 
     from dumpscope.core.query import OpRow

@@ -7,14 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml  # the test extra's PyYAML: the test fails to import where it was left out
 
 from conftest import cli_json, unpack_data
 from dumpscope.core.engines.compare import yaml_subset
 from dumpscope.core.engines.compare.api_mapping import MappingFileError, load_api_mapping, load_layer_mapping
 from dumpscope.core.engines.compare.yaml_subset import YamlSubsetError, loads, subset_loads
 from dumpscope.tui.cli import main
-
-yaml = pytest.importorskip("yaml")  # in the test extra: the test fails to import only where it was left out
 
 #: msprobe's layer_mapping.yaml for the pair, rewritten with what PyYAML reads and the subset does not:
 #: an anchor, a merge key, an alias, a folded and a literal multi-line string

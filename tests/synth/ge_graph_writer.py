@@ -156,3 +156,13 @@ def write_ge_graph(
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(ge_graph_text(graph_name, ops, subgraphs))
     return path
+
+
+def one_line_ge_text(lines: int) -> str:
+    """GE text of ``lines`` one-line op messages, then one stray ``}`` line per 50 of them: the input that made
+    the text parser quadratic (issue 30), for tests/test_parsers_linear.py and benchmarks/bench_parsers_linear.py."""
+    out = ['graph {', '  name: "g"']
+    out += [f'  op {{ name: "op{i}" type: "Add" input: "op{max(0, i - 1)}:0" }}' for i in range(lines)]
+    out.append("}")
+    out += ["}"] * (lines // 50)
+    return "\n".join(out) + "\n"
