@@ -4,13 +4,13 @@ the file, never half-read.  The pair is msprobe's own public test pair (tests/da
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
-import yaml  # the test extra's PyYAML: the test fails to import where it was left out
+import yaml  # noqa: F401  (the test extra's PyYAML, which loads() uses: this file fails to import without it)
 
 from conftest import cli_json, unpack_data
-from dumpscope.core.engines.compare import yaml_subset
 from dumpscope.core.engines.compare.api_mapping import MappingFileError, load_api_mapping, load_layer_mapping
 from dumpscope.core.engines.compare.yaml_subset import YamlSubsetError, loads, subset_loads
 from dumpscope.tui.cli import main
@@ -84,7 +84,7 @@ def test_api_mapping_with_an_alias_and_a_flow_mapping(tmp_path):
 
 
 def test_without_pyyaml_the_subset_refuses_an_anchor_in_one_line(pair, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(yaml_subset, "_pyyaml", lambda: None)
+    monkeypatch.setitem(sys.modules, "yaml", None)  # PyYAML not installed: ``import yaml`` raises ImportError
     f = tmp_path / "layer_mapping.yaml"
     f.write_text(ANCHORED_LAYERS)
     with pytest.raises(MappingFileError, match=r"layer_mapping.yaml: line 2: unsupported YAML value '&embedding'"):

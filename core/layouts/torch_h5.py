@@ -27,7 +27,7 @@ NEEDS_H5PY = "reading .h5 dumps needs h5py (pip install 'dumpscope[h5]')"
 
 
 def _h5py() -> Any:
-    """Import h5py lazily (None when absent); tests monkeypatch this."""
+    """Import h5py lazily (None when absent; tests put a stand-in, or None, in ``sys.modules``)."""
     try:
         import h5py  # type: ignore[import-not-found]
     except ImportError:
