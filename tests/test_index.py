@@ -197,14 +197,14 @@ def test_a_stalled_folder_listing_is_a_problem_not_a_hang(tmp_path, monkeypatch)
     make_tree(tmp_path, steps=(0, 1))
     stuck = str(tmp_path / "rank_0" / "Net" / "0" / "1")
     release = threading.Event()
-    real_scan = walk._scan
+    real_scandir = os.scandir
 
-    def scan(path, parts, known=None, *rest):
-        if path == stuck:
+    def scandir(path):
+        if os.fspath(path) == stuck:
             release.wait(20)  # a hung network mount
-        return real_scan(path, parts, known, *rest)
+        return real_scandir(path)
 
-    monkeypatch.setattr(walk, "_scan", scan)
+    monkeypatch.setattr(walk.os, "scandir", scandir)
     monkeypatch.setattr(walk, "STALL_S", 0.5)
     try:
         q = DumpQuery(DumpIndex.open(str(tmp_path), use_cache=False))

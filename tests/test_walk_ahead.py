@@ -23,15 +23,14 @@ def test_listings_ahead_of_the_consumer_are_bounded(tmp_path, monkeypatch):
     expected = _siblings(tmp_path)
     monkeypatch.setattr(walk, "LISTINGS_AHEAD_PER_THREAD", 1)
     listed: list[str] = []
-    real_scan = walk._scan
+    real_scan = walk.list_folder
 
     def scan(dirpath, parts, known=None, real_root=None):
         listed.append(dirpath)
         return real_scan(dirpath, parts, known, real_root)
-    monkeypatch.setattr(walk, "_scan", scan)
     got: list[str] = []
     ahead: list[int] = []
-    for scanned in walk.scan_tree(str(tmp_path), workers=2):
+    for scanned in walk.scan_tree(str(tmp_path), workers=2, lister=scan):
         got.append(scanned.dirpath)
         ahead.append(len(listed) - len(got))  # listed, not yet handed over
     assert sorted(got) == sorted(expected)  # every folder, once

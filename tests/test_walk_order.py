@@ -23,10 +23,10 @@ def test_natural_key_orders_digit_runs_by_value():
                                                    "step2b", "step10"]
 
 
-def test_order_is_fixed_whatever_the_listing_times(tmp_path, monkeypatch):
+def test_order_is_fixed_whatever_the_listing_times(tmp_path):
     root = _tree(tmp_path / "job")
     orders = []
-    real = walk._scan
+    real = walk.list_folder
     for seed in range(3):
         rng = random.Random(seed)
 
@@ -34,8 +34,7 @@ def test_order_is_fixed_whatever_the_listing_times(tmp_path, monkeypatch):
             time.sleep(_rng.random() * 0.02)  # listings finish in a different order each run
             return real(path, parts, known, real_root)
 
-        monkeypatch.setattr(walk, "_scan", slow_scan)
-        orders.append([s.dirpath for s in walk.scan_tree(str(root), workers=8)])
+        orders.append([s.dirpath for s in walk.scan_tree(str(root), workers=8, lister=slow_scan)])
     assert orders[0] == orders[1] == orders[2]
     rel = [p[len(str(root)):] for p in orders[0]]
     assert rel[:4] == ["", "/rank_0", "/rank_2", "/rank_10"]  # breadth first, ranks by number

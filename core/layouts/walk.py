@@ -19,7 +19,7 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 from dumpscope.core.layouts.base import DirListing
 from dumpscope.core.model import Problem
@@ -103,8 +103,8 @@ def names_inside(folder: str, root: str) -> tuple[list[str], list[str]]:
     return keep, outside
 
 
-def _scan(dirpath: str, parts: tuple[str, ...],
-          known: Optional[dict[str, tuple[int, list[str]]]] = None, real_root: Optional[str] = None) -> Scanned:
+def list_folder(dirpath: str, parts: tuple[str, ...], known: Optional[dict[str, tuple[int, list[str]]]] = None,
+                real_root: Optional[str] = None) -> Scanned:
     """One folder's listing; ``real_root``: PATH resolved, when links leaving it are not followed."""
     files: list[str] = []
     subdirs: list[str] = []
@@ -166,7 +166,8 @@ _DIGITS = re.compile(r"(\d+)")
 
 def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None,
               known: Optional[dict[str, tuple[int, list[str]]]] = None,
-              stall_s: Optional[float] = None, follow: Optional[bool] = None) -> Iterator[Scanned]:
+              stall_s: Optional[float] = None, follow: Optional[bool] = None,
+              lister: Callable[..., Scanned] = list_folder) -> Iterator[Scanned]:
     """Yield every directory under ``root`` (root first), each exactly once.
 
     ``known`` maps folders of a previous walk to ``(mtime_ns, subfolders)``; a folder whose
@@ -182,7 +183,8 @@ def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None,
     A listing that makes no progress for ``stall_s`` seconds (a hung network mount) is given
     up: the folder becomes a problem and the walk goes on without waiting for its thread.
 
-    ``follow``: follow symlinks that leave ``root`` (default: ``follow_links()``).
+    ``follow``: follow symlinks that leave ``root`` (default: ``follow_links()``).  ``lister``: what lists
+    one folder, called as :func:`list_folder` is (a caller may time or record the listings).
     """
     skip = skip if skip is not None else set()
     real_root = None if (follow_links() if follow is None else follow) else os.path.realpath(root)
@@ -194,7 +196,7 @@ def scan_tree(root: str, workers: int = 8, skip: set[str] | None = None,
         started: dict[Future[Scanned], tuple[str, float]] = {}
 
         def submit(path: str, parts: tuple[str, ...]) -> Future[Scanned]:
-            fut = pool.submit(_scan, path, parts, known, real_root)
+            fut = pool.submit(lister, path, parts, known, real_root)
             started[fut] = (path, time.monotonic())
             return fut
 
