@@ -108,6 +108,7 @@ class OpFacts:
     input_producers: dict[int, str] = field(default_factory=dict)  # input slot -> producing *dumped* op
     saved_from: Optional[str] = None  # API dumps: the forward call whose saved tensors a backward call uses
     type: str = ""
+    undumped: dict[int, str] = field(default_factory=dict)  # input slot the dump lacks -> what feeds it (graph)
 
 
 @dataclass(slots=True)
@@ -502,6 +503,17 @@ def first_divergence(ops: Sequence[OpFacts], origins: Sequence[Origin]) -> Optio
     return fallback or param_fd
 
 
+def _undumped(feeders: dict[int, str]) -> str:
+    """An op born where the dump lacks inputs that a Parameter or graph input feeds (MindSpore dumps no input
+    of a loop's ``TensorMove`` copy of a weight): the difference is in the op or in those inputs, and the
+    dump cannot tell which, so both are said — the named input is the first place to look for a changed
+    weight or data."""
+    named = [f"input.{slot} ({what})" for slot, what in sorted(feeders.items())]
+    whats = [feeders[slot] for slot in sorted(feeders)]
+    return (f"{', '.join(named)} {'was' if len(named) == 1 else 'were'} not dumped and no dumped op before it "
+            f"diverged (the op or the {' or the '.join(whats)} differs)")
+
+
 def divergence_of(i: int, op: OpFacts, org: Origin) -> Optional[FirstDivergence]:
     """What the first divergence says if it is op ``i`` (None: the op has no row in error)."""
     bad_rows = [j for j, r in enumerate(op.rows) if r.verdict == ERROR]
@@ -523,6 +535,8 @@ def divergence_of(i: int, op: OpFacts, org: Origin) -> Optional[FirstDivergence]
         rule = op.rows[outs[0]].rule
         if org.via:
             rule = f"{org.via} already differs and no dumped op before it diverged ({what}); output: {rule}"
+        elif op.undumped:
+            rule = f"{_undumped(op.undumped)}; output: {rule}"
         return FirstDivergence(i, outs[0], CAUSE_TENSOR, rule)
     if outs:
         return FirstDivergence(i, outs[0], CAUSE_TENSOR, op.rows[outs[0]].rule)
