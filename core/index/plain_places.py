@@ -49,8 +49,8 @@ def plain_place(index: "DumpIndex", cur: sqlite3.Cursor, rank: int, step: int, g
     """Finalize one rank/step in SQL alone when there is nothing to decide in Python.
 
     That is a place of CANN files or per-op statistics CSVs only (each file is one op; its folder
-    is its unit's folder; no ``Parameter``, no ``constants/``: every op runs) with no graph file and no execution-order CSV to join, no op name dumped twice (no runs to
-    split) and no Dump-Watch snapshot: ops are then the units, in timestamp order, exactly as
+    is its unit's folder; no ``Parameter``, no ``constants/``: every op runs) with no graph file and
+    no execution-order CSV to join, no op name dumped twice (no runs to split) and no Dump-Watch snapshot: ops are then the units, in timestamp order, exactly as
     the Python path below would order them, at C speed (a million-file CANN dump has no graph
     unless DUMP_GE_GRAPH was set).  Returns False when the Python path is needed.
 

@@ -226,6 +226,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
         match_ops([OpRef(o.name, o.type, _position(o), o.id) for o in g_ops],
                   [OpRef(o.name, o.type, _position(o), o.id) for o in t_ops])
     g_names = {o.name for o in g_ops}
+    g_params = {o.name for o in g_ops if is_parameter(o)}  # what ``_feeder`` may call a Parameter
     joined_to_name = {o.joined: o.name for o in g_ops if o.joined}
     ops: list[_Op] = []
     unmatched_tensors: list[str] = []
@@ -253,7 +254,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
             for op, got in zip(ops[a:b], outcomes):
                 _take(op, got, th)
                 det, tensors = details.pop(op.gop.id), g_tensors.pop(op.gop.id)
-                op.facts = _facts(op, det, joined_to_name, g_names, th, golden)
+                op.facts = _facts(op, det, joined_to_name, g_names, th, golden, g_params)
                 op.facts.saved_from = _forward_of(op.gop, g_names)
                 origins.append(walk.judge(op.facts))
                 _apply(op, dtypes)
@@ -413,7 +414,7 @@ def _judge_unloaded(op: _Op, th: vd.Thresholds) -> None:
 
 
 def _facts(op: _Op, det: dict[str, Any], joined_to_name: dict[str, str], g_names: set[str],
-           th: vd.Thresholds, golden: "DumpQuery") -> org.OpFacts:
+           th: vd.Thresholds, golden: "DumpQuery", g_params: set[str]) -> org.OpFacts:
     inputs_from = det["inputs_from"]
     rows, input_producers = [], {}
     for p in op.pairs:
@@ -424,7 +425,8 @@ def _facts(op: _Op, det: dict[str, Any], joined_to_name: dict[str, str], g_names
             name = joined_to_name.get(_strip_port(src))
             if is_produced and name is not None and name != op.gop.name:
                 input_producers[p.g.slot] = name
-        rows.append(_row_facts(p, is_produced, th, _feeder(src, is_produced, op.gop, golden)))
+        what, fed_by = _feeder(src, is_produced, op.gop, golden, g_params)
+        rows.append(_row_facts(p, is_produced, th, f"{what} {fed_by}" if fed_by else ""))
     producers = []
     for src in inputs_from:
         name = joined_to_name.get(_strip_port(src), _strip_port(src))
@@ -434,29 +436,29 @@ def _facts(op: _Op, det: dict[str, Any], joined_to_name: dict[str, str], g_names
     # copy of a weight): named where a Parameter or graph input feeds them, for the cause to say
     dumped = {p.g.slot for p in op.pairs if p.g.io == INPUT}
     undumped = {slot: feeder for slot, src in enumerate(inputs_from) if slot not in dumped and src
-                for feeder in [_feeder(src, produced(src), op.gop, golden)] if feeder}
+                for feeder in [_feeder(src, produced(src), op.gop, golden, g_params)] if feeder[1]}
     return org.OpFacts(op.gop.name, rows, is_aside(op.gop), producers, input_producers, type=op.gop.type or "",
                        undumped=undumped)
 
 
-def _feeder(src: str, is_produced: bool, gop: "OpRow", golden: "DumpQuery") -> str:
-    """What feeds an input that is no op's output, in words (``Parameter conv2.weight``), or "".
+def _feeder(src: str, is_produced: bool, gop: "OpRow", golden: "DumpQuery", params: set[str]) -> tuple[str, str]:
+    """What feeds an input that is no op's output (``Parameter conv2.weight``), when the dump can say.
 
-    A weight reaches its kernel through a ``Load`` of the Parameter (``query.loaded_parameter``); MindSpore
-    names the network's own inputs (the data) inputs0, inputs1, … among its parameters, and a value a loop
-    carries from one iteration to the next (a phi) with the trace symbol ``ф`` (``фx``): neither is a
-    Parameter."""
+    A weight reaches its kernel through a ``Load`` of the Parameter (``query.loaded_parameter``).  Only a
+    graph parameter the dump holds as a Parameter (``params``: MindSpore writes every network Parameter,
+    and the network's inputs, as ``Parameter.{name}``) is named: a kernel graph's other parameters are
+    values handed over from another graph or carried by a loop (``Parameter_218``, ``_15370``, ``фx``),
+    no Parameter of the network.  MindSpore names the network's own inputs (the data) inputs0, inputs1, …
+    Returns (what, name): ("Parameter", "conv2.weight"), ("graph input", "inputs0"), or ("", "")."""
     if not src or is_produced:
-        return ""
+        return "", ""
     if "Load-op" in src:
         param = golden.loaded_parameter(gop, _strip_port(src))
         src = f"param:{param}" if param else src
-    if not src.startswith("param:"):
-        return ""
-    name = src[len("param:"):]
-    if re.fullmatch(r"inputs\d+", name):
-        return f"graph input {name}"
-    return f"loop-carried value {name[1:]}" if name.startswith("ф") else f"Parameter {name}"
+    name = src[len("param:"):] if src.startswith("param:") else ""
+    if name not in params:
+        return "", ""
+    return ("graph input" if re.fullmatch(r"inputs\d+", name) else "Parameter"), name
 
 
 def _row_facts(p: _Pair, is_produced: bool, th: vd.Thresholds, source: str = "") -> org.RowFacts:
