@@ -56,7 +56,7 @@ class UnitRecord(NamedTuple):
 def execution_key(unit: tuple) -> tuple:
     """How units sort in execution order when nothing better is known (timestamps, then hints and
     names): the order ``finalize`` gives ops of one rank/step.  The index stores each folder's units
-    in this order, so a folder's ops are numbered by their ids alone (``finalize._plain_place``)."""
+    in this order, so a folder's ops are numbered by their ids alone (``plain_places.plain_place``)."""
     ts, hint = unit[10], unit[12]
     return (unit[5], unit[6], unit[7], ts is None, ts or 0, hint is None, hint or 0.0, unit[3])
 

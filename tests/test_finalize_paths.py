@@ -1,6 +1,6 @@
 """The SQL-only finalize of plain CANN places must build exactly the ops the Python path builds.
 
-``finalize._plain_place`` turns units into ops in one INSERT … SELECT when a rank/step has
+``plain_places.plain_place`` turns units into ops in one INSERT … SELECT when a rank/step has
 nothing to decide in Python; these tests build the same trees both ways and compare the whole
 ops table and every unit → op link, and check the SQL path really ran (or was refused).
 """
@@ -12,18 +12,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dumpscope.core.index import exec_order, op_groups, plain_places
 from dumpscope.core.index import finalize as fin
 from dumpscope.core.index.dump_index import OP_INDEXES, DumpIndex
 from dumpscope.core.query import DumpQuery
 from synth import trees
 from synth.cann_writer import SynthTensor, write_dump
 
-pytestmark = pytest.mark.skipif(not fin.SQL_PLAIN_PLACES, reason="SQLite < 3.25 has no window functions")
+pytestmark = pytest.mark.skipif(not plain_places.SQL_PLAIN_PLACES, reason="SQLite < 3.25 has no window functions")
 
 
 def _tables(root: Path, tmp: Path, sql: bool, monkeypatch) -> tuple[list, list, int]:
     calls = {"sql": 0}
-    real = fin._plain_place
+    real = plain_places.plain_place
     real_early = fin.finalize_early
 
     def plain(*args):
@@ -36,7 +37,7 @@ def _tables(root: Path, tmp: Path, sql: bool, monkeypatch) -> tuple[list, list, 
             calls["sql"] += 1
             real_early(*args)
 
-    monkeypatch.setattr(fin, "_plain_place", plain)
+    monkeypatch.setattr(plain_places, "plain_place", plain)
     monkeypatch.setattr(fin, "finalize_early", early)
     idx = DumpIndex.open(str(root), cache_directory=tmp / ("sql" if sql else "py"))
     # unit (and so op) ids follow the walk's folder order, which threads may change between
@@ -49,7 +50,7 @@ def _tables(root: Path, tmp: Path, sql: bool, monkeypatch) -> tuple[list, list, 
     order = [str(where.get(i, i)) for (i,) in idx.query("SELECT id FROM ops ORDER BY rank, step, exec_index, seq")]
     links = sorted((where[u], where[o]) for u, o in idx.query("SELECT id, op_id FROM units"))
     idx.close()
-    monkeypatch.setattr(fin, "_plain_place", real)
+    monkeypatch.setattr(plain_places, "plain_place", real)
     monkeypatch.setattr(fin, "finalize_early", real_early)
     ops.append(tuple(order))
     return ops, links, calls["sql"]
@@ -90,11 +91,11 @@ def test_ops_of_several_graphs_are_in_the_order_they_ran(tmp_path):
 
 
 def test_graphs_without_timestamps_go_by_number_then_name():
-    def acc(graph: str, name: str) -> fin.OpAcc:
-        return fin.OpAcc(0, 0, graph, name, name, "Add", "cann", "")
+    def acc(graph: str, name: str) -> op_groups.OpAcc:
+        return op_groups.OpAcc(0, 0, graph, name, name, "Add", "cann", "")
 
     ordered = {g: [acc(g, f"{g}/x"), acc(g, f"{g}/y")] for g in ("b", "10", "a", "9")}
-    assert [o.name for o in fin._merge_graphs(ordered)] == ["9/x", "9/y", "10/x", "10/y", "a/x", "a/y", "b/x",
+    assert [o.name for o in exec_order.merge_graphs(ordered)] == ["9/x", "9/y", "10/x", "10/y", "a/x", "a/y", "b/x",
                                                             "b/y"]
 
 
@@ -113,7 +114,7 @@ def test_sql_and_python_finalize_build_the_same_ops(tmp_path, monkeypatch, make)
         trees.write_torchair_tree(root)
     ops_py, links_py, used_py = _tables(root, tmp_path, False, monkeypatch)
     ops_sql, links_sql, used_sql = _tables(root, tmp_path, True, monkeypatch)
-    monkeypatch.setattr(fin, "ORDER_BY_ID", False)  # the same, numbering by a sort in SQL
+    monkeypatch.setattr(plain_places, "ORDER_BY_ID", False)  # the same, numbering by a sort in SQL
     ops_sorted, links_sorted, _ = _tables(root, tmp_path / "sorted", True, monkeypatch)
     assert used_py == 0
     assert ops_sql == ops_py == ops_sorted

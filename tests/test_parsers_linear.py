@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 import sys
 
-from dumpscope.core.index import finalize
+from dumpscope.core.index import op_groups
 from dumpscope.core.graphs import pbtext
 from dumpscope.core.graphs.ge_text import parse_ge_text
 from synth.ge_graph_writer import one_line_ge_text
@@ -87,7 +87,7 @@ def test_split_runs_gives_the_same_runs_as_before():
     for _ in range(300):
         units = [_unit(i, rng.randrange(20), " ".join(rng.sample(names, rng.randrange(0, 4))))
                  for i in range(rng.randrange(1, 40))]
-        assert finalize._split_runs(units) == _old_split_runs(units)
+        assert op_groups.split_runs(units) == _old_split_runs(units)
 
 
 def test_split_runs_is_linear_for_many_files_of_one_op():
@@ -107,11 +107,11 @@ def test_split_runs_is_linear_for_many_files_of_one_op():
 
     real_set = set
     units = [_unit(i, i, "input.0 input.1 output.0") for i in range(20_000)]
-    finalize.set = CountingSet  # type: ignore[attr-defined]
+    op_groups.set = CountingSet  # type: ignore[attr-defined]
     try:
-        runs = finalize._split_runs(units)
+        runs = op_groups.split_runs(units)
     finally:
-        del finalize.set
+        del op_groups.set
     assert real_set is set
     assert len(runs) == 20_000 and all(len(r) == 1 for r in runs)
     assert checks <= 4 * len(units), checks

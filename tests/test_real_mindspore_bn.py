@@ -33,6 +33,27 @@ def test_changed_eps_names_the_batchnorm_output_as_first_divergence(capsys, dump
     assert {r["name"] for r in doc["rows"] if r["origin"] in ("born", "constant")} == {BN}
 
 
+def test_outputs_only_dump_names_the_undumped_parameter_whose_dump_differs(capsys, dumps):
+    """``outs`` dumps outputs only (``input_output: 2``): BatchNorm's weights are never dumped as its inputs.
+    The cause names the Parameters feeding it (the .ir's Loads) and marks the one whose dump after the step differs —
+    numpy: moving_variance differs from the golden's, gamma, beta and moving_mean do not."""
+    import numpy as np
+
+    fd = cli_json(capsys, "compare", str(dumps / "golden"), str(dumps / "outs"))["first_divergence"]
+    assert fd["name"] == BN and fd["origin"] == "born"
+    assert fd["rule"].startswith("input.1 (Parameter bn.gamma), input.2 (Parameter bn.beta), input.3 (Parameter "
+                                 "bn.moving_mean), input.4 (Parameter bn.moving_variance, whose dump after the step differs) were "
+                                 "not dumped")
+
+    def param(side: str, name: str):
+        (f,) = sorted((dumps / side).rglob(f"Parameter.{name}.*.npy"))[:1]
+        return np.load(f)
+
+    for name, differs in (("bn_gamma", False), ("bn_beta", False), ("bn_moving_mean", False),
+                          ("bn_moving_variance", True)):
+        assert (not np.array_equal(param("golden", name), param("outs", name))) is differs, name
+
+
 def test_dump_compared_with_itself_is_all_pass(capsys, dumps):
     doc = cli_json(capsys, "compare", str(dumps / "golden"), str(dumps / "golden"))
     assert {r["verdict"] for r in doc["rows"]} == {"pass"} and doc["first_divergence"] is None

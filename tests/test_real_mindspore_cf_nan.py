@@ -159,6 +159,21 @@ def test_compare_finds_the_first_divergence_in_the_loop_body_that_ran_first(caps
             np.testing.assert_array_equal(np.load(a["file"]), np.load(b["file"]))
 
 
+def test_compare_calls_parameter_only_what_the_dump_holds_as_one(capsys, dump, tmp_path):
+    """A kernel graph's inputs are named like Parameters in the .ir (``%para5_▸фi``: the loop's counter, a
+    value carried from one iteration to the next); only those MindSpore dumps as ``Parameter.*`` are
+    network Parameters, and only they are named so in a cause."""
+    import re
+
+    golden = dump.parent / "cf_golden"
+    doc = cli_json(capsys, "compare", str(golden), str(dump), "--cache-dir", str(tmp_path))
+    params = {o["name"] for o in cli_json(capsys, "ops", str(golden), "--kind", "parameter", "--cache-dir",
+                                          str(tmp_path))["ops"]}
+    named = {m for r in doc["rows"] for m in re.findall(r"\(Parameter ([^),]+)", r.get("origin_via") or "")}
+    named |= set(re.findall(r"\(Parameter ([^),]+)", doc["first_divergence"]["rule"]))
+    assert named <= params, named - params
+
+
 def test_convert_of_a_loop_body_op_writes_every_run(capsys, dump, tmp_path):
     from dumpscope.tui.cli import main
 

@@ -82,3 +82,39 @@ def test_custom_bprop_doubling_shows_at_the_gradient_it_feeds_and_is_listed(cf, 
     assert any(n.endswith("Mul-op0") for n in doc["unmatched_target"])  # the bprop's Mul, target only
     row = next(r for r in doc["rows"] if r["name"] == fd["name"] and r["io"] == "output")
     assert row["target"]["max"] == pytest.approx(2 * row["golden"]["max"], rel=1e-6)
+
+
+def test_the_loops_weight_copy_names_its_undumped_input_the_parameter(cf, tmp_path_factory):
+    """MindSpore dumps no input of the loop's ``TensorMove``: the .ir says it copies ``Load(%para3_▸dense2.weight)``,
+    so the cause names that Parameter (spelled as declared, without the ``▸`` trace mark)."""
+    fd = _first(cf, tmp_path_factory, "loopw")["first_divergence"]
+    assert not sorted((cf / "loopw").rglob("TensorMove.Default_TensorMove-op0.*.input.*"))  # not dumped indeed
+    assert fd["rule"].startswith("input.0 (Parameter dense2.weight, whose dump after the step differs) was not dumped")
+    assert "▸" not in fd["rule"]
+    # MindSpore's own dump of that Parameter (written after the step's update) differs
+    g, t = (_npy(cf / side, "Parameter.dense2_weight.*.npy") for side in ("golden", "loopw"))
+    assert not np.array_equal(g, t)
+
+
+def test_custom_bprop_doubling_names_the_target_only_mul_that_feeds_it(cf, tmp_path_factory):
+    doc = _first(cf, tmp_path_factory, "bprop")
+    fd = doc["first_divergence"]
+    assert "input.0 comes from Expand/_Muls/Mul-op0, which only the target ran" in fd["rule"]
+    assert fd["target_only_before"] == ["Expand/_Muls/Mul-op0"]
+    # numpy on what MindSpore wrote: the Mul multiplies by 2, the gradient reads the Mul's output, sums it
+    # over the batch, and is twice the golden's
+    t, g = cf / "bprop", cf / "golden"
+    mul = _npy(t, "Mul.Expand__Muls_Mul-op0.*.output.0.*.npy")
+    assert float(_npy(t, "Mul.Expand__Muls_Mul-op0.*.input.1.*.npy")) == 2.0
+    grad_in = _npy(t / "rank_0/Net/2", "BiasAddGrad.*.input.0.*.npy")
+    grad_out = _npy(t / "rank_0/Net/2", "BiasAddGrad.*.output.0.*.npy")
+    assert np.array_equal(grad_in, mul) and np.allclose(grad_out, mul.sum(0))
+    assert np.allclose(grad_out, 2 * _npy(g / "rank_0/Net/2", "BiasAddGrad.*.output.0.*.npy"))
+
+
+def test_the_bprop_mul_runs_before_the_gradients_it_feeds(cf, tmp_path_factory):
+    """MindSpore's own order (ms_execution_order_graph_2.csv: Mul, …, MatMul-op4, BiasAddGrad-op2) and the
+    graphs interleaved by time put the target-only Mul before both its consumers."""
+    q = open_query(str(cf / "bprop"), cache_directory=tmp_path_factory.mktemp("cache"))
+    at = {op.name.rsplit("/", 1)[-1]: op.exec_index for op in q.ops(0, 0) if op.graph == "2"}
+    assert at["Mul-op0"] < at["MatMul-op4"] and at["Mul-op0"] < at["BiasAddGrad-op2"]

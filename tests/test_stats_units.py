@@ -10,6 +10,7 @@ import numpy as np
 
 from conftest import SAMPLES
 from dumpscope.core.index import finalize as fin
+from dumpscope.core.index import plain_places
 from dumpscope.core.index.dump_index import DumpIndex
 from dumpscope.core.query import DumpQuery
 from synth.job_tree import write_cann_job
@@ -18,7 +19,7 @@ from test_index_batches import _rows, _stats_job
 
 
 def _build(root: Path, cache: Path, in_sql: dict | None = None) -> DumpIndex:
-    """A cold build; ``in_sql`` receives the places whose ops SQL made (early, or by ``_plain_place``)."""
+    """A cold build; ``in_sql`` receives the places whose ops SQL made (early, or by ``plain_places.plain_place``)."""
     idx = DumpIndex.open(str(root), cache_directory=cache, update=False)
     real = fin.finalize
 
@@ -47,8 +48,9 @@ def test_plain_stats_places_in_sql_give_the_ops_of_the_python_path(tmp_path, mon
     places: dict = {}
     in_sql = _build(root, tmp_path / "sql", places)
     assert len(places) == 6  # every place's ops were made in SQL
-    monkeypatch.setattr(fin, "SQL_PLAIN_PLACES", False)
-    monkeypatch.setattr(fin, "PLAIN_PRODUCERS", ("cann",))  # the early path too: Python decides
+    monkeypatch.setattr(plain_places, "SQL_PLAIN_PLACES", False)
+    monkeypatch.setattr(fin, "PLAIN_PRODUCERS", ("cann",))  # the early path too (the index reads it here)
+    monkeypatch.setattr(plain_places, "PLAIN_PRODUCERS", ("cann",))  # … and Python decides
     places.clear()
     in_python = _build(root, tmp_path / "python", places)
     assert places == {}

@@ -462,7 +462,9 @@ class _IrReader:
                     else:
                         inputs.append(arg)
                 elif arg.startswith("%para"):
-                    m = re.match(r"%para\d+_(.+)$", arg)
+                    # MindSpore 2.10 marks a kernel graph's copy of a parameter at its use sites with the
+                    # trace symbol ``▸`` (``%para3_▸dense2.weight``, declared ``%para3_dense2.weight``)
+                    m = re.match(r"%para\d+_▸?(.+)$", arg)
                     inputs.append(f"param:{m.group(1)}" if m else arg)
                 else:
                     inputs.append(arg)

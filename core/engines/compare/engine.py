@@ -226,6 +226,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
         match_ops([OpRef(o.name, o.type, _position(o), o.id) for o in g_ops],
                   [OpRef(o.name, o.type, _position(o), o.id) for o in t_ops])
     g_names = {o.name for o in g_ops}
+    g_params = {o.name for o in g_ops if is_parameter(o)}  # what ``_feeder`` may call a Parameter
     joined_to_name = {o.joined: o.name for o in g_ops if o.joined}
     ops: list[_Op] = []
     unmatched_tensors: list[str] = []
@@ -253,7 +254,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
             for op, got in zip(ops[a:b], outcomes):
                 _take(op, got, th)
                 det, tensors = details.pop(op.gop.id), g_tensors.pop(op.gop.id)
-                op.facts = _facts(op, det, joined_to_name, g_names, th, golden)
+                op.facts = _facts(op, det, joined_to_name, g_names, th, golden, g_params)
                 op.facts.saved_from = _forward_of(op.gop, g_names)
                 origins.append(walk.judge(op.facts))
                 _apply(op, dtypes)
@@ -312,8 +313,14 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     if fd is not None and fd_row is not None:
         first = {k: fd_row[k] for k in ("name", "io", "slot", "step", "rank")}
         first.update(rule=fd.rule, cause=fd.cause, type=fd_row["type"], origin=fd_row["origin"])
-        extra = _target_only_before(match.unmatched_target, t_by_id.get(fd_row["target_op_id"]), fd.rule)
-        if extra:
+        top = t_by_id.get(fd_row["target_op_id"])
+        feeders = _target_only_feeders(match.unmatched_target, top, target)
+        extra = _target_only_before(match.unmatched_target, top, fd.rule)
+        if feeders:
+            first["rule"] = f"{fd.rule}; " + ", ".join(f"input.{slot} comes from {name}, which only the target ran"
+                                                      for slot, name in feeders)
+            first["target_only_before"] = list(dict.fromkeys(name for _, name in feeders))
+        elif extra:
             first["rule"] = f"{fd.rule}; {extra}"
             first["target_only_before"] = [r.name for r in match.unmatched_target
                                            if r.exec_index < _position(t_by_id[fd_row["target_op_id"]])][-3:]
@@ -332,6 +339,18 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
         "problems": [dict(p, side="golden") for p in golden.problems()]
         + [dict(p, side="target") for p in target.problems()] if with_problems else [],
     }
+
+
+def _target_only_feeders(unmatched: list[OpRef], top: Optional["OpRow"], target: "DumpQuery") -> list[tuple[int, str]]:
+    """The target-only ops whose outputs the first divergence reads, by the target's own graph: (input slot,
+    op name).  A data edge says what made the difference where order can only suggest it (a custom bprop's
+    ``Mul`` feeds the gradient that first differs, whatever the golden did instead, dumped or not); without
+    a graph (API dumps) nothing is said here and ``_target_only_before`` lists what ran before."""
+    if top is None or not unmatched:
+        return []
+    only = {r.name for r in unmatched}
+    inputs_from = target.graph_details(top)["inputs_from"]
+    return [(slot, _strip_port(src)) for slot, src in enumerate(inputs_from) if _strip_port(src) in only]
 
 
 def _target_only_before(unmatched: list[OpRef], top: Optional["OpRow"], rule: str) -> str:
@@ -395,7 +414,7 @@ def _judge_unloaded(op: _Op, th: vd.Thresholds) -> None:
 
 
 def _facts(op: _Op, det: dict[str, Any], joined_to_name: dict[str, str], g_names: set[str],
-           th: vd.Thresholds, golden: "DumpQuery") -> org.OpFacts:
+           th: vd.Thresholds, golden: "DumpQuery", g_params: set[str]) -> org.OpFacts:
     inputs_from = det["inputs_from"]
     rows, input_producers = [], {}
     for p in op.pairs:
@@ -406,27 +425,48 @@ def _facts(op: _Op, det: dict[str, Any], joined_to_name: dict[str, str], g_names
             name = joined_to_name.get(_strip_port(src))
             if is_produced and name is not None and name != op.gop.name:
                 input_producers[p.g.slot] = name
-        if src and not is_produced and "Load-op" in src:
-            param = golden.loaded_parameter(op.gop, _strip_port(src))
-            src = f"param:{param}" if param else src
-        rows.append(_row_facts(p, is_produced, th, src))
+        what, fed_by = _feeder(src, is_produced, op.gop, golden, g_params)
+        rows.append(_row_facts(p, is_produced, th, f"{what} {fed_by}" if fed_by else ""))
     producers = []
     for src in inputs_from:
         name = joined_to_name.get(_strip_port(src), _strip_port(src))
         if name in g_names:
             producers.append(name)
-    return org.OpFacts(op.gop.name, rows, is_aside(op.gop), producers, input_producers, type=op.gop.type or "")
+    # inputs the graph gives but the dump does not hold (MindSpore dumps no input of a loop's TensorMove
+    # copy of a weight): named where a Parameter or graph input feeds them, for the cause to say
+    dumped = {p.g.slot for p in op.pairs if p.g.io == INPUT}
+    undumped = {slot: feeder for slot, src in enumerate(inputs_from) if slot not in dumped and src
+                for feeder in [_feeder(src, produced(src), op.gop, golden, g_params)] if feeder[1]}
+    return org.OpFacts(op.gop.name, rows, is_aside(op.gop), producers, input_producers, type=op.gop.type or "",
+                       undumped=undumped)
 
 
-def _row_facts(p: _Pair, is_produced: bool, th: vd.Thresholds, src: str = "") -> org.RowFacts:
+def _feeder(src: str, is_produced: bool, gop: "OpRow", golden: "DumpQuery", params: set[str]) -> tuple[str, str]:
+    """What feeds an input that is no op's output (``Parameter conv2.weight``), when the dump can say.
+
+    A weight reaches its kernel through a ``Load`` of the Parameter (``query.loaded_parameter``).  Only a
+    graph parameter the dump holds as a Parameter (``params``: MindSpore writes every network Parameter,
+    and the network's inputs, as ``Parameter.{name}``) is named: a kernel graph's other parameters are
+    values handed over from another graph or carried by a loop (``Parameter_218``, ``_15370``, ``фx``),
+    no Parameter of the network.  MindSpore names the network's own inputs (the data) inputs0, inputs1, …
+    Returns (what, name): ("Parameter", "conv2.weight"), ("graph input", "inputs0"), or ("", "")."""
+    if not src or is_produced:
+        return "", ""
+    if "Load-op" in src:
+        param = golden.loaded_parameter(gop, _strip_port(src))
+        src = f"param:{param}" if param else src
+    name = src[len("param:"):] if src.startswith("param:") else ""
+    if name not in params:
+        return "", ""
+    return ("graph input" if re.fullmatch(r"inputs\d+", name) else "Parameter"), name
+
+
+def _row_facts(p: _Pair, is_produced: bool, th: vd.Thresholds, source: str = "") -> org.RowFacts:
     """What the walk judges of one pair: its error at the stored precision, unless a fixed rule (dtype
-    kind, shape, NaN/Inf, argument, ``--rtol/--atol``) or an unreadable tensor already decided it."""
+    kind, shape, NaN/Inf, argument, ``--rtol/--atol``) or an unreadable tensor already decided it.
+    ``source``: what feeds the input when it is no op's output (``_feeder``)."""
     r = p.result
-    facts = org.RowFacts(p.g.io, p.g.slot, p.verdict, p.kind, is_produced, p.rule)
-    if src.startswith("param:"):
-        name = src[len("param:"):]
-        # MindSpore names the network's own inputs (the data) inputs0, inputs1, … among its parameters
-        facts.source = f"graph input {name}" if re.fullmatch(r"inputs\d+", name) else f"Parameter {name}"
+    facts = org.RowFacts(p.g.io, p.g.slot, p.verdict, p.kind, is_produced, p.rule, source=source)
     if p.error is not None or p.value is not None or r is None:
         facts.fixed = True
         return facts

@@ -108,6 +108,8 @@ class OpFacts:
     input_producers: dict[int, str] = field(default_factory=dict)  # input slot -> producing *dumped* op
     saved_from: Optional[str] = None  # API dumps: the forward call whose saved tensors a backward call uses
     type: str = ""
+    #: input slot the dump lacks -> what feeds it, by the graph: ("Parameter", "dense2.weight")
+    undumped: dict[int, tuple[str, str]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -489,8 +491,9 @@ def first_divergence(ops: Sequence[OpFacts], origins: Sequence[Origin]) -> Optio
     """The first op where an error is born (module docstring), or ``None`` when nothing erred."""
     fallback: Optional[FirstDivergence] = None
     param_fd: Optional[FirstDivergence] = None
+    differing = {op.name for op in ops if op.parameter and any(r.verdict == ERROR for r in op.rows)}
     for i, (op, org) in enumerate(zip(ops, origins)):
-        fd = divergence_of(i, op, org)
+        fd = divergence_of(i, op, org, differing)
         if fd is None:
             continue
         if op.parameter:
@@ -502,8 +505,23 @@ def first_divergence(ops: Sequence[OpFacts], origins: Sequence[Origin]) -> Optio
     return fallback or param_fd
 
 
-def divergence_of(i: int, op: OpFacts, org: Origin) -> Optional[FirstDivergence]:
-    """What the first divergence says if it is op ``i`` (None: the op has no row in error)."""
+def _undumped(feeders: dict[int, tuple[str, str]], differing: set[str]) -> str:
+    """An op born where the dump lacks inputs that a Parameter or graph input feeds (MindSpore dumps no input
+    of a loop's ``TensorMove`` copy of a weight, none at all with ``input_output: 2``): the difference is in
+    the op or in those inputs, and the dump cannot tell which, so both are said.  MindSpore also writes each
+    Parameter on its own, after the step's update (``differing``: those whose dump pair differs): that is
+    said of each, as evidence and no proof either way (an update from a different gradient changes a weight
+    that was equal; an equal dump of a weight the step does not update, as in inference, clears it)."""
+    named = [f"input.{slot} ({what} {name}{', whose dump after the step differs' if name in differing else ''})"
+             for slot, (what, name) in sorted(feeders.items())]
+    which = "that input" if len(named) == 1 else "one of those inputs"
+    return (f"{', '.join(named)} {'was' if len(named) == 1 else 'were'} not dumped and no dumped op before it "
+            f"diverged (the op or {which} differs)")
+
+
+def divergence_of(i: int, op: OpFacts, org: Origin, differing: Optional[set[str]] = None) -> Optional[FirstDivergence]:
+    """What the first divergence says if it is op ``i`` (None: the op has no row in error); ``differing``:
+    the Parameters whose own dumps differ (``_undumped``)."""
     bad_rows = [j for j, r in enumerate(op.rows) if r.verdict == ERROR]
     if not bad_rows:
         return None
@@ -523,6 +541,8 @@ def divergence_of(i: int, op: OpFacts, org: Origin) -> Optional[FirstDivergence]
         rule = op.rows[outs[0]].rule
         if org.via:
             rule = f"{org.via} already differs and no dumped op before it diverged ({what}); output: {rule}"
+        elif op.undumped:
+            rule = f"{_undumped(op.undumped, differing or set())}; output: {rule}"
         return FirstDivergence(i, outs[0], CAUSE_TENSOR, rule)
     if outs:
         return FirstDivergence(i, outs[0], CAUSE_TENSOR, op.rows[outs[0]].rule)
