@@ -12,7 +12,9 @@ A verdict of damage never races a writer (issue 30: a checker reading the size, 
 the ``-wal`` of a file another process was closing called a good index damaged, and the explorer
 deleted the index its builder had just written).  Nothing is discarded while another writer holds
 the index's writer lock (a build of it is alive), and the file is looked at again under the lock,
-twice, with its size and times unchanged in between, before it goes.
+twice, with its size and times unchanged in between, before it goes.  Damage a query meets after
+the open (``discard`` without a check of its own) is looked at again under the lock when another
+writer held it or changed the file meanwhile: a sound file is kept.
 """
 
 from __future__ import annotations
@@ -99,10 +101,17 @@ def discard(path: Path, still_bad: Optional[Callable[[], bool]] = None, wait_s: 
 
     ``still_bad()``, asked under the lock, must confirm the damage (the file may have been fixed by
     the writer that held the lock); ``wait_s``: how long another writer may hold the lock (0: a
-    build alive now means no discard).  True: removed."""
+    build alive now means no discard).  Without ``still_bad`` (damage a query met after the open),
+    a file that another writer held or changed while this one waited for the lock is looked at
+    again under it, and kept when SQLite finds it sound (``_sound``): the other process may have
+    just rebuilt it.  True: removed."""
+    seen = _state(path)
+    waited: list[bool] = []
     try:
-        with writer_lock(str(path), wait_s=wait_s):
+        with writer_lock(str(path), waiting=lambda: waited.append(True), wait_s=wait_s):
             if still_bad is not None and not still_bad():
+                return False
+            if still_bad is None and (waited or _state(path) != seen) and _sound(path):
                 return False
             for p in (path, Path(str(path) + "-wal"), Path(str(path) + "-shm")):
                 try:
@@ -112,6 +121,23 @@ def discard(path: Path, still_bad: Optional[Callable[[], bool]] = None, wait_s: 
             return True
     except LockTimeout:
         return False
+
+
+def _sound(path: Path) -> bool:
+    """The file at ``path`` now passes SQLite's ``quick_check`` (a header and b-trees that hold
+    together).  Asked only under the writer lock, after another writer was seen, so its cost (one
+    read of the file) is paid on the rare path where a rebuilt index would otherwise be thrown away."""
+    if not path.exists() or settled_problem(path) is not None:
+        return False
+    try:
+        con = sqlite3.connect(str(path), timeout=1.0)
+        try:
+            rows = con.execute("PRAGMA quick_check(1)").fetchall()
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
+    return rows == [("ok",)]
 
 
 def _confirmed_header_problem(path: Path) -> Callable[[], bool]:
