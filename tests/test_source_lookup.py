@@ -118,7 +118,10 @@ def test_source_spec_parsing_and_matching():
 def test_redump_config_shape_and_refusal(tmp_path):
     cfg, left_out = redump_config(["a/b", "a/b", "with space", "c"])
     assert cfg == {"mindspore": {"common_dump_settings": {"dump_mode": 1, "kernels": ["a/b", "with space", "c"]}},
-                   "cann": {"dump_layer": "a/b c"}, "msprobe": {"list": ["a/b", "with space", "c"]}}
+                   "cann": {"dump_layer": "a/b c", "acl_json": {"dump": {
+                       "dump_list": [{"layer": ["a/b", "with space", "c"]}], "dump_path": "dump", "dump_mode": "all",
+                       "dump_data": "tensor"}}},
+                   "msprobe": {"list": ["a/b", "with space", "c"]}}
     assert left_out == ["with space"]
     tree = tmp_path / "dump"
     (tree / "sub").mkdir(parents=True)

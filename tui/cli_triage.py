@@ -81,7 +81,7 @@ def cmd_triage(args: argparse.Namespace) -> int:
     else:
         width = shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else 80
         sys.stdout.write(text(doc, min(80, width)))
-    if doc["verdict"] == tr.UNKNOWN:
+    if doc["verdict"] == tr.INCOMPLETE:
         print(f"dumpscope: {doc['why']}", file=sys.stderr)
     return tr.exit_status(doc)
 

@@ -26,9 +26,12 @@ if TYPE_CHECKING:
 
 Axis = Union[int, str, None]  # a number, "all" or None (every one)
 
-OVERFLOW, DIVERGENCE, CLEAN, UNKNOWN = "overflow", "divergence", "clean", "unknown"
-#: exit statuses (CLI.md): trouble found is 3 so that a CI job can tell it from an error (1) and usage (2)
-EXIT = {CLEAN: 0, OVERFLOW: 3, DIVERGENCE: 3, UNKNOWN: 1}
+#: verdicts; ``incomplete``: nothing could be judged (no place covered: no file read, or none with evidence),
+#: which is neither trouble nor clean
+OVERFLOW, DIVERGENCE, CLEAN, INCOMPLETE = "overflow", "divergence", "clean", "incomplete"
+#: exit statuses (CLI.md): trouble found is 3 so that a CI job can tell it from an error (1) and usage (2);
+#: incomplete is 1 (an error for a gate: no answer was possible), its one line on stderr saying why
+EXIT = {CLEAN: 0, OVERFLOW: 3, DIVERGENCE: 3, INCOMPLETE: 1}
 FORMAT = "dumpscope-triage/1"
 _MAX_FRAMES = 40
 _VERDICT_RANK = {"pass": 0, "warning": 1, "error": 2}
@@ -144,9 +147,12 @@ def _redump(op: "OpRow", nb: dict[str, Any]) -> dict[str, Any]:
     from dumpscope.core.engines.redump_config import redump_config
 
     names = [op.name, *_producers(nb)]
-    config, left_out = redump_config(names)
     tool = _TOOL.get(op.producer)
-    return {"tool": tool, "ops": list(dict.fromkeys(names)), "config": config, "left_out_of_dump_layer": left_out,
+    # a CANN place's graph is its model folder ({time}/{device}/{model_name}/…): acl.json's model_name
+    models = {n: op.graph for n in names} if tool == "cann" and op.graph else {}
+    config, left_out = redump_config(names, models)
+    return {"tool": tool, "ops": list(dict.fromkeys(names)), "models": models, "config": config,
+            "left_out_of_dump_layer": left_out,
             "note": None if tool else f"{op.producer} dumps take no op list: the config is for a rerun under "
                                       "MindSpore, CANN or msprobe"}
 
@@ -430,7 +436,7 @@ def _assemble(mode: str, candidates: list[dict], bad_places: list[dict], covered
     if best is not None:
         verdict = OVERFLOW if mode == "overflow" else DIVERGENCE
     else:
-        verdict = CLEAN if cov["places"] else UNKNOWN
+        verdict = CLEAN if cov["places"] else INCOMPLETE
     spread = None
     if best is not None:
         spread = _spread_overflow(best, candidates, bad_places) if mode == "overflow" else \

@@ -280,4 +280,4 @@ def write_config(doc: dict[str, Any], path: str, roots: list[str]) -> list[str]:
     rc = doc.get("redump_config")
     if not rc:
         raise RedumpConfigError(f"{path}: nothing to re-dump (verdict {doc['verdict']}); not written")
-    return write_redump_config(rc["ops"], path, [os.path.abspath(r) for r in roots if r])
+    return write_redump_config(rc["ops"], path, [os.path.abspath(r) for r in roots if r], rc.get("models"))
