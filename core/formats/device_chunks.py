@@ -19,10 +19,13 @@ rare shapes; memory stays about two chunks on every shape.
 * NDC1HWC0 -> NCDHW: logical channels ``[k*C0, (k+1)*C0)`` of image ``n`` are the D planes
   ``x[n, :, k]`` (strided in the file): read together when they fit in a chunk.
 
+* FRACTAL_Z (grouped too), FRACTAL_Z_3D, C1HWNCoC0 (weights): their logical order does not follow
+  an outer device axis; ``core.formats.weight_chunks`` walks them as strided views, a bounded
+  window of the file at a time.
+
 Chunks hold the stored element type (raw bit patterns for bfloat16/float8: callers decode or
 hand them to the stats engine, which reads bits).  Anything else returns ``None`` and the caller
-loads the tensor whole: other device formats (FRACTAL_Z, FRACTAL_Z_3D, C1HWNCoC0: weights), whose logical
-order does not follow an outer device axis, and a non-default ``target`` layout (NHWC…), whose
+loads the tensor whole: other device formats, and a non-default ``target`` layout (NHWC…), whose
 transpose moves the channel axis last so a logical row needs every slab of its image.
 
 :func:`device_windows` reads one logical block ``x[a, lo:hi]`` for a slice (the explorer's pane).
@@ -36,6 +39,7 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence
 import numpy as np
 
 from dumpscope.core.formats.device_format import logical_candidates, ceil_div, conversion_kind, canonical_format
+from dumpscope.core.formats.weight_chunks import weight_chunks, weight_parts, weight_window
 
 #: bytes of device data read per chunk (the converted copy is the same size again)
 CHUNK_BYTES = 32 << 20
@@ -48,15 +52,22 @@ class DeviceChunkError(ValueError):
 
 
 def device_chunks(path: str, offset: int, fmt: str, device_shape: Sequence[int], original_shape: Sequence[int],
-                  sdt: np.dtype, target: Optional[str] = None,
-                  chunk_bytes: int = CHUNK_BYTES) -> Optional[tuple[ChunkMaker, tuple[int, ...]]]:
-    """``(make_chunks, logical shape)`` for a streamable device layout, else ``None``."""
+                  sdt: np.dtype, target: Optional[str] = None, chunk_bytes: int = CHUNK_BYTES,
+                  sub_format: int = 0) -> Optional[tuple[ChunkMaker, tuple[int, ...]]]:
+    """``(make_chunks, logical shape)`` for a streamable device layout, else ``None``
+    (``sub_format``: a FRACTAL_Z weight's group count, as ``to_logical`` takes it)."""
     dev = tuple(int(d) for d in device_shape)
     orig = tuple(int(d) for d in original_shape)
     if target or any(d < 0 for d in dev + orig) or prod(dev) == 0:
         return None
     kind = conversion_kind(canonical_format(fmt))
     sdt = np.dtype(sdt)
+    if kind in ("FRACTAL_Z", "FRACTAL_Z_3D", "C1HWNCoC0"):
+        made = weight_parts(kind, dev, orig, int(sub_format) if kind == "FRACTAL_Z" and sub_format else 1)
+        if made is None:
+            return None  # to_logical names the mismatch
+        parts, dims = made
+        return (lambda: weight_chunks(path, offset, parts, prod(dev), sdt, chunk_bytes)), orig or dims
     if kind == "NC1HWC0" and len(dev) == 5:
         n, c1, h, w, c0 = dev
         c = c1 * c0
@@ -260,21 +271,25 @@ WindowReader = Callable[[int, int, int], np.ndarray]
 
 
 def device_windows(path: str, offset: int, fmt: str, device_shape: Sequence[int], original_shape: Sequence[int],
-                   sdt: np.dtype) -> Optional[tuple[WindowReader, tuple[int, ...], int]]:
+                   sdt: np.dtype, sub_format: int = 0) -> Optional[tuple[WindowReader, tuple[int, ...], int]]:
     """``(read, logical shape, lead)`` for slicing a device-layout tensor, else ``None``.
 
     ``read(a, lo, hi)`` returns the logical block ``x[a, lo:hi]`` and reads only the slabs that hold
     it.  ``lead`` is 2 when ``a`` indexes the first logical axis and ``lo:hi`` the second (NC1HWC0 ->
     NCHW: image, channels; batched FRACTAL_NZ: matrix, rows), 1 when there is no axis before the
-    blocked one (a 2-D FRACTAL_NZ matrix: ``a`` is 0, ``lo:hi`` are rows, all columns).
+    blocked one (a 2-D FRACTAL_NZ matrix: ``a`` is 0, ``lo:hi`` are rows, all columns).  Weights
+    (FRACTAL_Z, FRACTAL_Z_3D, C1HWNCoC0 -> NCHW / NCDHW): ``a`` is the output channel, ``lo:hi`` the
+    input channels; a short original shape (``[N, C]``, ``[C]``) is indexed as its 4-D expansion.
     """
-    made = device_chunks(path, offset, fmt, device_shape, original_shape, sdt)
+    made = device_chunks(path, offset, fmt, device_shape, original_shape, sdt, sub_format=sub_format)
     if made is None:
         return None
     shape = tuple(made[1])
     dev = tuple(int(d) for d in device_shape)
     sdt = np.dtype(sdt)
     kind = conversion_kind(canonical_format(fmt))
+    if kind in ("FRACTAL_Z", "FRACTAL_Z_3D", "C1HWNCoC0"):
+        return _weight_windows(path, offset, kind, dev, shape, sdt, sub_format)
     if kind == "NC1HWC0" and len(shape) == 4:
         n, c1, h, w, c0 = dev
         slab = h * w * c0
@@ -316,3 +331,24 @@ def device_windows(path: str, offset: int, fmt: str, device_shape: Sequence[int]
 
         return read_nz, shape, 2 if len(shape) == 3 else 1
     return None
+
+
+def _weight_windows(path: str, offset: int, kind: str, dev: tuple[int, ...], shape: tuple[int, ...], sdt: np.dtype,
+                    sub_format: int) -> Optional[tuple[WindowReader, tuple[int, ...], int]]:
+    made = weight_parts(kind, dev, shape, int(sub_format) if kind == "FRACTAL_Z" and sub_format else 1)
+    if made is None:
+        return None
+    parts, dims = made
+    rest = prod(dims[2:])
+    if len(shape) >= 2 and shape[:2] == dims[:2]:  # x[a, lo:hi] is canon[a, lo:hi], spatial axes reshaped
+        lead = 2
+    elif len(shape) == 1 and dims[0] == 1 and rest == 1:  # a [C] vector stored as (1, C, 1, 1)
+        lead = 1
+    else:
+        return None
+
+    def read_w(a: int, lo: int, hi: int) -> np.ndarray:
+        block = weight_window(path, offset, parts, prod(dev), sdt, CHUNK_BYTES, a, lo, hi)
+        return block.reshape((hi - lo,) + shape[2:]) if lead == 2 else block.reshape(hi - lo)
+
+    return read_w, shape, lead

@@ -152,6 +152,32 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def fit_fractal_z(original: tuple[int, ...], tgt: str, dev: Sequence[int]) -> Optional[tuple[int, ...]]:
+    """NCHW dims of an ungrouped FRACTAL_Z ``(C1*H*W, N1, N0, C0)`` weight of ``original`` shape, else None."""
+    c1hw, n1, n0, c0 = dev
+    return next((d for d in logical_candidates(original, tgt, "NCHW")
+                 if d[2] * d[3] > 0 and c1hw % (d[2] * d[3]) == 0
+                 and ceil_div(d[1], c0) == c1hw // (d[2] * d[3]) and ceil_div(d[0], n0) == n1), None)
+
+
+def fit_fractal_z_3d(original: tuple[int, ...], tgt: str, dev: Sequence[int]) -> Optional[tuple[int, ...]]:
+    """NCDHW dims of a FRACTAL_Z_3D ``(D*C1*H*W, N1, N0, C0)`` weight of ``original`` shape, else None."""
+    dc1hw, n1, n0, c0 = dev
+    return next((q for q in logical_candidates(original, tgt, "NCDHW")
+                 if q[2] * q[3] * q[4] > 0 and dc1hw % (q[2] * q[3] * q[4]) == 0
+                 and ceil_div(q[1], c0) == dc1hw // (q[2] * q[3] * q[4]) and ceil_div(q[0], n0) == n1), None)
+
+
+def fit_c1hwncoc0(original: tuple[int, ...], tgt: str, dev: Sequence[int]) -> Optional[tuple[int, ...]]:
+    """NCHW dims of a C1HWNCoC0 ``(C1, H, W, N, Co, C0)`` tensor of ``original`` shape (padded C when
+    none is recorded), else None."""
+    c1, h, w, n, _, c0 = dev
+    if not original:
+        return (n, c1 * c0, h, w)
+    return next((d for d in logical_candidates(original, tgt, "NCHW")
+                 if d[0] == n and d[2] == h and d[3] == w and ceil_div(d[1], c0) == c1), None)
+
+
 # ---------------------------------------------------------------------------------------------
 # converters: device array (already reshaped to device_shape) -> logical
 
@@ -200,9 +226,7 @@ def _fractal_z(x: np.ndarray, original: tuple[int, ...], tgt: str, groups: int) 
     if groups > 1:
         dims_list = logical_candidates(original, tgt, canon)
         return _finish(_fractal_z_grouped(x, dims_list[0], groups), canon, tgt, original)
-    dims = next((d for d in logical_candidates(original, tgt, canon)
-                 if d[2] * d[3] > 0 and c1hw % (d[2] * d[3]) == 0
-                 and ceil_div(d[1], c0) == c1hw // (d[2] * d[3]) and ceil_div(d[0], n0) == n1), None)
+    dims = fit_fractal_z(original, tgt, x.shape)
     if dims is None:
         raise DeviceFormatError(f"original shape {list(original)} ({tgt}) does not fit FRACTAL_Z {list(x.shape)}")
     n, c, h, w = dims
@@ -253,9 +277,7 @@ def _fractal_z_3d(x: np.ndarray, original: tuple[int, ...], tgt: str) -> np.ndar
         raise DeviceFormatError("FRACTAL_Z_3D needs original_shape (D, H, W are not recoverable)")
     dc1hw, n1, n0, c0 = x.shape
     canon = "NCDHW"
-    dims = next((q for q in logical_candidates(original, tgt, canon)
-                 if q[2] * q[3] * q[4] > 0 and dc1hw % (q[2] * q[3] * q[4]) == 0
-                 and ceil_div(q[1], c0) == dc1hw // (q[2] * q[3] * q[4]) and ceil_div(q[0], n0) == n1), None)
+    dims = fit_fractal_z_3d(original, tgt, x.shape)
     if dims is None:
         raise DeviceFormatError(f"original shape {list(original)} ({tgt}) does not fit FRACTAL_Z_3D {list(x.shape)}")
     n, c, d, h, w = dims
@@ -290,14 +312,10 @@ def _c1hwncoc0(x: np.ndarray, original: tuple[int, ...], tgt: str) -> np.ndarray
         raise DeviceFormatError(f"C1HWNCoC0 needs a 6-D device shape with Co == C0, got {list(x.shape)}")
     c1, h, w, n, _, c0 = x.shape
     canon = "NCHW"
-    if original:
-        dims = next((d for d in logical_candidates(original, tgt, canon)
-                     if d[0] == n and d[2] == h and d[3] == w and ceil_div(d[1], c0) == c1), None)
-        if dims is None:
-            raise DeviceFormatError(f"original shape {list(original)} ({tgt}) does not fit C1HWNCoC0 {list(x.shape)}")
-        c = dims[1]
-    else:
-        c = c1 * c0
+    dims = fit_c1hwncoc0(original, tgt, x.shape)
+    if dims is None:
+        raise DeviceFormatError(f"original shape {list(original)} ({tgt}) does not fit C1HWNCoC0 {list(x.shape)}")
+    c = dims[1]
     diag = np.diagonal(x, axis1=4, axis2=5)  # (C1, H, W, N, C0)
     hwcn = diag.transpose(1, 2, 0, 4, 3).reshape(h, w, c1 * c0, n)[:, :, :c, :]
     return _finish(hwcn.transpose(3, 2, 0, 1), canon, tgt, original)

@@ -427,11 +427,11 @@ def stats_source(ref: TensorRef) -> tuple[Callable[[], Iterable[np.ndarray]], tu
     """Chunks for the stats engine: ``(make_chunks, logical shape, logical dtype)``.
 
     Streamed a chunk at a time: plain-layout CANN tensors, raw files and C-order ``.npy`` (raw bit
-    patterns for bfloat16/float8, which the engine understands), NC1HWC0/FRACTAL_NZ CANN tensors
-    (``core.device_chunks``), ``.pt`` storages stored uncompressed and contiguous (``_stream_pt``),
+    patterns for bfloat16/float8, which the engine understands), device-layout CANN tensors
+    (``core.formats.device_chunks``: NC1HWC0, NDC1HWC0, FRACTAL_NZ, FRACTAL_Z, FRACTAL_Z_3D, C1HWNCoC0), ``.pt`` storages stored uncompressed and contiguous (``_stream_pt``),
     ``.h5`` datasets (a block of rows at a time, h5py) and packed int4/int2/uint1 (decoded per chunk).
-    Loaded whole, because the format gives no cheaper way: other device formats (FRACTAL_Z,
-    C1HWNCoC0… convert through the whole tensor), a deflated or non-contiguous ``.pt``, a
+    Loaded whole, because the format gives no cheaper way: other device formats (FRACTAL_ZN_LSTM…,
+    or a non-default target layout), a deflated or non-contiguous ``.pt``, a
     Fortran-order or structured ``.npy``.
     """
     from dumpscope.core.formats.device_format import PLAIN_FORMATS  # formats stored as the logical tensor
@@ -470,7 +470,7 @@ def stats_source(ref: TensorRef) -> tuple[Callable[[], Iterable[np.ndarray]], tu
         if made is not None:
             return made[0], made[1], made[2].name
     # whole: a compressed or non-contiguous .pt, a Fortran-order or object .npy, a device layout
-    # device_chunks does not stream (FRACTAL_Z, C1HWNCoC0, …)
+    # device_chunks does not stream (FRACTAL_ZN_LSTM, …)
     arr = load_tensor(ref)
     logical = arr.dtype.name
     return (lambda: _chunks(arr), tuple(arr.shape), logical)
@@ -570,8 +570,9 @@ def device_stream(ref: TensorRef):
 
 
 def _stream_device(ref: TensorRef):
-    """A CANN tensor in a device layout (NC1HWC0, FRACTAL_NZ), converted slab by slab
-    (``core.device_chunks``): stats of a 2 GiB tensor stay within a few chunks of memory."""
+    """A CANN tensor in a device layout (NC1HWC0, NDC1HWC0, FRACTAL_NZ, and the weights FRACTAL_Z,
+    FRACTAL_Z_3D, C1HWNCoC0), converted slab by slab (``core.formats.device_chunks``): stats of a
+    2 GiB tensor stay within a few chunks of memory."""
     from dumpscope.core.formats.device_chunks import device_chunks
 
     t = _cann_tensor_named(ref)
@@ -580,7 +581,8 @@ def _stream_device(ref: TensorRef):
         return None  # packed / odd sizes: the whole-tensor loader handles (and names) them
     if os.path.getsize(ref.path) < t.offset + element_count(t.shape) * sdt.itemsize:
         raise TensorLoadError(f"{ref.path}: truncated: payload of {ref.io} {ref.slot} ends past the end of file")
-    made = device_chunks(ref.path, t.offset, t.format, t.shape, t.original_shape, sdt, target=None)
+    made = device_chunks(ref.path, t.offset, t.format, t.shape, t.original_shape, sdt, target=None,
+                         sub_format=t.sub_format)
     if made is None:
         return None
     make, shape = made

@@ -153,9 +153,20 @@ def _ref(path: str, storage: str, t: TensorJob):
 
 
 def _decoded(path: str, storage: str, t: TensorJob) -> Count:
-    from dumpscope.core.tensors.load import load_tensor
+    """Counts of the logical tensor's decoded values, chunk by chunk where its storage streams
+    (``load.value_chunks``: device layouts, plain files), so a 2 GiB weight is never held whole."""
+    from dumpscope.core.tensors.load import value_chunks
 
-    return count_array(load_tensor(_ref(path, storage, t)))
+    make, _shape, vdt = value_chunks(_ref(path, storage, t))
+    out = Count()
+    if vdt.kind not in "fc":
+        return out
+    done = 0
+    for chunk in make():
+        flat = np.asarray(chunk).reshape(-1)
+        out.add(count_block(flat, "decoded"), done)
+        done += flat.size
+    return out
 
 
 def _cann_one(fh, path: str, t: TensorJob) -> Count:

@@ -5,8 +5,9 @@ that; a slice such as ``0, 5`` needs one slab.  :func:`tensor_slice` computes th
 C order, one block of the tensor's two outer logical axes at a time (at most :data:`BLOCK_BYTES`
 of logical data), and stops once ``limit`` values are known (the pane prints no more):
 
-* device layouts NC1HWC0 (logical NCHW) and FRACTAL_NZ (logical 2-D or 3-D): blocks come from
-  ``core.device_chunks.device_windows``, which reads only the slabs holding them;
+* device layouts NC1HWC0 (logical NCHW), FRACTAL_NZ (logical 2-D or 3-D) and the weights FRACTAL_Z,
+  FRACTAL_Z_3D, C1HWNCoC0 (logical NCHW / NCDHW): blocks come from
+  ``core.formats.device_chunks.device_windows``, which reads only the slabs holding them;
 * plain layouts (``.npy`` in C order, raw files, plain-format CANN payloads of plain numbers): the
   payload is memory-mapped and numpy indexes it, touching only the pages the slice covers;
 * everything else (``.pt``, ``.h5``, packed int4/int2, other device formats, Fortran-order
@@ -146,7 +147,7 @@ def _device_windows(ref: TensorRef):
             return None
         if os.path.getsize(ref.path) < t.offset + prod(t.shape) * sdt.itemsize:
             raise TensorLoadError(f"{ref.path}: truncated: payload of {ref.io} {ref.slot} ends past the end of file")
-        made = device_windows(ref.path, t.offset, t.format, t.shape, t.original_shape, sdt)
+        made = device_windows(ref.path, t.offset, t.format, t.shape, t.original_shape, sdt, t.sub_format)
     except TensorLoadError:
         raise
     except Exception as exc:
