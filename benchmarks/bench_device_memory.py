@@ -6,7 +6,12 @@ Writes CANN dump files, each holding one float16 output of ``--gib`` GiB, three 
 format (issue 30: chunks follow bytes, not planes): NC1HWC0 with many planes (N=1, C=4096 -> C1=256,
 C0=16, H=W=512), with one C1 plane of the whole tensor (1, 16, 8192, 8192) and with four big planes
 (4, 16, 4096, 4096); FRACTAL_NZ as a square 32768 x 32768 matrix, as one fractal row (16 x 2^26:
-one row block of 2 GiB) and as one fractal column (2^26 x 16).  The payload is
+one row block of 2 GiB) and as one fractal column (2^26 x 16); the weight layouts (logical order
+across the whole file: ``core/formats/weight_chunks.py``) FRACTAL_Z as a square 3x3 conv weight, as 16
+output channels of 2^26 input channels (one row of 128 MB) and as 2^26 output channels of 16 (one
+(C1,H,W) block of 2 GiB), FRACTAL_Z_3D as a square 3x3x3 weight, as 16 rows and as one D-H-W block, and
+C1HWNCoC0 (16x its logical size on device) as a 3x3 weight, as one pixel of 2^22 N and as one row of
+2^26 channels.  The payload is
 written sparse (``truncate``: zeros on disk cost nothing; RSS is what is measured, and the
 values do not change the work).  Each ``stats`` runs in a fresh subprocess on an in-memory index
 and reports its own ``ru_maxrss``; the baseline is the same child after importing the CLI only.
@@ -67,7 +72,7 @@ def _write(step: Path, name: str, fmt: str, device_shape: tuple[int, ...], origi
     from synth.cann_writer import SynthTensor, encode_dump
 
     path = step / f"Op.{name}.1.2.1718260502000000"
-    if path.exists():
+    if path.exists() and path.stat().st_size > 0:
         return
     # encode a tiny tensor of the same format, then patch sizes: build the header from a 1-element
     # stand-in and rewrite its shape fields through the proto (the writer has no sparse mode)
@@ -134,6 +139,8 @@ def main() -> None:
     ap.add_argument("--gib", type=float, default=2.0)
     ap.add_argument("--pt-gib", type=float, default=1.0)
     ap.add_argument("--only-new", action="store_true", help="only the slice and .pt rows (issue 20, session 4)")
+    ap.add_argument("--only-weights", action="store_true",
+                    help="only the FRACTAL_Z / FRACTAL_Z_3D / C1HWNCoC0 rows (issue 30, session 8)")
     ap.add_argument("--workdir", default=common.DEFAULT_WORKDIR)
     args = ap.parse_args()
     common.print_machine()
@@ -154,6 +161,22 @@ def main() -> None:
         ("nzrow", "FRACTAL_NZ", (long // 16, 1, 16, 16), (16, long), "one fractal row"),
         ("nzcol", "FRACTAL_NZ", (1, long // 16, 16, 16), (long, 16), "one fractal column"),
     ]
+    sq = int((elems // 9) ** 0.5) // 16 * 16  # square 3x3 conv weight
+    sq3 = int((elems // 27) ** 0.5) // 16 * 16  # square 3x3x3 weight
+    wide = elems // 16 // 16 * 16  # 16 rows of this many channels / this many rows of 16
+    cn_n = elems // 256 // (64 * 9) // 16 * 16  # C1HWNCoC0: 64 C1 blocks of 3x3 pixels of N
+    weights = [
+        ("fz", "FRACTAL_Z", (sq // 16 * 9, sq // 16, 16, 16), (sq, sq, 3, 3), "square 3x3 weight"),
+        ("fzrow", "FRACTAL_Z", (wide // 16, 1, 16, 16), (16, wide, 1, 1), "16 rows of 128 MB"),
+        ("fzblock", "FRACTAL_Z", (1, wide // 16, 16, 16), (wide, 16, 1, 1), "one (C1,H,W) block"),
+        ("fz3d", "FRACTAL_Z_3D", (sq3 // 16 * 27, sq3 // 16, 16, 16), (sq3, sq3, 3, 3, 3), "square 3x3x3"),
+        ("fz3drow", "FRACTAL_Z_3D", (wide // 16, 1, 16, 16), (16, wide // 64, 4, 4, 4), "16 rows"),
+        ("fz3dblock", "FRACTAL_Z_3D", (1, wide // 16, 16, 16), (wide, 16, 1, 1, 1), "one D-H-W block"),
+        ("cn", "C1HWNCoC0", (64, 3, 3, cn_n, 16, 16), (cn_n, 1024, 3, 3), "3x3 weight"),
+        ("cnpix", "C1HWNCoC0", (1, 1, 1, elems // 256, 16, 16), (elems // 256, 16, 1, 1), "one pixel of N"),
+        ("cnrow", "C1HWNCoC0", (elems // 256, 1, 1, 1, 16, 16), (1, elems // 16, 1, 1), "one row"),
+    ]
+    cases = weights if args.only_weights else cases + weights
     for op, fmt, dev, orig, _ in cases:
         _write(step, op, fmt, dev, orig)
     base = _child("import-only")["base_kb"]
@@ -166,9 +189,11 @@ def main() -> None:
     if not args.only_new:  # the tree compared with itself: both tensors of each pair streamed at once
         r = _child("compare", str(step.parents[4]))
         mb = r["peak_kb"] / 1024
-        common.emit(f"compare with itself peak RSS, the six {args.gib:g} GiB float16 tensors above "
+        common.emit(f"compare with itself peak RSS, the {args.gib:g} GiB float16 tensors of the tree "
                     f"({r['count']} rows: {', '.join(r['shape'] or [])})", round(mb), "MB",
                     baseline=round(base / 1024), target="<= 1200 MB", met=mb <= 1200 and r["code"] == 0)
+    if args.only_weights:
+        return
     # the explorer's tensor pane: a slice of the 2 GiB NC1HWC0 tensor reads the slabs it covers
     for index in ("0, 5", "0, :, 7, 9"):
         r = _child("slice", str(step.parents[4]), "nc1hwc0", index)

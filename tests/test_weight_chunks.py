@@ -28,7 +28,8 @@ from synth.cann_writer import SynthTensor, write_dump
 STEP = ("dump", "20240101", "0", "m", "1", "0")
 
 
-def _one(tmp_path, fmt: str, shape: tuple, dt: str, groups: int = 0, original=None, seed: int = 0):
+def _one(tmp_path, fmt: str, shape: tuple, dt: str, groups: int = 0, original=None, seed: int = 0,
+         c0=None):
     root = tmp_path.joinpath(*STEP)
     for old in root.glob("Conv2D.*"):
         old.unlink()
@@ -36,7 +37,7 @@ def _one(tmp_path, fmt: str, shape: tuple, dt: str, groups: int = 0, original=No
     if a.size > 3:
         a.flat[a.size // 3] = np.nan
     t_in = SynthTensor(a if original is None else a.reshape(original), dt, fmt, sub_format=groups,
-                       original_shape=original)
+                       original_shape=original, c0=c0)
     write_dump(root, "Conv2D", "w", 1, 2, 1718260502000000, outputs=[t_in])
     path = next(root.glob("Conv2D.*"))
     return path, read_header(path).outputs[0]
@@ -117,10 +118,11 @@ def test_both_ways_of_reading_a_window_agree(tmp_path, monkeypatch, mode):
 @given(fmt=st.sampled_from(["FRACTAL_Z", "FRACTAL_Z_3D", "C1HWNCoC0"]), n=st.integers(1, 40),
        c=st.integers(1, 40), h=st.integers(1, 4), w=st.integers(1, 4), d=st.integers(1, 3),
        dt=st.sampled_from(["float16", "float32"]), chunk=st.sampled_from([2, 50, 333, 4096]),
-       seed=st.integers(0, 1000))
-def test_random_shapes(tmp_path, fmt, n, c, h, w, d, dt, chunk, seed):
+       seed=st.integers(0, 1000), c0=st.sampled_from([None, 4, 8, 32]))
+def test_random_shapes(tmp_path, fmt, n, c, h, w, d, dt, chunk, seed, c0):
+    """C0 is taken from the device shape: 16 by default, 4 (the _C04 formats), 32 (8-bit types)…"""
     shape = (n, c, d, h, w) if fmt == "FRACTAL_Z_3D" else (n, c, h, w)
-    path, t = _one(tmp_path, fmt, shape, dt, seed=seed)
+    path, t = _one(tmp_path, fmt, shape, dt, seed=seed, c0=c0)
     _check(path, t, dt, chunk)
 
 
