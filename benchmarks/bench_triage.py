@@ -2,6 +2,7 @@
 
     python benchmarks/bench_triage.py [--files 100000] [--ranks 64 --steps 4 --ops 50] [--reps 3]
                                       [--workdir /tmp/dumpscope-bench] [--skip-tensor] [--skip-stats]
+    python benchmarks/bench_triage.py --rss-files 250000 500000 1000000
 
 * **stats**: ``--ranks`` x ``--steps`` places of a CANN ``dump_data=stats`` job (``--ops`` per-op CSVs per place,
   one NaN op on one rank/step: ``bench_overflow.write_stats_job``), so every answer comes from statistics.
@@ -9,6 +10,12 @@
   (fresh cache, whole process); target <= 1.5x.  Peak RSS of the triage process (``ru_maxrss``).
 * **tensor**: the CANN tensor tree of ``common.cann_tree`` (no Opdebug, no statistics: every output must be
   read).  Floor = cold ``summary`` + one read of every byte; target <= 2x.
+
+* **rss** (``--rss-files N``, any number of times: ``--rss-files 250000 500000 1000000``): a stats job of N
+  per-op CSVs (``N/1000`` ranks x 4 steps x 250 ops), one cold ``triage --json`` run alone under a wrapper
+  process, so ``ru_maxrss`` is the triage process's own peak (and its workers'), never a summary's.  Target
+  <= 500 MB at 1M files (issue 31); the smaller sizes show the growth.  Generation is slow (minutes per
+  100k files on a loaded box); trees are kept under ``--workdir`` and reused.
 
 The answer is checked each time (the NaN op named with its rank and step; the finite tree clean, every
 place covered).  The page cache is warm (each tree is read once before timing).  Best of ``--reps``.
@@ -91,6 +98,50 @@ def bench_tensor(workdir: str, n_files: int, reps: int) -> None:
     common.emit("summary warm after triage (same cache)", round(t_warm, 3), "s", note="for reference")
 
 
+_RSS_WRAPPER = """
+import resource, subprocess, sys, time
+t0 = time.perf_counter()
+p = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+dt = time.perf_counter() - t0
+sys.stderr.write(p.stderr)
+print(p.returncode, dt, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+sys.stdout.write(p.stdout)
+"""
+
+
+def bench_rss(workdir: str, n_files: int) -> None:
+    """Peak RSS of one cold triage on an ``n_files`` stats job, measured in a wrapper of its own."""
+    import subprocess
+
+    ranks, steps, ops = max(1, n_files // 1000), 4, 250
+    root = common.check_workdir(workdir) / f"statsjob{ranks}x{steps}x{ops}"
+    dump = root / "dump"
+    if not (root / ".complete").exists():
+        shutil.rmtree(dump, ignore_errors=True)
+        t0 = time.perf_counter()
+        write_stats_job(dump, ranks, steps, ops)
+        (root / ".complete").write_text(f"{time.perf_counter() - t0:.1f}")
+    cache = Path(workdir) / "cache-triage-rss"
+    shutil.rmtree(cache, ignore_errors=True)
+    env = common.fresh_cache_env(cache)
+    p = subprocess.run([sys.executable, "-c", _RSS_WRAPPER, sys.executable, "-m", "dumpscope", "triage", str(dump),
+                        "--json"], env=env, capture_output=True, text=True)
+    head, _, out = p.stdout.partition("\n")
+    rc, secs, maxrss = head.split()
+    if int(rc) not in (0, 3):
+        raise SystemExit(f"triage failed ({rc}): {p.stderr.strip()[-500:]}")
+    doc = json.loads(out)
+    o = doc["origin"] or {}
+    ok = (doc["verdict"] == "overflow" and (o.get("rank"), o.get("step")) == (ranks // 2, 1)
+          and len(doc["covered"]["places"]) == ranks * steps and not doc["covered"]["not_covered"])
+    n = ranks * steps * ops
+    rss_mb = int(maxrss) / 1024
+    common.emit(f"peak RSS, cold triage on a {n:,}-CSV stats job ({ranks} ranks x {steps} steps x {ops} ops)",
+                round(rss_mb, 1), "MB", target="<= 500 MB at 1M files", met=rss_mb <= 500,
+                note=f"ru_maxrss of the triage process tree (its largest process), alone in a wrapper; "
+                     f"{float(secs):.1f} s; load {os.getloadavg()[0]:.1f}; answer checked: {ok}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--files", type=int, default=100_000)
@@ -101,8 +152,14 @@ def main() -> int:
     ap.add_argument("--workdir", default=common.DEFAULT_WORKDIR)
     ap.add_argument("--skip-tensor", action="store_true")
     ap.add_argument("--skip-stats", action="store_true")
+    ap.add_argument("--rss-files", type=int, nargs="*", default=[],
+                    help="only the peak-RSS runs, on stats jobs of these many files")
     args = ap.parse_args()
     common.print_machine()
+    if args.rss_files:
+        for n in args.rss_files:
+            bench_rss(args.workdir, n)
+        return 0
     if not args.skip_stats:
         bench_stats(args.workdir, args.ranks, args.steps, args.ops, args.reps)
     if not args.skip_tensor:
