@@ -33,7 +33,8 @@ def test_triage_of_a_cann_job_names_its_model_in_acl_json(capsys, tmp_path):
     doc = json.loads(capsys.readouterr().out)
     assert code == 3 and doc["verdict"] == "overflow"
     origin = doc["origin"]
-    assert (origin["name"], origin["rank"], origin["step"]) == ("model_layer_1_Mul", 1, 1)  # the file-side name: no graph
+    # the file-side name: a stats job has no graph
+    assert (origin["name"], origin["rank"], origin["step"]) == ("model_layer_1_Mul", 1, 1)
     rc = doc["redump_config"]
     assert rc["tool"] == "cann"
     entry = rc["config"]["cann"]["acl_json"]["dump"]["dump_list"][0]

@@ -15,9 +15,12 @@ else spatial rows) of at most ``chunk_bytes`` (padding included).  A box is fill
 the file of at most ``chunk_bytes``: split along its largest stride until a window holds it.  A
 window whose needed elements are dense enough is read (``readinto``); a sparse one (one row of many:
 ``N`` elements apart) is memory-mapped for that copy only and unmapped after, so the page faults touch
-only what is needed and the mapping never outlives a window.  Memory stays about three chunks (the box,
-its kept channels, one window) on every shape; the cost is a pass over the file per chunk of rows (a 2 GiB weight of large
-rows: about 64 passes from the page cache), the price of logical order from a transposed layout.
+only what is needed and the mapping never outlives a window (the callers check the file's size
+first; a file cut short by another process while a window of it is mapped would end this one, the
+risk the explorer's memory-mapped plain slices already take).  Memory stays about three chunks (the box,
+its kept channels, one window) on every shape; the cost is a pass over the file per chunk of rows
+(a 2 GiB weight of large rows: about 64 passes from the page cache), the price of logical order
+from a transposed layout.
 
 Chunks hold the stored element type (raw bits for bfloat16/float8), as ``device_chunks`` gives them.
 """

@@ -428,7 +428,8 @@ def stats_source(ref: TensorRef) -> tuple[Callable[[], Iterable[np.ndarray]], tu
 
     Streamed a chunk at a time: plain-layout CANN tensors, raw files and C-order ``.npy`` (raw bit
     patterns for bfloat16/float8, which the engine understands), device-layout CANN tensors
-    (``core.formats.device_chunks``: NC1HWC0, NDC1HWC0, FRACTAL_NZ, FRACTAL_Z, FRACTAL_Z_3D, C1HWNCoC0), ``.pt`` storages stored uncompressed and contiguous (``_stream_pt``),
+    (``core.formats.device_chunks``: NC1HWC0, NDC1HWC0, FRACTAL_NZ, FRACTAL_Z, FRACTAL_Z_3D, C1HWNCoC0),
+    ``.pt`` storages stored uncompressed and contiguous (``_stream_pt``),
     ``.h5`` datasets (a block of rows at a time, h5py) and packed int4/int2/uint1 (decoded per chunk).
     Loaded whole, because the format gives no cheaper way: other device formats (FRACTAL_ZN_LSTM…,
     or a non-default target layout), a deflated or non-contiguous ``.pt``, a
