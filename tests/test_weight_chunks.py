@@ -211,3 +211,38 @@ def test_overflow_count_of_a_weight_streams_and_ignores_padding(tmp_path, monkey
     uid, rows, err = nonfinite.count_unit((1, str(path), "cann", [job]))
     assert err is None
     assert rows == [("output", 0, 1, 0, 0, 20 * 19 * 9 // 3)]  # the one logical NaN (_one puts it at size // 3)
+
+
+def test_chunks_of_the_corpus_weights_are_what_msprobe_converted(tmp_path):
+    """The independent answer: msprobe 26.2's own FRACTAL_Z conversion of the synthetic corpus
+    (tests/data/cann_oracle.json, made by make_cann_oracle.py), checked on the streamed chunks."""
+    import importlib.util
+
+    from conftest import DATA
+    from dumpscope.core.formats.dtypes import decode
+    from synth.cann_corpus import CORPUS, write_corpus
+
+    spec = importlib.util.spec_from_file_location("make_cann_oracle", DATA / "make_cann_oracle.py")
+    maker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(maker)
+    oracle = json.loads((DATA / "cann_oracle.json").read_text())["files"]
+    write_corpus(tmp_path)
+    checked = 0
+    for rel, want in sorted(oracle.items()):
+        if not rel.startswith(CORPUS + "/") or "tensors" not in want:
+            continue
+        path = tmp_path / rel
+        h = read_header(path)
+        for t, w in zip(h.inputs + h.outputs, want["tensors"]):
+            if t.format not in ("FRACTAL_Z", "FRACTAL_Z_3D", "C1HWNCoC0") or "logical" not in w:
+                continue
+            made = device_chunks(str(path), t.offset, t.format, t.shape, t.original_shape,
+                                 tensor_io.payload_dtype(t.dtype), chunk_bytes=64, sub_format=t.sub_format)
+            assert made is not None, rel
+            raw = np.concatenate([c.reshape(-1) for c in made[0]()])
+            bits = t.dtype in tensor_io.BITS_DTYPES  # bfloat16/float8 chunks hold their bit patterns
+            values = decode(raw.view(np.uint8), t.dtype, raw.size) if bits else raw
+            got = dict(maker.summary(values), shape=list(made[1]))
+            assert got == w["logical"], (rel, t.io, t.slot)
+            checked += 1
+    assert checked >= 3, checked  # the corpus's FRACTAL_Z weights msprobe converts
