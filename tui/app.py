@@ -59,11 +59,10 @@ class IndexReady(Message):
         self.start, self.start_by_trouble = start_place(q, self.trouble)
         # partial results: only the names the status bar shows, from the folders stored (the full
         # list counts the files of every unit stored so far: a scan repeated for each partial result)
-        self.layouts = q.layouts() if final else _layout_names(q)
+        self.layouts = q.layouts() if final else [{"name": n} for n in q.stored_layout_names()]
         # partial results, or a cold build that read every file moments ago: the problems stored (the
         # full list stats every indexed file again for ones truncated since: ~1 s per 100k files)
-        self.problems = len(q.problems()) if final and not just_built else \
-            q.index.query("SELECT COUNT(*) FROM problems")[0][0]
+        self.problems = len(q.problems()) if final and not just_built else q.problem_count()
 
 
 #: modules the first partial result's facts (``overflow``: its trouble places, with the CANN and protobuf
@@ -89,16 +88,6 @@ def _drop_partial(shown: list[DumpQuery]) -> None:
     for facts in shown[1:]:
         facts.index.close()
     shown.clear()
-
-
-def _layout_names(q: DumpQuery) -> list[dict[str, Any]]:
-    """The producers of the folders stored so far (``dirs.layouts``: one short JSON list per folder)."""
-    import json
-
-    names: set[str] = set()
-    for (used,) in q.index.query("SELECT DISTINCT layouts FROM dirs WHERE layouts IS NOT NULL"):
-        names.update(json.loads(used))
-    return [{"name": name} for name in sorted(names)]
 
 
 class CompareProgress(Message):
@@ -387,10 +376,10 @@ class DumpscopeApp(App[int]):
         """``o``: the whole-job overflow scan, by the CLI's code and process pool in a child writing its
         counts into the index (``core.child_jobs``); an in-memory index is scanned in this thread."""
         from dumpscope.core.engines import child_jobs
-        from dumpscope.tui.engines import overflow_report
+        from dumpscope.core.engines.overflow.lookup import overflow_report
 
         if q.index.db_path == ":memory:" or not child_jobs.usable():
-            return overflow_report()(q, progress=progress, workers=IN_APP_WORKERS)
+            return overflow_report(q, progress=progress, workers=IN_APP_WORKERS)
         return child_jobs.overflow_report(q.root, q.index.db_path, self._cancel, self._children.append, progress)
 
     @work(thread=True, exclusive=True, group="index", name="refresh index")
@@ -551,10 +540,9 @@ class DumpscopeApp(App[int]):
     @work(thread=True, exclusive=True, group="compare", name="compare dumps")
     def _run_compare(self, q: DumpQuery, rank: int, step: int) -> None:
         from dumpscope.core.index.dump_index import DumpIndex, IndexCancelled
-        from dumpscope.tui.engines import EngineMissing, compare_dumps
+        from dumpscope.core.engines.compare import compare_dumps
 
         try:
-            fn = compare_dumps()
             if self.target_q is None:
                 target = DumpIndex.open(
                     self.compare_with or "", cancel=self._cancel,
@@ -570,14 +558,11 @@ class DumpscopeApp(App[int]):
                     last[0] = now
                     self.post_message(CompareProgress(f"comparing… {done:,}/{total:,} tensors"))
 
-            result = fn(q, self.target_q, rank=rank, step=step, progress=progress, workers=IN_APP_WORKERS)
+            result = compare_dumps(q, self.target_q, rank=rank, step=step, progress=progress, workers=IN_APP_WORKERS)
             from dumpscope.tui.view_compare import warm_view
 
             warm_view(self, result)  # the compare table sorted and counted here, so `c` has nothing to wait for
         except IndexCancelled:
-            return
-        except EngineMissing as exc:
-            self.post_message(CompareReady(None, str(exc)))
             return
         except Exception as exc:
             self.post_message(CompareReady(None, f"compare failed: {type(exc).__name__}: {exc}".splitlines()[0]))
@@ -723,7 +708,7 @@ class DumpscopeApp(App[int]):
         from dumpscope.tui.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(self.BINDINGS, self._keymap))
 
     def action_overflow(self) -> None:
         from dumpscope.tui.view_overflow import OverflowScreen

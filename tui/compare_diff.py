@@ -27,7 +27,8 @@ from textual.worker import get_current_worker
 from dumpscope.core.inert import inert
 from dumpscope.tui.badges import VERDICT_GLYPH
 from dumpscope.tui.detail import first_user_frame, frame_text
-from dumpscope.tui.view_compare import is_born
+from dumpscope.tui.compare_rows import is_born
+from dumpscope.tui.compare_sides import CompareDetailScreen
 from dumpscope.tui.keybar import KeyBar
 
 STYLE = {"pass": "green", "warning": "yellow", "error": "bold red"}
@@ -349,8 +350,6 @@ class CompareDiffScreen(Screen):
         self._go(worst)
 
     def action_side_by_side(self) -> None:
-        from dumpscope.tui.view_compare import CompareDetailScreen
-
         self.app.push_screen(CompareDetailScreen(self.row))
 
     def action_open_op(self) -> None:

@@ -76,7 +76,6 @@ class OverflowScreen(TableView):
     @work(thread=True, exclusive=True, group="overflow", name="overflow scan")
     def _scan(self, q) -> None:
         from dumpscope.core.index.dump_index import IndexCancelled
-        from dumpscope.tui.engines import EngineMissing
 
         last = [0.0]
 
@@ -94,8 +93,6 @@ class OverflowScreen(TableView):
             error = None
         except IndexCancelled:
             return
-        except EngineMissing as exc:
-            doc, error = None, str(exc)
         except Exception as exc:
             doc, error = None, f"overflow scan failed: {type(exc).__name__}: {exc}".splitlines()[0]
         if not get_current_worker().is_cancelled:

@@ -82,12 +82,10 @@ class WatchScreen(TableView):
 
     @work(thread=True, exclusive=True, group="watch", name="watch report")
     def _run(self, q, rank: int, step: int) -> None:
-        from dumpscope.tui.engines import EngineMissing, watch_report
+        from dumpscope.core.engines.watch.report import watch_report
 
         try:
-            doc, error = watch_report()(q, rank=rank, step=step), None
-        except EngineMissing as exc:
-            doc, error = None, str(exc)
+            doc, error = watch_report(q, rank=rank, step=step), None
         except Exception as exc:
             doc, error = None, f"watch report failed: {type(exc).__name__}: {exc}".splitlines()[0]
         if not get_current_worker().is_cancelled:

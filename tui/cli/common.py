@@ -94,9 +94,8 @@ def check_place(q, rank: Optional[int], step: Optional[int]) -> None:
     ranks = q.ranks()
     if rank is not None and rank not in ranks:
         raise CliError(f"--rank {rank}: not in this dump (ranks: {values_text(ranks)})")
-    if step is not None and (step < 0 or not any(  # an index seek per rank; the steps are listed only when absent
-            q.index.query("SELECT 1 FROM ops WHERE rank=? AND step=? LIMIT 1", (r, step))
-            for r in ([rank] if rank is not None else ranks))):
+    if step is not None and (step < 0 or not any(q.has_place(r, step)
+                                                 for r in ([rank] if rank is not None else ranks))):
         where = f" at rank {rank}" if rank is not None else ""
         raise CliError(f"--step {step}: not in this dump{where} (steps: {values_text(q.steps(rank))})")
 
