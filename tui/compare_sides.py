@@ -16,6 +16,7 @@ from dumpscope.tui.badges import VERDICT_GLYPH
 from dumpscope.tui.compare_rows import both_names, metric
 from dumpscope.tui.detail import OpDetail
 from dumpscope.tui.keybar import KeyBar
+from dumpscope.tui.explorer import explorer
 
 
 class CompareDetailScreen(Screen):
@@ -47,9 +48,9 @@ class CompareDetailScreen(Screen):
         yield KeyBar()
 
     def on_mount(self) -> None:
-        app = self.app
-        for q, key, wid in ((app.q, "golden_op_id", "#golden-detail"),  # type: ignore[attr-defined]
-                            (app.target_q, "target_op_id", "#target-detail")):  # type: ignore[attr-defined]
+        app = explorer(self)
+        for q, key, wid in ((app.q, "golden_op_id", "#golden-detail"),
+                            (app.target_q, "target_op_id", "#target-detail")):
             op_id = self.row.get(key)
             op = q.op_by_id(op_id) if (q is not None and op_id is not None) else None
             detail = self.query_one(wid, OpDetail)

@@ -27,6 +27,7 @@ from dumpscope.tui.compare_chart import CompareChart, OpPoint, evidence_shares, 
 from dumpscope.tui.table_view import TableView
 from dumpscope.tui.vtable import Column, VTable, blank_columns
 from dumpscope.tui.keybar import KeyBar
+from dumpscope.tui.explorer import explorer
 
 _VERDICT_ORDER = {"error": 0, "warning": 1, "pass": 2}
 
@@ -176,14 +177,14 @@ class CompareScreen(TableView):
         return is_born(row)
 
     def load(self) -> None:
-        app = self.app
-        result = app.compare_result  # type: ignore[attr-defined]
+        app = explorer(self)
+        result = app.compare_result
         if result is None:
-            err = app.compare_error  # type: ignore[attr-defined]
+            err = app.compare_error
             self.note(f"! {err}" if err else "comparing… (the table fills in when done)",
                       "bold red" if err else "italic")
             return
-        cache = getattr(app, "compare_view_cache", None)
+        cache = app.compare_view_cache
         prepared = cache.get((id(result), self.sort_key)) if cache and cache.get("result") is result else None
         if prepared is not None:
             self._show(result, prepared)
@@ -200,8 +201,8 @@ class CompareScreen(TableView):
             self.app.call_from_thread(self._prepared, result, sort_key, prepared)
 
     def _prepared(self, result: dict[str, Any], sort_key: str, prepared: Prepared) -> None:
-        app: Any = self.app
-        cache = getattr(app, "compare_view_cache", None)
+        app = explorer(self)
+        cache = app.compare_view_cache
         if not cache or cache.get("result") is not result:  # one result's tables at a time
             cache = app.compare_view_cache = {"result": result}
         cache[(id(result), sort_key)] = prepared
