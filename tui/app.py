@@ -104,6 +104,7 @@ class DumpscopeApp(IndexWorkers, CompareWorkers, App[int]):
         self.compare_error: Optional[str] = None
         self.compare_status = ""
         self.compare_view_cache: dict[Any, Any] = {}
+        self._user_placed = False  # the user chose a place or an op: an opening answer arriving late keeps it
         self.progress = "indexing…"
         self.index_error: Optional[str] = None
         self._cancel = threading.Event()
@@ -177,6 +178,7 @@ class DumpscopeApp(IndexWorkers, CompareWorkers, App[int]):
         if self.q is None:
             return
         self._place_settled = True  # the user's choice: a finishing build does not move it
+        self._user_placed = True
         if rank is not None and rank != self.rank:
             self.rank = rank
             steps = self.q.steps(rank)
@@ -224,6 +226,7 @@ class DumpscopeApp(IndexWorkers, CompareWorkers, App[int]):
         """Jump to ``op`` in the explorer (from any view), remembering where we were: ``esc`` in
         the explorer brings the views back (cursor kept)."""
         came_from = self._reopeners()
+        self._user_placed = True
         self._back_to_main()
         if op.rank != self.rank or op.step != self.step:
             self.rank, self.step = op.rank, op.step

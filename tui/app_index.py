@@ -49,6 +49,22 @@ def _drop_partial(shown: list[DumpQuery]) -> None:
     shown.clear()
 
 
+def _overflow_origin(q: DumpQuery) -> Optional[tuple[tuple[int, int], OpRow]]:
+    """The whole job's overflow origin that ``dumpscope triage PATH`` names — the overflow engine's ``origin``:
+    each rank's first bad op judged (born there, or received through a collective), the whole-job rule over
+    them — on the evidence the index holds (Opdebug, statistics, an earlier scan): no tensor is scanned at open."""
+    from dumpscope.core.engines.overflow.lookup import overflow_report
+
+    doc = overflow_report(q, scan="none", workers=IN_APP_WORKERS)
+    o = doc.get("origin")
+    if not o:
+        return None
+    row = next((r for r in doc["ops"] if (r["name"], r["rank"], r["step"]) == (o["name"], o["rank"], o["step"])),
+               None)
+    op = q.op_by_id(row["op_id"]) if row else None
+    return ((o["rank"], o["step"]), op) if op is not None else None
+
+
 class IndexWorkers:
     """Indexing and opening, as a part of the app: ``DumpscopeApp`` is the class that holds the state."""
 
@@ -254,7 +270,7 @@ class IndexWorkers:
             # on the finished index only: partial results of a cold build would compare part of the tree
             self._compare_started = True
             self.compare_status = "comparing…"
-            self._run_compare(q, self.rank, self.step)
+            self._run_compare(q, self.rank, self.step, whole_job=self.want_place is None)
 
     def _partial_painted(self) -> None:
         self._partial_pending = False
@@ -263,10 +279,18 @@ class IndexWorkers:
     def _open_on_answer(self, q: DumpQuery, shown: tuple[int, int],
                         trouble: dict[tuple[int, int], tuple[int, int]]) -> None:
         """Once the opening place is settled: the place ``--rank``/``--step`` asked for (checked against the
-        index), and the cursor on its first op with overflow evidence, when it has trouble."""
+        index), and the cursor on its first op with overflow evidence, when it has trouble; without them, the
+        overflow origin triage names (the place the index's evidence chose is its guess until then)."""
         from dumpscope.core.engines.overflow.lookup import first_bad_op
 
         place, note = shown, ""
+        if self.want_place is None and trouble:
+            found = _overflow_origin(q)
+            if found is not None:
+                place, op = found
+                if not get_current_worker().is_cancelled:
+                    self.call_from_thread(self._opened_on, q, shown, place, op, note)
+                return
         if self.want_place is not None:
             rank, step = self.want_place
             if rank is not None and rank not in q.ranks():

@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 from textual.message import Message
 
-from dumpscope.core.query import DumpQuery
+from dumpscope.core.query import DumpQuery, OpRow
 
 
 class IndexProgress(Message):
@@ -54,10 +54,14 @@ class IndexFailed(Message):
 
 
 class CompareReady(Message):
-    def __init__(self, result: Optional[dict[str, Any]], error: Optional[str]) -> None:
+    def __init__(self, result: Optional[dict[str, Any]], error: Optional[str],
+                 place: Optional[tuple[int, int]] = None, open_on: Optional[OpRow] = None) -> None:
         super().__init__()
         self.result = result
         self.error = error
+        #: the opening compare (the whole job's first divergence): the place compared and the golden op to open on
+        self.place = place
+        self.open_on = open_on
 
 
 

@@ -42,4 +42,5 @@ def is_born(row: dict[str, Any]) -> bool:
 
 
 def is_first_divergence(row: dict[str, Any], fd: Optional[dict[str, Any]]) -> bool:
-    return bool(fd) and all(row.get(k) == fd.get(k) for k in ("name", "io", "slot", "step") if k in fd)  # type: ignore
+    """The row of the first divergence ``fd`` (of a whole job too: its rank counts)."""
+    return bool(fd) and all(row.get(k) == fd.get(k) for k in ("name", "io", "slot", "step", "rank") if k in fd)  # type: ignore
