@@ -36,7 +36,7 @@ import common  # noqa: E402
 
 _CHILD = r"""
 import json, resource, sys, io, contextlib
-from dumpscope.tui import cli
+from dumpscope.tui.cli import entry as cli
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 if sys.argv[1] == "compare":
     out = io.StringIO()

@@ -161,7 +161,7 @@ def main() -> int:
         exe = os.path.join(os.path.dirname(sys.executable), "dumpscope")  # not a pyenv shim
         if not os.path.exists(exe):
             exe = shutil.which("dumpscope")
-        cmd = [exe] if exe else [sys.executable, "-c", "import sys; from dumpscope.tui.cli import main; sys.exit(main())"]
+        cmd = [exe] if exe else [sys.executable, "-c", "import sys; from dumpscope.tui.cli.entry import main; sys.exit(main())"]
         best = float("inf")
         for _ in range(3):
             t0 = time.perf_counter()

@@ -31,7 +31,7 @@ from bench_memory import run_sampled  # noqa: E402
 
 _CHILD = r"""
 import contextlib, io, json, resource, sys, time
-from dumpscope.tui import cli
+from dumpscope.tui.cli import entry as cli
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t0 = time.perf_counter()
 if sys.argv[1] == "json.load":

@@ -50,7 +50,7 @@ import sys
 from dumpscope.core.engines.compare import places
 real = places.compare_places
 places.compare_places = lambda *a, spool_rows=False, **kw: real(*a, **kw)
-from dumpscope.tui.cli import main
+from dumpscope.tui.cli.entry import main
 sys.exit(main(sys.argv[1:]))
 """
 

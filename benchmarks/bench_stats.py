@@ -151,7 +151,7 @@ def _cli_row(d: str, raw: str, kind: str, n: int, gb: float, reps: int) -> None:
     floor_code = (f"import numpy as np; x = np.load({npy!r}, mmap_mode='r'); "
                   "np.add.reduce(x.reshape(-1), dtype=np.float64)")
     floor = common.time_subprocess(floor_code, reps=reps)
-    cli = [sys.executable, "-c", "import sys; from dumpscope.tui.cli import main; sys.exit(main())",
+    cli = [sys.executable, "-c", "import sys; from dumpscope.tui.cli.entry import main; sys.exit(main())",
            "stats", os.path.join(d, f"cli_{kind}"), "Default--MatMul-op1", "--io", "output", "--slot", "0",
            "--json", "--no-cache"]
     timed = {}

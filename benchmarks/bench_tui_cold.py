@@ -48,7 +48,7 @@ def _mark(what: str) -> None:
 async def _explore(dump: str, in_thread: bool) -> None:
     from dumpscope.core.engines import child_jobs
 
-    import dumpscope.tui.cli  # noqa: F401  (what `dumpscope PATH` imports before it starts the build)
+    import dumpscope.tui.cli.entry  # noqa: F401  (what `dumpscope PATH` imports before it starts the build)
 
     early = None
     if in_thread:

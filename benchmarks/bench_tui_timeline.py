@@ -59,7 +59,7 @@ async def _explore(dump: str) -> None:
     _mark("python up, script running", _T0)
     if os.environ.get("DUMPSCOPE_TIMELINE_SAMPLE"):
         _sampler()
-    import dumpscope.tui.cli  # noqa: F401  (what `dumpscope PATH` imports before it starts the build)
+    import dumpscope.tui.cli.entry  # noqa: F401  (what `dumpscope PATH` imports before it starts the build)
 
     _mark("cli imported")
     from dumpscope.core.engines import child_jobs

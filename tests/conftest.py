@@ -104,7 +104,7 @@ def unpack_data(tmp_path_factory, name: str) -> Path:
 
 def cli_json(capsys, *args):
     """Run the CLI with ``--json`` in-process and return its document (failing with its stderr on a non-zero exit)."""
-    from dumpscope.tui.cli import main
+    from dumpscope.tui.cli.entry import main
 
     code = main([*args, "--json"])
     out, err = capsys.readouterr()

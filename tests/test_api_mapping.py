@@ -21,7 +21,7 @@ from dumpscope.core.engines.compare.api_mapping import (
 )
 from dumpscope.core.engines.compare.match import OpRef
 from dumpscope.core.engines.compare.yaml_subset import YamlSubsetError, loads, subset_loads
-from dumpscope.tui.cli import main
+from dumpscope.tui.cli.entry import main
 
 EXPECTED_BY_MSPROBE = {
     "Tensor.__add__.0.forward": None,

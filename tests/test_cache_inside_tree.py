@@ -11,7 +11,7 @@ from dumpscope.core.engines import child_jobs
 from dumpscope.core.index.dump_index import DumpIndex
 from dumpscope.core.query import DumpQuery
 from synth.trees import write_mindspore_tree
-from dumpscope.tui import cli
+from dumpscope.tui.cli.entry import main
 
 
 def _files(tree) -> set[str]:
@@ -23,7 +23,7 @@ def test_a_cache_dir_inside_path_is_refused_with_one_warning(tmp_path, capsys, w
     tree = write_mindspore_tree(tmp_path / "golden", steps=(0,)).parent
     before = _files(tree)
     cache = tree / where
-    code = cli.main(["summary", str(tree), "--cache-dir", str(cache)])
+    code = main(["summary", str(tree), "--cache-dir", str(cache)])
     out, err = capsys.readouterr()
     assert code == 0, err
     lines = [ln for ln in err.splitlines() if "in-memory index" in ln]

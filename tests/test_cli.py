@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from synth.cann_writer import SynthTensor, write_dump
-from dumpscope.tui.cli import main
+from dumpscope.tui.cli.entry import main
 from test_index import digest, make_tree
 
 MODEL_DIR = ("20240613143502", "0", "ge_default_1", "1")

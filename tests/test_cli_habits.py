@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from dumpscope import __version__
-from dumpscope.tui import cli
-from dumpscope.tui.cli import build_parser, main
+from dumpscope.tui.cli.common import IndexProgress
+from dumpscope.tui.cli.entry import main
+from dumpscope.tui.cli.parser import build_parser
 
 
 def run(capsys, *args):
@@ -51,13 +52,13 @@ def test_every_subcommand_has_an_example_in_its_help(capsys):
     for name in subcommands():
         code, out, _ = run(capsys, name, "--help")
         assert code == 0
-        assert "example:\n  dumpscope " in out, f"`dumpscope {name} --help` has no example (tui/cli.py EXAMPLES)"
+        assert "example:\n  dumpscope " in out, f"`dumpscope {name} --help` has no example (tui/cli/parser.py EXAMPLES)"
 
 
 # -- completion ---------------------------------------------------------------------------------
 
 def test_completion_scripts_cover_every_subcommand_and_option(capsys):
-    from dumpscope.tui.completion import commands
+    from dumpscope.tui.cli.completion import commands
 
     _, cmds = commands(build_parser())
     for shell in ("bash", "zsh", "fish"):
@@ -129,7 +130,7 @@ def _summary(monkeypatch, tree: Path, out_tty: bool, err_tty: bool, *extra: str)
     out, err = TTY(out_tty), TTY(err_tty)
     monkeypatch.setattr(sys, "stdout", out)
     monkeypatch.setattr(sys, "stderr", err)
-    monkeypatch.setattr(cli._IndexProgress, "DELAY_S", 0.0)  # the tiny tree builds faster than the real delay
+    monkeypatch.setattr(IndexProgress, "DELAY_S", 0.0)  # the tiny tree builds faster than the real delay
     assert main(["summary", str(tree), "--no-cache", *extra]) == 0
     return out.getvalue(), err.getvalue()
 
@@ -151,7 +152,7 @@ def test_json_to_a_pipe_stays_silent(small_tree, monkeypatch):
 
 
 def test_warm_reopen_shows_nothing_before_the_delay(small_tree, monkeypatch):
-    progress = cli._IndexProgress("p")
+    progress = IndexProgress("p")
     err = TTY(True)
     monkeypatch.setattr(sys, "stderr", err)
 

@@ -18,7 +18,7 @@ import pytest
 from conftest import unpack_data
 from test_tui_support import screen_text, set_env, settle, wait_ready
 from dumpscope.tui import compare_chart as cc
-from dumpscope.tui.cli import main
+from dumpscope.tui.cli.entry import main
 
 SIZE = (80, 24)
 

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import unpack_data
 from dumpscope.core.engines.compare.engine import produced
-from dumpscope.tui.cli import main
+from dumpscope.tui.cli.entry import main
 
 BN = "Default/bn-BatchNorm2d/BatchNorm-op0"
 

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import unpack_data
 from synth.job_tree import write_cann_job
-from dumpscope.tui.cli import main
+from dumpscope.tui.cli.entry import main
 
 
 def run(capsys, *args):

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import DATA, unpack_data
 from dumpscope.core.engines.compare import report as cr
-from dumpscope.tui.cli import main
+from dumpscope.tui.cli.entry import main
 
 MSPROBE_CSV = DATA / "msprobe_compare" / "compare_result_msp_b_vs_msp_a.csv"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sys
 import weakref
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from dumpscope.core.engines.compare import engine
 from dumpscope.core.engines.compare.places import compare_places
 from dumpscope.core.query import open_query
 from synth.job_tree import write_cann_job
-from dumpscope.tui import cli
+from dumpscope.tui.cli.entry import main
 from dumpscope.tui.json_text import dumps
 
 
@@ -57,14 +58,14 @@ def test_spooled_rows_print_the_same_document_as_listed_rows(case, msprobe, msna
 
 def test_the_cli_csv_and_json_of_a_real_compare_are_the_rows_of_the_listed_document(capsys, msnan, tmp_path):
     listed, _ = _both(msnan, tmp_path, golden_step=0, target_step=2)
-    assert cli.main(["compare", str(msnan), str(msnan), "--golden-step", "0", "--target-step", "2",
+    assert main(["compare", str(msnan), str(msnan), "--golden-step", "0", "--target-step", "2",
                      "--cache-dir", str(tmp_path), "--csv"]) == 0
     got = list(csv.reader(io.StringIO(capsys.readouterr().out)))
     keys = got[0]
     assert "target_step" in keys and "origin" in keys
     want = [["" if r.get(k) is None else str(r.get(k)) for k in keys] for r in listed["rows"]]
     assert got[1:] == want
-    assert cli.main(["compare", str(msnan), str(msnan), "--golden-step", "0", "--target-step", "2",
+    assert main(["compare", str(msnan), str(msnan), "--golden-step", "0", "--target-step", "2",
                      "--cache-dir", str(tmp_path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["rows"] == json.loads(dumps(listed["rows"]))
 
@@ -100,8 +101,8 @@ def test_the_cli_compare_holds_a_few_rows_at_a_time(tmp_path, monkeypatch):
             peak[0] = max(peak[0], alive[0])
             return super().write(text)
     out = Out()
-    monkeypatch.setattr(cli.sys, "stdout", out)
-    assert cli.main(["compare", str(root), str(root), "--json", "--cache-dir", str(tmp_path / "c")]) == 0
+    monkeypatch.setattr(sys, "stdout", out)
+    assert main(["compare", str(root), str(root), "--json", "--cache-dir", str(tmp_path / "c")]) == 0
     doc = json.loads(out.getvalue())
     assert made[0] == len(doc["rows"]) >= 10
     assert peak[0] <= 2  # (the first divergence's row, read back, is not one of them)
@@ -127,5 +128,5 @@ def test_compare_reads_both_indexes_with_a_lean_page_cache(msnan, tmp_path, caps
 
 
 def _cli_out(capsys, *args: str) -> str:
-    assert cli.main(list(args)) == 0
+    assert main(list(args)) == 0
     return capsys.readouterr().out

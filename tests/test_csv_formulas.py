@@ -11,7 +11,7 @@ import pytest
 
 from dumpscope.core.inert import csv_cell
 from synth.cann_writer import SynthTensor, write_dump
-from dumpscope.tui import cli
+from dumpscope.tui.cli.entry import main
 
 FORMULAS = ('=HYPERLINK("http:__evil.example","x")', "@SUM(1+1)", "+cmd|' _C calc'!A0", "-2+3")
 
@@ -35,7 +35,7 @@ def _cells(text: str) -> list[str]:
 @pytest.mark.parametrize("argv", [["ops"], ["overflow"], ["compare", "SELF"]])
 def test_csv_on_stdout_runs_no_formula(tree, capsys, argv):
     args = [a if a != "SELF" else str(tree) for a in argv]
-    code = cli.main([args[0], str(tree), *args[1:], "--csv", "--no-cache"])
+    code = main([args[0], str(tree), *args[1:], "--csv", "--no-cache"])
     out, err = capsys.readouterr()
     assert code == 0, err
     cells = _cells(out)

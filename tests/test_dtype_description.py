@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 
-from dumpscope.tui.cli import main
+from dumpscope.tui.cli.entry import main
 
 VALUES = np.array([1.1, -2.3, 3.7, 70000.5], np.float32)  # not all of them bfloat16 / float16 values
 

@@ -101,7 +101,7 @@ def test_two_real_runs_give_the_same_ops_on_every_build_and_those_of_the_first_r
 
 
 def test_the_stderr_note_names_both_roots_for_any_command(dp2, tmp_path, capsys):
-    from dumpscope.tui.cli import main
+    from dumpscope.tui.cli.entry import main
 
     assert main(["ops", str(dp2), "--cache-dir", str(tmp_path), "--json"]) == 0
     out, err = capsys.readouterr()

@@ -13,11 +13,11 @@ from dumpscope.core.index import freshness
 from dumpscope.core.index.dump_index import DumpIndex
 from synth.faults import rewrite_in_place
 from synth.trees import write_mindspore_tree
-from dumpscope.tui import cli
+from dumpscope.tui.cli.entry import main
 
 
 def run(argv, capsys):
-    code = cli.main(argv)
+    code = main(argv)
     out, err = capsys.readouterr()
     assert code == 0, err
     return out

@@ -10,7 +10,7 @@ import pytest
 from dumpscope.core.formats import dump_data_pb2 as pb
 from dumpscope.core.formats.shapes import element_count, impossible_header
 from synth.cann_writer import SynthTensor, write_dump
-from dumpscope.tui.cli import main
+from dumpscope.tui.cli.entry import main
 
 HUGE = [1 << 32, 1 << 32, 16]  # 2**68 elements: numpy.prod wraps this to 0
 

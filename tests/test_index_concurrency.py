@@ -21,7 +21,7 @@ from dumpscope.core.index.cache import index_path
 from dumpscope.core.index.dump_index import DumpIndex
 from dumpscope.core.query import DumpQuery
 from synth.faults import write_fault_corpus
-from dumpscope.tui import cli
+from dumpscope.tui.cli.entry import main
 
 
 
@@ -35,7 +35,7 @@ def tree(tmp_path_factory) -> Path:
 def _reference(tree: Path, capsys) -> dict:
     out = {}
     for cmd in ("ops", "summary"):
-        assert cli.main([cmd, str(tree), "--json", "--no-cache"]) == 0
+        assert main([cmd, str(tree), "--json", "--no-cache"]) == 0
         out[cmd] = json.loads(capsys.readouterr().out)
     return out
 
@@ -93,7 +93,7 @@ def test_writer_lock_is_reentrant_and_serialises_threads(tmp_path):
 
 
 def _ops(argv_tail: list[str], tree: Path, capsys) -> tuple[int, dict, list[str]]:
-    code = cli.main(["ops", str(tree), "--json", *argv_tail])
+    code = main(["ops", str(tree), "--json", *argv_tail])
     out, err = capsys.readouterr()
     return code, (json.loads(out) if code == 0 else {}), [line for line in err.splitlines() if line]
 

@@ -14,7 +14,7 @@ import pytest
 
 from dumpscope.core.inert import escape_markup, inert, inert_lines, inert_markup, json_safe
 from synth.faults import HOSTILE_BAD_FILE, HOSTILE_NAMES, HOSTILE_TYPE, write_hostile_tree
-from dumpscope.tui import cli
+from dumpscope.tui.cli import entry, output, parser
 
 #: what must never reach a terminal raw: controls, bidi, and invisible characters (issue 30)
 RAW = {chr(c) for c in (*range(0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0), 0x202E,
@@ -61,7 +61,7 @@ def tree(tmp_path_factory) -> Path:
 
 
 def run(argv: list[str], capsys) -> tuple[int, str, str]:
-    code = cli.main(argv + (["--no-cache"] if argv[0] not in ("help", "completion") else []))
+    code = entry.main(argv + (["--no-cache"] if argv[0] not in ("help", "completion") else []))
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -72,11 +72,11 @@ def assert_inert(text: str, what: str) -> None:
 
 
 def test_every_command_has_a_hostile_run(tree, tmp_path):
-    assert set(hostile_runs(tree, tmp_path)) == set(cli.COMMANDS), \
+    assert set(hostile_runs(tree, tmp_path)) == set(parser.COMMANDS), \
         "a new command needs a line in hostile_runs (its human output must be checked for raw escapes)"
 
 
-@pytest.mark.parametrize("command", [c for c in cli.COMMANDS if c != "explore"])
+@pytest.mark.parametrize("command", [c for c in parser.COMMANDS if c != "explore"])
 def test_human_output_shows_hostile_names_inert(command, tree, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "400")
     for argv, names in hostile_runs(tree, tmp_path)[command]:
@@ -123,7 +123,7 @@ def test_a_command_that_forgets_inert_is_still_guarded(tree, capsys, monkeypatch
         from rich.table import Table
 
         print(f"plain {HOSTILE_NAMES[0]}")
-        con = cli._console()
+        con = output.console()
         con.print(f"console {HOSTILE_NAMES[1]}")
         t = Table()
         t.add_column("name")
@@ -131,7 +131,7 @@ def test_a_command_that_forgets_inert_is_still_guarded(tree, capsys, monkeypatch
         con.print(t)
         return 0
 
-    monkeypatch.setitem(cli._HANDLERS, "summary", careless)
+    monkeypatch.setitem(entry.HANDLERS, "summary", careless)
     code, out, err = run(["summary", str(tree)], capsys)
     assert code == 0, err
     assert_inert(out, "careless command")

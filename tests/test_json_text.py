@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
 
-from dumpscope.tui.cli import _clean
 from dumpscope.tui.json_text import dumps
 
 
@@ -21,6 +21,26 @@ class _Float(float):
 
 class _Int(int):
     pass
+
+
+def _clean(value):
+    """The oracle: JSON has no NaN/Infinity, the document spells them as strings (the stdlib way, slow)."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return value
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        try:
+            return _clean(value.item())
+        except Exception:
+            return str(value)
+    return value
 
 
 def _stdlib(doc):

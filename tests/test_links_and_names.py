@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import cli_json
-from dumpscope.tui import cli
+from dumpscope.tui.cli.entry import main
 from synth.trees import write_mindspore_tree
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="symlinks and byte file names")
@@ -98,7 +98,7 @@ def test_names_that_are_not_utf8_keep_the_accounting_whole(tmp_path, capsys):
     small = cli_json(capsys, "summary", str(few), "--no-cache")["accounting"]
     _adds_up(small)
     assert (small["files"], small["problem"], small["not_recognised"]) == (4, 3, 1)
-    code = cli.main(["summary", str(few), "--no-cache"])
+    code = main(["summary", str(few), "--no-cache"])
     out = capsys.readouterr().out
     assert code == 0 and "not recognised: -" not in out
 

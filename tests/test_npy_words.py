@@ -18,7 +18,7 @@ from dumpscope.core.formats import dtypes
 from dumpscope.core.query import open_query
 from dumpscope.core.tensors.load import TensorLoadError, load_tensor
 from dumpscope.core.tensors.slicing import tensor_slice
-from dumpscope.tui.cli import main
+from dumpscope.tui.cli.entry import main
 
 VALUES = np.array([[1.5, -2.25, 3.0], [0.0, np.nan, np.inf], [-0.5, 2.0 ** -130, 65280.0]], dtype=np.float32)
 NAME = "Add.Add-op1.0.0.1700000000.{io}.0.DefaultFormat.{dtype}.npy"

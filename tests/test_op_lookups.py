@@ -18,7 +18,7 @@ from dumpscope.core.engines.compare import report as cr
 from dumpscope.core.index.schema import OP_INDEXES, SCHEMA_VERSION
 from dumpscope.core.query import DumpQuery, open_query
 from synth.cann_writer import SynthTensor, write_dump
-from dumpscope.tui.cli import main
+from dumpscope.tui.cli.entry import main
 
 W, A, B = "net/C/Add", "net/A/Mul", "net/B/Sub"
 

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from synth.trees import write_mindspore_tree
-from dumpscope.tui import cli
+from dumpscope.tui.cli.entry import main
 
 
 def run(argv, capsys):
-    code = cli.main(argv)
+    code = main(argv)
     out, err = capsys.readouterr()
     return code, out, err
 

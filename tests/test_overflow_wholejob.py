@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from synth.job_tree import write_cann_job
-from dumpscope.tui.cli import main
+from dumpscope.tui.cli.entry import main
 
 
 def cli(capsys, *args):
@@ -133,7 +133,7 @@ def test_overflow_json_loads_neither_compare_nor_a_progress_bar(tmp_path):
     import subprocess
 
     root = write_cann_job(tmp_path / "job", ranks=(0,), steps=(0,))
-    code = ("import sys; from dumpscope.tui.cli import main; rc = main(sys.argv[1:]); "
+    code = ("import sys; from dumpscope.tui.cli.entry import main; rc = main(sys.argv[1:]); "
             "loaded = [m for m in ('dumpscope.core.engines.compare', 'rich.progress') if m in sys.modules]; "
             "print('LOADED', loaded, file=sys.stderr); sys.exit(rc)")
     p = subprocess.run([sys.executable, "-c", code, "overflow", str(root), "--json", "--cache-dir",

@@ -63,7 +63,7 @@ def test_wheel_holds_the_license_and_package_data(wheel_file):
     names = zipfile.ZipFile(wheel_file).namelist()
     assert any(n.endswith(".dist-info/LICENSE") or "/licenses/LICENSE" in n for n in names), names
     for needed in ("dumpscope/tui/app.tcss", "dumpscope/core/formats/dump_data.proto",
-                   "dumpscope/core/engines/compare/report.py", "dumpscope/tui/serve.py", "dumpscope/tui/completion.py"):
+                   "dumpscope/core/engines/compare/report.py", "dumpscope/tui/serve.py", "dumpscope/tui/cli/completion.py"):
         assert needed in names
     meta = zipfile.ZipFile(wheel_file).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert "Provides-Extra: xlsx" in meta and "Provides-Extra: serve" in meta

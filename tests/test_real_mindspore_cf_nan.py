@@ -72,7 +72,7 @@ def _sqrt_files(dump: Path, step: int, io: str) -> list[Path]:
 
 
 def test_every_run_of_a_loop_body_op_is_addressable(capsys, dump, tmp_path):
-    from dumpscope.tui.cli import main
+    from dumpscope.tui.cli.entry import main
 
     first = cli_json(capsys, "show", str(dump), SQRT, "--step", "0", "--cache-dir", str(tmp_path))["op"]
     second = cli_json(capsys, "show", str(dump), SQRT, "--step", "0", "--run", "1", "--cache-dir", str(tmp_path))["op"]
@@ -175,7 +175,7 @@ def test_compare_calls_parameter_only_what_the_dump_holds_as_one(capsys, dump, t
 
 
 def test_convert_of_a_loop_body_op_writes_every_run(capsys, dump, tmp_path):
-    from dumpscope.tui.cli import main
+    from dumpscope.tui.cli.entry import main
 
     out = tmp_path / "out"
     assert main(["convert", str(dump), str(out), "--op", SQRT, "--step", "0", "--cache-dir", str(tmp_path)]) == 0
@@ -193,7 +193,7 @@ async def test_the_explorer_opens_on_the_op_whose_output_went_nan_first(dump, tm
     from test_tui_support import set_env, wait_ready
 
     from dumpscope.tui.app import DumpscopeApp
-    from dumpscope.tui.cli import main
+    from dumpscope.tui.cli.entry import main
 
     outs = sorted(((_ts(str(p)), p) for p in (dump / "rank_0" / "Net").glob("*/0/*.output.*.npy")))
     first_bad = next(p for _t, p in outs if np.load(p).dtype.kind == "f" and not np.isfinite(np.load(p)).all())

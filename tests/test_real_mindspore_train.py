@@ -12,7 +12,7 @@ import pytest
 from conftest import cli_json, unpack_data
 from dumpscope.core.names import sanitize_name
 from dumpscope.core.query import OpRow, open_query
-from dumpscope.tui.cli import main
+from dumpscope.tui.cli.entry import main
 
 TREES = ("ms210_stem", "ms210_transformer", "ms27_stem", "ms27_transformer")
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from conftest import cli_json, unpack_data
-from dumpscope.tui.cli import main
+from dumpscope.tui.cli.entry import main
 
 RUNS = ["l0_tensor", "l1_tensor", "mix_tensor", "mix_stats", "nan_stats", "dist_stats"]
 

@@ -43,7 +43,7 @@ def test_the_whole_job_first_divergence_is_where_the_nan_was_born_not_where_it_w
 
 
 def test_trend_shows_a_step_whose_statistics_are_nan_as_non_finite_not_as_no_data(capsys, dist, tmp_path):
-    from dumpscope.tui.cli import main
+    from dumpscope.tui.cli.entry import main
 
     target = dist / "target"
     recorded = {}
@@ -74,7 +74,7 @@ def test_trend_shows_a_step_whose_statistics_are_nan_as_non_finite_not_as_no_dat
 
 
 def test_triage_with_a_golden_says_why_rank_1_and_not_the_lowest_rank(capsys, dist, tmp_path):
-    from dumpscope.tui.cli import main
+    from dumpscope.tui.cli.entry import main
 
     code = main(["triage", str(dist / "target"), "--golden", str(dist / "golden"), "--step", "all", "--rank", "all",
                  "--cache-dir", str(tmp_path), "--json"])

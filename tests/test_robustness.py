@@ -29,7 +29,7 @@ from dumpscope.core.layouts import cann as cann_layout
 from dumpscope.core.query import DumpQuery, open_query
 from synth.cann_writer import SynthTensor, encode_dump, write_dump
 from synth.faults import CANN_STEP, MS_STEP, write_fault_corpus, write_good_trees
-from dumpscope.tui.cli import main
+from dumpscope.tui.cli.entry import main
 
 MODEL = ("20240613143502", "0", "ge_default_1", "1")
 
@@ -337,7 +337,7 @@ def test_no_unpickling_anywhere_in_the_source():
 
 _RSS_PROBE = textwrap.dedent("""
     import json, resource, sys
-    from dumpscope.tui.cli import main
+    from dumpscope.tui.cli.entry import main
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     import io, contextlib
     buf = io.StringIO()

@@ -28,7 +28,7 @@ from synth.cann_writer import SynthTensor, write_dump
 from synth.ge_graph_writer import write_ge_graph
 from synth.stats_csv_writer import write_cann_stats_csv
 from dumpscope.core.tensors.load import TensorLoadError
-from dumpscope.tui.cli import main
+from dumpscope.tui.cli.entry import main
 
 FUZZ = settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 INDEX_FUZZ = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)

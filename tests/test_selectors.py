@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import cli_json, unpack_data
-from dumpscope.tui.cli import main
+from dumpscope.tui.cli.entry import main
 
 SQRT = "Default/network-WithLossCell/_backbone-Net/Sqrt-op0"
 

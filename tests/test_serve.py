@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from dumpscope.tui.cli import main
+from dumpscope.tui.cli.entry import main
 
 ANSI = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[()][0-9A-B]|\x1b[=>78]")
 

@@ -16,11 +16,12 @@ import pytest
 from dumpscope.core.formats.npy_header import NpyFormatError, parse_npy_header
 from synth.faults import CANN_STEP, write_fault_corpus
 from synth.trees import write_mindspore_tree
-from dumpscope.tui import cli
+from dumpscope.tui.cli import listing
+from dumpscope.tui.cli.entry import main
 
 
 def run(argv, capsys):
-    code = cli.main(argv)
+    code = main(argv)
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -130,14 +131,14 @@ def test_convert_reads_the_header_of_a_3000_input_file_once(tmp_path, capsys, mo
 def test_human_summary_caps_the_problem_list(tmp_path, capsys):
     step = tmp_path / "dump" / CANN_STEP
     step.mkdir(parents=True)
-    for i in range(cli.MAX_PROBLEMS_SHOWN + 70):
+    for i in range(listing.MAX_PROBLEMS_SHOWN + 70):
         (step / f"Relu.bad_{i}.{i}.2.17182605{i:08d}").write_bytes(b"\x01")
     code, out, _ = run(["summary", str(tmp_path / "dump"), "--no-cache"], capsys)
     assert code == 0
-    assert out.count("  ! ") == cli.MAX_PROBLEMS_SHOWN
+    assert out.count("  ! ") == listing.MAX_PROBLEMS_SHOWN
     assert "… and 70 more; --json for all" in out
     code, out, _ = run(["summary", str(tmp_path / "dump"), "--json", "--no-cache"], capsys)
-    assert len(json.loads(out)["problems"]) == cli.MAX_PROBLEMS_SHOWN + 70
+    assert len(json.loads(out)["problems"]) == listing.MAX_PROBLEMS_SHOWN + 70
 
 
 def test_an_execution_order_too_long_is_a_named_problem_and_ops_still_answer(ms, capsys, monkeypatch):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from synth.faults import HOSTILE_NAMES, write_fault_corpus, write_hostile_tree
-from dumpscope.tui import cli
+from dumpscope.tui.cli.entry import main
 
 from test_inert_cli import hostile_runs
 
@@ -59,7 +59,7 @@ def test_no_command_writes_inside_the_dump_tree(trees, tmp_path, capsys, monkeyp
         if argv[0] == "cd":
             monkeypatch.chdir(argv[1])
             continue
-        cli.main(argv + (cache if argv[0] != "help" else []))
+        main(argv + (cache if argv[0] != "help" else []))
         capsys.readouterr()
         assert snapshot(trees) == before, f"{argv} changed the dump tree"
 

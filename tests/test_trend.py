@@ -11,7 +11,7 @@ import numpy as np
 from conftest import SAMPLES
 from synth.job_tree import _place_values, write_cann_job
 from dumpscope.core.engines.trend import marks, sparkline
-from dumpscope.tui.cli import main
+from dumpscope.tui.cli.entry import main
 
 
 def run(capsys, *args):

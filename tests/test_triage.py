@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO, unpack_data
-from dumpscope.tui.cli import main
+from dumpscope.tui.cli.entry import main
 
 KEYS = ("verdict", "origin", "inputs", "outputs", "neighbourhood", "spread", "covered", "redump_config")
 ORIGIN_KEYS = ("name", "type", "rank", "step", "io", "slot", "judgement", "source")
@@ -307,8 +307,8 @@ def test_readme_triage_example_runs(capsys, tmp_path, monkeypatch):
 
 
 def test_completion_offers_triage_and_its_options():
-    from dumpscope.tui.cli import build_parser
-    from dumpscope.tui.completion import script
+    from dumpscope.tui.cli.parser import build_parser
+    from dumpscope.tui.cli.completion import script
 
     bash = script("bash", build_parser())
     assert "triage" in bash and "--merge" in bash and "--golden" in bash and "--exit-code" in bash

@@ -580,10 +580,10 @@ def test_keymap_loading(tmp_path, monkeypatch):
 def test_every_binding_has_an_id():
     from textual.binding import Binding
 
-    from dumpscope.tui import dialogs, help, linelist, optree, table_view, view_compare
+    from dumpscope.tui import compare_sides, dialogs, help, linelist, optree, table_view, view_compare
 
     classes = [DumpscopeApp, MainScreen, linelist.LineList, optree.OpTree, table_view.TableView,
-               view_compare.CompareScreen, view_compare.CompareDetailScreen, dialogs.SearchScreen,
+               view_compare.CompareScreen, compare_sides.CompareDetailScreen, dialogs.SearchScreen,
                dialogs.PickerScreen, dialogs.ExportScreen, help.HelpScreen]
     ids = []
     for cls in classes:

@@ -10,7 +10,7 @@ from conftest import unpack_data
 from test_tui_support import screen_text, search_and_open, set_env, settle, wait_ready
 
 from dumpscope.tui.app import DumpscopeApp
-from dumpscope.tui.view_compare import both_names
+from dumpscope.tui.compare_rows import both_names
 
 SIZE = (120, 40)
 

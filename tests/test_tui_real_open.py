@@ -157,12 +157,12 @@ async def test_a_single_rank_nan_run_opens_on_its_earliest_step_and_first_bad_op
 
 def test_explorer_command_line_passes_rank_and_step(tmp_path, monkeypatch):
     from dumpscope.core.engines import child_jobs
-    from dumpscope.tui import cli
+    from dumpscope.tui.cli.entry import main
 
     seen = []
     monkeypatch.setattr(child_jobs, "prestart_build", lambda *a, **k: None)
     monkeypatch.setattr(DumpscopeApp, "run", lambda self, *a, **k: seen.append(self.want_place))
-    assert cli.main([str(tmp_path), "--rank", "1", "--step", "0"]) == 0
-    assert cli.main(["explore", str(tmp_path), "--step", "2"]) == 0
-    assert cli.main([str(tmp_path)]) == 0
+    assert main([str(tmp_path), "--rank", "1", "--step", "0"]) == 0
+    assert main(["explore", str(tmp_path), "--step", "2"]) == 0
+    assert main([str(tmp_path)]) == 0
     assert seen == [(1, 0), (None, 2), None]

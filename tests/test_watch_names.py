@@ -8,7 +8,7 @@ import numpy as np
 
 from dumpscope.core.query import open_query
 from synth.cann_writer import SynthTensor, write_dump
-from dumpscope.tui.cli import main
+from dumpscope.tui.cli.entry import main
 
 W, A, B = "net/C/Add", "net/A/Mul", "net/B/Sub"
 

@@ -13,7 +13,7 @@ import yaml  # noqa: F401  (the test extra's PyYAML, which loads() uses: this fi
 from conftest import cli_json, unpack_data
 from dumpscope.core.engines.compare.api_mapping import MappingFileError, load_api_mapping, load_layer_mapping
 from dumpscope.core.engines.compare.yaml_subset import YamlSubsetError, loads, subset_loads
-from dumpscope.tui.cli import main
+from dumpscope.tui.cli.entry import main
 
 #: msprobe's layer_mapping.yaml for the pair, rewritten with what PyYAML reads and the subset does not:
 #: an anchor, a merge key, an alias, a folded and a literal multi-line string

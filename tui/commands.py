@@ -11,14 +11,15 @@ from functools import partial
 from typing import Any, Callable, Iterator
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from dumpscope.tui.explorer import explorer
 
 OP_HITS = 15
 
 
 class DumpscopeCommands(Provider):
     def _commands(self) -> Iterator[tuple[str, Callable[[], Any], str]]:
-        app: Any = self.app
-        if getattr(app, "q", None) is None:
+        app = explorer(self)
+        if app.q is None:
             yield ("Help: list all keys", app.action_help, "?")
             return
         yield ("Open overflow view", app.action_overflow, "ops with overflow / NaN / Inf, origin first")
@@ -59,8 +60,8 @@ class DumpscopeCommands(Provider):
             score = matcher.match(name)
             if score > 0:
                 yield Hit(score, matcher.highlight(name), fn, help=help_text)
-        app: Any = self.app
-        q = getattr(app, "q", None)
+        app = explorer(self)
+        q = app.q
         if q is None or len(query.strip()) < 2:
             return
         ops = await asyncio.to_thread(q.search, query.strip(), app.rank, app.step, OP_HITS)

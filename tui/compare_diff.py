@@ -27,8 +27,10 @@ from textual.worker import get_current_worker
 from dumpscope.core.inert import inert
 from dumpscope.tui.badges import VERDICT_GLYPH
 from dumpscope.tui.detail import first_user_frame, frame_text
-from dumpscope.tui.view_compare import is_born
+from dumpscope.tui.compare_rows import is_born
+from dumpscope.tui.compare_sides import CompareDetailScreen
 from dumpscope.tui.keybar import KeyBar
+from dumpscope.tui.explorer import explorer
 
 STYLE = {"pass": "green", "warning": "yellow", "error": "bold red"}
 #: attributes that name the node, not what it computes (they differ between any two runs)
@@ -260,7 +262,7 @@ class CompareDiffScreen(Screen):
 
     @work(thread=True, exclusive=True, group="diff", name="compare diff")
     def _gather(self, row: dict[str, Any], generation: int) -> None:
-        app: Any = self.app
+        app = explorer(self)
         data = DiffData()
         op_key = (row.get("golden_op_id"), row.get("name"), row.get("step"), row.get("rank"))
         data.rows = [x for x in self.all_rows
@@ -349,15 +351,13 @@ class CompareDiffScreen(Screen):
         self._go(worst)
 
     def action_side_by_side(self) -> None:
-        from dumpscope.tui.view_compare import CompareDetailScreen
-
         self.app.push_screen(CompareDetailScreen(self.row))
 
     def action_open_op(self) -> None:
-        q = getattr(self.app, "q", None)
+        q = explorer(self).q
         op_id = self.row.get("golden_op_id")
         op = q.op_by_id(op_id) if (q is not None and op_id is not None) else None
         if op is None:
             self.notify("the golden op is not in the index", timeout=2)
             return
-        self.app.open_op(op)  # type: ignore[attr-defined]
+        explorer(self).open_op(op)

@@ -25,6 +25,7 @@ from dumpscope.core.query import DumpQuery, OpRow, TensorRow, shown_step
 from dumpscope.tui.badges import VERDICT_GLYPH
 from dumpscope.tui.keylist import KeyOptionList
 from dumpscope.tui.quiet import update_static
+from dumpscope.tui.explorer import explorer
 
 VERDICT_STYLE = {"pass": "green", "warning": "yellow", "error": "bold red"}
 
@@ -253,7 +254,7 @@ class OpDetail(VerticalScroll, can_focus=True):
         tensors = q.tensors(op.id) if tensors is None else tensors
         details = q.graph_details(op) if details is None else details
         if badges == "app":
-            badges = getattr(self.app, "badges", None)
+            badges = explorer(self).badges
         frames = list(details.get("source") or [])
         if not frames:
             stack = next((t.extra.get("stack") for t in tensors if t.extra.get("stack")), None)

@@ -19,6 +19,7 @@ from dumpscope.core.inert import inert
 from dumpscope.core.query import DumpQuery, OpRow
 from dumpscope.core.support.tree_paths import inside_tree
 from dumpscope.tui.keylist import KeyOptionList
+from dumpscope.tui.explorer import explorer
 
 SEARCH_LIMIT = 200
 
@@ -208,7 +209,7 @@ class ExportScreen(TypeAhead, ModalScreen[Optional[str]]):
         from dumpscope.tui.report import write_export
 
         path = os.path.abspath(os.path.expanduser(event.value.strip() or self.default))
-        for root in self.app.forbidden_roots():  # type: ignore[attr-defined]
+        for root in explorer(self).forbidden_roots():
             if inside_tree(path, root):
                 self._error("refusing to write inside the dump tree: choose a path outside it")
                 return
@@ -234,9 +235,9 @@ class ExportScreen(TypeAhead, ModalScreen[Optional[str]]):
 
     def _compare_view(self) -> bool:
         """Exporting from the compare view (with its result): tables go out in msprobe's shape."""
-        app = self.app
+        app = explorer(self)
         under = app.screen_stack[-2] if len(app.screen_stack) >= 2 and app.screen is self else app.screen
-        return getattr(under, "export_name", "") == "compare" and bool(getattr(app, "compare_result", None))
+        return getattr(under, "export_name", "") == "compare" and bool(explorer(self).compare_result)
 
     def _compare_table(self, path: str, shown: str) -> None:
         """msprobe-shaped compare table, written by a worker thread (it reads both indexes)."""
@@ -245,7 +246,7 @@ class ExportScreen(TypeAhead, ModalScreen[Optional[str]]):
         if path.endswith(".xlsx") and not cr.xlsx_available():
             self._error(cr.XLSX_MISSING)
             return
-        app = self.app
+        app = explorer(self)
 
         def work() -> None:
             from dumpscope.tui.report import write_compare_table

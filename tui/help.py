@@ -6,6 +6,8 @@ the help can never drift from the real keys.
 
 from __future__ import annotations
 
+from typing import Mapping, Optional, Sequence
+
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -18,9 +20,8 @@ from textual.widgets import Static
 from dumpscope.tui.keybar import KeyBar
 
 
-
-def _sections() -> list[tuple[str, list[Binding]]]:
-    from dumpscope.tui.app import DumpscopeApp
+def _sections(everywhere: Sequence[Binding]) -> list[tuple[str, list[Binding]]]:
+    """``everywhere``: the app's own bindings, handed in by the app (this module never imports it)."""
     from dumpscope.tui.compare_diff import CompareDiffScreen
     from dumpscope.tui.detail import OpDetail
     from dumpscope.tui.dialogs import SearchScreen
@@ -34,7 +35,7 @@ def _sections() -> list[tuple[str, list[Binding]]]:
     from dumpscope.tui.vtable import VTable
 
     return [
-        ("Everywhere", [b for b in DumpscopeApp.BINDINGS if isinstance(b, Binding)]),
+        ("Everywhere", [b for b in everywhere if isinstance(b, Binding)]),
         ("Explorer", list(MainScreen.BINDINGS)),  # type: ignore[arg-type]
         ("Lists and tables", list(LineList.BINDINGS)),  # type: ignore[arg-type]
         ("Scope tree", list(OpTree.BINDINGS)),  # type: ignore[arg-type]
@@ -61,6 +62,12 @@ def describe(b: Binding) -> str:
 class HelpScreen(Screen):
     BINDINGS = [Binding("escape,q,question_mark,f1", "close", "Close help", id="help.close")]
 
+    def __init__(self, everywhere: Sequence[Binding] = (), keymap: Optional[Mapping[str, str]] = None) -> None:
+        """``everywhere``: the app's bindings; ``keymap``: the user's remapping (binding id → keys)."""
+        super().__init__()
+        self.everywhere = list(everywhere)
+        self.keymap = dict(keymap or {})
+
     def compose(self) -> ComposeResult:
         yield Static(Text("dumpscope — keys", "bold"), id="view-title")
         with VerticalScroll(id="help-body"):
@@ -72,8 +79,7 @@ class HelpScreen(Screen):
         self.query_one("#help-body").focus()
 
     def _keys(self, b: Binding) -> str:
-        keymap = getattr(self.app, "_keymap", {}) or {}
-        keys = keymap.get(b.id, b.key) if b.id else b.key
+        keys = self.keymap.get(b.id, b.key) if b.id else b.key
         if b.key_display and keys == b.key:
             first = b.key_display
             rest = [k.strip() for k in keys.split(",")][1:]
@@ -85,7 +91,7 @@ class HelpScreen(Screen):
 
     def _table(self) -> Group:
         parts = []
-        for title, bindings in _sections():
+        for title, bindings in _sections(self.everywhere):
             parts.append(Text(title, "bold underline"))
             table = Table(box=None, show_header=False, padding=(0, 1), expand=True)
             table.add_column("key", style="bold cyan", no_wrap=True, width=12)

@@ -29,6 +29,7 @@ from dumpscope.tui.oplist import OpList
 from dumpscope.tui.optree import OpTree
 from dumpscope.tui.tensor_panel import TensorPanel
 from dumpscope.tui.keybar import KeyBar
+from dumpscope.tui.explorer import explorer
 
 NARROW = 70
 #: seconds the cursor must rest before the detail pane follows it
@@ -108,7 +109,7 @@ class MainScreen(Screen):
 
     @property
     def q(self) -> Optional[DumpQuery]:
-        return self.app.q  # type: ignore[attr-defined]
+        return explorer(self).q
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="body"):
@@ -116,8 +117,8 @@ class MainScreen(Screen):
                 yield Static("", id="left-title")
                 yield Static(Text("indexing…", "italic"), id="placeholder")
                 with ContentSwitcher(initial="tree", id="left-switch"):
-                    yield OpTree(self.app.badges, id="tree")  # type: ignore[attr-defined]
-                    yield OpList(self.app.badges, id="flat")  # type: ignore[attr-defined]
+                    yield OpTree(explorer(self).badges, id="tree")
+                    yield OpList(explorer(self).badges, id="flat")
             with Vertical(id="right"):
                 yield OpDetail("select an op on the left", id="detail")
                 yield TensorPanel(id="tensor")
@@ -171,8 +172,8 @@ class MainScreen(Screen):
 
     def update_status(self) -> None:
         """The status bar; at any width rank, step and the op count are the last pieces to go."""
-        app = self.app
-        bits: list[Bit] = [(app.display_name, "bold", 6, True)]  # type: ignore[attr-defined]
+        app = explorer(self)
+        bits: list[Bit] = [(app.display_name, "bold", 6, True)]
         q = self.q
         if q is not None:
             layouts = ",".join(sorted({lay["name"] for lay in self._layouts}))
@@ -180,10 +181,10 @@ class MainScreen(Screen):
                 bits.append(("graphs only, no tensors", "italic", 2, False))
             else:
                 bits.append((layouts or "no dump found", "" if layouts else "bold red", 2 if layouts else 8, False))
-            place = (f"rank {app.rank} step {app.step}", "")  # type: ignore[attr-defined]
-            bad = getattr(app, "trouble", {}).get((app.rank, app.step))  # type: ignore[attr-defined]
+            place = (f"rank {app.rank} step {app.step}", "")
+            bad = app.trouble.get((app.rank, app.step))
             if bad:
-                place = (f"rank {app.rank} step {app.step} ! {bad[0]}", "bold red")  # type: ignore[attr-defined]
+                place = (f"rank {app.rank} step {app.step} ! {bad[0]}", "bold red")
             bits.append((*place, 10, False))
             bits.append((f"{self._count:,} ops", "", 10, False))
             if self._unscanned and not bad and layouts:
@@ -193,14 +194,14 @@ class MainScreen(Screen):
                 bits.append((f"! {self._problems:,} problems (p)", "bold yellow", 8, False))
             else:
                 bits.append(("0 problems", "dim", 1, False))
-            if app.bookmarks:  # type: ignore[attr-defined]
-                bits.append((f"★ {len(app.bookmarks)}", "", 4, False))  # type: ignore[attr-defined]
-            if app.marked:  # type: ignore[attr-defined]
-                bits.append((f"✓ {len(app.marked)} marked", "bold", 4, False))  # type: ignore[attr-defined]
-        err = getattr(app, "index_error", None)
+            if app.bookmarks:
+                bits.append((f"★ {len(app.bookmarks)}", "", 4, False))
+            if app.marked:
+                bits.append((f"✓ {len(app.marked)} marked", "bold", 4, False))
+        err = app.index_error
         if err:
             bits.append((f"! {err}", "bold red", 9, True))
-        for extra in (app.progress, getattr(app, "compare_status", "")):  # type: ignore[attr-defined]
+        for extra in (app.progress, app.compare_status):
             if extra:
                 bits.append((extra, "italic", 7, True))
         width = self.size.width or 80
@@ -224,9 +225,9 @@ class MainScreen(Screen):
     def place_scanned(self, doc: dict) -> None:
         """An overflow scan's document: the ops it left without evidence at this place (none when it
         covered the place)."""
-        app = self.app
+        app = explorer(self)
         for p in doc.get("scanned", []):
-            if (p["rank"], p["step"]) == (app.rank, app.step):  # type: ignore[attr-defined]
+            if (p["rank"], p["step"]) == (app.rank, app.step):
                 self._unscanned = p.get("unknown", 0)
 
     def show_error(self, error: str) -> None:
@@ -264,12 +265,12 @@ class MainScreen(Screen):
         q = self.q
         if q is None:
             return
-        app = self.app
+        app = explorer(self)
         self._loaded.clear()
         self.hits, self.hit_index = [], -1
         # the count and the first op's detail are read once the pane has its rows: on a cold open the
         # ops come first, not behind the detail's file reads and statistics (2 cores, one GIL)
-        self._after_pane = (q, app.rank, app.step, select is None)  # type: ignore[attr-defined]
+        self._after_pane = (q, app.rank, app.step, select is None)
         self._load_pane(select)
 
     def _pane_loaded(self) -> None:
@@ -299,8 +300,8 @@ class MainScreen(Screen):
 
     def _place_read(self, q: DumpQuery, rank: int, step: int, count: int, first: Optional[OpRow],
                     show_first: bool, unscanned: int = 0) -> None:
-        app = self.app
-        if q is not self.q or (rank, step) != (app.rank, app.step):  # type: ignore[attr-defined]
+        app = explorer(self)
+        if q is not self.q or (rank, step) != (app.rank, app.step):
             return  # another place was asked for meanwhile
         self._count = count
         self._unscanned = unscanned
@@ -317,8 +318,8 @@ class MainScreen(Screen):
         q = self.q
         if q is None:
             return
-        app = self.app
-        key = (app.rank, app.step, id(q))  # type: ignore[attr-defined]
+        app = explorer(self)
+        key = (app.rank, app.step, id(q))
         if self.mode == "tree":
             tree = self.query_one(OpTree)
             if self._loaded.get("tree") != key:
@@ -491,8 +492,8 @@ class MainScreen(Screen):
             self.hit_index = next((i for i, h in enumerate(hits) if h.id == op.id), 0)
             self.jump_to(op)
 
-        app = self.app
-        self.app.push_screen(SearchScreen(self.q, app.rank, app.step, initial), done)  # type: ignore[attr-defined]
+        app = explorer(self)
+        self.app.push_screen(SearchScreen(self.q, app.rank, app.step, initial), done)
 
     def action_next_hit(self, delta: int) -> None:
         if not self.hits:
@@ -505,15 +506,15 @@ class MainScreen(Screen):
     def action_bookmark(self) -> None:
         if self.current is None:
             return
-        added = self.app.toggle_bookmark(self.current)  # type: ignore[attr-defined]
+        added = explorer(self).toggle_bookmark(self.current)
         self.notify(("bookmarked " if added else "removed bookmark ") + self.current.short, timeout=2)
 
     def action_mark(self) -> None:
         if self.current is None:
             return
-        added = self.app.toggle_mark(self.current)  # type: ignore[attr-defined]
+        added = explorer(self).toggle_mark(self.current)
         self.notify(("marked " if added else "unmarked ") + self.current.short
-                    + f" ({len(self.app.marked)} marked; e: export as .json)", timeout=2)  # type: ignore[attr-defined]
+                    + f" ({len(explorer(self).marked)} marked; e: export as .json)", timeout=2)
 
     def action_graph(self) -> None:
         from dumpscope.tui.view_graph import GraphScreen

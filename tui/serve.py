@@ -10,7 +10,6 @@ and relays its terminal over a websocket: no feature exists only in the browser.
 from __future__ import annotations
 
 import shlex
-import sys
 from typing import Optional
 
 MISSING = "dumpscope serve needs textual-serve: pip install 'dumpscope[serve]'"

@@ -18,6 +18,7 @@ from textual.widgets import Static
 from dumpscope.tui.linelist import LineList
 from dumpscope.tui.vtable import Column, VTable
 from dumpscope.tui.keybar import KeyBar
+from dumpscope.tui.explorer import explorer
 
 
 class TableView(Screen):
@@ -114,9 +115,9 @@ class TableView(Screen):
             self.open_row(row)
 
     def open_op_id(self, op_id: Optional[int]) -> None:
-        q = self.app.q  # type: ignore[attr-defined]
+        q = explorer(self).q
         op = q.op_by_id(op_id) if (q is not None and op_id is not None) else None
         if op is None:
             self.notify("this row has no op in the index", timeout=2)
             return
-        self.app.open_op(op)  # type: ignore[attr-defined]
+        explorer(self).open_op(op)

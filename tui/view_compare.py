@@ -17,31 +17,19 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual import work
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from dumpscope.core.inert import inert
 from dumpscope.tui.badges import VERDICT_CLASS, VERDICT_GLYPH
+from dumpscope.tui.compare_rows import both_names, is_born, is_first_divergence, metric, origin_text
 from dumpscope.tui.compare_chart import CompareChart, OpPoint, evidence_shares, op_points
-from dumpscope.tui.detail import OpDetail
 from dumpscope.tui.table_view import TableView
 from dumpscope.tui.vtable import Column, VTable, blank_columns
 from dumpscope.tui.keybar import KeyBar
+from dumpscope.tui.explorer import explorer
 
 _VERDICT_ORDER = {"error": 0, "warning": 1, "pass": 2}
-
-
-def _f(key: str, digits: int = 4):
-    def f(row: dict[str, Any]) -> str:
-        v = row.get(key)
-        if v is None:
-            return "-"
-        if isinstance(v, float) and math.isnan(v):
-            return "nan"
-        return f"{v:.{digits}g}" if isinstance(v, float) else str(v)
-    return f
 
 
 def _num(v: Any, missing: float) -> float:
@@ -61,32 +49,6 @@ SORTS: dict[str, tuple[str, Optional[Callable[[dict[str, Any], int], Any]]]] = {
 }
 
 
-_ORIGIN_TEXT = {"born": "born", "constant": "const", "inherited": "inh"}
-
-
-def origin_text(row: dict[str, Any]) -> str:
-    """The origin column: born / const / inh, or the row kind for parameters and arguments."""
-    if row.get("origin"):
-        return _ORIGIN_TEXT.get(str(row["origin"]), str(row["origin"]))
-    return {"parameter": "param", "scalar": "arg"}.get(str(row.get("kind")), "")
-
-
-def both_names(row: dict[str, Any]) -> str:
-    """The op column: the golden name, and the target's when a cross-framework rule paired two names
-    (``Torch.cos.0.forward ↔ Mint.cos.0.forward``)."""
-    name, other = str(row.get("name")), row.get("target_name")
-    return name if other in (None, "", name) else f"{name} ↔ {other}"
-
-
-def is_born(row: dict[str, Any]) -> bool:
-    """An error row of an op where the error is born (what ``n``/``N`` walk)."""
-    return row.get("verdict") == "error" and row.get("origin") in ("born", "constant")
-
-
-def is_first_divergence(row: dict[str, Any], fd: Optional[dict[str, Any]]) -> bool:
-    return bool(fd) and all(row.get(k) == fd.get(k) for k in ("name", "io", "slot", "step") if k in fd)  # type: ignore
-
-
 def compare_columns(first: Callable[[], Optional[dict[str, Any]]]) -> list[Column]:
     """The compare table's columns; ``first()`` is the first divergence's row (marked ▶)."""
 
@@ -100,11 +62,11 @@ def compare_columns(first: Callable[[], Optional[dict[str, Any]]]) -> list[Colum
         Column("io", "tensor", 6, fmt=lambda r: f"{'in' if r.get('io') == 'input' else 'out'}.{r.get('slot')}"),
         Column("origin", "origin", 6, fmt=origin_text,
                blank=lambda r: not r.get("origin") and r.get("kind") not in ("parameter", "scalar")),
-        Column("cosine", "cosine", 8, ">", fmt=_f("cosine", 6)),
-        Column("max_abs_err", "max abs", 9, ">", fmt=_f("max_abs_err")),
-        Column("max_rel_err", "max rel", 9, ">", fmt=_f("max_rel_err")),
-        Column("one_thousandth_ratio", "‰1", 6, ">", fmt=_f("one_thousandth_ratio", 3)),
-        Column("five_thousandth_ratio", "‰5", 6, ">", fmt=_f("five_thousandth_ratio", 3)),
+        Column("cosine", "cosine", 8, ">", fmt=metric("cosine", 6)),
+        Column("max_abs_err", "max abs", 9, ">", fmt=metric("max_abs_err")),
+        Column("max_rel_err", "max rel", 9, ">", fmt=metric("max_rel_err")),
+        Column("one_thousandth_ratio", "‰1", 6, ">", fmt=metric("one_thousandth_ratio", 3)),
+        Column("five_thousandth_ratio", "‰5", 6, ">", fmt=metric("five_thousandth_ratio", 3)),
         Column("rule", "rule", 10),
     ]
 
@@ -215,14 +177,14 @@ class CompareScreen(TableView):
         return is_born(row)
 
     def load(self) -> None:
-        app = self.app
-        result = app.compare_result  # type: ignore[attr-defined]
+        app = explorer(self)
+        result = app.compare_result
         if result is None:
-            err = app.compare_error  # type: ignore[attr-defined]
+            err = app.compare_error
             self.note(f"! {err}" if err else "comparing… (the table fills in when done)",
                       "bold red" if err else "italic")
             return
-        cache = getattr(app, "compare_view_cache", None)
+        cache = app.compare_view_cache
         prepared = cache.get((id(result), self.sort_key)) if cache and cache.get("result") is result else None
         if prepared is not None:
             self._show(result, prepared)
@@ -239,8 +201,8 @@ class CompareScreen(TableView):
             self.app.call_from_thread(self._prepared, result, sort_key, prepared)
 
     def _prepared(self, result: dict[str, Any], sort_key: str, prepared: Prepared) -> None:
-        app: Any = self.app
-        cache = getattr(app, "compare_view_cache", None)
+        app = explorer(self)
+        cache = app.compare_view_cache
         if not cache or cache.get("result") is not result:  # one result's tables at a time
             cache = app.compare_view_cache = {"result": result}
         cache[(id(result), sort_key)] = prepared
@@ -284,50 +246,3 @@ class CompareScreen(TableView):
         from dumpscope.tui.compare_diff import CompareDiffScreen
 
         self.app.push_screen(CompareDiffScreen(self.table.rows, self.table.cursor, born=self._born))
-
-
-class CompareDetailScreen(Screen):
-    """Both sides' op detail side by side."""
-
-    BINDINGS = [Binding("escape", "close", "Back", id="view.close")]
-    AUTO_FOCUS = "#golden-detail"
-
-    def __init__(self, row: dict[str, Any]) -> None:
-        super().__init__()
-        self.row = row
-
-    def compose(self) -> ComposeResult:
-        r = self.row
-        head = Text.assemble((VERDICT_GLYPH.get(str(r.get("verdict")), "?") + " ", "bold"),
-                             (f"{inert(both_names(r))} {r.get('io')}.{r.get('slot')}", "bold"),
-                             (f"  cosine {_f('cosine', 6)(r)}  max abs {_f('max_abs_err')(r)}  "
-                              f"rule {inert(r.get('rule'))}", "dim"),
-                             (f"  origin {r.get('origin')}" + (f" via {inert(r.get('origin_via'))}" if r.get("origin_via")
-                                                                else "") if r.get("origin") else "", "dim"))
-        yield Static(head, id="view-title")
-        with Horizontal(id="side-by-side"):
-            with Vertical():
-                yield Static(Text("golden", "bold green"))
-                yield OpDetail("golden op not in the index", id="golden-detail")
-            with Vertical():
-                yield Static(Text("target", "bold yellow"))
-                yield OpDetail("target op not in the index", id="target-detail")
-        yield KeyBar()
-
-    def on_mount(self) -> None:
-        app = self.app
-        for q, key, wid in ((app.q, "golden_op_id", "#golden-detail"),  # type: ignore[attr-defined]
-                            (app.target_q, "target_op_id", "#target-detail")):  # type: ignore[attr-defined]
-            op_id = self.row.get(key)
-            op = q.op_by_id(op_id) if (q is not None and op_id is not None) else None
-            detail = self.query_one(wid, OpDetail)
-            detail.can_focus = True  # tab switches sides, arrows scroll
-            if op is not None:
-                detail.load(q, op, badges=None if key == "target_op_id" else "app")
-
-    def on_op_detail_link_chosen(self, event: OpDetail.LinkChosen) -> None:
-        event.stop()
-        self.notify("links are followed in the explorer (esc, then enter on the op)", timeout=2)
-
-    def action_close(self) -> None:
-        self.app.pop_screen()

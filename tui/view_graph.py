@@ -20,6 +20,7 @@ from textual.widgets import Static
 from dumpscope.core.engines.neighbourhood import Neighbourhood, draw, neighbourhood
 from dumpscope.core.query import OpRow
 from dumpscope.tui.keybar import KeyBar
+from dumpscope.tui.explorer import explorer
 
 
 def box_height(lines: list[str], top: int) -> int:
@@ -74,7 +75,7 @@ class GraphScreen(Screen):
         yield KeyBar()
 
     def on_mount(self) -> None:
-        q = self.app.q  # type: ignore[attr-defined]
+        q = explorer(self).q
         self.nb = neighbourhood(q, self.op) if q is not None else None
         self.selected = self.nb.center if self.nb else None
         self._moved = False  # the cursor left the op the view opened on
@@ -139,13 +140,13 @@ class GraphScreen(Screen):
         if self.nb is None or self.selected is None:
             return
         node = next(n for n in self.nb.nodes() if n.name == self.selected)
-        q = self.app.q  # type: ignore[attr-defined]
+        q = explorer(self).q
         op = q.op_by_id(node.op_id) if node.op_id is not None else None
         if op is None:
             self.notify(f"{node.short} is not in the op list (parameter or constant)", timeout=3)
             return
         self.app.pop_screen()
-        self.app.open_op(op)  # type: ignore[attr-defined]
+        explorer(self).open_op(op)
 
     def action_close(self) -> None:
         self.app.pop_screen()

@@ -18,6 +18,7 @@ from textual.worker import get_current_worker
 
 from dumpscope.tui.table_view import TableView
 from dumpscope.tui.vtable import Column
+from dumpscope.tui.explorer import explorer
 
 
 def _n(key: str):
@@ -64,19 +65,18 @@ class OverflowScreen(TableView):
         return "linelist--origin" if index == 0 else None
 
     def load(self) -> None:
-        app = self.app
-        cached = getattr(app, "overflow_doc", None)
+        app = explorer(self)
+        cached = app.overflow_doc
         if cached is not None:
             self._show(cached)
             return
         self.table.empty_text = "scanning…"
         self.note("scanning every rank and step for overflow / NaN / Inf…", "italic")
-        self._scan(app.q)  # type: ignore[attr-defined]
+        self._scan(app.q)
 
     @work(thread=True, exclusive=True, group="overflow", name="overflow scan")
     def _scan(self, q) -> None:
         from dumpscope.core.index.dump_index import IndexCancelled
-        from dumpscope.tui.engines import EngineMissing
 
         last = [0.0]
 
@@ -90,12 +90,10 @@ class OverflowScreen(TableView):
                     "italic")
 
         try:
-            doc = self.app.overflow_report(q, progress)  # type: ignore[attr-defined]
+            doc = explorer(self).overflow_report(q, progress)
             error = None
         except IndexCancelled:
             return
-        except EngineMissing as exc:
-            doc, error = None, str(exc)
         except Exception as exc:
             doc, error = None, f"overflow scan failed: {type(exc).__name__}: {exc}".splitlines()[0]
         if not get_current_worker().is_cancelled:
@@ -107,7 +105,7 @@ class OverflowScreen(TableView):
             self.table.refresh()
             self.note(f"! {error}", "bold red")
             return
-        self.app.overflow_scanned(doc)  # type: ignore[attr-defined]
+        explorer(self).overflow_scanned(doc)
         self._show(doc)
 
     def _show(self, doc: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ from rich.text import Text
 from dumpscope.tui.detail import rel_to_root
 from dumpscope.tui.table_view import TableView
 from dumpscope.tui.vtable import Column
+from dumpscope.tui.explorer import explorer
 
 
 #: the error column's widest (a longer reason is cut; Enter shows it whole)
@@ -25,7 +26,7 @@ class ProblemsScreen(TableView):
         return [Column("rel", "path", 0, keep_end=True), Column("error", "error", 0)]
 
     def load(self) -> None:
-        q = self.app.q  # type: ignore[attr-defined]
+        q = explorer(self).q
         rows = [dict(p, rel=rel_to_root(p["path"], q.root)) for p in q.problems()]
         # the reasons are short: as wide as the longest (within bounds), the path has the rest
         self.table.columns[1].width = max(12, min(ERROR_MAX, max((len(str(r["error"])) for r in rows), default=0)))

@@ -14,6 +14,7 @@ from textual.worker import get_current_worker
 
 from dumpscope.tui.table_view import TableView
 from dumpscope.tui.vtable import Column
+from dumpscope.tui.explorer import explorer
 
 
 def _num(v: Any) -> str:
@@ -71,23 +72,21 @@ class WatchScreen(TableView):
         return row["kind"] == "snapshot" and bool(row.get("changed"))
 
     def load(self) -> None:
-        app = self.app
-        key = (app.rank, app.step)  # type: ignore[attr-defined]
-        cached = app.watch_results.get(key)  # type: ignore[attr-defined]
+        app = explorer(self)
+        key = (app.rank, app.step)
+        cached = app.watch_results.get(key)
         if cached is not None:
             self._show(cached)
             return
         self.note("reading watch snapshots…", "italic")
-        self._run(app.q, *key)  # type: ignore[attr-defined]
+        self._run(app.q, *key)
 
     @work(thread=True, exclusive=True, group="watch", name="watch report")
     def _run(self, q, rank: int, step: int) -> None:
-        from dumpscope.tui.engines import EngineMissing, watch_report
+        from dumpscope.core.engines.watch.report import watch_report
 
         try:
-            doc, error = watch_report()(q, rank=rank, step=step), None
-        except EngineMissing as exc:
-            doc, error = None, str(exc)
+            doc, error = watch_report(q, rank=rank, step=step), None
         except Exception as exc:
             doc, error = None, f"watch report failed: {type(exc).__name__}: {exc}".splitlines()[0]
         if not get_current_worker().is_cancelled:
@@ -97,11 +96,11 @@ class WatchScreen(TableView):
         if doc is None:
             self.note(f"! {error}", "bold red")
             return
-        app = self.app
-        app.watch_results[(rank, step)] = doc  # type: ignore[attr-defined]
+        app = explorer(self)
+        app.watch_results[(rank, step)] = doc
         changed = {w.get("op_id") for w in doc.get("watched", []) if w.get("first_change_after")}
-        app.badges.watched.update(i for i in changed if i is not None)  # type: ignore[attr-defined]
-        app.main.badges_changed()  # type: ignore[attr-defined]
+        app.badges.watched.update(i for i in changed if i is not None)
+        app.main.badges_changed()
         self._show(doc)
 
     def _show(self, doc: dict[str, Any]) -> None:
@@ -113,11 +112,11 @@ class WatchScreen(TableView):
                                 ("   enter: open op  n/N: next/prev change  e: csv", "dim")))
 
     def open_row(self, row: dict[str, Any]) -> None:
-        q = self.app.q  # type: ignore[attr-defined]
+        q = explorer(self).q
         if row["kind"] == "snapshot" and row.get("after") and q is not None:
-            app = self.app
-            op = q.find_by_graph_name(str(row["after"]), app.rank, app.step)  # type: ignore[attr-defined]
+            app = explorer(self)
+            op = q.find_by_graph_name(str(row["after"]), app.rank, app.step)
             if op is not None:
-                self.app.open_op(op)  # type: ignore[attr-defined]
+                explorer(self).open_op(op)
                 return
         self.open_op_id(row.get("op_id"))

@@ -14,8 +14,12 @@ import shutil
 import sys
 from typing import Any, Callable
 
-def add_parser(sub: "argparse._SubParsersAction", add_common: Callable[[argparse.ArgumentParser], None],
-               int_or_all: Callable[[str], Any]) -> None:
+from dumpscope.tui.cli.common import CliError, open_dump
+from dumpscope.tui.cli.options import add_common, int_or_all
+from dumpscope.tui.cli.output import console, print_json
+
+
+def add_parsers(sub: "argparse._SubParsersAction") -> None:
     p = sub.add_parser("triage", help="the answer in one command: what went wrong first, the evidence, the "
                                       "re-dump config (exit 3 when trouble is found)",
                        description="Read the whole job (every rank and step unless narrowed) and report the\n"
@@ -40,30 +44,29 @@ def add_parser(sub: "argparse._SubParsersAction", add_common: Callable[[argparse
 def cmd_triage(args: argparse.Namespace) -> int:
     from dumpscope.core.engines.triage import build as tr
     from dumpscope.core.engines.triage.render import markdown, text, write_config
-    from dumpscope.tui import cli
 
     if args.merge:
         if args.path or args.golden:
             print("dumpscope triage: error: --merge takes documents, not PATH or --golden", file=sys.stderr)
             return 2
         try:
-            doc = tr.merge(_read_docs(args.merge, cli.CliError))
+            doc = tr.merge(_read_docs(args.merge, CliError))
         except tr.MergeError as exc:
-            raise cli.CliError(str(exc)) from None
+            raise CliError(str(exc)) from None
         roots = [t.get("path", "") for t in doc["covered"].get("trees", [])]
     else:
         if not args.path:
             print("dumpscope triage: error: PATH is required (or --merge FILE …)", file=sys.stderr)
             return 2
-        target = cli._open(args.path, args)
-        golden = cli._open(args.golden, args) if args.golden else None
+        target = open_dump(args.path, args)
+        golden = open_dump(args.golden, args) if args.golden else None
         from dumpscope.core.engines.compare.places import PlaceError
 
         try:
             doc = _with_bar(lambda tick: tr.triage(target, golden, rank=args.rank, step=args.step, progress=tick),
-                            "comparing" if golden is not None else "counting NaN/Inf", cli)
+                            "comparing" if golden is not None else "counting NaN/Inf")
         except (PlaceError, tr.PlaceMissing) as exc:
-            raise cli.CliError(str(exc)) from None
+            raise CliError(str(exc)) from None
         roots = [args.path] + ([args.golden] if args.golden else [])
     if args.export_config:
         from dumpscope.core.engines.redump_config import RedumpConfigError
@@ -71,11 +74,11 @@ def cmd_triage(args: argparse.Namespace) -> int:
         try:
             write_config(doc, args.export_config, roots)
         except RedumpConfigError as exc:
-            raise cli.CliError(str(exc)) from None
+            raise CliError(str(exc)) from None
         print(f"wrote the re-dump config of {len(doc['redump_config']['ops'])} op(s) to {args.export_config}",
               file=sys.stderr)
     if args.json:
-        cli._print_json(doc)
+        print_json(doc)
     elif args.md:
         sys.stdout.write(markdown(doc))
     else:
@@ -86,14 +89,14 @@ def cmd_triage(args: argparse.Namespace) -> int:
     return tr.exit_status(doc)
 
 
-def _with_bar(work: Callable[[Any], dict], what: str, cli: Any) -> dict:
+def _with_bar(work: Callable[[Any], dict], what: str) -> dict:
     """A progress bar on stderr while tensors are read (a terminal only; scripts get none)."""
     if not sys.stderr.isatty():
         return work(None)
     from rich.progress import BarColumn, Progress, TextColumn
 
     with Progress(TextColumn(what), BarColumn(), TextColumn("{task.completed}/{task.total}"), transient=True,
-                  console=cli._console(stderr=True)) as bar:
+                  console=console(stderr=True)) as bar:
         task = bar.add_task(what, total=None)
         return work(lambda done, total: bar.update(task, completed=done, total=total))
 

@@ -1,4 +1,4 @@
-"""Shell completion scripts (bash, zsh, fish) generated from the argparse tree of ``cli.py``.
+"""Shell completion scripts (bash, zsh, fish) generated from the argparse tree of ``cli.parser``.
 
 Generated, not written by hand, so a new subcommand or option completes the day it is added.
 Positionals complete as paths (dump folders, output files); options with ``choices`` complete
@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from dataclasses import dataclass, field
+
+from dumpscope.tui.cli.parser import build_parser
 
 SHELLS = ("bash", "zsh", "fish")
 
@@ -193,3 +196,8 @@ def _fish_flag(flag: str) -> str:
 
 def script(shell: str, parser: argparse.ArgumentParser, prog: str = "dumpscope") -> str:
     return {"bash": bash, "zsh": zsh, "fish": fish}[shell](parser, prog)
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    sys.stdout.write(script(args.shell, build_parser()))
+    return 0

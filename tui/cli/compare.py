@@ -1,0 +1,207 @@
+"""``compare``: a golden dump against a target dump, row by row, and its first divergence."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any, Sequence
+
+from dumpscope.core.inert import inert
+from dumpscope.tui.cli.common import CliError, exit_status, open_dump
+from dumpscope.tui.cli.options import add_common, add_exit_code, add_format, int_or_all
+from dumpscope.tui.cli.output import console, fmt_num, print_json, write_csv
+
+
+class _RulesEpilogParser(argparse.ArgumentParser):
+    """``compare``'s parser: its epilog lists the verdict rules, imported when the help is shown, not
+    on every start (the compare package loads its engine; ``overflow`` on a cold tree should not)."""
+
+    def format_help(self) -> str:
+        if not getattr(self, "_rules_added", False):
+            from dumpscope.core.engines.compare.verdict import RULES_HELP
+
+            self.epilog = (RULES_HELP.rstrip() + "\n\n" + self.epilog) if self.epilog else RULES_HELP
+            self._rules_added = True
+        return super().format_help()
+
+
+def add_parsers(sub: "argparse._SubParsersAction") -> None:
+    p = sub.add_parser("compare", help="compare a golden dump with a target dump",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.__class__ = _RulesEpilogParser  # the verdict rules, loaded only when this help is shown
+    p.add_argument("golden", metavar="GOLDEN")
+    p.add_argument("target", metavar="TARGET")
+    p.add_argument("--step", type=int_or_all, metavar="S|all", help="step / iteration, or all (default: lowest)")
+    p.add_argument("--rank", type=int_or_all, metavar="R|all", help="rank / device, or all (default: lowest)")
+    p.add_argument("--golden-step", type=int, metavar="S", help="this step of GOLDEN (with --target-step)")
+    p.add_argument("--target-step", type=int, metavar="S2", help="against this step of TARGET (may be PATH itself)")
+    p.add_argument("--golden-rank", type=int, metavar="R", help="this rank of GOLDEN (with --target-rank)")
+    p.add_argument("--target-rank", type=int, metavar="R2", help="against this rank of TARGET")
+    p.add_argument("--rtol", type=float, metavar="X",
+                   help="relative tolerance: numpy allclose replaces the default element rules")
+    p.add_argument("--atol", type=float, metavar="X",
+                   help="absolute tolerance: numpy allclose replaces the default element rules")
+    p.add_argument("--export-config", metavar="FILE",
+                   help="write the diverging ops as a re-dump op list (MindSpore kernels / CANN dump_layer)")
+    p.add_argument("--layer-mapping", metavar="FILE",
+                   help="msprobe layer_mapping.yaml: pair MindSpore and PyTorch calls through renamed modules")
+    p.add_argument("--api-mapping", metavar="FILE",
+                   help="msprobe api_mapping.yaml (ms_api/pt_api entries) on top of the built-in MindSpore-PyTorch pairs")
+    p.add_argument("--output", "-o", metavar="FILE",
+                   help="also write the results to FILE: .csv / .xlsx with msprobe's compare columns "
+                        "(NPU = TARGET, Bench = GOLDEN; .xlsx needs dumpscope[xlsx]), .json = the --json document")
+    add_exit_code(p, "a divergence is found (a first divergence or a row in error)")
+    add_format(p)
+    add_common(p)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    golden = open_dump(args.golden, args)
+    target = open_dump(args.target, args)
+    for q in (golden, target):  # built: read from now on, beside both sides' ops
+        q.index.lean_cache()
+    out_path = _check_output(args.output, (args.golden, args.target)) if args.output else None
+    from dumpscope.core.engines.compare.api_mapping import MappingFileError
+
+    from dumpscope.core.engines.compare.places import PlaceError, compare_places
+
+    try:
+        doc = compare_places(golden, target, rank=args.rank, step=args.step, golden_rank=args.golden_rank,
+                             target_rank=args.target_rank, golden_step=args.golden_step,
+                             target_step=args.target_step, rtol=args.rtol, atol=args.atol,
+                             layer_mapping=args.layer_mapping, api_mapping=args.api_mapping,
+                             spool_rows=True)  # read back for each output: memory does not grow with the pairs
+    except (MappingFileError, PlaceError) as exc:
+        raise CliError(str(exc)) from None
+    if out_path:
+        _write_compare_output(doc, out_path, golden, target)
+    if args.export_config:
+        from dumpscope.core.engines.compare import export_redump_config
+        from dumpscope.core.engines.redump_config import RedumpConfigError
+
+        try:
+            export_redump_config(doc, args.export_config)
+        except RedumpConfigError as exc:
+            raise CliError(str(exc)) from None
+    if args.json:
+        print_json(doc)
+        return exit_status(args, _diverged(doc) if args.exit_code else False)
+    keys = ["name", "io", "slot", "step", "rank", "cosine", "euc_dist", "max_abs_err", "max_rel_err",
+            "one_thousandth_ratio", "five_thousandth_ratio", "verdict", "rule", "match", "kind", "origin",
+            "target_name", "judgement", "rel_err", "allowed", "precision"] + (["target_rank", "target_step"] if any("target_step" in r for r in doc["rows"]) else [])
+    if args.csv:
+        write_csv(keys, ([r.get(k) for k in keys] for r in doc["rows"]))  # one row at a time
+        return exit_status(args, _diverged(doc) if args.exit_code else False)
+    from rich.table import Table
+
+    places = doc.get("places")
+    t = Table(show_edge=False, title="compare (golden vs target), " +
+              ("by step, rank, then execution order" if places else "execution order"))
+    for col in ("", *(("place",) if places else ()), "name", "io", "cosine", "max_abs", "max_rel", "verdict",
+                "origin", "rule"):
+        t.add_column(col, overflow="fold")
+    fd = doc.get("first_divergence") or {}
+    glyph = {"pass": "✓", "warning": "~", "error": "✗"}
+    for r in doc["rows"]:
+        first = fd and r["name"] == fd.get("name") and r["io"] == fd.get("io") and r["slot"] == fd.get("slot") \
+            and r.get("step") == fd.get("step") and r.get("rank") == fd.get("rank")
+        name = r["name"] if r.get("target_name") in (None, r["name"]) else f"{r['name']} ↔ {r['target_name']}"
+        where = [f"r{r['rank']} s{r['step']}" + (f"→r{r['target_rank']} s{r['target_step']}"
+                                                  if "target_step" in r else "")] if places else []
+        t.add_row("▶" if first else "", *where, inert(name), f"{r['io']}.{r['slot']}", fmt_num(r["cosine"]),
+                  fmt_num(r["max_abs_err"]), fmt_num(r["max_rel_err"]),
+                  f"{glyph.get(r['verdict'], '?')} {r['verdict']}", r.get("origin") or "", inert(r["rule"]))
+    con = console()
+    con.print(t)
+    con.print(f"first divergence: {inert(fd.get('name', '-'))} {fd.get('io', '')}.{fd.get('slot', '')} "
+              f"({fd.get('cause')}: {inert(fd.get('rule'))})" if fd else "first divergence: none")
+    if fd.get("reason"):  # several places diverged in its step: why this one (the collective rule)
+        con.print(inert(fd["reason"]), markup=False)
+    for line in _precision_lines(doc):
+        con.print(line, markup=False, highlight=False)
+    if doc["unmatched_golden"] or doc["unmatched_target"]:
+        con.print(f"unmatched: {len(doc['unmatched_golden'])} golden, {len(doc['unmatched_target'])} target")
+    if not doc["rows"]:
+        c = doc.get("compared", {})
+        con.print(f"nothing compared: no matched tensors (golden {c.get('golden_ops', 0)} ops, "
+                  f"target {c.get('target_ops', 0)} ops)")
+    g, tg = doc.get("golden") or {}, doc.get("target") or {}
+    if not places and (g.get("rank"), g.get("step")) != (tg.get("rank"), tg.get("step")):
+        con.print(f"compared golden rank {g.get('rank')} step {g.get('step')} with target rank {tg.get('rank')} "
+                  f"step {tg.get('step')}")
+    if places:
+        con.print("compared: " + ", ".join(
+            f"rank {p['golden']['rank']} step {p['golden']['step']}"
+            + ("" if (p["golden"]["rank"], p["golden"]["step"]) == (p["target"]["rank"], p["target"]["step"])
+               else f" vs rank {p['target']['rank']} step {p['target']['step']}") + f" ({p['rows']} rows)"
+            for p in places))
+        for side in ("golden", "target"):
+            left = doc["unmatched_places"][side]
+            if left:
+                con.print(f"only in {side}: " + ", ".join(f"rank {p['rank']} step {p['step']}" for p in left))
+    return exit_status(args, _diverged(doc) if args.exit_code else False)
+
+
+def _precision_lines(doc: dict[str, Any]) -> list[str]:
+    """What each side ran in; with no first divergence, the evidence and the rows nearest the line
+    (each error as a share of what its inputs and one rounding allow: 1.0 is the line)."""
+    prec, ev = doc.get("precision") or {}, doc.get("evidence") or {}
+    out = []
+    if prec.get("target_text") or prec.get("golden_text"):
+        out.append(f"precision: target {inert(prec.get('target_text') or '-')}; "
+                   f"golden {inert(prec.get('golden_text') or '-')}")
+    if doc.get("first_divergence") or not ev.get("text"):
+        return out
+    out.append(inert(str(ev["text"])))
+    for n in ev.get("nearest") or []:
+        out.append(f"  {fmt_num(n.get('share_of_allowed'))} of the line  {inert(str(n.get('name')))} "
+                   f"{inert(str(n.get('tensor')))}  rel err {fmt_num(n.get('rel_err'))} / allowed "
+                   f"{fmt_num(n.get('allowed'))} at {inert(str(n.get('precision') or '-'))} ({n.get('judgement')})")
+    return out
+
+
+def _diverged(doc: dict[str, Any]) -> bool:
+    """A compare found a divergence: its first divergence, or any row in error (read from the spool)."""
+    return bool(doc.get("first_divergence")) or any(r.get("verdict") == "error" for r in doc["rows"])
+
+
+def _check_output(path: str, roots: Sequence[str]) -> str:
+    """Refuse before the (possibly long) compare: a bad extension, a dump tree, a missing extra."""
+    from dumpscope.core.engines.compare import report as cr
+
+    path = os.path.abspath(os.path.expanduser(path))
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in (".csv", ".xlsx", ".json"):
+        raise CliError(f"--output {path}: unknown output type {ext or '(none)'!r}: use .csv, .xlsx or .json")
+    if ext == ".xlsx" and not cr.xlsx_available():
+        raise CliError(cr.XLSX_MISSING)
+    try:
+        cr.check_outside(path, roots)
+    except cr.ExportError as exc:
+        raise CliError(str(exc)) from None
+    if not os.path.isdir(os.path.dirname(path)):
+        raise CliError(f"--output {path}: no such directory {os.path.dirname(path)}")
+    return path
+
+
+def _write_compare_output(doc: dict[str, Any], path: str, golden, target) -> None:
+    from dumpscope.core.engines.compare import report as cr
+
+    try:
+        if path.lower().endswith(".json"):
+            from dumpscope.tui.json_text import dump  # json.dumps(clean(doc), indent=1, ensure_ascii=False)
+
+            from dumpscope.core.support.atomic_write import replaced_file
+
+            with replaced_file(path, "w", encoding="utf-8") as fh:
+                dump(doc, fh.write)  # in parts, the rows read back one by one
+                fh.write("\n")
+            n = len(doc.get("rows", []))
+        else:
+            n = cr.write_table(doc, path, cr.describe_sides(doc, golden, target))
+    except OSError as exc:
+        raise CliError(f"{path}: {exc.strerror or exc}") from None
+    except cr.ExportError as exc:
+        raise CliError(str(exc)) from None
+    print(f"wrote {n} rows to {inert(path)}", file=sys.stderr)
