@@ -106,10 +106,12 @@ class HelpScreen(Screen):
         return Text.assemble(
             ("\nBadges: ", "bold"), "! overflow/NaN/Inf  ✓ ~ ✗ compare verdict  W watched tensor changed  "
             "★ bookmark  · graph-only node (dim)  ? no graph-side name (show says why)\n",
-            ("Opening: ", "bold"), "on the first rank/step with overflow evidence already known (Opdebug, statistics, "
-            "an earlier o or `dumpscope overflow`; a rank that only received NaN through a collective comes after "
-            "the one that made it), else the lowest; `--rank`/`--step` choose it. If that place has trouble, the "
-            "cursor is on its first bad op and the detail says why (↳ born / inherited / received).\n",
+            ("Opening: ", "bold"), "on the overflow origin `dumpscope triage` names, from the evidence already "
+            "known (Opdebug, statistics, an earlier o or `dumpscope overflow`; a rank that only received NaN through "
+            "a collective is not the origin), else the lowest rank/step; with --compare, on the whole job's first "
+            "divergence, its row selected in the compare view (c); `--rank`/`--step` choose the place. If that "
+            "place has trouble, the cursor is on its first bad op and the detail says why (↳ born / inherited / "
+            "received).\n",
             ("Remap keys: ", "bold"), "$XDG_CONFIG_HOME/dumpscope/keys.toml (default ~/.config; or keys.json), e.g.\n",
             ('  [keys]\n  "dumpscope.search" = "slash,ctrl+f"\n', "dim"))
 
