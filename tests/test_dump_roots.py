@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import dumpscope.core.index.dump_index as index_mod
+import dumpscope.core.index.pool as pool_mod
 from conftest import cli_json, unpack_data
 from dumpscope.core.index.dump_roots import decide, dump_root, roots_of
 from dumpscope.core.index.dump_index import DumpIndex
@@ -32,9 +33,9 @@ def _all_ops(capsys, path: Path, cache: Path, places) -> dict:
 
 def _build(root: Path, cache: Path, monkeypatch, workers: int, batch: int = 400, chunk_min: int = 400) -> DumpIndex:
     """An index built with a given pool size, batch size and big-folder threshold."""
-    monkeypatch.setattr(index_mod, "BATCH_FILES", batch)
+    monkeypatch.setattr(pool_mod, "BATCH_FILES", batch)
     monkeypatch.setattr(index_mod, "PARALLEL_MIN_FILES", chunk_min)
-    monkeypatch.setattr(index_mod, "CHUNK_FILES", max(chunk_min, 1))
+    monkeypatch.setattr(pool_mod, "CHUNK_FILES", max(chunk_min, 1))
     idx = DumpIndex.open(str(root), cache_directory=cache, update=False)
     idx.update(workers=workers)
     return idx

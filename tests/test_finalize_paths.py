@@ -208,9 +208,10 @@ def _pooled_build(root: Path, cache: Path, monkeypatch, before_finalize=None,
                   partial=None) -> tuple[DumpIndex, dict]:
     """A cold build through the process pool (small chunks), recording the early places."""
     import dumpscope.core.index.dump_index as index_mod
+    import dumpscope.core.index.pool as pool_mod
 
     monkeypatch.setattr(index_mod, "PARALLEL_MIN_FILES", 40)
-    monkeypatch.setattr(index_mod, "CHUNK_FILES", 30)
+    monkeypatch.setattr(pool_mod, "CHUNK_FILES", 30)
     seen: dict = {}
     real = fin.finalize
 

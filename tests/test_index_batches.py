@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import dumpscope.core.index.dump_index as index_mod
+import dumpscope.core.index.pool as pool_mod
 from dumpscope.core.index.dump_index import DumpIndex
 from synth.job_tree import write_cann_job, write_cann_stats_job
 
@@ -73,7 +74,7 @@ def _meta(key: str, value: str, dirs: dict) -> tuple:
 
 
 def _batched_build(root: Path, cache: Path, monkeypatch) -> tuple[DumpIndex, list[str]]:
-    monkeypatch.setattr(index_mod, "BATCH_FILES", 7)  # several batches of a few folders each
+    monkeypatch.setattr(pool_mod, "BATCH_FILES", 7)  # several batches of a few folders each
     routes: list[str] = []
     real_flush = index_mod._Pool.flush
 
@@ -106,9 +107,9 @@ def test_a_walk_that_outruns_the_storing_waits_and_stores_the_same_index(tmp_pat
     folder, small batches gathered so far included, and the index is the one an unbounded build stores."""
     root = _tree(tmp_path)
     free, _ = _batched_build(root, tmp_path / "free", monkeypatch)
-    monkeypatch.setattr(index_mod, "BACKLOG_FILES_PER_WORKER", 10)  # x 2 workers; batches of 7 files
+    monkeypatch.setattr(pool_mod, "BACKLOG_FILES_PER_WORKER", 10)  # x 2 workers; batches of 7 files
     # each batch takes 0.5 s in its worker: the walk outruns the reading on any machine, not only a slow one
-    monkeypatch.setattr(index_mod, "_scan_batch", _slow_batch)
+    monkeypatch.setattr(pool_mod, "_scan_batch", _slow_batch)
     peaks: list[int] = []
     real_oldest = index_mod._Pool.oldest
 
@@ -125,7 +126,7 @@ def test_a_walk_that_outruns_the_storing_waits_and_stores_the_same_index(tmp_pat
         assert got[table] == expected[table], table
 
 
-_REAL_SCAN_BATCH = index_mod._scan_batch
+_REAL_SCAN_BATCH = pool_mod._scan_batch
 
 
 def _slow_batch(root, folders):
@@ -141,7 +142,7 @@ def test_a_batch_whose_worker_fails_is_read_inline(tmp_path, monkeypatch):
     root = _tree(tmp_path)
     inline = DumpIndex.open(str(root), cache_directory=tmp_path / "inline", update=False)
     inline.update(workers=1)
-    monkeypatch.setattr(index_mod, "_scan_batch", _worker_dies)
+    monkeypatch.setattr(pool_mod, "_scan_batch", _worker_dies)
     batched, routes = _batched_build(root, tmp_path / "batched", monkeypatch)
     assert "_PoolTask" in routes
     assert _rows(batched) == _rows(inline)
@@ -152,14 +153,14 @@ def test_a_small_tree_starts_no_pool(tmp_path, monkeypatch, files):
     """Fewer small-folder files than one batch: read inline, no process started for them."""
     root = tmp_path / "dump"
     _stats_job(root, ranks=1, steps=1, ops=files)
-    monkeypatch.setattr(index_mod, "BATCH_FILES", 50)
+    monkeypatch.setattr(pool_mod, "BATCH_FILES", 50)
     started: list[int] = []
-    real = index_mod._new_pool
+    real = pool_mod._new_pool
 
     def new_pool(workers):
         started.append(workers)
         return real(workers)
-    monkeypatch.setattr(index_mod, "_new_pool", new_pool)
+    monkeypatch.setattr(pool_mod, "_new_pool", new_pool)
     idx = DumpIndex.open(str(root), cache_directory=tmp_path / "c", update=False)
     idx.update(workers=2)
     assert started == []
@@ -172,8 +173,8 @@ def test_only_a_few_tasks_are_handed_to_the_pool_ahead_of_the_storing(tmp_path, 
     the storing waits for may go beyond it); the index is the same as with every task handed over."""
     root = _tree(tmp_path)
     free, free_routes = _batched_build(root, tmp_path / "free", monkeypatch)
-    monkeypatch.setattr(index_mod, "TASKS_AHEAD_PER_WORKER", 1)  # x 2 workers
-    monkeypatch.setattr(index_mod, "_scan_batch", _slow_batch)  # the walk is far ahead of the reading
+    monkeypatch.setattr(pool_mod, "TASKS_AHEAD_PER_WORKER", 1)  # x 2 workers
+    monkeypatch.setattr(pool_mod, "_scan_batch", _slow_batch)  # the walk is far ahead of the reading
     out: list[int] = []
     real_send = index_mod._Pool._send
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from dumpscope.core.tensors import stats as S
+from dumpscope.core.tensors import stats_float as F
 from dumpscope.core.tensors.stats import compute_stats, compute_stats_chunks
 from test_stats_speed_paths import check
 
@@ -19,7 +20,7 @@ from test_stats_speed_paths import check
 def small_blocks(monkeypatch):
     """Blocks of 3,000 elements, sub-blocks of 512, threads from 20,000 elements on."""
     monkeypatch.setattr(S, "_BLOCK", 3000)
-    monkeypatch.setattr(S, "_FSUB", 512)
+    monkeypatch.setattr(F, "_FSUB", 512)
     monkeypatch.setattr(S, "PARALLEL_MIN_ELEMS", 20_000)
     return monkeypatch
 

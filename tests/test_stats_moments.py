@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from dumpscope.core.tensors import stats as S
+from dumpscope.core.tensors import stats_float as F
 from dumpscope.core.tensors.stats import compute_stats
 from test_stats_speed_paths import check, truth
 
@@ -49,7 +50,7 @@ def _zero_shift_calls(monkeypatch) -> list[float]:
     def spy(x, c, g):
         shifts.append(c)
         return real(x, c, g)
-    monkeypatch.setattr(S, "_shifted_sums", spy)
+    monkeypatch.setattr(F, "_shifted_sums", spy)
     return shifts
 
 
@@ -122,7 +123,7 @@ def _special_blocks(dtype: str, sub: int) -> np.ndarray:
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_special_sub_blocks_on_threads_and_not(dtype: str, monkeypatch) -> None:
     monkeypatch.setattr(S, "_BLOCK", 1536)
-    monkeypatch.setattr(S, "_FSUB", 512)
+    monkeypatch.setattr(F, "_FSUB", 512)
     monkeypatch.setattr(S, "PARALLEL_MIN_ELEMS", 1000)
     monkeypatch.setattr(S, "PROCESS_MIN_ELEMS", 1000)
     x = _special_blocks(dtype, 512)

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from dumpscope.core.tensors import stats as S
+from dumpscope.core.tensors import stats_float as F
 from dumpscope.core.tensors import stats_procs as P
 from dumpscope.core.tensors.stats import compute_stats, compute_stats_chunks
 from dumpscope.core.tensors import load as tensor_io
@@ -31,7 +32,7 @@ CHUNK = 3 * BLOCK  # chunks a multiple of the block: the process path may split 
 def small(monkeypatch):
     """Blocks of 4,096 elements (sub-blocks of 1,024), workers (threads or processes) from 20,000 elements on."""
     monkeypatch.setattr(S, "_BLOCK", BLOCK)
-    monkeypatch.setattr(S, "_FSUB", 1024)
+    monkeypatch.setattr(F, "_FSUB", 1024)
     monkeypatch.setattr(S, "PARALLEL_MIN_ELEMS", 20_000)
     monkeypatch.setattr(S, "PROCESS_MIN_ELEMS", 20_000)
     return monkeypatch
