@@ -67,7 +67,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--files", default="10000,20000,40000", help="comma-separated tree sizes")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--xlsx", action="store_true", help="write .xlsx (needs openpyxl) instead of .csv")
+    ap.add_argument("--xlsx", action="store_true", help="write .xlsx instead of .csv")
     ap.add_argument("--workdir", default=common.DEFAULT_WORKDIR)
     args = ap.parse_args()
     common.print_machine()

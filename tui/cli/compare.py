@@ -50,7 +50,7 @@ def add_parsers(sub: "argparse._SubParsersAction") -> None:
                    help="msprobe api_mapping.yaml (ms_api/pt_api entries) on top of the built-in MindSpore-PyTorch pairs")
     p.add_argument("--output", "-o", metavar="FILE",
                    help="also write the results to FILE: .csv / .xlsx with msprobe's compare columns "
-                        "(NPU = TARGET, Bench = GOLDEN; .xlsx needs dumpscope[xlsx]), .json = the --json document")
+                        "(NPU = TARGET, Bench = GOLDEN), .json = the --json document")
     add_exit_code(p, "a divergence is found (a first divergence or a row in error)")
     add_format(p)
     add_common(p)

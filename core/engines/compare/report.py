@@ -267,65 +267,43 @@ def write_csv(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[st
 
 
 def xlsx_available() -> bool:
-    try:
-        import openpyxl  # noqa: F401
-    except ImportError:
-        return False
+    """Always true now: the workbook is written with the standard library (``xlsx_stream``); kept for
+    the callers that asked before offering ``.xlsx``."""
     return True
 
 
+#: no longer raised (openpyxl is not needed to write a workbook); kept for the callers that import it
 XLSX_MISSING = "writing .xlsx needs openpyxl: pip install 'dumpscope[xlsx]' (or write .csv)"
 
 
-def _xlsx_value(v: Any) -> Any:
-    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
-        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
-    return v
-
-
 def write_xlsx(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[str, Any]], Any]] = None) -> int:
-    """Write the msprobe-shaped workbook, error rows red and warning rows yellow; returns the row count."""
-    try:
-        from openpyxl import Workbook
-        from openpyxl.cell import WriteOnlyCell
-        from openpyxl.styles import PatternFill
-    except ImportError:
-        raise ExportError(XLSX_MISSING) from None
-    wb = Workbook(write_only=True)  # streams rows: memory stays flat on a million-row compare
-    fills = {"error": PatternFill(fill_type="solid", start_color=ERROR_FILL, end_color=ERROR_FILL),
-             "warning": PatternFill(fill_type="solid", start_color=WARNING_FILL, end_color=WARNING_FILL)}
-    ws = None
-    n = 0
-    sheets = 0
-    for cells, verdict in table_rows(doc, stacks):
-        if ws is None or (n and n % MAX_SHEET_ROWS == 0):
-            sheets += 1
-            ws = wb.create_sheet("Sheet1" if sheets == 1 else f"Sheet{sheets}")
-            ws.append(COLUMNS)
-        fill = fills.get(verdict or "")
-        if fill is None:
-            ws.append([_xlsx_value(v) for v in cells])
-        else:
-            row = []
-            for v in cells:
-                c = WriteOnlyCell(ws, value=_xlsx_value(v))
-                c.fill = fill
-                row.append(c)
-            ws.append(row)
-        n += 1
-    if ws is None:
-        ws = wb.create_sheet("Sheet1")
-        ws.append(COLUMNS)
-    summary = summary_rows(doc)
-    if summary:  # after msprobe's sheets, so a script reading Sheet1 finds what it always found
-        ws = wb.create_sheet("Summary")
-        for line in summary:
-            ws.append([_xlsx_value(v) for v in line])
+    """Write the msprobe-shaped workbook, error rows red and warning rows yellow; returns the row count.
+
+    Streamed row by row (``xlsx_stream``): memory stays flat on a million-row compare."""
+    from dumpscope.core.engines.compare.xlsx_stream import XlsxWriter
     from dumpscope.core.support.atomic_write import replacing
 
+    n = 0
     try:
-        with replacing(path) as tmp:
-            wb.save(tmp)
+        with replacing(path) as tmp, open(tmp, "wb") as fh:
+            book = XlsxWriter(fh, {"error": ERROR_FILL, "warning": WARNING_FILL})
+            sheets = 0
+            for cells, verdict in table_rows(doc, stacks):
+                if sheets == 0 or (n and n % MAX_SHEET_ROWS == 0):
+                    sheets += 1
+                    book.sheet("Sheet1" if sheets == 1 else f"Sheet{sheets}")
+                    book.row(COLUMNS)
+                book.row(cells, verdict)
+                n += 1
+            if sheets == 0:
+                book.sheet("Sheet1")
+                book.row(COLUMNS)
+            summary = summary_rows(doc)
+            if summary:  # after msprobe's sheets, so a script reading Sheet1 finds what it always found
+                book.sheet("Summary")
+                for line in summary:
+                    book.row(line)
+            book.close()
     except OSError as exc:
         raise ExportError(f"{path}: {exc.strerror or exc}") from None
     return n

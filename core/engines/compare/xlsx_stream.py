@@ -1,0 +1,244 @@
+"""A streaming .xlsx writer in the standard library (zipfile + sheet XML written row by row).
+
+Why not openpyxl: it builds a cell object per value and serialises it through its XML layer, which
+made ``compare --output x.xlsx`` cost 2.15x the CPU of ``--json`` (issue 33); the rows here are one
+string join each.  It writes what the compare table needs and nothing more: sheets of rows whose
+cells are numbers, booleans or text, and one fill per row (msprobe's red error / yellow warning rows).
+
+Text is written as inline strings (``t="inlineStr"``), or, from its second use on, as a shared string
+(most of the table's texts repeat: N/A, dtypes, verdicts, rules; the shared table is bounded by
+``SHARED_MAX``): a cell is never a formula, whatever it starts with (the table's text is made inert
+by ``core.inert`` as well).  Characters XML 1.0 cannot carry (control characters, lone surrogates
+from names that are not UTF-8) are written as ``\\xNN``/``\\uNNNN`` escapes, so a cell never breaks
+the file.  NaN and ±Inf, which a spreadsheet cannot hold as numbers, are the texts ``nan``/``inf``/
+``-inf``; numbers are written with 16 significant digits (a spreadsheet keeps 15): read back, every
+cell is what the openpyxl writer used before wrote.  Cells carry no reference (``r="C7"``: OOXML
+places a cell without one right after the previous one; an empty cell is ``<c/>``): fewer bytes to
+make and to deflate.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import zipfile
+from numbers import Integral, Real
+from typing import IO, Any, Iterable, Optional
+
+_MAIN_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+_REL_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+_PKG_REL_NS = "http://schemas.openxmlformats.org/package/2006/relationships"
+_HEAD = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+_SHEET_HEAD = (_HEAD + f'<worksheet xmlns="{_MAIN_NS}"><sheetData>').encode()
+_SHEET_TAIL = b"</sheetData></worksheet>"
+
+#: what XML text cannot hold as is: markup characters, and characters XML 1.0 forbids
+_SPECIAL = re.compile("[&<>\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_MARKUP = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+#: texts in the shared table at most (and texts remembered as seen once): memory stays bounded on a
+#: million-row table, whose tensor names are all different
+SHARED_MAX = 1 << 16
+
+
+def _escape_char(m: "re.Match[str]") -> str:
+    ch = m.group()
+    if ch in _MARKUP:
+        return _MARKUP[ch]
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _column_letters(n: int) -> str:
+    """Excel's column name of the 0-based column ``n`` (A … Z, AA …)."""
+    out = ""
+    n += 1
+    while n:
+        n, r = divmod(n - 1, 26)
+        out = chr(65 + r) + out
+    return out
+
+
+class XlsxWriter:
+    """Sheets written one after the other into ``fh`` (a binary file); :meth:`close` finishes the book.
+
+    ``fills`` names the row styles (e.g. ``{"error": "FFFF0000"}``): a row given one of those names
+    has every cell, empty ones included, filled solid with that ARGB colour.
+    """
+
+    def __init__(self, fh: IO[bytes], fills: Optional[dict[str, str]] = None) -> None:
+        # level 1: the sheet is repetitive text, level 6 makes it a few % smaller at several times the cost
+        self._zip = zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1)
+        self._fill_rgb = list((fills or {}).values())
+        self._style = {name: k + 1 for k, name in enumerate(fills or {})}  # cellXfs index per fill
+        self._sheets: list[str] = []
+        self._out: Optional[IO[bytes]] = None
+        self._buf: list[str] = []
+        self._row = 0
+        self._shared: list[str] = []  # the shared strings, in their index order
+        self._texts: dict[str, str] = {}  # shared text -> the rest of its cell
+        self._once: dict[str, None] = {}  # texts seen once (a bounded window): shared when seen again
+
+    # -- sheets -----------------------------------------------------------------------------------
+
+    def sheet(self, name: str) -> None:
+        """Start a new sheet (the current one is finished)."""
+        self._end_sheet()
+        self._sheets.append(name)
+        self._out = self._zip.open(f"xl/worksheets/sheet{len(self._sheets)}.xml", "w", force_zip64=True)
+        self._out.write(_SHEET_HEAD)
+        self._row = 0
+
+    def row(self, cells: Iterable[Any], fill: Optional[str] = None) -> None:
+        """Append one row; ``None`` is an empty cell (in a filled row, an empty filled cell)."""
+        self._row += 1
+        style = self._style.get(fill) if fill else None
+        c = f'<c s="{style}"' if style else "<c"  # cells carry no reference: each is the next column
+        empty = c + "/>"
+        parts = [f'<row r="{self._row}">']
+        add = parts.append
+        texts = self._texts
+        for v in cells:
+            t = type(v)
+            if t is str:
+                tail = texts.get(v)
+                add(c + (tail if tail is not None else self._text(v)))
+            elif t is float:
+                if v - v == 0:  # finite
+                    add(f"{c}><v>{v:.16g}</v></c>")
+                else:
+                    add(c + self._text("nan" if v != v else ("inf" if v > 0 else "-inf")))
+            elif v is None:
+                add(empty)
+            elif t is int:
+                add(f"{c}><v>{v:.16g}</v></c>")
+            else:
+                add(c + self._other(v))
+        add("</row>")
+        self._buf.append("".join(parts))
+        if len(self._buf) >= 256:
+            self._flush()
+
+    def _text(self, text: str) -> str:
+        """The rest of a text cell after ``<c …``: a shared string from its second use on (most of the
+        table's texts repeat: N/A, dtypes, verdicts, rules), else an inline one (tensor names)."""
+        if not text:
+            return ' t="inlineStr"/>'
+        if text in self._once:
+            k = len(self._shared)
+            self._shared.append(text)
+            tail = self._texts[text] = f' t="s"><v>{k}</v></c>'
+            if len(self._shared) >= SHARED_MAX:  # the table is full: from now on the rest stay inline
+                self._once = _Never()
+            return tail
+        if len(self._once) >= SHARED_MAX:
+            self._once.clear()
+        self._once[text] = None
+        return f' t="inlineStr"><is>{_t(text)}</is></c>'
+
+    def _other(self, v: Any) -> str:
+        """Cells of the less common types: booleans, numpy numbers, anything else as its text."""
+        if isinstance(v, bool) or type(v).__name__ == "bool_":
+            return f' t="b"><v>{int(bool(v))}</v></c>'
+        if isinstance(v, Integral):
+            return f"><v>{int(v):.16g}</v></c>"
+        if isinstance(v, Real):
+            f = float(v)
+            if math.isfinite(f):
+                return f"><v>{f:.16g}</v></c>"
+            return self._text("nan" if math.isnan(f) else ("inf" if f > 0 else "-inf"))
+        return self._text(str(v))
+
+    def _flush(self) -> None:
+        if self._buf and self._out is not None:
+            self._out.write("".join(self._buf).encode("utf-8"))
+        self._buf.clear()
+
+    def _end_sheet(self) -> None:
+        if self._out is None:
+            return
+        self._flush()
+        self._out.write(_SHEET_TAIL)
+        self._out.close()
+        self._out = None
+
+    # -- the book's parts ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Finish the last sheet and write the workbook, its styles and the package's manifests."""
+        self._end_sheet()
+        if not self._sheets:
+            self.sheet("Sheet1")
+            self._end_sheet()
+        n = len(self._sheets)
+        z = self._zip
+        sheets = "".join(f'<sheet name="{_attr(name)}" sheetId="{k}" r:id="rId{k}"/>'
+                         for k, name in enumerate(self._sheets, 1))
+        z.writestr("xl/workbook.xml", f'{_HEAD}<workbook xmlns="{_MAIN_NS}" xmlns:r="{_REL_NS}">'
+                                      f"<sheets>{sheets}</sheets></workbook>")
+        rels = "".join(f'<Relationship Id="rId{k}" Type="{_REL_NS}/worksheet" Target="worksheets/sheet{k}.xml"/>'
+                       for k in range(1, n + 1))
+        rels += (f'<Relationship Id="rId{n + 1}" Type="{_REL_NS}/styles" Target="styles.xml"/>'
+                 f'<Relationship Id="rId{n + 2}" Type="{_REL_NS}/sharedStrings" Target="sharedStrings.xml"/>')
+        z.writestr("xl/_rels/workbook.xml.rels", f'{_HEAD}<Relationships xmlns="{_PKG_REL_NS}">{rels}</Relationships>')
+        z.writestr("xl/styles.xml", self._styles())
+        with z.open("xl/sharedStrings.xml", "w", force_zip64=True) as out:
+            out.write(f'{_HEAD}<sst xmlns="{_MAIN_NS}" uniqueCount="{len(self._shared)}">'.encode())
+            for k in range(0, len(self._shared), 1024):
+                out.write("".join(f"<si>{_t(text)}</si>" for text in self._shared[k:k + 1024]).encode("utf-8"))
+            out.write(b"</sst>")
+        z.writestr("_rels/.rels", f'{_HEAD}<Relationships xmlns="{_PKG_REL_NS}"><Relationship Id="rId1" '
+                                  f'Type="{_REL_NS}/officeDocument" Target="xl/workbook.xml"/></Relationships>')
+        ct = "application/vnd.openxmlformats-officedocument.spreadsheetml"
+        overrides = "".join(f'<Override PartName="/xl/worksheets/sheet{k}.xml" ContentType="{ct}.worksheet+xml"/>'
+                            for k in range(1, n + 1))
+        z.writestr("[Content_Types].xml", (
+            f'{_HEAD}<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+            '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+            '<Default Extension="xml" ContentType="application/xml"/>'
+            f'<Override PartName="/xl/workbook.xml" ContentType="{ct}.sheet.main+xml"/>'
+            f'<Override PartName="/xl/styles.xml" ContentType="{ct}.styles+xml"/>'
+            f'<Override PartName="/xl/sharedStrings.xml" ContentType="{ct}.sharedStrings+xml"/>{overrides}</Types>'))
+        z.close()
+
+    def _styles(self) -> str:
+        fills = "".join(f'<fill><patternFill patternType="solid"><fgColor rgb="{_argb(rgb)}"/>'
+                        f'<bgColor rgb="{_argb(rgb)}"/></patternFill></fill>' for rgb in self._fill_rgb)
+        xfs = "".join(f'<xf numFmtId="0" fontId="0" fillId="{k + 2}" borderId="0" xfId="0" applyFill="1"/>'
+                      for k in range(len(self._fill_rgb)))
+        return (f'{_HEAD}<styleSheet xmlns="{_MAIN_NS}">'
+                '<fonts count="1"><font><sz val="11"/><name val="Calibri"/></font></fonts>'
+                f'<fills count="{2 + len(self._fill_rgb)}"><fill><patternFill patternType="none"/></fill>'
+                f'<fill><patternFill patternType="gray125"/></fill>{fills}</fills>'
+                '<borders count="1"><border><left/><right/><top/><bottom/><diagonal/></border></borders>'
+                '<cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs>'
+                f'<cellXfs count="{1 + len(self._fill_rgb)}"><xf numFmtId="0" fontId="0" fillId="0" borderId="0" '
+                f'xfId="0"/>{xfs}</cellXfs>'
+                '<cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles></styleSheet>')
+
+
+def _t(text: str) -> str:
+    """``<t>text</t>``, escaped, its edge spaces kept."""
+    if _SPECIAL.search(text):
+        text = _SPECIAL.sub(_escape_char, text)
+    if text[:1].isspace() or text[-1:].isspace():
+        return f'<t xml:space="preserve">{text}</t>'
+    return f"<t>{text}</t>"
+
+
+class _Never(dict):
+    """A ``_once`` that holds nothing: once the shared table is full no text is shared any more."""
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        pass
+
+    def __contains__(self, key: object) -> bool:
+        return False
+
+
+def _attr(text: str) -> str:
+    return _SPECIAL.sub(_escape_char, text).replace('"', "&quot;")
+
+
+def _argb(rgb: str) -> str:
+    """An ARGB colour as openpyxl stores it (msprobe spelled yellow ``FFFF00``: alpha ``00`` in front)."""
+    return rgb if len(rgb) == 8 else "00" + rgb[-6:]
