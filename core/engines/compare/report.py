@@ -52,8 +52,9 @@ _METRICS = [("Cosine", "cosine"), ("EucDist", "euc_dist"), ("MaxAbsErr", "max_ab
             ("MaxRelativeErr", "max_rel_err"), ("One Thousandth Err Ratio", "one_thousandth_ratio"),
             ("Five Thousandths Err Ratio", "five_thousandth_ratio")]
 _STATS = ("max", "min", "mean", "l2norm")
-_NPU_STATS = [(f"NPU {k}", k) for k in _STATS]
-_BENCH_STATS = [(f"Bench {k}", k) for k in _STATS]
+_METRIC_KEYS = [k for _, k in _METRICS]
+#: each column's position in a row of ``table_rows``
+_IX = {c: i for i, c in enumerate(COLUMNS)}
 
 #: msprobe's highlight colours, spelled as msprobe spelled them (openpyxl stores "FFFF00" as "00FFFF00")
 ERROR_FILL = "FFFF0000"
@@ -131,69 +132,75 @@ def table_rows(doc: dict[str, Any], stacks: Optional[Callable[[dict[str, Any]], 
         return few[key]
 
     for row in _chunked(doc.get("rows", []), prefetch):
+        get = row.get
         golden, target = _side(row, "golden"), _side(row, "target")
-        scalar = row.get("kind") == "scalar"
-        name = str(row.get("name", ""))
-        cells: dict[str, Any] = {
-            "NPU Name": _cell_text(_tensor_name(str(row.get("target_name") or name), row)),
-            "Bench Name": _cell_text(_tensor_name(name, row)),
-            "NPU Dtype": text(target["dtype"]) if target.get("dtype") else NA,
-            "Bench Dtype": text(golden["dtype"]) if golden.get("dtype") else NA,
-            "NPU Tensor Shape": shape(target.get("shape")),
-            "Bench Tensor Shape": shape(golden.get("shape")),
-            "NPU Requires_grad": target.get("requires_grad", NA),
-            "Bench Requires_grad": golden.get("requires_grad", NA),
-            "Result": row.get("verdict"),
-            "Err_message": text(row.get("rule") or ""),
-            "step": row.get("step"), "rank": row.get("rank"), "io": row.get("io"), "slot": row.get("slot"),
-            "kind": row.get("kind"), "origin": row.get("origin"), "match": row.get("match"),
-            "mode": row.get("mode"),
-            "first_divergence": "yes" if fd and all(row.get(k) == fd[k] for k in fd_keys) else "",
-            "type": text(row["type"]) if row.get("type") is not None else None,
-            "exec_index": row.get("exec_index"),
-            "judgement": row.get("judgement"), "rel_err": row.get("rel_err"), "allowed": row.get("allowed"),
-            "precision": text(row["precision"]) if row.get("precision") is not None else None,
-        }
-        for col, key in _METRICS:
-            v = row.get(key)
-            cells[col] = "unsupported" if scalar and v is None else (NA if v is None else v)
-        for cols, side in ((_NPU_STATS, target), (_BENCH_STATS, golden)):
-            for col, k in cols:
-                v = side.get(k)
-                cells[col] = NA if v is None else (v if isinstance(v, (int, float)) else _cell_text(v))
-        rg_t, rg_g = cells["NPU Requires_grad"], cells["Bench Requires_grad"]
-        cells["Requires_grad Consistent"] = NA if NA in (rg_t, rg_g) else rg_t == rg_g
-        op_key = (row.get("target_op_id"), row.get("target_name") or name, row.get("step"), row.get("rank"))
+        gget, tget = golden.get, target.get
+        scalar = get("kind") == "scalar"
+        name = str(get("name", ""))
+        # the cells in COLUMNS order, made as a list (a dict by column name cost a third of the table)
+        rg_t, rg_g = tget("requires_grad", NA), gget("requires_grad", NA)
+        cells: list[Any] = [
+            _cell_text(_tensor_name(str(get("target_name") or name), row)),
+            _cell_text(_tensor_name(name, row)),
+            text(target["dtype"]) if tget("dtype") else NA,
+            text(golden["dtype"]) if gget("dtype") else NA,
+            shape(tget("shape")),
+            shape(gget("shape")),
+            rg_t,
+            rg_g,
+        ]
+        if scalar:
+            cells += ["unsupported" if v is None else v for v in map(get, _METRIC_KEYS)]
+        else:
+            cells += [NA if v is None else v for v in map(get, _METRIC_KEYS)]
+        for side_get in (tget, gget):
+            for k in _STATS:
+                v = side_get(k)
+                cells.append(NA if v is None else (v if isinstance(v, (int, float)) else _cell_text(v)))
+        op_key = (get("target_op_id"), get("target_name") or name, get("step"), get("rank"))
         first_of_op = op_key != last_op
         last_op = op_key
         frames = stacks(row) if (stacks is not None and first_of_op) else None
-        cells["NPU_Stack_Info"] = _stack(frames)
-        files = [target.get("file"), golden.get("file")]
+        files = [tget("file"), gget("file")]
         if scalar:
-            cells["Data_name"] = str(["-1", "-1"])
+            data_name = str(["-1", "-1"])
         elif any(files):
-            cells["Data_name"] = _cell_text(str([_basename(f) if f else NA for f in files]))
+            data_name = _cell_text(str([_basename(f) if f else NA for f in files]))
         else:
-            cells["Data_name"] = NA
-        verdict = str(row.get("verdict")) if row.get("verdict") else None
+            data_name = NA
+        rule, typ, prec = get("rule"), get("type"), get("precision")
+        cells += [
+            NA if NA in (rg_t, rg_g) else rg_t == rg_g,  # Requires_grad Consistent
+            get("verdict"),
+            text(rule or ""),
+            _stack(frames),
+            data_name,
+            get("step"), get("rank"), get("io"), get("slot"), get("kind"), get("origin"), get("match"),
+            get("mode"),
+            "yes" if fd and all(get(k) == fd[k] for k in fd_keys) else "",
+            text(typ) if typ is not None else None,
+            get("exec_index"), get("judgement"), get("rel_err"), get("allowed"),
+            text(prec) if prec is not None else None,
+        ]
+        verdict = str(get("verdict")) if get("verdict") else None
         if not scalar:
-            yield [cells[c] for c in COLUMNS], verdict
+            yield cells, verdict
             continue
         # a non-tensor argument: msprobe shows its value as every statistic, one row per list item
         # (``input.3.0``, ``input.3.1``), each carrying the argument's verdict
         for suffix, t_val, g_val in _value_parts(target, golden):
-            part = dict(cells)
+            part = list(cells)
             if suffix:
-                part["NPU Name"] += suffix
-                part["Bench Name"] += suffix
-                part["NPU Dtype"] = _json_type(t_val)
-                part["Bench Dtype"] = _json_type(g_val)
+                part[_IX["NPU Name"]] += suffix
+                part[_IX["Bench Name"]] += suffix
+                part[_IX["NPU Dtype"]] = _json_type(t_val)
+                part[_IX["Bench Dtype"]] = _json_type(g_val)
             for prefix, side, v in (("NPU", target, t_val), ("Bench", golden, g_val)):
                 for k in _STATS:
                     if side.get(k) is None:
-                        part[f"{prefix} {k}"] = NA if v is _ABSENT or v is None else (
+                        part[_IX[f"{prefix} {k}"]] = NA if v is _ABSENT or v is None else (
                             v if isinstance(v, (int, float)) else _cell_text(v))
-            yield [part[c] for c in COLUMNS], verdict
+            yield part, verdict
 
 
 _ABSENT = object()
