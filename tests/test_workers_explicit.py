@@ -10,6 +10,7 @@ import textual.app  # noqa: F401  (loaded on purpose: it must change nothing bel
 from test_tui_support import wait_ready
 
 import dumpscope.core.index.dump_index as index_mod
+import dumpscope.core.index.pool as pool_mod
 from dumpscope.core.engines.compare import measure_many
 from dumpscope.core.engines.compare.verdict import Thresholds
 from dumpscope.tui.app import DumpscopeApp
@@ -39,16 +40,16 @@ async def test_the_explorer_builds_in_its_own_thread_without_forking(tiny, monke
     ``workers=1`` is what keeps it from forking itself."""
     monkeypatch.setenv("DUMPSCOPE_WORKERS", "4")
     monkeypatch.setattr(index_mod, "PARALLEL_MIN_FILES", 1)
-    monkeypatch.setattr(index_mod, "CHUNK_FILES", 1)
-    monkeypatch.setattr(index_mod, "BATCH_FILES", 1)
+    monkeypatch.setattr(pool_mod, "CHUNK_FILES", 1)
+    monkeypatch.setattr(pool_mod, "BATCH_FILES", 1)
     started: list[int] = []
-    real = index_mod._new_pool
+    real = pool_mod._new_pool
 
     def spy(workers):
         started.append(workers)
         return real(workers)
 
-    monkeypatch.setattr(index_mod, "_new_pool", spy)
+    monkeypatch.setattr(pool_mod, "_new_pool", spy)
     app = DumpscopeApp(str(tiny), display_name="tiny", use_cache=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(pilot)

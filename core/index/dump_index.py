@@ -364,6 +364,11 @@ class DumpIndex:
                 self._early_ops.walk_done([job[0].parts for job in pool._pending])
             for done in pool.drain(cancel):
                 self._store_result(prog, *done)
+                # the pool still reads what the walk handed it (a tree of small folders: all of it), so a
+                # long build shows what is stored meanwhile too, not only while the walk goes on
+                if partial is not None and time.monotonic() >= next_partial[0] and prog.records >= next_partial[1]:
+                    self._partial_finalize(prog, partial)
+                    next_partial = (time.monotonic() + PARTIAL_AFTER_S, prog.records * 4)
                 if progress is not None and time.monotonic() - last_report > 0.1:
                     last_report = time.monotonic()
                     progress(prog)
