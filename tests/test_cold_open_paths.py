@@ -64,7 +64,7 @@ def test_the_builder_steps_back_only_in_a_process_group_of_its_own(own_group):
 
 
 def test_partial_results_name_the_same_layouts_as_the_finished_index(built):
-    from dumpscope.tui.app import IndexReady
+    from dumpscope.tui.app_messages import IndexReady
 
     partial = IndexReady(built, final=False, facts=built)
     final = IndexReady(built)
@@ -79,7 +79,8 @@ async def test_the_next_partial_results_wait_until_these_are_painted(built, tmp_
     tree load before that paint would delay the first ops)."""
     from test_tui_support import set_env, wait_ready
 
-    from dumpscope.tui.app import DumpscopeApp, IndexReady
+    from dumpscope.tui.app import DumpscopeApp
+    from dumpscope.tui.app_messages import IndexReady
 
     set_env(monkeypatch, tmp_path)
     app = DumpscopeApp(built.root, display_name="job")
@@ -99,7 +100,7 @@ async def test_the_next_partial_results_wait_until_these_are_painted(built, tmp_
 def test_every_module_warmed_up_during_a_cold_build_exists():
     import importlib
 
-    from dumpscope.tui.app import WARM_UP
+    from dumpscope.tui.app_index import WARM_UP
 
     for name in WARM_UP:  # a renamed module would be skipped silently by the warm-up itself
         importlib.import_module(name)
