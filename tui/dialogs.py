@@ -243,9 +243,6 @@ class ExportScreen(TypeAhead, ModalScreen[Optional[str]]):
         """msprobe-shaped compare table, written by a worker thread (it reads both indexes)."""
         from dumpscope.core.engines.compare import report as cr
 
-        if path.endswith(".xlsx") and not cr.xlsx_available():
-            self._error(cr.XLSX_MISSING)
-            return
         app = explorer(self)
 
         def work() -> None:

@@ -174,8 +174,6 @@ def _check_output(path: str, roots: Sequence[str]) -> str:
     ext = os.path.splitext(path)[1].lower()
     if ext not in (".csv", ".xlsx", ".json"):
         raise CliError(f"--output {path}: unknown output type {ext or '(none)'!r}: use .csv, .xlsx or .json")
-    if ext == ".xlsx" and not cr.xlsx_available():
-        raise CliError(cr.XLSX_MISSING)
     try:
         cr.check_outside(path, roots)
     except cr.ExportError as exc:

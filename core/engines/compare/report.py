@@ -273,16 +273,6 @@ def write_csv(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[st
     return n
 
 
-def xlsx_available() -> bool:
-    """Always true now: the workbook is written with the standard library (``xlsx_stream``); kept for
-    the callers that asked before offering ``.xlsx``."""
-    return True
-
-
-#: no longer raised (openpyxl is not needed to write a workbook); kept for the callers that import it
-XLSX_MISSING = "writing .xlsx needs openpyxl: pip install 'dumpscope[xlsx]' (or write .csv)"
-
-
 def write_xlsx(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[str, Any]], Any]] = None) -> int:
     """Write the msprobe-shaped workbook, error rows red and warning rows yellow; returns the row count.
 
