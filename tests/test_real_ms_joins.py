@@ -103,3 +103,15 @@ def test_the_while_body_adds_are_joined_by_what_they_hold(unpacked, tmp_path):
                 assert (dtypes, op.name, reads[0]) == ({"int32"}, "Default/network-WithLossCell/_backbone-Net/Add-op0",
                                                        "param:фi")
             assert op.join_rule == "scope_type_tensors" and op.join_note is None
+
+
+def test_a_kernel_graph_input_without_a_name_is_read_with_its_tensor(unpacked):
+    """The while body's inputs come from another graph and have no name in the .ir (``%para1_: <Tensor…``):
+    they were read as a node named ``: <Tensor[Float32], (2, 4)> : [2, 4]`` without a data type."""
+    from dumpscope.core.graphs import load_graph_file
+
+    ir = unpacked("real_ms210_cf_nan") / "cf" / "rank_0" / "graphs" / "ms_output_trace_code_graph_6.ir"
+    (graph,) = load_graph_file(str(ir), "ms_ir")
+    params = {n.name: [(d["dtype"], d["shape"]) for d in n.output_descs]
+              for n in graph.nodes.values() if n.type == "Parameter"}
+    assert params == {"%para1": [("float32", [2, 4])], "%para2": [("int32", [])]}
