@@ -22,7 +22,9 @@ from .common import GraphParseError, Source, ms_dtype, one_line, read_source
 KIND = "ms_ir"
 
 _ENTRY_RE = re.compile(r"^#\s*IR entry\s*:\s*@(\S+)")
-_PARAM_RE = re.compile(r"^%para(\d+)_(.+?)\s*:\s*(<.*)$")
+#: ``%para3_fc.weight: <Ref[…]> …``; a kernel graph's input handed from another graph has no name
+#: (``%para1_: <Tensor[Float32], (2, 4)> …``, MindSpore 2.10 control flow): a name never holds a colon
+_PARAM_RE = re.compile(r"^%para(\d+)_([^\s:]*)\s*:\s*(<.*)$")
 _NODE_RE = re.compile(r"^%(\d+)\(([^()]*)\)\s*=\s*(.*)$", re.S)
 _RETURN_RE = re.compile(r"^([Rr]eturn)\s*(\(.*)$", re.S)
 _SUBGRAPH_RE = re.compile(r"^subgraph\s+@(\S+?)(?:\s+parent:.*?)?\((.*)$", re.S)
@@ -332,6 +334,7 @@ class _IrReader:
         ref = f"%para{index}_{name}"
         if ref in self.param_names:
             return
+        name = name or f"%para{index}"  # unnamed (its users spell it ``%para1_▸фx``): the .ir's own handle
         node_name = name if name not in self.nodes else self.unique(name)
         self.param_names[ref] = node_name
         self.nodes[node_name] = GraphNode(

@@ -65,7 +65,7 @@ class _EarlyOps:
             if place[1] == CONSTANTS_STEP or not set(cols[0]) <= plain or _any_holds(cols[4], "_To_") \
                     or "Parameter" in cols[2] or _repeats(cols[7], cols[3]) or \
                     ("none" in storages and len(storages) > 1):
-                # not plain (see finalize._plain_place), or statistics the last finalize may merge
+                # not plain (see plain_places.plain_place), or statistics the last finalize may merge
                 # into payload records: the last finalize decides
                 continue
             self.waiting[place] = (first + lo, first + hi - 1, frozenset(cols[7]))

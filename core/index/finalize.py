@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from dumpscope.core.graphs import graph_only
 from dumpscope.core.index import dump_roots, plain_places
@@ -22,6 +22,7 @@ from dumpscope.core.index.op_groups import (KIND_OP, OpAcc, group_ops, mark_watc
 from dumpscope.core.index.overflow_join import attach_overflow
 from dumpscope.core.index.plain_places import PLAIN_PRODUCERS, SQL_PLAIN_PLACES, finalize_early, kept_early
 from dumpscope.core.index.schema import OP_INDEXES, create_indexes, drop_indexes
+from dumpscope.core.index.shape_guard import CHECKED_KINDS, Dumped, dumped_of
 from dumpscope.core.model import Graph
 from dumpscope.core.names import sanitize_name
 
@@ -90,9 +91,10 @@ def finalize(index: "DumpIndex") -> None:
             for acc in ops.values():
                 graphs_here[acc.graph].append(acc)
             mark_watch_snapshots(ops)  # before joining: a snapshot is no op to name
+            dumped = _dumped_reader(index, rank, step, graphs_here, graphs)
             for graph, group in graphs_here.items():
                 maps = csv_maps.get((rank, graph)) or ({}, {}, {})
-                join_names(group, graphs.get((rank, graph)), maps[0], maps[2])
+                join_names(group, graphs.get((rank, graph)), maps[0], maps[2], dumped)
             rows, unit_rows = _op_rows(rank, step, graphs_here, graphs, csv_maps, seq)
             cur.executemany("INSERT INTO ops(id, rank, step, graph, name, file_name, type, scope, exec_index, "
                             "first_ts, producer, joined, join_rule, graph_only, nan, posinf, neginf, status, "
@@ -128,6 +130,25 @@ def finalize(index: "DumpIndex") -> None:
         cur.execute("COMMIT")
     index.early_only = False  # from now on ops also holds finalized places
     attach_overflow(index)
+
+
+def _dumped_reader(index: "DumpIndex", rank: int, step: int, graphs_here: dict[str, list[OpAcc]],
+                   graphs: dict) -> Optional[Callable[[OpAcc], tuple[Dumped, ...]]]:
+    """Each op's dumped tensors, read from the units of this rank/step once and parsed when asked, for
+    the joins' tensor check (``graph_join.join_names``); None when no graph here is one it checks."""
+    kinds = {graphs[(rank, g)].graph.kind for g in graphs_here if (rank, g) in graphs}
+    if not kinds & CHECKED_KINDS:
+        return None
+    stored = dict(index.query("SELECT id, tensors FROM units WHERE rank=? AND step=?", (rank, step)))
+    cache: dict[int, tuple[Dumped, ...]] = {}
+
+    def dumped(op: OpAcc) -> tuple[Dumped, ...]:
+        key = op.unit_ids[0]
+        if key not in cache:
+            cache[key] = dumped_of(stored.get(uid) or "" for uid in op.unit_ids)
+        return cache[key]
+
+    return dumped
 
 
 class Seq:

@@ -2,7 +2,8 @@
 
 ``load_graphs`` finds and reads the graph file of every dumped graph (MindSpore ``.ir``/``.pb``, GE text,
 ONNX or JSON); ``join_names`` gives each dumped op its node's name (or the execution-order CSV's), pairing
-ops MindSpore numbered differently in files and graphs.  Part of ``finalize``.
+ops MindSpore numbered differently in files and graphs, never to a MindSpore node whose tensors are not the
+dumped ones (``shape_guard``).  Part of ``finalize``.
 """
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from dumpscope.core.errors import reason
 from dumpscope.core.graphs import graph_only
 from dumpscope.core.index.op_groups import OP_NUMBER, OP_SUFFIX, OpAcc, scope_of
+from dumpscope.core.index.shape_guard import CHECKED_KINDS, Dumped, disagreement
 from dumpscope.core.model import Graph, GraphNode
 from dumpscope.core.names import sanitize_name
 
@@ -157,7 +159,8 @@ def _merge(graphs: list[Graph], path: str, kind: str) -> Graph:
 
 
 def join_names(ops: list[OpAcc], lg: Optional[LoadedGraph], csv_pos: dict[str, int],
-          csv_names: Optional[dict[str, str]] = None) -> None:
+               csv_names: Optional[dict[str, str]] = None,
+               dumped: Optional[Callable[[OpAcc], tuple[Dumped, ...]]] = None) -> None:
     """Give dumped ops their graph-side names: the graph's nodes, else the execution-order CSV's names.
 
     First by name (full name, file-side spelling, unique short name).  Then renumbered ops:
@@ -170,6 +173,15 @@ def join_names(ops: list[OpAcc], lg: Optional[LoadedGraph], csv_pos: dict[str, i
     a CSV, files by their number and nodes in ``.ir`` order (the order MindSpore numbered the
     files in).  Only a group that cannot pair one to one falls back to equal names.  An op left
     without a graph-side name is placed under its scope and says why (``note``).
+
+    Names and order are both weak evidence, so with ``dumped`` (the op's dumped tensors) and a MindSpore
+    graph every join is checked against the node's tensor descriptors (``shape_guard``): a join whose
+    data types or element counts disagree is never made.  A group whose order pairing disagrees is
+    paired by the tensors where they single out one node (``_fit_group``): MindSpore 2.10 named the
+    while body's ``x + 0.1`` file ``Add-op0`` and the ``.ir`` node ``Add-op1`` (real_ms210_cf_nan), and
+    ran the counter's ``i + 1`` first although the CSV lists it last, so neither names nor timestamps
+    pair them; a 2.10 NaN run wrote ``Grad_Pow/Pow-op0`` after ``Pow-op1`` (real_mindspore_210_block
+    nan), so the order pairing swapped two Pows whose shapes differ.
     """
     if lg is None and not csv_pos:
         return
@@ -180,6 +192,12 @@ def join_names(ops: list[OpAcc], lg: Optional[LoadedGraph], csv_pos: dict[str, i
         names_in_order = sorted(csv_pos, key=csv_pos.__getitem__)
         by_sname = dict(csv_names or {})
     ir_pos = {n: i for i, n in enumerate(names_in_order)}
+    checked = dumped is not None and lg is not None and lg.graph.kind in CHECKED_KINDS
+
+    def misfit(op: OpAcc, name: str) -> Optional[str]:
+        """Why ``op`` cannot be the node ``name`` by its dumped tensors (None: it can, or nothing says)."""
+        node = lg.by_name.get(name) if checked and lg is not None else None
+        return disagreement(dumped(op), node) if node is not None and dumped is not None else None
     by_base: dict[str, list[str]] = defaultdict(list)
     for n in names_in_order:
         by_base[OP_SUFFIX.sub("", sanitize_name(n))].append(n)
@@ -213,7 +231,10 @@ def join_names(ops: list[OpAcc], lg: Optional[LoadedGraph], csv_pos: dict[str, i
         if op.type == "Parameter" or not OP_SUFFIX.search(op.sfile):
             hit = exact(op)
             holder = used.get(hit[0]) if hit is not None else None
-            if hit is not None and (holder is None or holder.name == op.name):
+            why = misfit(op, hit[0]) if hit is not None else None
+            if why is not None and hit is not None:
+                op.note = _misfit_note(hit[0], why)
+            elif hit is not None and (holder is None or holder.name == op.name):
                 give(op, *hit)  # free, or taken by an earlier run of this very op (a loop body)
             elif hit is not None:
                 op.note = _taken_note(hit[0], holder)
@@ -224,26 +245,93 @@ def join_names(ops: list[OpAcc], lg: Optional[LoadedGraph], csv_pos: dict[str, i
     for base, by_file in groups.items():
         firsts = [runs[0] for runs in by_file.values()]
         cands = by_base.get(base, [])
+        misfits: dict[int, str] = {}
         if cands and len(cands) == len(firsts):
             pairs = _pair_in_order(firsts, cands, csv_pos, ir_pos)
+            if checked and any(misfit(op, name) is not None for op, name in pairs):
+                pairs, misfits = _fit_group(firsts, cands, misfit, csv_pos, ir_pos)
         else:  # cannot pair one to one: names alone, where they match
-            pairs = [(op, h[0]) for op in firsts for h in [exact(op)] if h is not None and h[0] not in used]
+            pairs = []
+            for op in firsts:
+                h = exact(op)
+                if h is None or h[0] in used:
+                    continue
+                why = misfit(op, h[0])
+                if why is None:
+                    pairs.append((op, h[0]))
+                else:
+                    misfits[id(op)] = _misfit_note(h[0], why)
         named = {id(op) for op, _ in pairs}
         for op, name in pairs:
-            rule = "name" if name == op.name else "sanitized_name" if sanitize_name(name) == op.sfile else "scope_type"
+            rule = ("name" if name == op.name else "sanitized_name" if sanitize_name(name) == op.sfile else
+                    "scope_type_tensors" if misfits.get(id(op)) == _BY_TENSORS else "scope_type")
             for run in by_file[op.sfile]:
                 give(run, name, rule)
         for op in firsts:
             if id(op) in named:
                 continue
             hit = exact(op)
-            note = (_taken_note(hit[0], used[hit[0]]) if hit is not None and hit[0] in used else
+            note = (misfits[id(op)] if id(op) in misfits else
+                    _taken_note(hit[0], used[hit[0]]) if hit is not None and hit[0] in used else
                     f"no {op.type} node of this scope in the graph" if not cands else
                     f"{len(firsts)} dumped and {len(cands)} graph {op.type} ops share this scope: "
                     "they cannot be paired one to one")
             for run in by_file[op.sfile]:
                 run.note = note
     _place_unnamed(ops, names_in_order)
+
+
+#: ``_fit_group``'s mark for an op paired by its tensors (its join rule says so)
+_BY_TENSORS = "by tensors"
+
+
+def _misfit_note(name: str, why: str) -> str:
+    """Why an op kept its file-side name although a node of that name (or its place in the order) matches:
+    the node's tensors are not the dumped ones."""
+    return f"not joined to the graph's {name}: its tensors differ ({why})"
+
+
+def _fit_group(firsts: list[OpAcc], cands: list[str], misfit: Callable[[OpAcc, str], Optional[str]],
+               csv_pos: dict[str, int], ir_pos: dict[str, int]) -> tuple[list[tuple[OpAcc, str]], dict[int, str]]:
+    """Pair the files and nodes of one scope and type (as many of each) by their tensors, where the order
+    pairing put a file on a node whose tensors differ.
+
+    A file whose tensors fit exactly one node still free takes it, and a node that exactly one free
+    file fits takes that file (each file is one node: as many of both), until nothing is forced;
+    the rest pair in execution order among themselves (``_pair_in_order``) and a pair that still
+    disagrees is not made.  Returns the pairs and, by op id, ``_BY_TENSORS`` for a pair the tensors
+    decided or the note of an op left unpaired."""
+    fits = {id(op): [c for c in cands if misfit(op, c) is None] for op in firsts}
+    free_ops, free_names = list(firsts), list(cands)
+    pairs: list[tuple[OpAcc, str]] = []
+    marks: dict[int, str] = {}
+
+    def take(op: OpAcc, name: str) -> None:
+        pairs.append((op, name))
+        marks[id(op)] = _BY_TENSORS
+        free_ops[:] = [o for o in free_ops if o is not op]  # by identity: two runs' records may compare equal
+        free_names.remove(name)
+
+    forced = True
+    while forced:
+        forced = False
+        for op in list(free_ops):
+            opts = [c for c in fits[id(op)] if c in free_names]
+            if len(opts) == 1:
+                take(op, opts[0])
+                forced = True
+        for name in list(free_names):
+            takers = [op for op in free_ops if name in fits[id(op)]]
+            if len(takers) == 1:
+                take(takers[0], name)
+                forced = True
+    for op, name in _pair_in_order(free_ops, free_names, csv_pos, ir_pos) if free_ops and free_names else []:
+        why = misfit(op, name)
+        if why is None:
+            pairs.append((op, name))
+        else:
+            marks[id(op)] = _misfit_note(name, why)
+    return pairs, marks
 
 
 def _taken_note(name: str, holder: OpAcc) -> str:

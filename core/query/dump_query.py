@@ -372,7 +372,7 @@ class DumpQuery:
 
     def runs(self, op: OpRow) -> list[OpRow]:
         """Every execution of ``op``'s name at its rank and step, in execution order: a loop body runs
-        once per iteration, each run its own row (``finalize._group_ops``); the first is run 0."""
+        once per iteration, each run its own row (``op_groups.group_ops``); the first is run 0."""
         if op.graph_only:
             return [op]
         rows = self.index.query(f"SELECT {OP_COLS} FROM ops WHERE name=? AND rank=? AND step=? AND graph_only=0 "

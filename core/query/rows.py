@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # numpy is only imported when tensor data is actually read
 OP_COLS = ("id, rank, step, graph, name, file_name, type, scope, exec_index, producer, joined, join_rule, "
            "graph_only, nan, posinf, neginf, status, evidence, folder, task, stream, first_ts, watch_of, watch_after, kind, "
            "join_note")
-#: ``--kind`` choices: an op-table row is an executed op, a parameter or a constant (``finalize.op_kind``)
+#: ``--kind`` choices: an op-table row is an executed op, a parameter or a constant (``op_groups.op_kind``)
 KINDS = ("op", "parameter", "constant", "all")
 #: one rank/step, constants included (they belong to no step)
 AT_STEP = "(step=? OR (step=-1 AND kind='constant'))"
