@@ -10,7 +10,8 @@ from __future__ import annotations
 import sqlite3
 
 #: 15: ops_watch, ops_joined_at partial (an index file of 14 lacks them: rebuilt, like any other version's)
-SCHEMA_VERSION = 15
+#: 16: MindSpore joins checked by their tensors (index/shape_guard): an index of 15 may hold the old swapped joins
+SCHEMA_VERSION = 16
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
