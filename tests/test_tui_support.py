@@ -73,6 +73,36 @@ async def wait_ready(pilot, timeout: float = 30.0) -> None:
     await settle(pilot)
 
 
+def record_notes(app, keep: bool = False) -> list:
+    """Every notification ``app`` raises from now on, in order (call it before ``run_test``).
+
+    ``app._notifications`` forgets one once its timeout (2-8 s) has passed, so a test reading it after a
+    wait saw the note or not depending on the machine's speed.  ``keep``: the toasts stay on screen while
+    the test looks (their timeout is an hour; what they say and where they sit are unchanged)."""
+    notes: list = []
+    add = app._notifications.add
+
+    def record(notification):
+        if keep:
+            notification.timeout = 3600.0
+        notes.append(notification)
+        return add(notification)
+
+    app._notifications.add = record
+    return notes
+
+
+async def wait_for(pilot, cond, what: str, limit: float = 60.0) -> None:
+    """Wait until ``cond()`` holds, by the clock (a loaded machine makes each pause longer, never the wait
+    shorter); past ``limit`` seconds the test fails saying what it waited for."""
+    import time
+
+    deadline = time.monotonic() + limit
+    while not cond():
+        assert time.monotonic() < deadline, f"still waiting for {what} after {limit:.0f} s"
+        await pilot.pause(0.05)
+
+
 async def search_and_open(pilot, text: str) -> None:
     """Type ``/`` and ``text`` in the explorer, then open the first hit, as a user would."""
     await pilot.press("slash", *text)
