@@ -228,7 +228,7 @@ async def test_o_says_scanning_until_the_child_ends_and_is_killed_on_quit(job, t
         child_hooks(monkeypatch, f"gate={gate}", f"pid_file={pid_file}")  # from here on: the o scan's child
         await pilot.press("o")
         await wait_for(pilot, lambda: pid_file.exists(), "the scan's child")
-        await pilot.pause()
+        await wait_for(pilot, lambda: "scanning" in screen_text(app), "the scan's screen")
         text = screen_text(app)
         assert "scanning" in text and "no overflow" not in text and "nothing found" not in text
         pid = int(pid_file.read_text())

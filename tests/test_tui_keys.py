@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from test_tui_support import record_notes, screen_text, settle, wait_ready
+from test_tui_support import record_notes, screen_text, settle, wait_ended, wait_ready
 
 from textual import events
 
@@ -32,8 +32,7 @@ async def test_keys_typed_after_quit_are_ignored(tiny, after):
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         burst(app, ["q", *after])
-        for _ in range(10):
-            await pilot.pause(0.02)
+        await wait_ended(app)
     assert app.return_code == 0  # a NoMatches traceback would exit with 1 (and raise here)
 
 
