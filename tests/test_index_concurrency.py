@@ -281,7 +281,7 @@ def test_damage_met_by_a_query_after_opening_is_rebuilt_once(tree, tmp_path, cap
 
 
 async def test_explorer_answers_when_the_cache_disk_is_full(tree, tmp_path, monkeypatch):
-    from test_tui_support import set_env, wait_ready
+    from test_tui_support import record_notes, set_env, wait_ready
 
     from dumpscope.tui.app import DumpscopeApp
 
@@ -289,8 +289,9 @@ async def test_explorer_answers_when_the_cache_disk_is_full(tree, tmp_path, monk
     expected = DumpQuery(DumpIndex.open(str(tree), use_cache=False)).count_ops()
     _connect_with(monkeypatch, "PRAGMA max_page_count=12")
     app = DumpscopeApp(str(tree), display_name="dump")
+    notes = record_notes(app)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_ready(pilot)
         assert app.q.index.db_path == ":memory:"
         assert app.q.count_ops() == expected
-        assert any("in-memory index" in n.message for n in app._notifications)
+        assert any("in-memory index" in n.message for n in notes)

@@ -10,7 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from test_tui_support import INF_DOWNSTREAM, INF_OP, make_ms_tree, screen_text, search_and_open, set_env, settle, wait_ready
+from test_tui_support import (INF_DOWNSTREAM, INF_OP, make_ms_tree, screen_text, search_and_open, set_env, settle,
+                               wait_for, wait_ready)
+
+from textual.command import CommandList
 
 from dumpscope.tui.app import DumpscopeApp
 from dumpscope.tui.main_screen import MainScreen
@@ -60,15 +63,14 @@ async def test_first_screen_before_index_is_built(tiny, monkeypatch):
     real_open = index_mod.DumpIndex.open.__func__
 
     def slow_open(cls, *args, **kwargs):
-        gate.wait(10)
+        gate.wait(120)  # (only so a failing test cannot hang: the test opens it)
         return real_open(cls, *args, **kwargs)
 
     monkeypatch.setattr(index_mod.DumpIndex, "open", classmethod(slow_open))
     app = app_for(tiny)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: "indexing" in screen_text(app), "the first paint")
         assert app.q is None
-        assert "indexing" in screen_text(app)
         gate.set()
         await wait_ready(pilot)
         assert "6 ops" in screen_text(app)
@@ -238,7 +240,11 @@ async def test_command_palette_jumps_to_op(tiny):
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         await pilot.press("ctrl+p", *"SoftmaxCross")
-        await pilot.pause(0.5)
+
+        def first_hit() -> str:  # the palette searches in a worker as the text changes
+            hits = app.screen.query(CommandList)
+            return str(hits.first().get_option_at_index(0).prompt) if hits and hits.first().option_count else ""
+        await wait_for(pilot, lambda: "SoftmaxCross" in first_hit(), "the palette's hit")
         await settle(pilot)
         await pilot.press("enter")
         await settle(pilot)
@@ -253,11 +259,7 @@ async def test_watch_flag_picks_up_new_steps(tiny, monkeypatch):
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         make_ms_tree(tiny.parent, steps=(5,))
-        for _ in range(100):
-            await pilot.pause(0.1)
-            if 5 in app.q.steps(0):
-                break
-        assert 5 in app.q.steps(0)
+        await wait_for(pilot, lambda: 5 in app.q.steps(0), "--watch to pick up step 5")
 
 
 async def test_overflow_view_lists_origin_first(tiny):
@@ -427,10 +429,7 @@ async def test_compare_view(tmp_path, monkeypatch):
     app = DumpscopeApp(str(golden), compare_with=str(target), display_name="golden")
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
-        for _ in range(200):
-            if app.compare_result is not None or app.compare_error:
-                break
-            await pilot.pause(0.05)
+        await wait_for(pilot, lambda: app.compare_result is not None or app.compare_error, "the compare")
         await settle(pilot)
         if app.compare_error and "not available" in app.compare_error:
             pytest.skip(app.compare_error)
@@ -487,10 +486,7 @@ async def test_refresh_picks_up_new_step(tiny):
         assert app.q.steps(0) == [0, 1]
         make_ms_tree(tiny.parent, steps=(2,))
         await pilot.press("f5")
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if not app._refreshing:
-                break
+        await wait_for(pilot, lambda: not app._refreshing, "the refresh (f5)")
         await settle(pilot)
         assert app.q.steps(0) == [0, 1, 2]
 
@@ -650,10 +646,7 @@ async def test_reload_keeps_the_scopes_the_user_opened(tmp_path, monkeypatch):
         await settle(pilot)
         assert ("0", closed[0].data.path) in tree.expanded_scopes()
         await pilot.press("f5")
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if not app._refreshing:
-                break
+        await wait_for(pilot, lambda: not app._refreshing, "the refresh (f5)")
         await settle(pilot)
         tree.load(app.q, app.rank, app.step)  # a reload of the same place, as a refresh does
         await settle(pilot)

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from conftest import cli_json
-from test_tui_support import INF_DOWNSTREAM, INF_OP, child_hooks, make_ms_tree, screen_text, set_env, settle, wait_ready
+from test_tui_support import (INF_DOWNSTREAM, INF_OP, child_hooks, make_ms_tree, record_notes, screen_text,
+                               set_env, settle, wait_for, wait_ready)
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the child process path is POSIX only")
 
@@ -64,14 +65,6 @@ def _group_gone(pgid: int, limit: float = 30.0) -> bool:
     return True
 
 
-async def _wait_for(pilot, cond, what: str, limit: float = 60.0) -> None:
-    waited = 0.0
-    while not cond():
-        assert waited < limit, f"still waiting for {what}"
-        await pilot.pause(0.05)
-        waited += 0.05
-
-
 @pytest.fixture
 def big_tree(tmp_path, monkeypatch) -> Path:
     """Two steps, one folder of 900 files (read by the builder's process pool) and a small one."""
@@ -86,12 +79,13 @@ async def test_built_in_a_child_with_the_same_ops_as_the_cli(big_tree, tmp_path,
     from dumpscope.core.index.cache import index_path
 
     app = DumpscopeApp(str(big_tree), display_name="t")
+    raised = record_notes(app)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
-        await _wait_for(pilot, lambda: not app.progress, "the build to end")
+        await wait_for(pilot, lambda: not app.progress, "the build to end")
         await settle(pilot)
         assert len(app._children) == 1 and not app._children[0].alive()  # built by a child, now ended
-        assert not any("failed" in n.message for n in app._notifications)
+        assert not any("failed" in n.message for n in raised)
         db = app.q.index.db_path
         assert db == str(index_path(str(big_tree)))
         assert app.q.count_ops() == 470
@@ -107,12 +101,13 @@ async def test_a_build_started_before_the_explorer_is_the_one_used(big_tree, tmp
     early = child_jobs.prestart_build(str(big_tree))
     assert early is not None
     app = DumpscopeApp(str(big_tree), display_name="t", early_build=early)
+    raised = record_notes(app)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         await settle(pilot)
         assert app._children == [early] and not early.alive()  # no second child
         assert app.q.count_ops() == 470
-        assert not any(n.severity == "warning" for n in app._notifications)
+        assert not any(n.severity == "warning" for n in raised)
     assert child_jobs.prestart_build(str(big_tree)) is None  # an index file exists: the explorer decides
     blocker = tmp_path / "a_file"
     blocker.write_text("x")
@@ -124,7 +119,7 @@ async def test_a_build_started_before_the_explorer_ends_with_it(big_tree, tmp_pa
     early = child_jobs.prestart_build(str(big_tree))
     app = DumpscopeApp(str(big_tree), display_name="t", early_build=early)
     async with app.run_test(size=SIZE) as pilot:
-        await _wait_for(pilot, lambda: len(_group_alive(early.pid)) >= 2, "the child's pool workers")
+        await wait_for(pilot, lambda: len(_group_alive(early.pid)) >= 2, "the child's pool workers")
         await pilot.press("q")
     assert _group_gone(early.pid)
 
@@ -136,12 +131,13 @@ async def test_unusable_cache_dir_builds_in_memory_with_one_notice(tmp_path, mon
     blocker.write_text("x")
     monkeypatch.setenv("DUMPSCOPE_CACHE_DIR", str(blocker / "cache"))  # cannot be created
     app = DumpscopeApp(str(dump), display_name="t")
+    raised = record_notes(app)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         assert app.q.index.db_path == ":memory:" and app._children == []
         assert app.q.count_ops() == 12
-        notes = [n.message for n in app._notifications if "in-memory index" in n.message]
-        assert len(notes) == 1, [n.message for n in app._notifications]
+        notes = [n.message for n in raised if "in-memory index" in n.message]
+        assert len(notes) == 1, [n.message for n in raised]
         await pilot.press("o")  # an index in memory is scanned in the explorer's thread
         await settle(pilot)
         assert app._children == [] and app.overflow_doc is not None
@@ -155,13 +151,14 @@ async def test_cache_failing_in_the_child_builds_in_memory_with_one_notice(tmp_p
     ops = [("Add", f"Default/blk{i // 50}/Add-op{i}") for i in range(300)]
     dump = make_ms_tree(tmp_path / "t", steps=(0,), inf_op=None, ops=ops)
     app = DumpscopeApp(str(dump), display_name="t")
+    raised = record_notes(app)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
-        await _wait_for(pilot, lambda: app.q.index.db_path == ":memory:", "the in-memory index")
+        await wait_for(pilot, lambda: app.q.index.db_path == ":memory:", "the in-memory index")
         await settle(pilot)
         assert len(app._children) == 1
         assert app.q.count_ops() == 300
-        notes = [n.message for n in app._notifications if n.severity == "warning"]
+        notes = [n.message for n in raised if n.severity == "warning"]
         assert len(notes) == 1 and "full" in notes[0] and "in-memory index" in notes[0], notes
 
 
@@ -172,9 +169,10 @@ async def test_builder_errors_are_said_in_one_line_and_the_explorer_still_opens(
     child_hooks(monkeypatch, hook)
     dump = make_ms_tree(tmp_path / "t", steps=(0, 1))
     app = DumpscopeApp(str(dump), display_name="t")
+    raised = record_notes(app)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
-        notes = [n.message for n in app._notifications if n.severity == "warning"]
+        notes = [n.message for n in raised if n.severity == "warning"]
         assert len(notes) == 1 and said in notes[0] and "\n" not in notes[0], notes
         assert app.q.count_ops() == 12  # built in the explorer's own thread instead
 
@@ -185,9 +183,9 @@ async def test_no_process_left_when_the_explorer_ends_during_the_build(big_tree,
     child_hooks(monkeypatch, f"pid_file={pid_file}", "stall_drain")
     app = DumpscopeApp(str(big_tree), display_name="t")
     async with app.run_test(size=SIZE) as pilot:
-        await _wait_for(pilot, lambda: pid_file.exists(), "the child to start")
+        await wait_for(pilot, lambda: pid_file.exists(), "the child to start")
         pid = int(pid_file.read_text())
-        await _wait_for(pilot, lambda: len(_group_alive(pid)) >= 2, "the child's pool workers")
+        await wait_for(pilot, lambda: len(_group_alive(pid)) >= 2, "the child's pool workers")
         assert app.q is None and "indexing" in screen_text(app)
         await pilot.press("q")
     assert _group_gone(pid)
@@ -229,8 +227,8 @@ async def test_o_says_scanning_until_the_child_ends_and_is_killed_on_quit(job, t
         await wait_ready(pilot)
         child_hooks(monkeypatch, f"gate={gate}", f"pid_file={pid_file}")  # from here on: the o scan's child
         await pilot.press("o")
-        await _wait_for(pilot, lambda: pid_file.exists(), "the scan's child")
-        await pilot.pause()
+        await wait_for(pilot, lambda: pid_file.exists(), "the scan's child")
+        await wait_for(pilot, lambda: "scanning" in screen_text(app), "the scan's screen")
         text = screen_text(app)
         assert "scanning" in text and "no overflow" not in text and "nothing found" not in text
         pid = int(pid_file.read_text())

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLES, cli_json, unpack_data
-from test_tui_support import help_text, screen_text, search_and_open, set_env, settle, wait_ready
+from test_tui_support import (help_text, record_notes, screen_text, search_and_open, set_env, settle, wait_for,
+                               wait_ready)
 
 from textual.binding import Binding
 
@@ -103,9 +104,11 @@ async def test_g_is_the_graph_view_in_the_tree_and_the_flat_list(tiny):
 async def test_status_bar_keeps_rank_step_and_ops_under_a_notification(nan_dump, capsys):
     cli_json(capsys, "overflow", str(nan_dump))  # evidence in the index: the explorer says where it opened
     app = DumpscopeApp(str(nan_dump), display_name="~/triage/runs/2026-11-27/ms210tf/nan")
+    notes = record_notes(app, keep=True)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await wait_ready(pilot)
-        assert any("opened on rank 0 step 0" in n.message for n in app._notifications), "the opening notification"
+        assert any("opened on rank 0 step 0" in n.message for n in notes), "the opening notification"
+        assert "opened on rank 0 step" in screen_text(app), "the toast is on screen"
         status = status_line(app)
         assert re.search(r"rank 0 step 0 ! \d+ │ 16 ops", status), status
         assert "…/nan" in status or "ms210tf/nan" in status
@@ -148,6 +151,24 @@ async def test_slice_result_is_in_view_at_100x30(nan_dump):
         await wait_ready(pilot)
         await search_and_open(pilot, "Log-op0")
         await pilot.press("colon", "0", "enter")
+        await settle(pilot)
+        text = screen_text(app)
+        assert "shape [3] float32" in text and re.search(r"\[-?\d.* nan ", text), text
+
+
+async def test_slice_result_comes_into_view_when_laid_out_after_the_scroll(nan_dump):
+    """The scroll that brings the result into view ran before the screen laid the result out (the output's
+    request for a layout waits for its own queue): on a loaded machine it stopped at the old bottom, the
+    result's values under the fold.  The batch forces that order: callbacks run, no layout, until it ends."""
+    app = DumpscopeApp(str(nan_dump), display_name="nan")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_ready(pilot)
+        await search_and_open(pilot, "Log-op0")
+        out = app.screen.query_one("#tp-slice-out")
+        with app.batch_update():
+            await pilot.press("colon", "0", "enter")
+            await wait_for(pilot, lambda: "shape [3]" in str(out.render()), "the slice result")
+            await pilot.pause()  # the scroll's callback runs now, before any layout
         await settle(pilot)
         text = screen_text(app)
         assert "shape [3] float32" in text and re.search(r"\[-?\d.* nan ", text), text

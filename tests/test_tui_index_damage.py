@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from test_tui_support import TINY_OPS, make_ms_tree, screen_text, set_env, settle, wait_ready
+from test_tui_support import TINY_OPS, make_ms_tree, record_notes, screen_text, set_env, settle, wait_ready
 
 
 def _damage_ops_table(db: Path) -> None:
@@ -33,6 +33,7 @@ async def test_explorer_rebuilds_an_index_damaged_after_it_opened(tmp_path, monk
     tree = make_ms_tree(tmp_path / "dump")
     set_env(monkeypatch, tmp_path)
     app = DumpscopeApp(str(tree), display_name="dump")
+    raised = record_notes(app)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_ready(pilot)
         index = app.q.index
@@ -47,8 +48,8 @@ async def test_explorer_rebuilds_an_index_damaged_after_it_opened(tmp_path, monk
         await pilot.press("escape", "end")
         await settle(pilot)
         assert app.is_running and app.return_code is None
-        notes = [n.message for n in app._notifications if "damaged" in n.message]
-        assert len(notes) == 1 and "rebuilt" in notes[0], [n.message for n in app._notifications]
+        notes = [n.message for n in raised if "damaged" in n.message]
+        assert len(notes) == 1 and "rebuilt" in notes[0], [n.message for n in raised]
         assert app.q.count_ops() == expected
         assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM ops").fetchone()[0] >= expected  # healthy again
         text = screen_text(app)  # the op list and the detail of the op under the cursor are back

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from test_tui_support import screen_text, settle, wait_ready
+from test_tui_support import record_notes, screen_text, settle, wait_ended, wait_ready
 
 from textual import events
 
@@ -32,8 +32,7 @@ async def test_keys_typed_after_quit_are_ignored(tiny, after):
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         burst(app, ["q", *after])
-        for _ in range(10):
-            await pilot.pause(0.02)
+        await wait_ended(app)
     assert app.return_code == 0  # a NoMatches traceback would exit with 1 (and raise here)
 
 
@@ -64,22 +63,24 @@ async def test_screenshot_goes_to_export_dir_and_says_where(tiny, tmp_path):
     out = tmp_path / "shots"
     out.mkdir()
     app = DumpscopeApp(str(tiny), display_name="tiny", export_dir=str(out))
+    notes = record_notes(app)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         await pilot.press("ctrl+s")
         await settle(pilot)
         shots = list(out.glob("*.svg"))
         assert len(shots) == 1 and shots[0].read_text().startswith("<svg")
-        assert any(str(out) in str(n.message) for n in app._notifications)
+        assert any(str(out) in str(n.message) for n in notes)
     assert not list(Path(tiny).rglob("*.svg"))
 
 
 async def test_screenshot_refuses_the_dump_tree(tiny):
     os.chdir(tiny)  # working directory inside the dump: nothing may be written there
     app = DumpscopeApp(str(tiny), display_name="tiny")
+    notes = record_notes(app)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         app.deliver_screenshot()  # what the palette's "Screenshot" calls
         await settle(pilot)
-        assert any("inside the dump tree" in str(n.message) for n in app._notifications)
+        assert any("inside the dump tree" in str(n.message) for n in notes)
     assert not list(Path(tiny).rglob("*.svg"))

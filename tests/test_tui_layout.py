@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import unpack_data
-from test_tui_support import help_text, screen_text, search_and_open, set_env, settle, wait_ready
+from test_tui_support import help_text, screen_text, search_and_open, set_env, settle, wait_for, wait_ready
 
 from textual.widgets import Input
 
@@ -136,7 +136,7 @@ async def test_overflow_view_never_says_none_found_while_scanning(overflow_dump,
     real = DumpscopeApp.overflow_report  # the scan, wherever it runs (a child process or this one)
 
     def slow(self, q, progress):
-        gate.wait(10)
+        gate.wait(120)  # (only so a failing test cannot hang: the test opens it)
         return real(self, q, progress)
 
     monkeypatch.setattr(DumpscopeApp, "overflow_report", slow)
@@ -144,7 +144,7 @@ async def test_overflow_view_never_says_none_found_while_scanning(overflow_dump,
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         await pilot.press("o")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: "scanning" in screen_text(app), "the scan's first paint")
         text = screen_text(app)
         assert "scanning" in text and "no overflow" not in text and "nothing found" not in text
         gate.set()
@@ -171,8 +171,7 @@ def npy_value(root: Path, op_file_part: str, io_slot: str) -> float:
 
 
 async def open_compare_diff(pilot, app) -> None:
-    while app.compare_result is None and app.compare_error is None:
-        await pilot.pause(0.05)
+    await wait_for(pilot, lambda: app.compare_result is not None or app.compare_error is not None, "the compare")
     await pilot.press("c")
     await settle(pilot)
     await pilot.press("enter")  # the cursor starts on the first divergence
@@ -209,8 +208,8 @@ async def test_compare_diff_follows_the_bad_input_and_walks_born_ops(bn_pair):
     app = DumpscopeApp(str(golden), compare_with=str(target), display_name="golden")
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
-        while app.compare_result is None:
-            await pilot.pause(0.05)
+        await wait_for(pilot, lambda: app.compare_result is not None or app.compare_error is not None, "the compare")
+        assert app.compare_result is not None, app.compare_error
         await pilot.press("c")
         await settle(pilot)
         table = app.screen.table

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import unpack_data
-from test_tui_support import set_env, settle, wait_ready
+from test_tui_support import set_env, settle, wait_for, wait_ready
 
 from dumpscope.tui.app import DumpscopeApp
 from dumpscope.tui.cli.entry import main
@@ -44,10 +44,8 @@ def _triage(capsys, *args: str) -> dict:
 async def _opened(app: DumpscopeApp, pilot) -> tuple[int, int, str]:
     await wait_ready(pilot)
     if app.compare_with:
-        for _ in range(600):  # the whole-job compare runs in a worker after the index is ready
-            if app.compare_result is not None or app.compare_error:
-                break
-            await pilot.pause(0.05)
+        # the whole-job compare runs in a worker after the index is ready
+        await wait_for(pilot, lambda: app.compare_result is not None or app.compare_error, "the compare")
         assert app.compare_result is not None, app.compare_error
         await settle(pilot)
     return app.rank, app.step, app.main.current.name

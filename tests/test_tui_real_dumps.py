@@ -23,7 +23,7 @@ import pytest
 
 from conftest import DATA, shared
 from test_tui_keys import burst
-from test_tui_support import screen_text, search_and_open, set_env, wait_ready
+from test_tui_support import screen_text, search_and_open, set_env, wait_ended, wait_ready
 
 from dumpscope.tui.app import DumpscopeApp
 
@@ -174,8 +174,7 @@ async def test_first_nan_op_source_line_status_and_clean_quit(case, tmp_path_fac
             assert any("· no source line in this dump" in r for r in detail)
         assert f"rank {op.rank} step {op.step}" in rows[-2] and (app.rank, app.step) == (op.rank, op.step)
         burst(app, ["q", "slash", "question_mark", "e"])
-        for _ in range(10):
-            await pilot.pause(0.02)
+        await wait_ended(app)
     assert app.return_code == 0
 
 
@@ -197,6 +196,5 @@ async def test_other_real_dumps_show_rank_and_step_and_quit_cleanly(tarball, fol
         status = screen_text(app).splitlines()[-2]
         assert f"rank {app.rank} step {app.step}" in status and f"{app.q.count_ops(app.rank, app.step):,} ops" in status
         burst(app, ["q", "slash", "question_mark", "e"])
-        for _ in range(10):
-            await pilot.pause(0.02)
+        await wait_ended(app)
     assert app.return_code == 0

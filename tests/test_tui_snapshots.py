@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from test_tui_support import SAMPLE_LENET, set_env, settle, wait_ready
+from test_tui_support import SAMPLE_LENET, set_env, settle, wait_for, wait_ready
 
 from dumpscope.tui.app import DumpscopeApp
 
@@ -88,8 +88,8 @@ def test_snapshot_compare_diff(bn_data, tmp_path, monkeypatch, snap_compare):
 
     async def run_before(pilot) -> None:
         await wait_ready(pilot)
-        while pilot.app.compare_result is None and pilot.app.compare_error is None:
-            await pilot.pause(0.05)
+        await wait_for(pilot, lambda: pilot.app.compare_result is not None or pilot.app.compare_error is not None,
+                       "the compare")
         await pilot.press("c")
         await settle(pilot)
         await pilot.press("enter")

@@ -61,16 +61,56 @@ def make_ms_tree(root: Path, steps: tuple[int, ...] = (0, 1), inf_op: Optional[s
     return dump
 
 
-async def wait_ready(pilot, timeout: float = 30.0) -> None:
+async def wait_ready(pilot, timeout: float = 120.0) -> None:
     """Wait until the index is built (not partial results of a cold build), the first op is shown and
-    workers are idle."""
+    workers are idle; fails past ``timeout`` seconds by the clock, or when the index failed."""
     app = pilot.app
-    waited = 0.0
-    while (app.q is None or not app.index_final) and app.index_error is None and waited < timeout:
-        await pilot.pause(0.05)
-        waited += 0.05
+    await wait_for(pilot, lambda: (app.q is not None and app.index_final) or app.index_error is not None,
+                   "the index", timeout)
     assert app.q is not None, f"index not ready: {app.index_error}"
     await settle(pilot)
+
+
+def record_notes(app, keep: bool = False) -> list:
+    """Every notification ``app`` raises from now on, in order (call it before ``run_test``).
+
+    ``app._notifications`` forgets one once its timeout (2-8 s) has passed, so a test reading it after a
+    wait saw the note or not depending on the machine's speed.  ``keep``: the toasts stay on screen while
+    the test looks (their timeout is an hour; what they say and where they sit are unchanged)."""
+    notes: list = []
+    add = app._notifications.add
+
+    def record(notification):
+        if keep:
+            notification.timeout = 3600.0
+        notes.append(notification)
+        return add(notification)
+
+    app._notifications.add = record
+    return notes
+
+
+async def wait_for(pilot, cond, what: str, limit: float = 60.0) -> None:
+    """Wait until ``cond()`` holds, by the clock (a loaded machine makes each pause longer, never the wait
+    shorter); past ``limit`` seconds the test fails saying what it waited for."""
+    import time
+
+    deadline = time.monotonic() + limit
+    while not cond():
+        assert time.monotonic() < deadline, f"still waiting for {what} after {limit:.0f} s"
+        await pilot.pause(0.05)
+
+
+async def wait_ended(app, limit: float = 60.0) -> None:
+    """Wait until the app has stopped (``q`` handled and every message queued before the exit with it), by
+    the clock: past ``limit`` seconds the test fails.  Not through the pilot: a stopping app has no screen."""
+    import asyncio
+    import time
+
+    deadline = time.monotonic() + limit
+    while app.is_running:
+        assert time.monotonic() < deadline, f"the explorer still runs {limit:.0f} s after q"
+        await asyncio.sleep(0.02)
 
 
 async def search_and_open(pilot, text: str) -> None:
@@ -81,47 +121,62 @@ async def search_and_open(pilot, text: str) -> None:
     await settle(pilot)
 
 
-async def settle(pilot) -> None:
-    """Let messages, timers and thread workers finish so the screen is stable."""
-    from textual.worker import WorkerCancelled, WorkerState
+#: how long :func:`settle` waits for the explorer to come to rest before the test fails (a loaded 2-core box
+#: with a dozen processes took up to ~10 s for a cold open; nothing here waits for a time, only this long at most)
+SETTLE_LIMIT = 90.0
 
-    async def workers_done() -> None:
-        # an exclusive worker cancelled by a newer one (a second load of the same pane) is done too
-        for _ in range(50):
-            try:
-                await pilot.app.workers.wait_for_complete()
-                return
-            except WorkerCancelled:
-                await pilot.pause()
 
-    for _ in range(3):
+def _still_moving(app) -> str:
+    """What the explorer is still doing ('' when at rest): a worker, the detail's cursor-rest timer or its
+    rows being read, a callback waiting for the next refresh, or a widget waiting for a layout, a scroll or
+    a repaint."""
+    from textual.worker import WorkerState
+
+    busy = sorted(w.name or "?" for w in app.workers if w.state in (WorkerState.PENDING, WorkerState.RUNNING))
+    if busy:
+        return f"workers {busy}"
+    screen = app.screen
+    if getattr(screen, "_show_timer", None) is not None:
+        return "the detail's cursor-rest timer"
+    if getattr(screen, "_loading", None) is not None:
+        return "the op detail's rows"
+    if screen._callbacks:
+        return f"{len(screen._callbacks)} callbacks after the refresh"
+    waiting = [type(w).__name__ for w in [screen, *screen.walk_children()]
+               if w._layout_required or w._repaint_required or w._scroll_required]
+    if waiting or screen._dirty_widgets:
+        return f"a layout or repaint of {waiting or 'the screen'}"
+    return ""
+
+
+async def settle(pilot, limit: float = SETTLE_LIMIT) -> None:
+    """Let messages, timers, thread workers, layouts and repaints finish so the screen is stable: until the
+    explorer is seen at rest three times in a row (a result that arrives asks for a layout, the layout for a
+    scroll...), each look after the app has processed what was queued.  Fails past ``limit`` seconds, saying
+    what still moves; never a fixed number of pauses (a loaded machine needs more of them)."""
+    import asyncio
+    import time
+
+    from textual.worker import WorkerCancelled
+
+    app = pilot.app
+    deadline = time.monotonic() + limit
+    await pilot.pause(0.1)  # a cursor that just moved starts the detail's rest timer on the next message
+    rest, what = 0, ""
+    while rest < 3:
+        try:
+            await asyncio.wait_for(app.workers.wait_for_complete(), max(0.1, deadline - time.monotonic()))
+        except WorkerCancelled:  # an exclusive worker cancelled by a newer one (a second load of a pane)
+            pass
+        except asyncio.TimeoutError:
+            pass  # said below, with the workers' names
         await pilot.pause()
-        await workers_done()
-    await pilot.pause(0.1)  # the detail pane follows the cursor after a short rest
-    # ... by a timer: on a loaded machine it may not have fired yet, so wait for it rather than for a time
-    waited = 0.0
-    while getattr(pilot.app.screen, "_show_timer", None) is not None and waited < 10.0:
-        await pilot.pause(0.05)
-        waited += 0.05
-    # ... then the detail's "op detail" worker reads the op's rows and the render starts the trend worker:
-    # wait until no worker runs and no op is still loading
-    for _ in range(200):
-        await workers_done()
-        await pilot.pause()
-        busy = any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in pilot.app.workers)
-        if not busy and getattr(pilot.app.screen, "_loading", None) is None:
-            break
-    # a scrollbar that appears with the new content re-flows its pane on the next refresh: let it, until
-    # no widget of the screen waits for a layout or a repaint (twice in a row: a re-flow may ask for one more)
-    quiet = 0
-    for _ in range(100):
-        await pilot.pause()
-        screen = pilot.app.screen
-        pending = any(getattr(w, "_layout_required", False) or getattr(w, "_repaint_required", False)
-                      for w in [screen, *screen.walk_children()])
-        quiet = 0 if pending else quiet + 1
-        if quiet >= 2:
-            break
+        what = _still_moving(app)
+        rest = 0 if what else rest + 1
+        if what:
+            assert time.monotonic() < deadline, f"the explorer did not come to rest in {limit:.0f} s: {what}"
+            if "timer" in what:
+                await pilot.pause(0.05)  # a timer fires by the clock: let it
 
 
 async def help_text(pilot) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from test_tui_support import help_text, make_ms_tree, screen_text, set_env, settle, wait_ready
+from test_tui_support import help_text, make_ms_tree, screen_text, set_env, settle, wait_for, wait_ready
 
 from textual.app import App, ComposeResult
 
@@ -36,8 +36,7 @@ def leaf_and_block(name: str) -> tuple[str, str]:
 
 async def open_compare(pilot, app) -> None:
     await wait_ready(pilot)
-    while app.compare_result is None and app.compare_error is None:
-        await pilot.pause(0.05)
+    await wait_for(pilot, lambda: app.compare_result is not None or app.compare_error is not None, "the compare")
     await pilot.press("c")
     await settle(pilot)
 

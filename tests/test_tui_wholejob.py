@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from test_tui_support import child_hooks, screen_text, set_env, settle, wait_ready
+from test_tui_support import child_hooks, screen_text, set_env, settle, wait_for, wait_ready
 
 from dumpscope.core.index import dump_index as index_mod
 from synth.job_tree import write_cann_job
@@ -58,10 +58,7 @@ async def _open(root: Path) -> RecordingApp:
     app = RecordingApp(str(root), display_name="job")
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
-        for _ in range(1200):  # until the cold build has finished (60 s at most: a loaded box is slow)
-            if any(final for final, _r, _s in app.seen):
-                break
-            await pilot.pause(0.05)
+        await wait_for(pilot, lambda: any(final for final, _r, _s in app.seen), "the cold build to finish", 120)
         await settle(pilot)
         app.status_text = screen_text(app)
     return app

@@ -106,6 +106,8 @@ class TensorPanel(VerticalScroll, can_focus=True):
         self.tensors: list[TensorRow] = []
         self.index = 0
         self._generation = 0
+        #: the generation whose slice result was shown (kept in view while the panel's content grows)
+        self._slice_shown = -1
         self.last_stats: Optional[dict[str, Any]] = None
         #: where focus goes back after Enter in the slice input (``:`` remembers it)
         self.return_focus: Optional[Widget] = None
@@ -214,6 +216,13 @@ class TensorPanel(VerticalScroll, can_focus=True):
             self.query_one("#tp-slice-out", Static).update(out)
             # the result sits below the statistics, past the panel's fold (10 rows): bring the input
             # and as much of the result as fits into view once it is laid out
+            self._slice_shown = generation
+            self.call_after_refresh(self._slice_in_view)
+
+    def watch_virtual_size(self) -> None:
+        """The result's layout can come after the scroll above (the screen runs it once the output
+        widget's own queue asks for it): the scroll then stopped at the old bottom, so scroll again."""
+        if self._slice_shown == self._generation:
             self.call_after_refresh(self._slice_in_view)
 
     def _slice_in_view(self) -> None:
