@@ -12,12 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import shared
+
+from dumpscope.core.formats.dtypes import dtype_name
 from dumpscope.core.layouts.base import DirListing
 from dumpscope.core.layouts.msprobe import (
     MsprobeLayout,
     MsprobeNameError,
     load_tensor,
-    normalize_dtype,
     parse_msprobe_name,
     parse_stack_json,
     scopes_from_construct,
@@ -283,7 +284,7 @@ def test_name_parser_and_dtypes():
     cases = {"torch.float32": "float32", "Float32": "float32", "torch.bfloat16": "bfloat16",
              "BFloat16": "bfloat16", "Bool": "bool", "torch.half": "float16", "Int64": "int64",
              "torch.long": "int64", "UInt8": "uint8", "mindspore.float16": "float16"}
-    assert {k: normalize_dtype(k) for k in cases} == cases
+    assert {k: dtype_name(k) for k in cases} == cases  # the names msprobe writes (formats.dtypes: one table)
 
 
 def test_side_file_parsers():

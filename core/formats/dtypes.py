@@ -19,6 +19,7 @@ Packing conventions (MindSpore ``SplitInt8ToInt4x2`` / ``SplitUint1x8ToUint8s``,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Optional, Union
 
 import numpy as np
@@ -196,6 +197,23 @@ def normalize_dtype(text: Union[str, np.dtype, type]) -> str:
             if hit is not None:
                 return hit
     raise DtypeError(f"unrecognised dtype {text!r}")
+
+
+@lru_cache(maxsize=1024)  # a job spells a few dtypes thousands of times
+def dtype_name(text: str) -> str:
+    """``normalize_dtype`` for a spelling read from a dump or asked by a rule, never an error: one
+    it does not know is kept, stripped, lower-cased and without a framework prefix (``torch.``,
+    ``DT_`` …), so a new dtype still shows under its own name.  The one table every layout, the
+    statistics CSVs and compare's precision rules share (they once had four that disagreed)."""
+    try:
+        return normalize_dtype(text)
+    except DtypeError:
+        pass
+    low = text.strip().lower()
+    for p in _PREFIXES:
+        if low.startswith(p):
+            return low[len(p):]
+    return low
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from dumpscope.core.formats.dtypes import dtype_name
+
 KIND_CANN = "cann_per_op"  # §4.1 exact header
 KIND_ADUMP = "cann_adump"  # §4.2 per-op CSV with a non-default selection of items
 KIND_MSPROBE = "msprobe"  # §4.3 aggregated statistic.csv (has Format and Input/Output)
@@ -39,22 +41,6 @@ _COLUMNS: dict[str, str] = {
 _INT_STATS = {"count", "nan", "neginf", "posinf", "zeros", "negzeros", "poszeros"}
 _FLOAT_STATS = {"max", "min", "mean", "l2norm"}
 _NULLS = {"", "-", "na", "n/a", "null", "none"}
-
-#: proto DT_* names (§1.4) → numpy spelling.
-_DT_NAMES: dict[str, str] = {
-    "DT_FLOAT": "float32", "DT_FLOAT16": "float16", "DT_INT8": "int8", "DT_UINT8": "uint8",
-    "DT_INT16": "int16", "DT_UINT16": "uint16", "DT_INT32": "int32", "DT_INT64": "int64",
-    "DT_UINT32": "uint32", "DT_UINT64": "uint64", "DT_BOOL": "bool", "DT_DOUBLE": "float64",
-    "DT_COMPLEX64": "complex64", "DT_COMPLEX128": "complex128", "DT_QINT8": "int8",
-    "DT_QINT16": "int16", "DT_QINT32": "int32", "DT_QUINT8": "uint8", "DT_QUINT16": "uint16",
-    "DT_DUAL_SUB_INT8": "int8", "DT_DUAL_SUB_UINT8": "uint8", "DT_BF16": "bfloat16",
-    "DT_BFLOAT16": "bfloat16", "DT_INT4": "int4", "DT_UINT1": "uint1", "DT_INT2": "int2",
-    "DT_UINT2": "uint2", "DT_COMPLEX32": "complex32", "DT_HIFLOAT8": "hifloat8",
-    "DT_FLOAT8_E5M2": "float8_e5m2", "DT_FLOAT8_E4M3FN": "float8_e4m3fn",
-    "DT_FLOAT8_E8M0": "float8_e8m0fnu", "DT_STRING": "string", "DT_RESOURCE": "resource",
-}
-_MS_NAMES = {"float": "float32", "half": "float16", "double": "float64", "bool_": "bool",
-             "bf16": "bfloat16", "int": "int32"}
 
 
 class StatsCsvError(ValueError):
@@ -88,27 +74,11 @@ class StatsCsv:
 
 
 def normalize_dtype(text: str) -> str:
-    """``DT_FLOAT`` → ``float32``, ``Float16`` → ``float16``; ``-``/empty → ``""``."""
-    known = _DTYPE_SEEN.get(text)
-    if known is not None:
-        return known
-    out = _normalize_dtype(text)
-    if len(_DTYPE_SEEN) < 1024:  # a job spells a few dtypes thousands of times
-        _DTYPE_SEEN[text] = out
-    return out
-
-
-_DTYPE_SEEN: dict[str, str] = {}
-
-
-def _normalize_dtype(text: str) -> str:
-    t = text.strip()
-    if t.lower() in _NULLS:
+    """``DT_FLOAT`` → ``float32``, ``Float16`` → ``float16`` (``formats.dtypes.dtype_name``: the one
+    table); ``-``/empty → ``""``."""
+    if text.strip().lower() in _NULLS:
         return ""
-    if t.upper().startswith("DT_"):
-        return _DT_NAMES.get(t.upper(), t[3:].lower())
-    low = t.lower()
-    return _MS_NAMES.get(low, low)
+    return dtype_name(text)
 
 
 def parse_shape(text: str) -> tuple[int, ...]:

@@ -20,13 +20,12 @@ Conventions of the resulting nodes:
 
 from __future__ import annotations
 
-import gc
 import json
 import re
-from contextlib import contextmanager
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Iterable, Optional
 
 from dumpscope.core.model import Graph, GraphNode
+from dumpscope.core.support.gc_pause import gc_paused
 
 from .common import GraphParseError, Source, ge_dtype, one_line, read_source
 from .pbtext import TextTreeReader, Tree, _scalar, parse_text_tree, unescape
@@ -654,18 +653,6 @@ def _fast_graphs(text: str, label: str) -> Optional[list[tuple[str, list[Optiona
         return None
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while building a big acyclic result (restored afterwards)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _text_tree(src: "Source | tuple[str, str]", warnings: list[str]) -> tuple[Tree, str]:
     text, label = src if isinstance(src, tuple) else read_source(src)
     if "\x00" in text[:4096]:
@@ -692,7 +679,7 @@ def parse_ge_text(src: Source, *, warnings: Optional[list[str]] = None) -> list[
     text, label = read_source(src)
     if "\x00" in text[:4096]:
         raise GraphParseError(f"{label}: binary data, not a protobuf text graph")
-    with _gc_paused():  # millions of small containers: cyclic GC passes would cost ~30 %
+    with gc_paused():  # millions of small containers: cyclic GC passes would cost ~30 %
         specs = _fast_graphs(text, label)
         if specs is not None:
             return _assemble(specs, label, "ge_text", warns)

@@ -46,6 +46,7 @@ from typing import Any, Iterable, Iterator, NamedTuple, Optional, TextIO
 
 import numpy as np
 
+from dumpscope.core.formats.dtypes import dtype_name
 from dumpscope.core.layouts.api_args import VALUE_DTYPES, Leaf, entry_leaves, shape_of, tensor_stats, value_of
 from dumpscope.core.layouts.base import DirListing, Item, Layout
 from dumpscope.core.layouts.json_stream import BadValue, JsonObjectReader, JsonStreamError, ValueTooLarge
@@ -67,23 +68,6 @@ DATA_DIR = "dump_tensor_data"
 OWNED_FILES = ("dump.json", "stack.json", "construct.json", "dump_error_info.log")
 
 # ----------------------------------------------------------------------------- dtypes
-
-_DTYPE_ALIASES = {
-    "float": "float32", "double": "float64", "half": "float16", "long": "int64",
-    "int": "int32", "short": "int16", "cfloat": "complex64", "cdouble": "complex128",
-    "bool_": "bool", "float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2",
-}
-
-
-def normalize_dtype(text: Any) -> str:
-    """``torch.float32``/``Float32``/``mindspore.bfloat16`` → numpy spelling ("float32")."""
-    s = str(text).strip()
-    for prefix in ("torch.", "mindspore.", "ms.", "numpy.", "np."):
-        if s.startswith(prefix):
-            s = s[len(prefix):]
-    s = s.lower()
-    return _DTYPE_ALIASES.get(s, s)
-
 
 def itemsize(dtype: str) -> int:
     """Bytes per element of a numpy-spelled dtype (0 when unknown)."""
@@ -573,7 +557,7 @@ def _record(leaf: Leaf, is_grad: bool, op: _Op, slot: int, dump_path: str, data_
     item = leaf.item
     raw_dtype = item.get("dtype")
     if isinstance(raw_dtype, str):
-        dtype = normalize_dtype(raw_dtype)
+        dtype = dtype_name(str(raw_dtype))  # a JSON number or list: named by its text
     else:
         dtype = ""
         if raw_dtype is not None or "dtype" not in item:

@@ -40,9 +40,10 @@ from typing import Any, Iterable, Iterator, Optional
 
 import numpy as np
 
+from dumpscope.core.formats.dtypes import dtype_name
 from dumpscope.core.formats.npy_header import NpyFormatError, read_npy_header
 from dumpscope.core.layouts.base import DirListing, Item, Layout, rank_from_parts
-from dumpscope.core.layouts.msprobe import itemsize, normalize_dtype
+from dumpscope.core.layouts.msprobe import itemsize
 from dumpscope.core.model import (
     STORAGE_NONE,
     STORAGE_NPY,
@@ -159,7 +160,7 @@ def parse_info_line(line: str) -> InfoRow:
             stats["l2norm"] = row[7]
         else:
             nan_keys.append("l2norm")
-    dtype = normalize_dtype(row[3]) if isinstance(row[3], str) else ""
+    dtype = dtype_name(row[3]) if isinstance(row[3], str) else ""
     return InfoRow(row[0], step, dtype, shape, stats or None, tuple(nan_keys))
 
 

@@ -25,6 +25,7 @@ from functools import lru_cache
 from typing import Optional
 
 from dumpscope.core.engines.compare.metrics import CompareResult
+from dumpscope.core.formats.dtypes import dtype_name
 
 #: unit roundoff u = 2^-(mantissa bits + 1): the largest relative error of one round-to-nearest.
 #: float8 kinds and hifloat8 are coarser still; integers and bool are exact (0).
@@ -51,15 +52,10 @@ TF32 = 2.0 ** -11
 K_BORN = 10.0
 
 
-@lru_cache(maxsize=1024)
 def canonical(name: str) -> str:
-    """A dtype name as this module keys it: ``torch.bfloat16``/``DT_BF16``/``BFloat16`` → ``bfloat16``."""
-    n = (name or "").strip().lower()
-    for prefix in ("torch.", "numpy.", "np.", "mindspore.", "ms.", "dt_"):
-        if n.startswith(prefix):
-            n = n[len(prefix):]
-    return {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp64": "float64", "float": "float32",
-            "half": "float16", "double": "float64"}.get(n, n)
+    """A dtype name as this module keys it: ``torch.bfloat16``/``DT_BF16``/``BFloat16`` → ``bfloat16``
+    (``formats.dtypes.dtype_name``: the table the layouts name dtypes by)."""
+    return dtype_name(name or "")
 
 
 @lru_cache(maxsize=1024)
