@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import difflib
 import json
-import math
-import re
 import sqlite3
-from typing import TYPE_CHECKING, Any, Iterable, Optional
+from typing import Any, Iterable, Optional
 
-from dumpscope.core.graphs.source_frames import first_user_frame, mark_frames
 from dumpscope.core.index.dump_index import DumpIndex
 from dumpscope.core.names import sanitize_name
+from dumpscope.core.query.documents import Documents
+from dumpscope.core.query.graph import GraphQueries
 from dumpscope.core.query.overflow import OverflowQueries
+from dumpscope.core.query.stats import StatsQueries
 from dumpscope.core.query.rows import (
     AT_STEP,
     KINDS,
@@ -25,21 +25,16 @@ from dumpscope.core.query.rows import (
     OpLookupError,
     OpRow,
     TensorRow,
-    chunks,
     like_pattern,
     op_row,
     op_rows,
-    shown_step,
     tensors_of_unit,
     unit_tensors,
 )
 
-if TYPE_CHECKING:
-    from dumpscope.core.graphs.source_match import SourceSpec
 
-
-class DumpQuery:
-    """Questions about one indexed dump tree."""
+class DumpQuery(GraphQueries, Documents, StatsQueries):
+    """Questions about one indexed dump tree (the graph, document and statistics questions inherited)."""
 
     def __init__(self, index: DumpIndex) -> None:
         self.index = index
@@ -475,307 +470,6 @@ class DumpQuery:
         return [op_row(r) for r in self.index.query(
             f"SELECT {OP_COLS} FROM ops WHERE rank=? AND {AT_STEP} AND graph=? AND kind=? ORDER BY name, seq",
             (rank, step, graph, kind))]
-
-    # -- graph neighbourhood ----------------------------------------------------------------
-
-    def graph_details(self, op: OpRow) -> dict[str, Any]:
-        """What the joined graph says about ``op`` (CLI.md ``show`` fields)."""
-        empty = {"inputs_from": [], "control_from": [], "consumers": [], "attrs": {}, "source": [],
-                 "graph": None, "input_descs": [], "output_descs": [], "join_rule": op.join_rule}
-        if not op.joined:
-            return empty
-        gkey = self.graph_key(op)
-        data = self.graph_node(gkey, op.joined) if gkey is not None else None
-        if data is None:
-            return empty
-        gname = self.index.query("SELECT name, path FROM graphs WHERE gkey=?", (f"{op.rank}:{op.graph}",))
-        return {
-            "inputs_from": [i for i in data.get("inputs", []) if i],
-            "control_from": data.get("control", []),
-            "consumers": data.get("consumers", []),
-            "attrs": data.get("attrs", {}),
-            "source": mark_frames(data.get("source", [])),
-            "graph": ({"name": gname[0][0], "file": gname[0][1]} if gname else None),
-            "input_descs": data.get("input_descs", []),
-            "output_descs": data.get("output_descs", []),
-            "join_rule": op.join_rule,
-        }
-
-    def loaded_parameter(self, op: OpRow, node: str) -> Optional[str]:
-        """The Parameter a MindSpore ``Load`` node of ``op``'s graph reads (``param:conv2.weight`` → the
-        name), or None: a weight reaches its kernel through a Load, which is no dumped op."""
-        gkey = self.graph_key(op)
-        data = self.graph_node(gkey, node) if gkey is not None else None
-        if data is None:
-            return None
-        first = next((i for i in data.get("inputs", []) if i), "")
-        return first[len("param:"):] if first.startswith("param:") else None
-
-    def graph_key(self, op: OpRow) -> Optional[str]:
-        """The key of the graph joined to ``op``'s rank and graph (one parsed graph can serve several ranks),
-        or None when no graph was joined."""
-        rows = self.index.query("SELECT value FROM meta WHERE key=?", (f"gkey:{op.rank}:{op.graph}",))
-        return rows[0][0] if rows else None
-
-    def graph_node(self, gkey: str, name: str) -> Optional[dict[str, Any]]:
-        """A node of graph ``gkey`` by its graph-side name: its stored fields (inputs, control, consumers,
-        attrs, source, descs) and its ``type``; None when the graph has no such node."""
-        rows = self.index.query("SELECT type, data FROM graph_nodes WHERE gkey=? AND name=?", (gkey, name))
-        if not rows:
-            return None
-        data = json.loads(rows[0][1])
-        data["type"] = rows[0][0]
-        return data
-
-    def ops_at_source(self, spec: "SourceSpec", rank: Optional[int] = None, step: Optional[int] = None,
-                      grep: Optional[str] = None, kind: str = "op") -> list[OpRow]:
-        """The ops whose source stack holds a frame matching ``spec`` (``FILE[:LINE]``), forward and
-        backward alike, in execution order: stacks from the joined graph (``.ir`` ``# In file``
-        lines, which backward ops carry for their forward code) and from msprobe/Troubleshooter
-        stack files."""
-        names_by_gkey: dict[str, set[str]] = {}
-        for gkey, name, data in self.index.query(
-                "SELECT gkey, name, data FROM graph_nodes WHERE instr(data, ?) > 0", (spec.needle,)):
-            if spec.in_stack(json.loads(data).get("source") or []):
-                names_by_gkey.setdefault(gkey, set()).add(name)
-        ids: set[int] = set()
-        if names_by_gkey:
-            for key, gkey in self.index.query("SELECT key, value FROM meta WHERE key LIKE 'gkey:%'"):
-                names = names_by_gkey.get(gkey)
-                if not names:
-                    continue
-                g_rank, _, graph = key[len("gkey:"):].partition(":")
-                if rank is not None and int(g_rank) != rank:
-                    continue
-                for chunk in chunks(sorted(names), 500):
-                    marks = ",".join("?" * len(chunk))
-                    ids.update(i for (i,) in self.index.query(
-                        f"SELECT id FROM ops WHERE rank=? AND graph=? AND joined IN ({marks})",
-                        [int(g_rank), graph, *chunk]))
-        from dumpscope.core.layouts.py_stack import frames_from_stack
-
-        for (uid, op_id, path, storage, producer, ts, packed) in self.index.query(
-                f"SELECT {U_COLS} FROM units WHERE instr(tensors, ?) > 0", (spec.needle,)):
-            if any(spec.in_stack(frames_from_stack(t.extra.get("stack") or []))
-                   for t in tensors_of_unit((uid, op_id, path, storage, producer, ts, packed))):
-                ids.add(op_id if op_id is not None else uid)
-        if not ids:
-            return []
-        where, params = self._where(rank, step, grep, kind=kind)
-        rows: list[tuple] = []
-        for chunk in chunks(sorted(ids), 500):
-            marks = ",".join("?" * len(chunk))
-            rows.extend(self.index.query(f"SELECT {OP_COLS}, seq FROM ops{where} AND id IN ({marks})",
-                                         params + list(chunk)))
-        rows.sort(key=lambda r: (r[1], r[2], r[8] if r[8] is not None else 1 << 62, r[-1]))
-        return [op_row(r[:-1]) for r in rows]
-
-    def find_by_graph_name(self, name: str, rank: int, step: int, graph: Optional[str] = None) -> Optional[OpRow]:
-        """The dumped op joined to graph node ``name`` (for following input/consumer links)."""
-        producer = name.rsplit(":", 1)[0] if re.search(r":-?\d+$", name) else name
-        params: list[Any] = [producer, rank, step]
-        sql = f"SELECT {OP_COLS} FROM ops WHERE (joined=? ) AND rank=? AND step=?"
-        if graph is not None:
-            sql += " AND graph=?"
-            params.append(graph)
-        rows = self.index.query(sql, params)
-        if rows:
-            return op_row(rows[0])
-        rows = self.index.query(f"SELECT {OP_COLS} FROM ops WHERE (name=? OR file_name=?) AND rank=? AND step=?",
-                                (producer, sanitize_name(producer), rank, step))
-        return op_row(rows[0]) if rows else None
-
-    # -- JSON documents ---------------------------------------------------------------------
-
-    def tensor_json(self, t: TensorRow) -> dict[str, Any]:
-        doc = {"io": t.io, "slot": t.slot, "dtype": t.dtype, "shape": list(t.shape), "format": t.format,
-               "device_shape": list(t.device_shape), "file": t.path, "storage": t.storage}
-        for key in ("arg", "pos"):  # argument names (msprobe/Troubleshooter), INTERFACES.md §3
-            if key in t.extra:
-                doc[key] = t.extra[key]
-        if t.extra.get("kind") == "parameters_grad":
-            doc["parameters_grad"] = True
-        if t.storage == "value":
-            doc["value"] = t.extra.get("value")
-        if t.stored_dtype and t.stored_dtype != t.dtype and t.storage not in ("none", "value"):
-            doc["stored_dtype"] = t.stored_dtype  # what the payload header says (the values are read as it)
-        return doc
-
-    def op_json(self, op: OpRow, tensors: Optional[list[TensorRow]] = None) -> dict[str, Any]:
-        tensors = self.tensors(op.id) if tensors is None else tensors
-        return {"name": op.name, "file_name": op.file_name, "type": op.type, "kind": op.kind, "rank": op.rank,
-                "step": shown_step(op.step), "graph": op.graph, "exec_index": op.exec_index,
-                "tensors": [self.tensor_json(t) for t in tensors]}
-
-    def show_json(self, op: OpRow) -> dict[str, Any]:
-        tensors = self.tensors(op.id)
-        doc = self.op_json(op, tensors)
-        details = self.graph_details(op)
-        doc.update({k: details[k] for k in ("inputs_from", "control_from", "consumers", "attrs", "source")})
-        doc["user_frame"] = first_user_frame(doc["source"])  # the user's line nearest the op, or None
-        notes = []
-        if any(t.storage == "npy" and t.stored_dtype and t.stored_dtype != t.dtype for t in tensors):
-            from dumpscope.core.formats.dtypes import stored_dtype_note  # (numpy: imported only when needed)
-
-            notes = [f"{t.io}.{t.slot}: {n}" for t in tensors if t.storage == "npy"
-                     for n in [stored_dtype_note(t.dtype, t.stored_dtype)] if n]
-        if notes:
-            doc["dtype_notes"] = notes
-        doc["graph_file"] = details["graph"]
-        original = details["attrs"].get("_datadump_original_op_names")
-        if isinstance(original, list):  # GE: the framework ops fused into this node
-            doc["original_op_names"] = [str(n) for n in original]
-        if not tensors:  # a node of a graph without tensors: what the graph says its tensors are
-            doc["input_descs"] = details["input_descs"]
-            doc["output_descs"] = details["output_descs"]
-        doc["join_rule"] = op.join_rule
-        run, runs = self.run_of(op)
-        doc["run"] = run  # which execution of this op in the step (a loop body runs once per iteration)
-        doc["runs"] = [{"run": i, "exec_index": r.exec_index, "graph": r.graph} for i, r in enumerate(runs)]
-        if op.join_note:
-            doc["join_note"] = op.join_note  # why no graph-side name: the op keeps its file-side one
-        doc["scope"] = op.scope
-        doc["overflow_status"] = op.status
-        if op.watch_of is not None:  # a Dump-Watch snapshot: whose, and after which op
-            doc["snapshot_of"] = op.watch_of
-            doc["snapshot_after"] = op.watch_after
-        else:
-            snaps = self.snapshots_of(op) if op.graph_only == 0 else []
-            if snaps:
-                doc["snapshots"] = [{"after": s.watch_after, "name": s.name, "file_name": s.file_name,
-                                     "files": sorted({t.path for t in self.tensors(s.id)})} for s in snaps]
-        source, stack = _call_site(doc["source"], tensors)
-        if stack is not None:
-            doc["stack"] = stack
-            doc["source"] = source
-            doc["user_frame"] = first_user_frame(source)
-        return doc
-
-    def call_sites(self, op_ids: Iterable[int]) -> dict[int, tuple[list[dict[str, Any]], Optional[list]]]:
-        """``show``'s ``(source, stack)`` of each op, by id, without the rest of ``show``, in a few
-        queries: compare's table writes an op's stack on its first row, once per op of a place.
-
-        Most ops have neither (no graph joined, no stack in their records): their units' packed
-        tensors are looked at as text (``pack`` writes keys as plain JSON strings) and decoded only
-        when one holds a ``"stack"``."""
-        ids = sorted(set(op_ids))
-        out: dict[int, tuple[list[dict[str, Any]], Optional[list]]] = {}
-        for k in range(0, len(ids), 450):  # two parameters per id, under SQLite's 999 limit
-            part = ids[k:k + 450]
-            marks = ",".join("?" * len(part))
-            joined = set()
-            for i, j in self.index.query(f"SELECT id, joined FROM ops WHERE id IN ({marks})", part):
-                out[i] = ([], None)  # no graph source, no stack: unless found below
-                if j is not None:
-                    joined.add(i)
-            stacked = {op_id for op_id, text in self.index.query(
-                f"SELECT op_id, tensors FROM units WHERE id IN ({marks}) AND op_id=id UNION ALL "
-                f"SELECT op_id, tensors FROM units WHERE op_id IN ({marks}) AND op_id != id", part + part)
-                if text and '"stack"' in text}
-            for op_id in sorted(joined | (stacked & out.keys())):  # the whole lookup, as show makes it
-                op = self.op_by_id(op_id)
-                if op is not None:
-                    out[op_id] = _call_site(self.graph_details(op)["source"], self.tensors(op_id))
-        return out
-
-    # -- statistics -------------------------------------------------------------------------
-
-    def record_nonfinite(self, counts: dict[int, tuple[int, int, int]]) -> None:
-        """Remember scanned non-finite output counts on the ops (badges, overflow view)."""
-        if not counts:
-            return
-        self._remember("UPDATE ops SET nan=?, posinf=?, neginf=?, evidence=COALESCE(evidence, 'tensor') "
-                       "WHERE id=? AND (evidence IS NULL OR evidence='tensor')",
-                       [(n, p, m, op_id) for op_id, (n, p, m) in counts.items()], wait=True)
-
-    def cached_stats(self, t: TensorRow) -> Optional[dict[str, Any]]:
-        from dumpscope.core.tensors.load import signature
-
-        sig = signature(t.ref())
-        if sig is None:
-            return None
-        rows = self.index.query("SELECT data FROM stats_cache WHERE sig=?", (sig,))
-        return json.loads(rows[0][0]) if rows else None
-
-    def tensor_stats(self, t: TensorRow, use_cache: bool = True) -> dict[str, Any]:
-        """Full statistics of one tensor (CLI.md ``stats`` keys + histogram), cached in the index.
-
-        Raises ``TensorLoadError`` (one line naming the file) when the data cannot be read; for a
-        statistics-only tensor, returns the stored statistics (fields unknown → ``None``).
-        """
-        if t.storage == "value":
-            from dumpscope.core.tensors.load import TensorLoadError
-
-            raise TensorLoadError(f"{t.path}: {t.io} {t.slot} is a non-tensor argument "
-                                  f"({t.dtype} {_short_value(t.extra.get('value'))}): no statistics")
-        if t.storage == "none":
-            from dumpscope.core.tensors.stats import stats_from_row
-
-            row = dict(t.stats or {})
-            row.setdefault("dtype", t.dtype)  # the record knows them even when the statistics do not
-            row.setdefault("shape", list(t.shape))
-            if t.dtype and "count" not in row:
-                row["count"] = math.prod(t.shape)
-            st = stats_from_row(row)
-            doc = st.to_json()
-            doc["source"] = "stats"
-            bad = {k: str(v).lower().replace("infinity", "inf") for k, v in (t.stats or {}).items()
-                   if k in ("max", "min", "mean", "l2norm") and isinstance(v, float) and not math.isfinite(v)}
-            if bad:  # what the dump recorded where the finite-only keys must say null ("nan", "inf", "-inf")
-                doc["recorded_nonfinite"] = bad
-            return doc
-        from dumpscope.core.tensors.load import compute_tensor_stats, signature
-
-        if use_cache:
-            cached = self.cached_stats(t)
-            if cached is not None:
-                return _described(cached, t)
-        st = compute_tensor_stats(t.ref())
-        doc = st.to_json()
-        doc["source"] = "tensor"
-        sig = signature(t.ref())
-        if sig is not None:
-            self._remember("INSERT OR REPLACE INTO stats_cache VALUES(?, ?)",
-                           [(sig, json.dumps(doc, default=_json_default))])
-        return _described(doc, t)
-
-
-
-def _call_site(source: list[dict[str, Any]], tensors: list[TensorRow]) -> tuple[list[dict[str, Any]], Optional[list]]:
-    """The graph node's source frames; without them, the frames of the first stack a tensor record
-    carries, and that stack (``None`` when the graph said where, or nothing did)."""
-    if source:
-        return source, None
-    for t in tensors:
-        stack = t.extra.get("stack")
-        if stack:
-            from dumpscope.core.layouts.py_stack import source_from_stack
-
-            return source_from_stack(stack), stack
-    return source, None
-
-
-def _short_value(v: Any) -> str:
-    text = json.dumps(v, default=str)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _described(doc: dict[str, Any], t: TensorRow) -> dict[str, Any]:
-    """One tensor, one description: statistics carry the dtype every other command shows (the
-    name's), and say what the values were read as when the payload header differs."""
-    out = dict(doc)
-    read_as = out.get("dtype")
-    out["dtype"] = t.dtype
-    if read_as and read_as != t.dtype:
-        out["read_as"] = read_as
-    return out
-
-
-def _json_default(v: Any) -> Any:
-    if hasattr(v, "item"):
-        return v.item()
-    return str(v)
-
 
 
 def _fuzzy_score(needle: str, hay: str) -> tuple[int, int]:
