@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from dumpscope.core.graphs.common import sanitize_name
+from dumpscope.core.names import sanitize_name
 from dumpscope.core.query import open_query
 
 CONV1 = "Default/network-WithLossCell/_backbone-LeNet/conv1-Conv2d/Conv2D-op0"

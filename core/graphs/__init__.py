@@ -16,8 +16,9 @@ import re
 from typing import Optional
 
 from dumpscope.core.model import Graph
+from dumpscope.core.names import sanitize_name
 
-from .common import GraphParseError, sanitize_name
+from .common import GraphParseError
 from .ge_text import parse_ge_json, parse_ge_onnx, parse_ge_text
 from .ms_ir import parse_ir
 

@@ -9,8 +9,6 @@ import os
 from pathlib import Path
 from typing import Union
 
-from dumpscope.core.names import sanitize_name  # noqa: F401  (re-exported for the parsers)
-
 Source = Union[str, bytes, "os.PathLike[str]"]
 
 

@@ -20,8 +20,6 @@ from typing import Any
 
 Tree = dict[str, list[Any]]
 
-_OPEN_LINE = re.compile(r"([A-Za-z_][\w]*|\[[\w./]+\])\s*:?\s*[{<]")
-_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"|\'((?:[^\'\\]|\\.)*)\'')
 _TOKEN = re.compile(
     r"""\s*(?:
       (?P<str>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterator, Optional, TextIO
+from typing import Any, Iterator, TextIO
 
 #: characters per read
 CHUNK = 1 << 20
@@ -30,7 +30,6 @@ _WS = re.compile(r"[ \t\n\r]*")
 _STRUCT = re.compile(r'["{}\[\]]')
 _STRING_BODY = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.S)
 _SCALAR = re.compile(r'[^,:}\]\s"{\[]*')
-_MISSING = object()
 
 
 def _mb(n: int) -> str:

@@ -22,8 +22,6 @@ from dumpscope.core.formats.npy_header import read_npy_header
 from dumpscope.core.layouts.base import DirListing, Item, Layout, as_int, rank_from_parts
 from dumpscope.core.layouts.paths import place_of
 from dumpscope.core.model import (
-    INPUT,
-    OUTPUT,
     STORAGE_NPY,
     STORAGE_RAW,
     ExecOrder,

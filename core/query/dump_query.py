@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 import sqlite3
-from typing import Any, Iterable, Optional
+from typing import Any, Optional
 
 from dumpscope.core.index.dump_index import DumpIndex
 from dumpscope.core.names import sanitize_name
@@ -248,17 +248,6 @@ class DumpQuery(GraphQueries, Documents, StatsQueries):
     def op_by_id(self, op_id: int) -> Optional[OpRow]:
         rows = self.index.query(f"SELECT {OP_COLS} FROM ops WHERE id=?", (op_id,))
         return op_row(rows[0]) if rows else None
-
-    def ops_by_id(self, op_ids: Iterable[int]) -> dict[int, OpRow]:
-        """``op_by_id`` of many ops in a few queries (ids that name no op are left out)."""
-        ids = sorted(set(op_ids))
-        out: dict[int, OpRow] = {}
-        for k in range(0, len(ids), 900):  # under SQLite's 999 parameters
-            part = ids[k:k + 900]
-            for row in self.index.query(f"SELECT {OP_COLS} FROM ops WHERE id IN ({','.join('?' * len(part))})",
-                                        part):
-                out[row[0]] = op_row(row)
-        return out
 
     def op_position(self, op: OpRow, grep: Optional[str] = None) -> int:
         """Row number of ``op`` in ``ops(op.rank, op.step, grep)`` (for virtual lists)."""

@@ -29,7 +29,7 @@ import os
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Any, Optional
 
 from dumpscope.core.engines.compare.match import MatchResult, OpRef
 from dumpscope.core.engines.compare.ms_pt_table import MS_TO_PT
@@ -371,12 +371,6 @@ def layer_mapped_names(ms: list[tuple[str, CallInfo]], pt: list[tuple[str, CallI
 
 
 # ----------------------------------------------------------------------------- the matcher
-
-
-def is_cross_framework(golden: Iterable[CallInfo], target: Iterable[CallInfo]) -> bool:
-    g = {framework_of(i.framework) for i in golden} - {""}
-    t = {framework_of(i.framework) for i in target} - {""}
-    return bool(g and t and g != t and {MINDSPORE, PYTORCH} <= (g | t))
 
 
 def cross_match(golden: list[OpRef], target: list[OpRef], infos: dict[Any, CallInfo], golden_is_ms: bool,
