@@ -28,7 +28,7 @@ from dumpscope.core.model import Graph, GraphNode
 from dumpscope.core.support.gc_pause import gc_paused
 
 from .common import GraphParseError, Source, ge_dtype, one_line, read_source
-from .pbtext import TextTreeReader, Tree, _scalar, parse_text_tree, unescape
+from .pbtext import TextTreeReader, Tree, parse_scalar, parse_text_tree, unescape
 
 _LIST_FIELDS = {
     "VT_LIST_STRING": "s", "VT_LIST_INT": "i", "VT_LIST_FLOAT": "f", "VT_LIST_BOOL": "b",
@@ -394,7 +394,7 @@ def _raw(raw: str) -> Any:
     elif c == "'":
         m = _SQ_STR.fullmatch(raw)
     elif _BARE.fullmatch(raw):
-        return _scalar(raw)
+        return parse_scalar(raw)
     else:
         raise _OpFallback
     if m is None:

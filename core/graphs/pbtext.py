@@ -55,7 +55,7 @@ def unescape(body: str) -> str:
         return body
 
 
-def _scalar(tok: str) -> Any:
+def parse_scalar(tok: str) -> Any:
     """A bare (unquoted) value: int, float, bool or enum name."""
     if tok[0] in "0123456789-+" and _INT.fullmatch(tok):
         return int(tok)
@@ -127,7 +127,7 @@ class TextTreeReader:
                 value = m.group("str")
                 top.setdefault(m.group("key"), []).append(unescape(value) if "\\" in value else value)
             elif kind == "bare":
-                top.setdefault(m.group("key"), []).append(_scalar(m.group("bare")))
+                top.setdefault(m.group("key"), []).append(parse_scalar(m.group("bare")))
             elif kind == "open":
                 child: Tree = {}
                 top.setdefault(m.group("open"), []).append(child)
@@ -211,7 +211,7 @@ class TextTreeReader:
                 i += 1
             self.stack[-1].setdefault(key, []).append("".join(parts))
             return i
-        self.stack[-1].setdefault(key, []).append(_scalar(tok))
+        self.stack[-1].setdefault(key, []).append(parse_scalar(tok))
         return i + 1
 
     def _list(self, key: str, toks: list[tuple[str, str]], i: int, lineno: int) -> int:
