@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -167,6 +168,33 @@ def private_imports(root: Path = REPO) -> list[str]:
             if target.startswith("dumpscope") and name.startswith("_") and not name.startswith("__")]
 
 
+#: SQL statements as they are written in a string (a keyword pair, so prose such as "select from" in a
+#: docstring is not taken for one)
+_SQL = re.compile(r"\bSELECT\b[\s\S]*\bFROM\b|\bINSERT\s+(?:OR\s+\w+\s+)?INTO\b|\bCREATE\s+(?:TABLE|INDEX)\b|"
+                  r"\bUPDATE\s+\w+\s+SET\b|\bDELETE\s+FROM\b|\bPRAGMA\s+\w+|\bBEGIN\s+IMMEDIATE\b")
+#: the layers that write SQL: the index (its tables) and the query layer (its questions)
+SQL_HOMES = ("dumpscope.core.index", "dumpscope.core.query")
+
+
+def sql_outside(root: Path = REPO) -> list[str]:
+    """String constants holding SQL, and uses of an index's connection or ``query``, outside the index
+    and query layers (engines and views ask query methods)."""
+    bad = []
+    for module, (path, _is_pkg) in sorted(_modules(root).items()):
+        if module.startswith(SQL_HOMES):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and _SQL.search(node.value):
+                bad.append(f"{module}:{node.lineno} SQL text {node.value[:40]!r}")
+            elif isinstance(node, ast.JoinedStr) and _SQL.search(ast.unparse(node)):
+                bad.append(f"{module}:{node.lineno} SQL text {ast.unparse(node)[:40]!r}")
+            elif isinstance(node, ast.Attribute) and node.attr in ("conn", "query", "execute", "executemany") \
+                    and isinstance(node.value, ast.Attribute) and node.value.attr == "index":
+                bad.append(f"{module}:{node.lineno} {ast.unparse(node)}")
+    return bad
+
+
 def core_cycles(root: Path = REPO) -> list[list[str]]:
     edges, _raw = _graph(root)
     return _cycles(edges, "dumpscope.core")
@@ -184,6 +212,10 @@ def test_core_imports_only_its_own_or_lower_layers():
 
 def test_no_module_imports_another_modules_private_names():
     assert private_imports() == []
+
+
+def test_sql_is_written_only_in_the_index_and_query_layers():
+    assert sql_outside() == []
 
 
 def test_no_import_cycle_runs_through_core():
@@ -211,8 +243,8 @@ def _mutated(tmp_path: Path, rel: str, extra: str) -> Path:
 
 
 def test_each_check_fails_on_a_deliberate_violation(tmp_path_factory):
-    """The checks are not vacuous: a lazy upward import, a lazy Rich import, a private name and a lazy
-    cycle, each planted in a copy of the tree, are each reported."""
+    """The checks are not vacuous: a lazy upward import, a lazy Rich import, a private name, a lazy cycle
+    and an engine's SQL, each planted in a copy of the tree, are each reported."""
     upward = _mutated(tmp_path_factory.mktemp("up"), "core/index/accounting.py",
                       "\n\ndef _late():\n    from dumpscope.core.engines.trend import POINT_KEYS\n    return POINT_KEYS\n")
     assert any("index.accounting" in v and "engines.trend" in v for v in layer_violations(upward))
@@ -225,6 +257,10 @@ def test_each_check_fails_on_a_deliberate_violation(tmp_path_factory):
     cycle = _mutated(tmp_path_factory.mktemp("cycle"), "core/index/lock.py",
                      "\n\ndef _late():\n    from dumpscope.core.index import dump_index\n    return dump_index\n")
     assert any({"dumpscope.core.index.dump_index", "dumpscope.core.index.lock"} <= set(c) for c in core_cycles(cycle))
+    sql = _mutated(tmp_path_factory.mktemp("sql"), "core/engines/trend.py",
+                   "\n\ndef _count(q):\n    return q.index.query(f\"SELECT COUNT(*) FROM ops WHERE rank={1}\")\n")
+    found = [v for v in sql_outside(sql) if "engines.trend" in v]
+    assert any("SQL text" in v for v in found) and any("q.index.query" in v for v in found)
 
 
 def test_importing_core_loads_no_textual_or_rich(tmp_path):

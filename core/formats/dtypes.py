@@ -119,12 +119,6 @@ def proto_dtype_name(code: int) -> str:
     return info.numpy if info is not None else f"unknown({code})"
 
 
-def ge_dtype_name(code: int) -> str:
-    """Canonical spelling for a C++ ``ge::DataType`` code, ``"unknown(N)"`` when not known."""
-    info = GE_CPP_DTYPES.get(code)
-    return info.numpy if info is not None else f"unknown({code})"
-
-
 # ---------------------------------------------------------------------------------------------
 # normalize_dtype
 
@@ -229,21 +223,6 @@ def itemsize_bits(dtype: str) -> int:
     if bits is None:
         raise DtypeError(f"dtype {name!r} has no fixed element size")
     return bits
-
-
-def storage_numpy_dtype(dtype: str) -> np.dtype:
-    """The numpy dtype of one stored unit: native types themselves, bfloat16 -> uint16,
-    float8/bool/packed sub-byte types -> uint8, complex32 -> float16 (real/imag pairs)."""
-    name = normalize_dtype(dtype)
-    if name in _NATIVE:
-        return np.dtype(_NATIVE[name])
-    if name == "bfloat16":
-        return np.dtype("<u2")
-    if name == "complex32":
-        return np.dtype("<f2")
-    if name in _SPECIAL_BITS and name not in UNSUPPORTED:
-        return np.dtype("u1")
-    raise DtypeError(f"dtype {name!r} cannot be decoded")
 
 
 def nbytes_for(dtype: str, count: int) -> int:
