@@ -123,17 +123,6 @@ def count_region(fh, offset: int, count: int, stored: str, path: str) -> Optiona
     return out
 
 
-def count_array(arr: np.ndarray) -> Count:
-    """Counts of decoded values (a logical tensor), in chunks."""
-    flat = arr.reshape(-1)
-    out = Count()
-    if flat.dtype.kind not in "fc":
-        return out
-    for start in range(0, flat.size, CHUNK_ELEMS):
-        out.add(count_block(np.asarray(flat[start:start + CHUNK_ELEMS]), "decoded"), start)
-    return out
-
-
 #: one tensor to count: (io, slot, dtype, shape, format, device_shape, stored_dtype, offset, nbytes, sub_format,
 #: extra) — the packed unit entry without its statistics
 TensorJob = tuple
