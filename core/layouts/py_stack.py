@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
+from dumpscope.core.graphs.source_frames import is_user_file
+
 _LINE_RE = re.compile(r"^\s*File\s+\"?(?P<file>.+?)\"?,\s*line\s+(?P<line>\d+)(?:,\s*in\s+(?P<func>.*?))?"
                       r"\s*(?:,\s*\n|,?\s*$|\n)(?P<code>.*)$", re.S)
-
-from dumpscope.core.graphs.source_frames import is_user_file
 
 
 def parse_stack_line(text: Any) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from dumpscope.core.engines.compare import measure_many  # noqa: I001 (module an
 from dumpscope.core.engines.compare.measure_many import Judged, Measurer, OpJob, ref_fields
 from dumpscope.core.engines.compare.metrics import CompareResult, measure_stats
 from dumpscope.core.support.gc_pause import gc_paused
-from dumpscope.core.layouts.py_stack import frames_from_stack
+from dumpscope.core.layouts.py_stack import source_from_stack
 from dumpscope.core.model import INPUT, OUTPUT
 from dumpscope.core.query import shown_step
 from dumpscope.core.support.row_spool import RowSpool
@@ -181,7 +181,7 @@ def _user_frame(details: dict[str, Any], tensors: list["TensorRow"]) -> Optional
     if not frames:
         stack = next(((t.extra or {}).get("stack") for t in tensors if (t.extra or {}).get("stack")), None)
         if stack:
-            frames = [f for f in reversed(frames_from_stack(stack)) if isinstance(f, dict)]
+            frames = source_from_stack(stack)
     return first_user_frame(frames)
 
 
