@@ -9,7 +9,7 @@ import json
 import numpy as np
 
 from dumpscope.core.engines.redump_config import redump_config
-from dumpscope.tui.cli import main
+from dumpscope.tui.cli.entry import main
 from synth.job_tree import write_cann_stats_job
 
 

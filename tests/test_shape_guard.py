@@ -90,3 +90,18 @@ def test_graphs_other_than_mindspore_are_not_checked():
     add = _op("Add-op0", 1, "float32", (2, 4))
     join_names([add], lg, {}, None, _dumped)
     assert add.joined == f"{SCOPE}/Add-op0"
+
+
+def test_a_float_kernel_at_another_width_still_joins_but_an_integer_never_joins_a_float_node():
+    """Widths may differ between a device kernel and the graph file (Ascend reduce-precision kernel selection,
+    int64 carried as int32, an async dump beside a pre-selection graph); kinds never do (a float tensor is
+    never a loop counter).  The real async-dump case: test_real_mindspore_bn's float16 CANN files joined to
+    a float32 .ir node."""
+    node = _node("Conv2D-op0", "float32", [2, 4])
+    assert disagreement((Dumped("output", 0, frozenset({"float16"}), frozenset({8})),), node) is None
+    assert disagreement((Dumped("output", 0, frozenset({"bfloat16"}), frozenset({8})),), node) is None
+    assert "int32" in disagreement((Dumped("output", 0, frozenset({"int32"}), frozenset({8})),), node)
+    assert "bool" in disagreement((Dumped("output", 0, frozenset({"bool"}), frozenset({8})),), node)
+    counter = _node("Add-op0", "int64", [])
+    assert disagreement((Dumped("output", 0, frozenset({"int32"}), frozenset({1})),), counter) is None
+    assert "elements" in disagreement((Dumped("output", 0, frozenset({"float16"}), frozenset({6})),), node)

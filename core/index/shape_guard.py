@@ -62,6 +62,10 @@ def disagreement(dumped: tuple[Dumped, ...], node: GraphNode) -> Optional[str]:
     and its number of elements.  Element counts, not shapes: MindSpore 2.10 writes a view op's
     tensors with the shape before the view (tests/data/real_mindspore_train ms210_stem: ``Flatten``
     output dumped [2, 2, 4, 4], ``.ir`` [2, 32]; the consumer's input likewise), the same data.  A
+    Data types compare by kind (float, integer, bool, complex), not width: a device kernel may run a
+    node at another width than the graph file says (Ascend's precision-reducing kernel selection; int64
+    carried as int32; an async CANN dump beside a graph file written before kernel selection), while a
+    float tensor can never be an int32 loop counter.  A
     descriptor without a data type (a tuple, a monad, an unnamed kernel-graph input) or with a dynamic
     dimension says nothing; a slot the node does not describe says nothing either (the guard refuses
     only on evidence)."""
@@ -74,12 +78,27 @@ def disagreement(dumped: tuple[Dumped, ...], node: GraphNode) -> Optional[str]:
         counts = {c for c in (_count(d.get("shape")), _count(d.get("device_shape"))) if c is not None}
         if not dtypes or not counts or d.get("abstract"):
             continue
-        if t.dtypes and not t.dtypes & dtypes:
+        if t.dtypes and not {kind_of(x) for x in t.dtypes} & {kind_of(x) for x in dtypes}:
             return f"dumped {t.io} {t.slot} is {'/'.join(sorted(t.dtypes))}, the node's {'/'.join(sorted(dtypes))}"
         if t.counts and not t.counts & counts:
             return (f"dumped {t.io} {t.slot} holds {_n(t.counts)} elements, the node's "
                     f"{d.get('shape')} {_n(counts)}")
     return None
+
+
+def kind_of(dtype: str) -> str:
+    """A data type's kind: ``float`` (float8 to float64, bfloat16, hifloat8), ``int`` (signed and
+    unsigned, packed int4/int2/uint1 too), ``bool``, ``complex``; an unknown name is its own kind."""
+    name = dtype.lower().replace("_", "")
+    if name.startswith("bool"):
+        return "bool"
+    if name.startswith("complex"):
+        return "complex"
+    if "float" in name or name.startswith(("bf", "fp", "half", "double", "hif")):
+        return "float"
+    if name.startswith(("int", "uint", "qint", "quint")):
+        return "int"
+    return name
 
 
 def _n(counts: frozenset[int] | set[int]) -> str:
