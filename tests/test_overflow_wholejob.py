@@ -100,13 +100,13 @@ def test_process_pool_gives_the_same_answer(tmp_path, monkeypatch):
     inline = overflow_report(open_query(str(root), use_cache=False))
     monkeypatch.setattr(overflow_scan, "INLINE_BYTES", 0)
     monkeypatch.setattr(overflow_scan, "BATCH_UNITS", 4)
-    from dumpscope.core.index import dump_index as index_mod
+    from dumpscope.core.index import pool as pool_mod
     made = []
 
-    def pool(workers=None, _real=index_mod.process_pool):
+    def pool(workers=None, _real=pool_mod.process_pool):
         made.append(_real(2))
         return made[-1]
-    monkeypatch.setattr(index_mod, "process_pool", pool)
+    monkeypatch.setattr(pool_mod, "process_pool", pool)
     pooled = overflow_report(open_query(str(root), use_cache=False))
     assert made and made[0] is not None
     for doc in (pooled, inline):  # op ids depend on the order folders were stored in

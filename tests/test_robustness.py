@@ -28,7 +28,7 @@ from dumpscope.core.index.dump_index import DumpIndex
 from dumpscope.core.layouts import cann as cann_layout
 from dumpscope.core.query import DumpQuery, open_query
 from synth.cann_writer import SynthTensor, encode_dump, write_dump
-from synth.faults import CANN_STEP, MS_STEP, write_fault_corpus, write_good_trees
+from synth.faults import write_fault_corpus, write_good_trees
 from dumpscope.tui.cli.entry import main
 
 MODEL = ("20240613143502", "0", "ge_default_1", "1")

@@ -6,7 +6,6 @@ becomes a vector, a convert that is quadratic in the tensors of one file, a prob
 from __future__ import annotations
 
 import json
-import os
 import struct
 from pathlib import Path
 

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from dumpscope.core.tensors.stats import TensorStats, compute_stats, compute_stats_chunks, stats_from_row
+from dumpscope.core.tensors.stats import TensorStats, compute_stats, compute_stats_chunks
+from dumpscope.core.tensors.stats_record import stats_from_row
 
 CLI_KEYS = {"count", "min", "max", "mean", "std", "l2norm", "zeros", "nan", "posinf", "neginf"}
 

@@ -15,7 +15,7 @@ from dumpscope.core.formats.stats_csv import (
     KIND_ADUMP, KIND_CANN, KIND_MINDSPORE, KIND_MSPROBE, STAT_KEYS, StatsCsvError, ops_from_file_name,
     parse_stats_csv, read_stats_csv,
 )
-from dumpscope.core.tensors.stats import stats_from_row
+from dumpscope.core.tensors.stats_record import stats_from_row
 from synth.stats_csv_writer import (
     array_stats, write_cann_stats_csv, write_ms_statistic_csv, write_msprobe_statistic_csv,
 )

@@ -22,30 +22,30 @@ from dumpscope.core.tensors import stats_float as F
 from dumpscope.core.tensors.stats import compute_stats
 from test_stats_speed_paths import check, truth
 
-ROW = S._DOT_ROW
+ROW = F._DOT_ROW
 
 
-@pytest.mark.parametrize("m", [1, 2, 5, ROW - 1, ROW, ROW + 1, 3 * ROW, 3 * ROW + 17, S._FSUB])
+@pytest.mark.parametrize("m", [1, 2, 5, ROW - 1, ROW, ROW + 1, 3 * ROW, 3 * ROW + 17, F._FSUB])
 def test_sums_are_exact_to_rounding_for_every_split(m: int) -> None:
     g = np.random.default_rng(m).standard_normal(m) * 1e3 + 7
-    s1, s2 = S._sums(g)
+    s1, s2 = F._sums(g)
     assert s1 == pytest.approx(math.fsum(g), rel=1e-13, abs=1e-9)
     assert s2 == pytest.approx(math.fsum(g * g), rel=1e-13)
 
 
 def test_sums_do_not_depend_on_where_the_data_sits() -> None:
     g = np.random.default_rng(3).standard_normal(3 * ROW + 5)
-    ref = S._sums(g)
+    ref = F._sums(g)
     for shift in range(1, 8):  # the same values at every 8-byte offset of a cache line
         raw = np.empty(g.size + shift, np.float64)
         moved = raw[shift:]
         moved[:] = g
-        assert S._sums(moved) == ref
+        assert F._sums(moved) == ref
 
 
 def _zero_shift_calls(monkeypatch) -> list[float]:
     shifts: list[float] = []
-    real = S._shifted_sums
+    real = F._shifted_sums
 
     def spy(x, c, g):
         shifts.append(c)
@@ -56,8 +56,8 @@ def _zero_shift_calls(monkeypatch) -> list[float]:
 
 def test_zero_mean_data_takes_the_zero_shift_and_stays_exact(monkeypatch) -> None:
     shifts = _zero_shift_calls(monkeypatch)
-    x = np.random.default_rng(5).standard_normal(6 * S._FSUB).astype(np.float32)
-    st = compute_stats(x, chunk_elems=2 * S._FSUB)
+    x = np.random.default_rng(5).standard_normal(6 * F._FSUB).astype(np.float32)
+    st = compute_stats(x, chunk_elems=2 * F._FSUB)
     assert shifts and all(c == 0.0 for c in shifts)  # no sub-block paid for a subtraction
     f = x.astype(np.float64)
     mean = math.fsum(f) / f.size
@@ -72,16 +72,16 @@ def test_offset_data_is_shifted_and_a_jump_in_the_mean_recentres(dtype: str, mon
     rng = np.random.default_rng(6)
     # zero-mean blocks first (the zero shift is chosen), then a mean of 1e6 with unit spread: without
     # the guard's re-centring the variance would lose ~12 digits
-    x = np.concatenate((rng.standard_normal(3 * S._FSUB), 1e6 + rng.standard_normal(3 * S._FSUB))).astype(dtype)
-    st = compute_stats(x, chunk_elems=S._FSUB)
+    x = np.concatenate((rng.standard_normal(3 * F._FSUB), 1e6 + rng.standard_normal(3 * F._FSUB))).astype(dtype)
+    st = compute_stats(x, chunk_elems=F._FSUB)
     assert 0.0 in shifts and any(abs(c) > 1e5 for c in shifts)
     f = x.astype(np.float64)
     mean = math.fsum(f) / f.size
     assert st.mean == pytest.approx(mean, rel=1e-15)
     assert st.std == pytest.approx(math.sqrt(math.fsum((f - mean) ** 2) / f.size), rel=1e-13)
-    tail = f[3 * S._FSUB:]
+    tail = f[3 * F._FSUB:]
     t_mean = math.fsum(tail) / tail.size
-    st_tail = compute_stats(x[3 * S._FSUB:])
+    st_tail = compute_stats(x[3 * F._FSUB:])
     assert st_tail.std == pytest.approx(math.sqrt(math.fsum((tail - t_mean) ** 2) / tail.size), rel=1e-12)
 
 
@@ -94,7 +94,7 @@ def test_exponent_sum_and_zeros_from_the_bits(dtype: str) -> None:
     x[1::89] = -0.0
     x[2::83] = fi.smallest_subnormal * rng.integers(1, 1000, x[2::83].size)
     x[3::79] = -fi.max
-    acc = S._FloatAcc(0)
+    acc = F._FloatAcc(0)
     acc.add(x, 0)
     nz = x[x != 0].astype(np.float64)
     field_min = -127 if dtype == "float32" else -1023

@@ -13,10 +13,11 @@ import math
 import numpy as np
 import pytest
 
-from dumpscope.core.tensors import stats as S
+from dumpscope.core.tensors import stats_float as F
 from dumpscope.core.tensors.stats import compute_stats, compute_stats_chunks
+from dumpscope.core.tensors.stats_record import TensorStats
 
-SUB = S._FSUB
+SUB = F._FSUB
 
 
 def truth(values: np.ndarray) -> dict:
@@ -33,7 +34,7 @@ def truth(values: np.ndarray) -> dict:
     return out
 
 
-def check(st: S.TensorStats, values: np.ndarray, rtol: float = 1e-9) -> None:
+def check(st: TensorStats, values: np.ndarray, rtol: float = 1e-9) -> None:
     ref = truth(values)
     for k in ("count", "nan", "posinf", "neginf", "zeros"):
         assert getattr(st, k) == ref[k], k

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import unpack_data
-from test_tui_support import screen_text, search_and_open, set_env, settle, wait_ready
+from test_tui_support import screen_text, search_and_open, set_env, wait_ready
 
 from dumpscope.tui.app import DumpscopeApp
 from dumpscope.tui.compare_rows import both_names

@@ -72,7 +72,7 @@ CASES = {  # (device shape, original shape): a 3x3 conv weight, a 3-D one, a C1H
 @pytest.mark.parametrize("fmt", sorted(CASES))
 def test_peak_rss_of_a_big_weight_stays_far_below_its_size(tmp_path, fmt):
     dev, orig = CASES[fmt]
-    path = tmp_path / f"Conv2D.w.1.2.1718260502000000"
+    path = tmp_path / "Conv2D.w.1.2.1718260502000000"
     size = _sparse_dump(path, fmt, dev, orig)
     assert size >= 200 << 20
     env = dict(os.environ, DUMPSCOPE_WORKERS="1")

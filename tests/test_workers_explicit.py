@@ -17,21 +17,21 @@ from dumpscope.tui.app import DumpscopeApp
 
 
 def test_a_loaded_textual_leaves_the_pools_on():
-    pool = index_mod.process_pool(2)
+    pool = pool_mod.process_pool(2)
     try:
         assert pool is not None
     finally:
         if pool is not None:
             pool.shutdown()
-    assert index_mod._Pool(2).usable
+    assert pool_mod._Pool(2).usable
     with measure_many.shared_pool():
         m = measure_many.Measurer(Thresholds(), workers=2, pool=True)
         assert m._pool is not None  # the compare pool too
 
 
 def test_one_worker_means_no_pool():
-    assert index_mod.process_pool(1) is None
-    assert not index_mod._Pool(1).usable
+    assert pool_mod.process_pool(1) is None
+    assert not pool_mod._Pool(1).usable
 
 
 async def test_the_explorer_builds_in_its_own_thread_without_forking(tiny, monkeypatch):

@@ -31,12 +31,11 @@ from dumpscope.core.index.cache import index_path
 from dumpscope.core.index.lock import writer_lock
 from dumpscope.core.index import finalize as finalizing
 from dumpscope.core.index import freshness
-from dumpscope.core.index.schema import (  # noqa: F401  (SCHEMA_VERSION, the index sets: re-exported)
+from dumpscope.core.index.schema import (
     SCHEMA,
     ANALYSIS_LIMIT,
     OLD_OP_INDEXES,
     OP_INDEXES,
-    SCHEMA_VERSION,
     UNIT_INDEXES,
     create_indexes,
     drop_indexes,
@@ -53,12 +52,9 @@ from dumpscope.core.model import (
 from dumpscope.core.units import UNIT_COLUMNS, in_execution_order
 from dumpscope.core.layouts.walk import Scanned, listing_of, scan_tree
 from dumpscope.core.index.early_ops import _EarlyOps
-from dumpscope.core.index.pool import (  # noqa: F401  (re-exported: callers and tests use these names here)
-    _new_pool,
+from dumpscope.core.index.pool import (
     _pack_items,
     _Pool,
-    pool_size,
-    process_pool,
     scan_listing,
 )
 

@@ -47,7 +47,7 @@ class StatsQueries:
             raise TensorLoadError(f"{t.path}: {t.io} {t.slot} is a non-tensor argument "
                                   f"({t.dtype} {_short_value(t.extra.get('value'))}): no statistics")
         if t.storage == "none":
-            from dumpscope.core.tensors.stats import stats_from_row
+            from dumpscope.core.tensors.stats_record import stats_from_row
 
             row = dict(t.stats or {})
             row.setdefault("dtype", t.dtype)  # the record knows them even when the statistics do not

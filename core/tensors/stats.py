@@ -77,22 +77,9 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 import numpy as np
 
-from dumpscope.core.tensors.stats_bins import (  # noqa: F401  (re-exported)
-    _BUCKET_KINDS,
-    _RAW_FLOATS,
-    LOG_SPAN,
-    _BucketAcc,
-    _choose_edges,
-)
-from dumpscope.core.tensors.stats_float import (  # noqa: F401  (re-exported: tests and benchmarks reach them here)
-    _DOT_ROW,
-    _FSUB,
-    _FloatAcc,
-    _ordered_map,
-    _shifted_sums,
-    _sums,
-)
-from dumpscope.core.tensors.stats_record import TensorStats, stats_from_row  # noqa: F401  (re-exported)
+from dumpscope.core.tensors.stats_bins import _BUCKET_KINDS, _RAW_FLOATS, _BucketAcc
+from dumpscope.core.tensors.stats_float import _FloatAcc, _ordered_map
+from dumpscope.core.tensors.stats_record import TensorStats
 
 #: Elements per internal block: big enough to amortise numpy call overhead, small enough to stay
 #: in cache (the float64 work buffers are 8 bytes per element).

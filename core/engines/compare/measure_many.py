@@ -156,7 +156,7 @@ def _pool(workers: Optional[int]):
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from dumpscope.core.index.dump_index import pool_size
+    from dumpscope.core.index.pool import pool_size
 
     n = pool_size(workers)
     if n <= 1:

@@ -222,7 +222,7 @@ def scan_places(q: "DumpQuery", places: Iterable[PlaceJob], total: int,
             seen_bytes += sum(size.values()) - sum(size.get(uid, 0) for uid in cached)
             seen_batches += len(batches)
             if not pool_tried and seen_bytes > INLINE_BYTES and seen_batches > 1:
-                from dumpscope.core.index.dump_index import pool_size, process_pool
+                from dumpscope.core.index.pool import pool_size, process_pool
 
                 pool_tried = True
                 pool = process_pool(workers)  # started once the parent is past its first places: a small fork
