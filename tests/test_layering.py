@@ -230,6 +230,12 @@ def test_no_import_cycle_in_core_or_tui():
     assert import_cycles() == []
 
 
+def test_no_module_of_core_or_tui_is_over_800_lines():
+    """One job per module (issue 32): a module past 800 lines has grown a second job."""
+    long = {m: n for m, (p, _pkg) in _modules(REPO).items() if (n := len(p.read_text(encoding="utf-8").splitlines())) > 800}
+    assert long == {}
+
+
 def test_a_package_edge_is_followed_to_the_module_it_names():
     """``from pkg import mod`` is an edge to ``pkg.mod``; ``from pkg import name`` to ``pkg``."""
     edges, _ = _graph()
