@@ -7,6 +7,8 @@ reach a child process:
 * ``highest_step_first``: the walk yields folders in reverse path order (partial results hold step 2 first)
 * ``slow_store=S``: each folder is stored after sleeping S seconds
 * ``slow_listing=NAME``: listing a folder named NAME takes 0.5 s more (its siblings' listings finish first)
+* ``gate_store=SUFFIX@PATH``: storing the folder whose path ends with SUFFIX waits until PATH exists (the
+  explorer has shown the partial results of the folders stored before it, whatever the machine's speed)
 * ``stall_drain``: the build stops for good once the walk is over and the pool has its work
 * ``max_page_count=N``: index files hold at most N pages (a cache disk that fills up half-way)
 * ``gate=PATH``: the job waits until PATH exists (a scan or build still running, for as long as a test needs)
@@ -45,13 +47,29 @@ def _apply(hooks: list[str]) -> None:
         elif name == "slow_listing":
             from dumpscope.core.layouts import walk
 
-            real_list = walk._scan
-
-            def slow_listing(path, *a, _real=real_list, _name=value, **kw):
+            def slow_listing(path, *a, _name=value, **kw):
                 if os.path.basename(path) == _name:
                     time.sleep(0.5)
-                return _real(path, *a, **kw)
-            walk._scan = slow_listing
+                return walk.list_folder(path, *a, **kw)
+
+            real_scan = index_mod.scan_tree
+
+            def slow_listed(root, *a, _real=real_scan, **kw):
+                return _real(root, *a, lister=slow_listing, **kw)
+            index_mod.scan_tree = slow_listed
+        elif name == "gate_store":
+            suffix, _, gate = value.partition("@")
+            real_store = index_mod.DumpIndex._store_result
+
+            def gated_store(self, prog, scanned, *a, _real=real_store, _suffix=suffix, _gate=gate, **kw):
+                if scanned.dirpath.endswith(_suffix):
+                    deadline = time.monotonic() + 120
+                    while not os.path.exists(_gate):
+                        if time.monotonic() > deadline:
+                            raise RuntimeError(f"gate_store: {_gate} never appeared")
+                        time.sleep(0.02)
+                return _real(self, prog, scanned, *a, **kw)
+            index_mod.DumpIndex._store_result = gated_store
         elif name == "stall_drain":
             def stall(self, *a, **kw):
                 while True:

@@ -3,6 +3,7 @@ whatever its partial results held first, and never moves afterwards; `o` covers 
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -23,14 +24,17 @@ class RecordingApp(DumpscopeApp):
 
     CSS_PATH = str(Path(app_mod.__file__).parent / "app.tcss")  # relative paths resolve beside the subclass
 
-    def __init__(self, *a, **kw) -> None:
+    def __init__(self, *a, gate: Path | None = None, **kw) -> None:
         super().__init__(*a, **kw)
         self.seen: list[tuple[bool, int, int]] = []
+        self.gate = gate
 
     def on_index_ready(self, message) -> None:
         super().on_index_ready(message)
         if self.q is message.q:
             self.seen.append((message.final, self.rank, self.step))
+            if self.gate is not None and not message.final:
+                self.gate.touch()  # partial results shown: the builder may store the gated folder now
 
 
 @pytest.fixture
@@ -39,7 +43,10 @@ def slow_partial_build(monkeypatch, tmp_path):
     and storing each folder slowly (the explorer sees the partial results before the build ends).
     The explorer builds in a child process: the same hooks are applied there."""
     set_env(monkeypatch, tmp_path)
-    child_hooks(monkeypatch, "highest_step_first", "slow_store=0.15")
+    gate = tmp_path / "partial-shown"
+    # step 0's folder (…/1/0) is stored only once the explorer has shown partial results: they lack step 0
+    # on any machine, however late the explorer reads them
+    child_hooks(monkeypatch, "highest_step_first", "slow_store=0.15", f"gate_store={os.sep}1{os.sep}0@{gate}")
     monkeypatch.setattr(index_mod, "PARTIAL_AFTER_S", 0.0)
     real_scan, real_store = index_mod.scan_tree, index_mod.DumpIndex._store_result
 
@@ -52,10 +59,11 @@ def slow_partial_build(monkeypatch, tmp_path):
         return real_store(self, *a, **kw)
     monkeypatch.setattr(index_mod, "scan_tree", highest_step_first)
     monkeypatch.setattr(index_mod.DumpIndex, "_store_result", slow_store)
+    return gate
 
 
-async def _open(root: Path) -> RecordingApp:
-    app = RecordingApp(str(root), display_name="job")
+async def _open(root: Path, gate: Path | None = None) -> RecordingApp:
+    app = RecordingApp(str(root), display_name="job", gate=gate)
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         await wait_for(pilot, lambda: any(final for final, _r, _s in app.seen), "the cold build to finish", 120)
@@ -69,10 +77,10 @@ async def test_opens_on_lowest_or_first_trouble_step_after_a_slow_partial_build(
                                                                                 trouble):
     root = write_cann_job(tmp_path / "job", ranks=(0,), steps=(0, 1, 2), overflow=[trouble] if trouble else [],
                           opdebug=True)
-    app = await _open(root)
+    app = await _open(root, slow_partial_build)
     partial = [s for s in app.seen if not s[0]]
-    # the first partial results lacked step 0 (step 2 is stored first; on a slow box the explorer may read
-    # them once step 1 is stored too, 0.15 s later): the final pass chooses, and nothing moves after it
+    # the first partial results lacked step 0 (step 2 is stored first, step 0 only once they were shown):
+    # the final pass chooses, and nothing moves after it
     assert partial and partial[0][2] in (1, 2), app.seen
     final_at = next(i for i, s in enumerate(app.seen) if s[0])
     want = (0, 1) if trouble else (0, 0)
