@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Iterable, Optional
 
 _SANITIZE = str.maketrans({"/": "_", ".": "_", "\\": "_", " ": "_"})
@@ -16,6 +17,12 @@ def sanitize_name(name: str) -> str:
     if "/" in name or "." in name or " " in name or "\\" in name:
         return name.translate(_SANITIZE)
     return name
+
+
+#: MindSpore's per-graph op counter, the ``-op12`` that ends a kernel's name (``Conv2D-op12``): graphs and
+#: dump files number ops differently, so names are matched with and without it, and a name's type is what
+#: precedes it.  One pattern for every layer (it was written five times).
+OP_COUNTER = re.compile(r"-op(\d+)$")
 
 
 #: the op-name field of a Dump-Watch snapshot is ``{L}_To_{W}`` (FORMATS.md §8.2); the index splits it

@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 from dumpscope.core.model import Graph, GraphNode, SourceLine
 from dumpscope.core.graphs.source_frames import parse_frame
+from dumpscope.core.names import OP_COUNTER
 
 from .common import GraphParseError, Source, ms_dtype, one_line, read_source
 
@@ -387,7 +388,7 @@ class _IrReader:
             return
         if "<" not in body:
             candidate = groups[0].strip()
-            if len(groups) == 1 and "->" not in body and ("/" in candidate or re.search(r"-op\d+$", candidate)):
+            if len(groups) == 1 and "->" not in body and ("/" in candidate or OP_COUNTER.search(candidate)):
                 node.fullname = node.fullname or candidate
             return  # kernel object types "(Tensor, Tensor) -> (Tensor)"
         ins = _split_top(groups[0], angle=True)

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 from dumpscope.core.errors import reason
 from dumpscope.core.graphs import graph_only
-from dumpscope.core.index.op_groups import OP_NUMBER, OP_SUFFIX, OpAcc, scope_of
+from dumpscope.core.index.op_groups import OpAcc, scope_of
 from dumpscope.core.index.shape_guard import CHECKED_KINDS, Dumped, disagreement
 from dumpscope.core.model import Graph, GraphNode
-from dumpscope.core.names import sanitize_name
+from dumpscope.core.names import OP_COUNTER, sanitize_name
 
 if TYPE_CHECKING:
     from dumpscope.core.index.dump_index import DumpIndex
@@ -42,7 +42,7 @@ def _prepare(gkey: str, graph: Graph) -> LoadedGraph:
         s = sanitize_name(node.name)
         by_sname.setdefault(s, node)
         by_short[node.name.rsplit("/", 1)[-1]].append(node)
-        by_base[OP_SUFFIX.sub("", s)].append(node)
+        by_base[OP_COUNTER.sub("", s)].append(node)
     return LoadedGraph(gkey, graph, graph.nodes, by_sname, by_short, by_base)
 
 
@@ -200,7 +200,7 @@ def join_names(ops: list[OpAcc], lg: Optional[LoadedGraph], csv_pos: dict[str, i
         return disagreement(dumped(op), node) if node is not None and dumped is not None else None
     by_base: dict[str, list[str]] = defaultdict(list)
     for n in names_in_order:
-        by_base[OP_SUFFIX.sub("", sanitize_name(n))].append(n)
+        by_base[OP_COUNTER.sub("", sanitize_name(n))].append(n)
 
     def exact(op: OpAcc) -> Optional[tuple[str, str]]:
         if op.name in ir_pos:
@@ -228,7 +228,7 @@ def join_names(ops: list[OpAcc], lg: Optional[LoadedGraph], csv_pos: dict[str, i
     for op in ops:
         if op.watch_of is not None:
             continue
-        if op.type == "Parameter" or not OP_SUFFIX.search(op.sfile):
+        if op.type == "Parameter" or not OP_COUNTER.search(op.sfile):
             hit = exact(op)
             holder = used.get(hit[0]) if hit is not None else None
             why = misfit(op, hit[0]) if hit is not None else None
@@ -241,7 +241,7 @@ def join_names(ops: list[OpAcc], lg: Optional[LoadedGraph], csv_pos: dict[str, i
             elif op.type != "Parameter":
                 op.note = "no node of this name in the graph"
             continue
-        groups[OP_SUFFIX.sub("", op.sfile)].setdefault(op.sfile, []).append(op)
+        groups[OP_COUNTER.sub("", op.sfile)].setdefault(op.sfile, []).append(op)
     for base, by_file in groups.items():
         firsts = [runs[0] for runs in by_file.values()]
         cands = by_base.get(base, [])
@@ -342,7 +342,7 @@ def _taken_note(name: str, holder: OpAcc) -> str:
 
 
 def _op_number(op: OpAcc) -> int:
-    m = OP_NUMBER.search(op.sfile)
+    m = OP_COUNTER.search(op.sfile)
     return int(m.group(1)) if m else 1 << 30
 
 

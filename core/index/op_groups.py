@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
@@ -22,8 +21,6 @@ from dumpscope.core.units import dumps_entries, nonfinite_sums, slot_label
 if TYPE_CHECKING:
     from dumpscope.core.index.dump_index import DumpIndex
 
-OP_SUFFIX = re.compile(r"-op\d+$")
-OP_NUMBER = re.compile(r"-op(\d+)$")
 
 
 @dataclass(slots=True)

@@ -29,6 +29,7 @@ from dumpscope.core.model import (
     Problem,
     TensorRecord,
 )
+from dumpscope.core.names import OP_COUNTER
 
 _IO = {"input", "output"}
 _SHAPE_TOKEN = re.compile(r"^\d+(?:x\d+)*$")
@@ -39,7 +40,6 @@ _OLD_BIN = re.compile(
 _EXEC_ORDER = re.compile(r"^ms_execution_order_graph_(\d+)\.csv$")
 _GLOBAL_ORDER = re.compile(r"^ms_global_execution_order_graph_(\d+)\.csv$")
 _GRAPH_FILE = re.compile(r"^(?:ms_output_)?.*?graph_(\d+)\.(ir|pb)$")
-_OP_SUFFIX = re.compile(r"^(.*?)-op\d+$")
 
 
 class NpyName:
@@ -97,8 +97,8 @@ def parse_old_bin_name(filename: str) -> Optional[tuple[str, str, str, int, tupl
         return None
     op_name = m.group("op").replace("--", "/")
     last = op_name.rsplit("/", 1)[-1]
-    sm = _OP_SUFFIX.match(last)
-    op_type = sm.group(1) if sm else ("Parameter" if "/" not in op_name else last)
+    sm = OP_COUNTER.search(last)
+    op_type = last[:sm.start()] if sm else ("Parameter" if "/" not in op_name else last)
     dims = tuple(int(d) for d in m.group("dims").split("_") if d)
     return op_name, op_type, m.group("io"), int(m.group("slot")), dims, m.group("dtype"), m.group("fmt")
 

@@ -37,13 +37,14 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Optional
 
+from dumpscope.core.names import OP_COUNTER
+
 RULE_NAME = "name"
 RULE_NORMALIZED = "name_normalized"
 RULE_ORDER_TYPE = "order_type"
 
 _SANITISE = re.compile(r"[/.\\ ]")
 _OP_TOKEN = re.compile(r"([A-Za-z0-9]+-op\d+)$")
-_COUNTER = re.compile(r"-op\d+$")
 
 
 @dataclass(slots=True)
@@ -143,7 +144,7 @@ def match_ops(golden: list[OpRef], target: list[OpRef]) -> MatchResult:
 def _generated_kind(o: OpRef) -> str:
     """A generated name without its counter: what was expanded and into which op
     (``Expand__SoftmaxBackward_Mul``)."""
-    return _COUNTER.sub("", normalize_name(o.name))
+    return OP_COUNTER.sub("", normalize_name(o.name))
 
 
 def _pair_generated(g_all: list[OpRef], t_all: list[OpRef], g_gen: list[OpRef], t_gen: list[OpRef],
