@@ -437,19 +437,14 @@ def stats_source(ref: TensorRef) -> tuple[Callable[[], Iterable[np.ndarray]], tu
     """
     from dumpscope.core.formats.device_format import PLAIN_FORMATS  # formats stored as the logical tensor
 
+    streamed = None  # each storage's streamer, or None where it cannot stream this tensor
     if ref.storage == STORAGE_CANN and (not ref.format or ref.format in PLAIN_FORMATS):
         t = _cann_tensor_named(ref)
         streamed = _stream_plain(ref, t.offset, t.size, t.dtype)
-        if streamed is not None:
-            return streamed
     elif ref.storage == STORAGE_CANN:
         streamed = _stream_device(ref)
-        if streamed is not None:
-            return streamed
     elif ref.storage == STORAGE_NPY:
         streamed = _stream_npy(ref)
-        if streamed is not None:
-            return streamed
     elif ref.storage == STORAGE_RAW:
         stored = ref.stored_dtype or ref.dtype
         try:
@@ -458,18 +453,16 @@ def stats_source(ref: TensorRef) -> tuple[Callable[[], Iterable[np.ndarray]], tu
             raise load_error(ref, exc) from None
         check_raw_size(ref, size)
         streamed = _stream_plain(ref, ref.offset, max(0, size - ref.offset), stored)
-        if streamed is not None:
-            return streamed
     elif ref.storage == STORAGE_PT:
         streamed = _stream_pt(ref)
-        if streamed is not None:
-            return streamed
     elif ref.storage == STORAGE_H5:
         from dumpscope.core.layouts.torch_h5 import dataset_chunks
 
         made = dataset_chunks(ref.path, ref.extra.get("dataset", ""))
         if made is not None:
-            return made[0], made[1], made[2].name
+            streamed = made[0], made[1], made[2].name
+    if streamed is not None:
+        return streamed
     # whole: a compressed or non-contiguous .pt, a Fortran-order or object .npy, a device layout
     # device_chunks does not stream (FRACTAL_ZN_LSTM, …)
     arr = load_tensor(ref)
