@@ -9,8 +9,8 @@ and diff the two files::
 
 For every dump folder in every tarball it records ``summary``, ``ops`` and ``overflow --json``; for
 every folder beside one whose name holds ``golden`` it records ``compare --json`` against it.  Dumps are
-unpacked to one fixed folder (``--work``) so the paths in the answers are the same on both runs; keys
-that hold times are dropped.
+unpacked to ``--work`` and that folder is written ``<work>`` in the answers, so runs made in different
+folders (several worktrees at once) compare; keys that hold times are dropped.
 """
 
 from __future__ import annotations
@@ -28,11 +28,17 @@ REPO = Path(__file__).resolve().parents[1]
 TIME_KEYS = {"elapsed", "elapsed_s", "seconds", "wall_s", "took_s", "cpu_s", "built_at", "indexed_at"}
 
 
+#: the ``--work`` folder of this run, as it appears in the answers' paths
+_WORK = ""
+
+
 def _clean(doc):
     if isinstance(doc, dict):
-        return {k: _clean(v) for k, v in doc.items() if k not in TIME_KEYS}
+        return {_clean(k): _clean(v) for k, v in doc.items() if k not in TIME_KEYS}
     if isinstance(doc, list):
         return [_clean(v) for v in doc]
+    if isinstance(doc, str) and _WORK and _WORK in doc:
+        return doc.replace(_WORK, "<work>")
     return doc
 
 
@@ -44,7 +50,7 @@ def _run(args: list[str], cache: Path) -> object:
         out: object = json.loads(p.stdout)
     except ValueError:
         out = {"stdout": p.stdout[-2000:]}
-    return {"rc": p.returncode, "out": _clean(out), "stderr": p.stderr.strip().splitlines()[-3:]}
+    return {"rc": p.returncode, "out": _clean(out), "stderr": _clean(p.stderr.strip().splitlines()[-3:])}
 
 
 def _dump_dirs(root: Path) -> list[Path]:
@@ -62,6 +68,8 @@ def tarballs(shared: Path) -> list[Path]:
 
 
 def snapshot(work: Path, tars: list[Path]) -> dict:
+    global _WORK
+    _WORK = str(work.resolve())
     answers: dict[str, object] = {}
     if work.exists():
         shutil.rmtree(work)
