@@ -42,7 +42,7 @@ def _both(path: Path, cache: Path, **kw) -> tuple[dict, dict]:
 @pytest.mark.parametrize("case", [
     ("msprobe", {"golden_rank": 0, "target_rank": 1}),  # one place against another: target_rank on every row
     ("msprobe", {"rank": "all"}),  # several places: the rows of each read in turn
-    ("msnan", {"golden_step": 0, "target_step": 2}),  # NaN rows: origins filled in at the end
+    ("msnan", {"golden_step": 0, "target_step": 2}),  # NaN rows: origins, sources
     ("msnan", {}),
 ])
 def test_spooled_rows_print_the_same_document_as_listed_rows(case, msprobe, msnan, tmp_path):
@@ -87,8 +87,8 @@ def test_the_cli_compare_holds_a_few_rows_at_a_time(tmp_path, monkeypatch):
     def gone() -> None:
         alive[0] -= 1
 
-    def row(p):
-        r = _Row(real_row(p))
+    def row(*args):
+        r = _Row(real_row(*args))
         weakref.finalize(r, gone)
         alive[0] += 1
         made[0] += 1

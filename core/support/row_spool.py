@@ -6,9 +6,9 @@ row per tensor pair, and one place of 200k pairs held them all until the documen
 float, bool, None, lists), stored as JSON (``float.__repr__``: every float read back is the one
 written; NaN and ±Inf as JSON's ``NaN``/``Infinity``; any string, unpaired surrogates included,
 escaped to ASCII); numpy scalars are stored as their Python value and tuples as lists (what every
-writer prints them as).  Fields known only once every row exists (compare's origins) are set per
-group of rows with ``fill``, and ``extra`` adds keys to every row (the target's place of a
-cross-place compare), both applied as the rows are read.  The file lives in the system's temporary
+writer prints them as).  ``extra`` adds keys to every row (the target's place of a cross-place
+compare) as the rows are read; groups (``start_group``: compare's ops) let a row be read back from
+its group's start, not the file's.  The file lives in the system's temporary
 directory and is gone when the spool is closed or collected, or the process ends.
 """
 
@@ -48,7 +48,6 @@ class RowSpool(Sequence):
         self._n = 0
         self._group_at: list[int] = []  # byte offset of each group's first row (``start_group``)
         self._group_rows: list[int] = []  # row number of each group's first row
-        self._fills: dict[int, dict[str, Any]] = {}  # group -> fields set on each of its rows
         self.extra: dict[str, Any] = {}  # fields added to every row (after its own)
 
     # -- writing ---------------------------------------------------------------------
@@ -70,11 +69,6 @@ class RowSpool(Sequence):
     def extend(self, rows: Iterable[dict[str, Any]]) -> None:
         for row in rows:
             self.append(row)
-
-    def fill(self, group: int, **fields: Any) -> None:
-        """Set ``fields`` on every row of ``group`` as it is read (keys the rows already hold keep
-        their places)."""
-        self._fills[group] = fields
 
     def _flush(self) -> None:
         if self._buffer:
@@ -106,7 +100,7 @@ class RowSpool(Sequence):
         rows, at = self._group_rows, self._group_at
         g = bisect.bisect_right(rows, first) - 1  # the last group starting at or before it (-1: none)
         pos, row_no = (at[g], rows[g]) if g >= 0 else (0, 0)
-        fills, extra, fh = self._fills, self.extra, self._fh
+        extra, fh = self.extra, self._fh
         buf, buf_at = b"", pos  # a block of the file read at once (offset ``buf_at``)
         done = 0
         while done < count and row_no < self._n:
@@ -125,9 +119,6 @@ class RowSpool(Sequence):
             if row_no <= first:  # before the first row asked for
                 continue
             row = _decode(buf[k + 4:k + 4 + size].decode("ascii"))
-            fill = fills.get(g) if g >= 0 else None
-            if fill:
-                row.update(fill)
             if extra:
                 row.update(extra)
             done += 1

@@ -256,16 +256,17 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
                 det, tensors = details.pop(op.gop.id), g_tensors.pop(op.gop.id)
                 op.facts = _facts(op, det, joined_to_name, g_names, th, golden, g_params)
                 op.facts.saved_from = _forward_of(op.gop, g_names)
-                origins.append(walk.judge(op.facts))
+                origin = walk.judge(op.facts)  # final: the walk never revisits an op it has judged
+                origins.append(origin)
                 _apply(op, dtypes)
-                row_at.append(len(rows))
-                if spool_rows:
-                    rows.start_group()  # group k: op k (its origin and source are filled in at the end)
-                rows.extend(_row(p) for p in op.pairs)
-                op.n_rows = len(op.pairs)
                 # an origin needs a row in error, so only such ops can be shown with their source line
                 if any(p.verdict != vd.PASS for p in op.pairs):
                     op.source = _user_frame(det, tensors)
+                row_at.append(len(rows))
+                if spool_rows:
+                    rows.start_group()  # group k: op k (its rows are read back from its start)
+                rows.extend(_row(p, origin, op.source) for p in op.pairs)
+                op.n_rows = len(op.pairs)
                 op.pairs = []  # the rows hold what is shown: a big place is not kept twice (tensors, results)
                 counted += op.n_rows
             if progress is not None and counted:
@@ -296,19 +297,8 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
         measurer.close()
     fd = org.first_divergence([op.facts for op in ops], origins)
     fd_row: Optional[dict[str, Any]] = None
-    if spool_rows:
-        for i, (op, origin) in enumerate(zip(ops, origins)):
-            if op.n_rows:
-                rows.fill(i, origin=origin.kind, origin_via=origin.via, source=op.source)
-        if fd is not None and fd.row < ops[fd.op].n_rows:
-            fd_row = rows[row_at[fd.op] + fd.row]
-    else:
-        for i, (op, origin) in enumerate(zip(ops, origins)):
-            for j in range(op.n_rows):
-                row = rows[row_at[i] + j]
-                row["origin"], row["origin_via"], row["source"] = origin.kind, origin.via, op.source
-                if fd is not None and fd.op == i and fd.row == j:
-                    fd_row = row
+    if fd is not None and fd.row < ops[fd.op].n_rows:
+        fd_row = rows[row_at[fd.op] + fd.row]
     first = None
     if fd is not None and fd_row is not None:
         first = {k: fd_row[k] for k in ("name", "io", "slot", "step", "rank")}
@@ -573,10 +563,11 @@ def _forward_of(op: "OpRow", names: set[str]) -> Optional[str]:
     return None
 
 
-def _row(p: _Pair) -> dict[str, Any]:
-    """The row of a judged pair; ``origin``, ``origin_via`` and ``source`` are filled in once every op
-    is judged (their places in the row are kept).  Key order as CLI.md lists them (``metrics.to_row``'s
-    keys, ``mode`` after the verdict when measured, before it when not)."""
+def _row(p: _Pair, origin: org.Origin, source: Optional[dict[str, Any]]) -> dict[str, Any]:
+    """The row of a judged pair of an op the walk has judged (``origin``; ``source``: the op's user
+    source line), complete as it is made: rows go to the spool, or the output, one op at a time.  Key
+    order as CLI.md lists them (``metrics.to_row``'s keys, ``mode`` after the verdict when measured,
+    before it when not)."""
     gop, top, g, t, r = p.gop, p.top, p.g, p.t, p.result
     row: dict[str, Any]
     if r is not None:
@@ -601,7 +592,8 @@ def _row(p: _Pair) -> dict[str, Any]:
     row["exec_index"] = gop.exec_index
     row["type"] = gop.type
     row["kind"] = p.kind
-    row["origin"] = row["origin_via"] = None
+    row["origin"] = origin.kind
+    row["origin_via"] = origin.via
     f = p.facts
     row["judgement"] = f.judgement if f is not None else None
     row["rel_err"] = _num(f.rel_err) if f is not None else None
@@ -610,7 +602,7 @@ def _row(p: _Pair) -> dict[str, Any]:
     row["precision"] = (f.dtype or None) if f is not None else None
     row["golden"] = _side(g, g_st, gval)
     row["target"] = _side(t, t_st, tval)
-    row["source"] = None
+    row["source"] = source
     if r is not None and r.stat_diffs is not None:
         row["stat_diffs"] = r.stat_diffs
         row["stat_rel_errs"] = r.stat_rel_errs
