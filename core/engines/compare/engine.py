@@ -30,7 +30,7 @@ from dumpscope.core.support.gc_pause import gc_paused
 from dumpscope.core.layouts.py_stack import source_from_stack
 from dumpscope.core.model import INPUT, OUTPUT
 from dumpscope.core.query import shown_step
-from dumpscope.core.support.row_spool import RowSpool
+from dumpscope.core.support.row_spool import RowSpool, plain
 from dumpscope.core.graphs.source_frames import first_user_frame
 
 if TYPE_CHECKING:
@@ -567,7 +567,8 @@ def _row(p: _Pair, origin: org.Origin, source: Optional[dict[str, Any]]) -> dict
     """The row of a judged pair of an op the walk has judged (``origin``; ``source``: the op's user
     source line), complete as it is made: rows go to the spool, or the output, one op at a time.  Key
     order as CLI.md lists them (``metrics.to_row``'s keys, ``mode`` after the verdict when measured,
-    before it when not)."""
+    before it when not).  The values a dump gives (argument values, source frames, statistics) are made
+    plain, as JSON gives them back (``row_spool.plain``): the same row whether it is spooled or listed."""
     gop, top, g, t, r = p.gop, p.top, p.g, p.t, p.result
     row: dict[str, Any]
     if r is not None:
@@ -600,10 +601,10 @@ def _row(p: _Pair, origin: org.Origin, source: Optional[dict[str, Any]]) -> dict
     row["allowed"] = _num(f.allowed) if f is not None else None
     row["share_of_allowed"] = _num(f.share) if f is not None and f.share is not None else None
     row["precision"] = (f.dtype or None) if f is not None else None
-    row["golden"] = _side(g, g_st, gval)
-    row["target"] = _side(t, t_st, tval)
-    row["source"] = source
+    row["golden"] = _side(g, g_st, plain(gval))
+    row["target"] = _side(t, t_st, plain(tval))
+    row["source"] = plain(source)
     if r is not None and r.stat_diffs is not None:
-        row["stat_diffs"] = r.stat_diffs
-        row["stat_rel_errs"] = r.stat_rel_errs
+        row["stat_diffs"] = plain(r.stat_diffs)
+        row["stat_rel_errs"] = plain(r.stat_rel_errs)
     return row
