@@ -58,10 +58,15 @@ def test_numpy_scalars_subclasses_and_tuples_in_a_row_come_back_plain():
     assert [type(back[k]) for k in ("cosine", "count", "ok", "name")] == [float, int, bool, str]
 
 
-def test_a_string_whose_bytes_hold_the_global_opcode_comes_back_the_same():
-    """'Ó' is C3 93 in UTF-8: 0x93 is pickle's STACK_GLOBAL byte, which sends a row to the slow, exact path."""
-    row = {"name": "Ó/conv2d", "file": "/dump/Ó.npy", "x": 1.25}
-    assert b"\x93" in pickle.dumps(row, protocol=5)
+def test_a_row_of_plain_values_is_pickled_as_it_is_and_any_object_stops_the_pickler():
+    """The fast path stores a plain row's own pickle (whatever bytes its strings and floats make); a numpy
+    scalar anywhere in it sends the row through ``plain`` (else it would come back as a numpy object,
+    or not at all: the loader refuses the global it needs)."""
+    row = {"name": "Ó/conv2d", "file": "/dump/Ó.npy", "x": 1.25, "shape": [1, 3], "g": {"max": -7.5e-3}}
+    enc = row_spool._Encoder()
+    assert enc(row) == pickle.dumps(row, protocol=5)
+    assert enc({"a": np.float32(1.5)}) == pickle.dumps({"a": 1.5}, protocol=5)
+    assert enc(row) == pickle.dumps(row, protocol=5)  # (the pickler's memo does not carry over)
     spool = RowSpool()
     spool.append(row)
     spool.append({"name": "plain"})

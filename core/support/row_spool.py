@@ -55,14 +55,36 @@ class _Loader(pickle.Unpickler):
         raise pickle.UnpicklingError(f"row spool: {module}.{name} refused (rows hold plain values only)")
 
 
-def _encode(row: dict[str, Any]) -> bytes:
-    try:
-        data = pickle.dumps(row, protocol=5)
-    except Exception:  # (an object pickle cannot take: JSON says whether it is a value at all)
-        data = b"\x93"
-    if b"\x93" in data:  # STACK_GLOBAL: an object no plain value is (a numpy scalar; or only a byte in a string)
-        data = pickle.dumps(plain(row), protocol=5)
-    return data
+class _NotPlain(Exception):
+    pass
+
+
+class _Writer(pickle.Pickler):
+    """A pickler of plain values: the C pickler asks ``reducer_override`` only about objects that are no
+    built-in value (exact str, int, float, bool, None, dict, list, tuple…), so a row of plain values
+    never leaves C, and any other object (a numpy scalar, a subclass) stops it."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        raise _NotPlain
+
+
+class _Encoder:
+    """One pickler and buffer reused for every row (each row a whole pickle: the memo is cleared)."""
+
+    def __init__(self) -> None:
+        self._buf = io.BytesIO()
+        self._pickler = _Writer(self._buf, protocol=5)
+
+    def __call__(self, row: dict[str, Any]) -> bytes:
+        buf = self._buf
+        buf.seek(0)
+        buf.truncate()
+        self._pickler.clear_memo()
+        try:
+            self._pickler.dump(row)
+        except _NotPlain:
+            return pickle.dumps(plain(row), protocol=5)
+        return buf.getvalue()
 
 
 def _decode(data: bytes) -> Any:
@@ -76,6 +98,7 @@ class RowSpool(Sequence):
         import tempfile
 
         self._fh = tempfile.TemporaryFile(mode="w+b", prefix="dumpscope-rows-")
+        self._encode = _Encoder()
         self._buffer = bytearray()
         self._written = 0  # bytes in the file
         self._n = 0
@@ -92,7 +115,7 @@ class RowSpool(Sequence):
         return len(self._group_at) - 1
 
     def append(self, row: dict[str, Any]) -> None:
-        data = _encode(row)
+        data = self._encode(row)
         self._buffer += _LEN.pack(len(data))
         self._buffer += data
         self._n += 1
