@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import unpack_data
+from dumpscope.core.engines.compare import engine
 from dumpscope.core.engines.compare.engine import produced
 from dumpscope.tui.cli.entry import main
 
@@ -108,3 +112,14 @@ def test_backward_calls_find_their_forward_call(name, producer, want):
     names = {"Tensor.__pow__.0.forward", "Module.conv1.Conv2d.forward.0", "NN_Linear_0_forward",
              "Functional.linear.0.forward"}
     assert _forward_of(SimpleNamespace(name=name, producer=producer), names) == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10),
+                                 st.floats(width=32).map(np.float32), st.just(1e308)), min_size=1, max_size=6))
+def test_the_all_finite_shortcut_only_skips_values_num_leaves_as_they_are(values):
+    """``_all_finite`` lets a row's numbers skip ``_num``: only when ``_num`` would change none of them."""
+    if engine._all_finite(*values):
+        assert all(engine._num(v) is v for v in values)
+    if all(type(v) is float and abs(v) < 1e300 for v in values):  # (no NaN, no sum too large for a float)
+        assert engine._all_finite(*values)

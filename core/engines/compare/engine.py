@@ -164,8 +164,22 @@ def _side(t: "TensorRow", st: Optional[dict[str, Any]], value: Any) -> dict[str,
 
             st = {k: stat_value(t.stats, k) for k in ("max", "min", "mean", "l2norm")}
     get = st.get
-    return {"dtype": t.dtype, "shape": list(t.shape), "max": _num(get("max")), "min": _num(get("min")),
-            "mean": _num(get("mean")), "l2norm": _num(get("l2norm")), "file": t.path, "value": value}
+    hi, lo, mean, norm = get("max"), get("min"), get("mean"), get("l2norm")
+    if not _all_finite(hi, lo, mean, norm):
+        hi, lo, mean, norm = _num(hi), _num(lo), _num(mean), _num(norm)
+    return {"dtype": t.dtype, "shape": list(t.shape), "max": hi, "min": lo, "mean": mean, "l2norm": norm,
+            "file": t.path, "value": value}
+
+
+def _all_finite(*values: Any) -> bool:
+    """Whether ``_num`` leaves every value as it is: their exact sum (``math.fsum``: numpy scalars taken as
+    Python floats, no numpy warning) is finite (a NaN or ±Inf term makes it NaN, infinite or an error; a
+    sum too large for a float only sends the values through ``_num`` one by one; None: a TypeError)."""
+    try:
+        total = math.fsum(values)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return total - total == 0.0
 
 
 def _num(v: Any) -> Any:
@@ -572,10 +586,12 @@ def _row(p: _Pair, origin: org.Origin, source: Optional[dict[str, Any]]) -> dict
     gop, top, g, t, r = p.gop, p.top, p.g, p.t, p.result
     row: dict[str, Any]
     if r is not None:
+        m = (r.cosine, r.euc_dist, r.max_abs_err, r.max_rel_err, r.one_thousandth_ratio, r.five_thousandth_ratio)
+        if not _all_finite(*m):
+            m = tuple(map(_num, m))
         row = {"name": gop.name, "io": g.io, "slot": g.slot, "step": shown_step(gop.step), "rank": gop.rank,
-               "cosine": _num(r.cosine), "euc_dist": _num(r.euc_dist), "max_abs_err": _num(r.max_abs_err),
-               "max_rel_err": _num(r.max_rel_err), "one_thousandth_ratio": _num(r.one_thousandth_ratio),
-               "five_thousandth_ratio": _num(r.five_thousandth_ratio), "verdict": p.verdict, "rule": p.rule,
+               "cosine": m[0], "euc_dist": m[1], "max_abs_err": m[2], "max_rel_err": m[3],
+               "one_thousandth_ratio": m[4], "five_thousandth_ratio": m[5], "verdict": p.verdict, "rule": p.rule,
                "mode": "stats" if r.stat_diffs is not None else "tensor"}
         g_st, t_st = r.golden_stats, r.target_stats
     else:
