@@ -55,7 +55,9 @@ def check_workdir(workdir: str) -> Path:
     return p
 
 
-def _cann_templates(seed: int = 0) -> list[tuple[str, tuple[bytes, bytes]]]:
+def _cann_templates(seed: int = 0, noisy: bool = False) -> list[tuple[str, tuple[bytes, bytes]]]:
+    """One (type, header template) per op type.  ``noisy``: the same values with a quarter of the elements
+    one float16 step away (another kernel's rounding), so no pair of a compare is bit-identical."""
     from synth.cann_writer import SynthTensor, header_template
 
     rng = np.random.default_rng(seed)
@@ -63,16 +65,21 @@ def _cann_templates(seed: int = 0) -> list[tuple[str, tuple[bytes, bytes]]]:
     for i, op_type in enumerate(_TYPES):
         shape = _SHAPES[i % len(_SHAPES)]
         a = rng.standard_normal(shape).astype(np.float16)
+        if noisy:
+            step = np.where(np.arange(a.size).reshape(shape) % 4 == 1, np.float16(np.inf), -np.float16(np.inf))
+            a = np.where(np.arange(a.size).reshape(shape) % 2 == 1, np.nextafter(a, step), a).astype(np.float16)
         out.append((op_type, header_template([SynthTensor(a, "float16", "NC1HWC0")],
                                              [SynthTensor(a, "float16", "NC1HWC0")])))
     return out
 
 
-def write_cann_tree(dump: Path, n_files: int, per_folder: int = FILES_PER_FOLDER, log: bool = True) -> Path:
-    """``n_files`` CANN dump files under ``dump`` (see module doc).  Returns ``dump``."""
+def write_cann_tree(dump: Path, n_files: int, per_folder: int = FILES_PER_FOLDER, log: bool = True,
+                    noisy: bool = False) -> Path:
+    """``n_files`` CANN dump files under ``dump`` (see module doc; ``noisy``: ``_cann_templates``).  Returns
+    ``dump``."""
     from synth.cann_writer import file_name_of, stamp_dump
 
-    templates = _cann_templates()
+    templates = _cann_templates(noisy=noisy)
     model = dump / "20240101120000" / "0" / "ge_default_20240101120000_1" / "1"
     ts = 1704110400000000
     t0 = time.perf_counter()
