@@ -1,6 +1,7 @@
 """Compare's fast paths give the answer of the slow ones, bit for bit (issue 21 Build 2).
 
-* ``metrics.measure_small_many`` (many small pairs in one 2-D pass) vs ``measure_streams`` pair by pair;
+* ``small_pairs.measure_small_many`` (many small pairs in one 2-D pass, kept as columns) vs
+  ``measure_streams`` pair by pair;
 * ``tensor_io``'s layout plans (a gather learnt from the canonical converter) vs ``load_tensor``;
 * ``compare_dumps`` in a process pool with batched metrics vs in this process pair by pair, on
   generated trees with NaN/Inf, empty tensors, mixed dtypes, shape mismatches and an unreadable file.
@@ -18,8 +19,9 @@ import pytest
 
 from dumpscope.core.tensors import load as tensor_io
 from dumpscope.core.engines.compare import measure_many as mm
-from dumpscope.core.engines.compare import metrics
-from dumpscope.core.engines.compare.metrics import Tolerance, measure_small_many, measure_streams
+from dumpscope.core.engines.compare import small_pairs
+from dumpscope.core.engines.compare.metrics import Tolerance, measure_streams
+from dumpscope.core.engines.compare.small_pairs import measure_small_many
 from dumpscope.core.model import STORAGE_CANN
 from synth.cann_writer import SynthTensor, encode_dump, write_dump
 from dumpscope.core.tensors.load import OnceReader, TensorRef, load_tensor
@@ -57,7 +59,7 @@ def test_small_many_is_the_single_pair_pass(seed):
     rng = np.random.default_rng(seed)
     checked = kinds = 0
     for _ in range(60):
-        n = int(rng.choice([1, 2, 7, 8, 9, 100, 128, 129, 1024, 4097, metrics.SMALL_MAX]))
+        n = int(rng.choice([1, 2, 7, 8, 9, 100, 128, 129, 1024, 4097, small_pairs.SMALL_MAX]))
         gdt = str(rng.choice(["float16", "float32", "float64", "int32", "uint8", "bool", "int64"]))
         tdt = gdt if rng.random() < 0.7 else str(rng.choice(["float16", "float32", "float64"]))
         tol = Tolerance(rtol=float(rng.choice([1e-3, 5e-3, 0.0])),
@@ -77,14 +79,51 @@ def test_small_many_is_the_single_pair_pass(seed):
     assert checked > 150 and kinds == 0b111111
 
 
+def _near_twins(rng, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """A pair whose cosine's division rounds above 1 (the pass clamps it to 1.0)."""
+    while True:
+        g = rng.standard_normal(n)
+        t = g * (1 + rng.standard_normal(n) * 1e-15)
+        c = float(np.einsum("i,i->", g, t)) / np.sqrt(float(np.einsum("i,i->", g, g)) * float(np.einsum("i,i->", t, t)))
+        if c > 1.0:
+            return g, t
+
+
+def test_small_many_edge_rows_are_the_single_pair_pass():
+    """Rows where the arithmetic after the sums shows: a -0.0 golden (its sum -0.0, the pass's sum starts at
+    0.0: mean 0.0), subnormal differences (histogram bin 0, never kept), 0/0 everywhere (max scaled error
+    0.0), a cosine rounding above 1, one side all zero, moved elements in some rows only; with NaN rows
+    between them (left to the single pass) and with --atol/--rtol."""
+    rng = np.random.default_rng(5)
+    g_twin, t_twin = _near_twins(rng, 7)
+    rows = [
+        (np.full(7, -0.0), np.full(7, -0.0)),
+        (np.full(7, -0.0), rng.standard_normal(7)),
+        (np.full(7, 1e-310), np.full(7, 3e-310)),
+        (np.zeros(7), np.zeros(7)),
+        (g_twin, t_twin),
+        (rng.standard_normal(7), np.zeros(7)),
+        (np.array([1.0, np.nan, 2, 3, 4, 5, 6]), np.arange(7.0)),
+        (np.arange(7.0), np.arange(7.0) * (1 + 1e-2)),
+        (np.arange(7.0) - 3, np.arange(7.0) - 3),
+    ]
+    for tol in (Tolerance(rtol=1e-3), Tolerance(rtol=0.0, allclose=(1e-5, 1e-3))):
+        for order in (rows, rows[::-1]):
+            got = measure_small_many(order, tol)
+            for (g, t), r in zip(order, got):
+                assert _same(r, measure_streams(_one(g), _one(t), tol)), (g, t)
+    assert measure_small_many(rows[4:5], Tolerance())[0].cosine == 1.0
+    assert measure_small_many(rows[:1], Tolerance())[0].golden_stats["mean"] == 0.0
+
+
 def test_small_many_without_exact_row_sums_measures_pair_by_pair(monkeypatch):
     rng = np.random.default_rng(9)
     pairs = [(rng.standard_normal(300).astype(np.float32), rng.standard_normal(300).astype(np.float32))
              for _ in range(3)]
     calls = []
-    real = metrics.measure_streams
-    monkeypatch.setattr(metrics, "rows_exact", lambda: False)
-    monkeypatch.setattr(metrics, "measure_streams", lambda *a: calls.append(1) or real(*a))
+    real = small_pairs.measure_streams
+    monkeypatch.setattr(small_pairs, "rows_exact", lambda: False)
+    monkeypatch.setattr(small_pairs, "measure_streams", lambda *a: calls.append(1) or real(*a))
     got = measure_small_many(pairs, Tolerance())
     assert len(calls) == 3
     assert all(_same(r, real(_one(g), _one(t), Tolerance())) for (g, t), r in zip(pairs, got))
@@ -244,13 +283,13 @@ def test_pool_and_batches_give_the_per_pair_answer(tmp_path, monkeypatch):
     assert pools and pools[0].submitted > 5  # batches went to worker processes
 
     batched: list[int] = []
-    real_many = mm.measure_small_many
-    monkeypatch.setattr(mm, "measure_small_many", lambda pairs, tol: batched.append(len(pairs)) or real_many(pairs, tol))
+    real_block = mm.small_block
+    monkeypatch.setattr(mm, "small_block", lambda pairs, tol: batched.append(len(pairs)) or real_block(pairs, tol))
     inline = compare_dumps(g, t, workers=1)
     assert max(batched) > 1  # small pairs were measured together
 
-    real_batch = mm.measure_batch
-    monkeypatch.setattr(mm, "measure_batch", lambda jobs, allclose: real_batch(jobs, allclose, together=False))
+    real_packed = mm.measure_packed
+    monkeypatch.setattr(mm, "measure_packed", lambda jobs, allclose: real_packed(jobs, allclose, together=False))
     reference = compare_dumps(g, t, workers=1)
 
     text = json.dumps(reference, sort_keys=False)

@@ -213,9 +213,7 @@ class OnceReader:
             os.close(fd)
         data = parts[0] if len(parts) == 1 else b"".join(parts)  # b"" for an empty file
         if ref.storage == STORAGE_CANN:
-            from dumpscope.core.formats.cann_dump import header_from_bytes
-
-            header = header_from_bytes(ref.path, data)
+            header = _cann_groups(ref.path, data)
         else:
             header = _npy_layout(ref.path, data)
         self._files[ref.path] = got = (data, header)
@@ -227,11 +225,11 @@ class OnceReader:
         if ref.storage == STORAGE_CANN:
             from dumpscope.core.formats.cann_dump import load_tensor as load_cann
 
-            group = header.inputs if ref.io == "input" else header.outputs
+            group = header[0] if ref.io == "input" else header[1]
             if ref.slot >= len(group):
                 return None
-            t = group[ref.slot]
-            arr = _planned(t, data)
+            t, key = group[ref.slot]
+            arr = _planned(t, data, key)
             if arr is None:
                 arr = load_cann(ref.path, t, data=data)
                 _learn_plan(t, arr, data)
@@ -244,6 +242,36 @@ class OnceReader:
             count *= d
         arr = np.frombuffer(data, dtype=dt, count=count, offset=offset) if count else np.zeros(0, dt)
         return _words_decoded(ref, arr.reshape(shape[::-1]).transpose() if fortran else arr.reshape(shape))
+
+
+#: per (header layout, header length, file size): the file's inputs and outputs as ``(CannTensor, plan
+#: key)``; every file of an op with the same shapes has the same ones (``cann_dump.TensorLayout``),
+#: and building them costs what parsing the header does
+_GROUPS: dict[tuple[int, int, int], tuple[Any, tuple[list, list]]] = {}
+_GROUPS_MAX = 1024
+
+
+def _cann_groups(path: str, data: bytes) -> tuple[list, list]:
+    """``header_from_bytes(path, data)``'s inputs and outputs, each ``(CannTensor, _plan_key)``: the
+    header is parsed (and checked) for every file, the tensors built once per layout.  What the
+    tensors say is the header's layout, offsets (8 + H on) and truncation (the file's size), nothing
+    else, so the key holds exactly those; the layout object is kept with its entry so its id is not
+    reused while the entry lives."""
+    from dumpscope.core.formats.cann_dump import build_header, fields_from_bytes
+
+    h, fields = fields_from_bytes(path, data)
+    lay = fields.layout
+    key = (id(lay), h, len(data))
+    got = _GROUPS.get(key)
+    if got is not None and got[0] is lay:
+        return got[1]
+    header = build_header(path, len(data), h, fields)
+    groups = ([(t, _plan_key(t)) for t in header.inputs], [(t, _plan_key(t)) for t in header.outputs])
+    with _PLAN_LOCK:
+        if len(_GROUPS) >= _GROUPS_MAX:
+            _GROUPS.clear()
+        _GROUPS[key] = (lay, groups)
+    return groups
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,9 +300,10 @@ def _plan_key(t) -> tuple:
     return (t.dtype, t.format, t.shape, t.original_shape, t.sub_format, t.size)
 
 
-def _planned(t, data: bytes) -> Optional[np.ndarray]:
-    """The tensor's logical values by its layout's plan, or None (no plan yet, or not in ``data``)."""
-    plan = _PLANS.get(_plan_key(t))
+def _planned(t, data: bytes, key: Optional[tuple] = None) -> Optional[np.ndarray]:
+    """The tensor's logical values by its layout's plan, or None (no plan yet, or not in ``data``);
+    ``key``: ``_plan_key(t)`` when known."""
+    plan = _PLANS.get(_plan_key(t) if key is None else key)
     if plan is None or t.offset + plan.count * plan.dtype.itemsize > len(data):
         return None  # the canonical loader decodes it (and names a truncation)
     flat = np.frombuffer(data, dtype=plan.dtype, count=plan.count, offset=t.offset)

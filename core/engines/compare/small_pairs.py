@@ -1,0 +1,215 @@
+"""Many small tensor pairs measured at once: ``metrics.measure_streams``' answer, bit for bit, as columns.
+
+A compare of two 20k-file CANN trees is 40,000 pairs of 1-2k elements.  Measured one by one, numpy's
+cost per call and the per-pair records are most of the work, so pairs with the same element count and
+dtypes go through one (pairs × n) float64 pass here, and what the single-pair pass would record of each
+pair is kept as one row of numbers (``SmallBlock``): a pool worker sends these columns back (16 floats a
+pair, not a pickled record with five dicts) and the records are made where they are used
+(``SmallBlock.results``).  Rows holding NaN/Inf are left to the single-pair pass (``small_block``
+returns -1 for them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Optional
+
+import numpy as np
+
+from dumpscope.core.engines.compare.metrics import (_DOT_ROW, HIST_BINS, HIST_SHIFT, CompareResult, Stream,
+                                                    Tolerance, _dtype_name, _eps, measure_streams, q90_index)
+
+#: tensors below one dot-product row (each sum is then one einsum call) can be measured together
+SMALL_MAX = _DOT_ROW - 1
+
+#: the columns of ``SmallBlock.values``, in order
+COLUMNS = ("cosine", "euc_dist", "max_abs_err", "max_rel_err", "one_thousandth_ratio", "five_thousandth_ratio",
+           "golden_max", "golden_min", "golden_mean", "golden_l2norm", "target_max", "target_min", "target_mean",
+           "target_l2norm", "max_scaled_err", "rel_err_q90")
+
+
+@lru_cache(maxsize=1)
+def rows_exact() -> bool:
+    """Whether numpy's row-wise sums ("ij,ij->i" einsum, ``add.reduce`` on axis 1) are the 1-D sums of
+    each row bit for bit (the same kernel over the same contiguous elements), checked once per process
+    on awkward sizes and magnitudes; if not, ``measure_small_many`` measures pair by pair."""
+    rng = np.random.default_rng(12345)
+    for n in (1, 3, 7, 8, 9, 15, 16, 17, 100, 127, 128, 129, 255, 256, 1000, 1023, 1024, 1025, 4097, SMALL_MAX):
+        m = rng.standard_normal((3, n)) * np.exp(rng.uniform(-30, 30, (3, n)))
+        e = rng.standard_normal((3, n))
+        dots, gt, sums = np.einsum("ij,ij->i", m, m), np.einsum("ij,ij->i", m, e), np.add.reduce(m, axis=1)
+        for k in range(3):
+            if (float(np.einsum("i,i->", m[k], m[k])) != float(dots[k])
+                    or float(np.einsum("i,i->", m[k], e[k])) != float(gt[k])
+                    or float(np.add.reduce(m[k])) != float(sums[k])):
+                return False
+    return True
+
+
+def small_kind(dt: np.dtype) -> bool:
+    """Value dtypes the batched kernel takes: real numbers numpy casts itself (no complex, no ml_dtypes)."""
+    return dt.kind in "biuf"
+
+
+@dataclass(slots=True)
+class SmallBlock:
+    """What ``measure_streams`` records of each finite pair of one ``small_block`` call, as columns.
+
+    Every row has ``n`` elements a side, the same dtypes and tolerance; ``values`` holds the
+    :data:`COLUMNS` (cosine NaN: None — a real cosine is never NaN), ``close_failed`` the elements
+    outside ``--atol/--rtol`` (None without them), ``hists`` the moved histogram of each row that has
+    one (``metrics.moved_count``)."""
+
+    golden_dtype: str
+    target_dtype: str
+    rtol: float
+    n: int
+    shapes: list[tuple[int, ...]]
+    target_shapes: list[tuple[int, ...]]
+    values: np.ndarray  # (rows, len(COLUMNS)) float64
+    close_failed: Optional[np.ndarray]
+    hists: dict[int, dict[int, int]]
+
+    def results(self) -> list[CompareResult]:
+        """The rows as the records ``measure_streams`` makes (verdict and rule left empty); new objects
+        each call."""
+        close = self.close_failed.tolist() if self.close_failed is not None else None
+        gname, tname, rtol, n, hists = self.golden_dtype, self.target_dtype, self.rtol, self.n, self.hists
+        out = []
+        for k, (row, shape, tshape) in enumerate(zip(self.values.tolist(), self.shapes, self.target_shapes)):
+            cos, euc, mab, mrel, r1, r5, gmax, gmin, gmean, gl2, tmax, tmin, tmean, tl2, msc, q90 = row
+            hist = hists.get(k)
+            out.append(CompareResult(
+                verdict="", rule="", shape=shape, target_shape=tshape, golden_dtype=gname, target_dtype=tname,
+                cosine=None if cos != cos else cos, euc_dist=euc, max_abs_err=mab, max_rel_err=mrel,
+                one_thousandth_ratio=r1, five_thousandth_ratio=r5, count=n,
+                allclose_failed=close[k] if close is not None else None,
+                golden_stats={"max": gmax, "min": gmin, "mean": gmean, "l2norm": gl2},
+                target_stats={"max": tmax, "min": tmin, "mean": tmean, "l2norm": tl2},
+                rtol=rtol, moved_hist=dict(hist) if hist else {}, max_scaled_err=msc, rel_err_q90=q90, size=n,
+                extra={"golden_only_nan": 0, "target_only_nan": 0, "golden_only_inf": 0, "target_only_inf": 0}))
+        return out
+
+
+def small_block(pairs: list[tuple[np.ndarray, np.ndarray]], tol: Tolerance
+                ) -> tuple[Optional[SmallBlock], list[int]]:
+    """``measure_streams`` of many in-memory pairs at once, bit for bit: the block of the finite pairs
+    and, per pair, its row there or -1 (NaN/Inf, or numpy's row sums not exact here: measure it alone).
+
+    Every pair has the same element count ``n`` (1..``SMALL_MAX``) on both sides, every golden the
+    same dtype, every target the same dtype, both real (``small_kind``).  The elementwise steps and the
+    exact reductions (min, max, counts) run once over a (pairs × n) float64 block; each sum is the same
+    einsum / pairwise sum over the same contiguous row as the single-pair pass (``rows_exact``), and
+    what ``metrics._fill`` computes from them is the same IEEE operations on whole columns (a sum starts
+    at 0.0: ``0.0 + x``, so -0.0 becomes 0.0 as there)."""
+    if not pairs:
+        return None, []
+    if not rows_exact():
+        return None, [-1] * len(pairs)
+    g0, t0 = pairs[0]
+    gdt, tdt = np.dtype(g0.dtype.name), np.dtype(t0.dtype.name)
+    n = int(g0.size)
+    k_rows = len(pairs)
+    # one cast per side (a cast call costs microseconds before its first element)
+    G = np.concatenate([g.reshape(-1) for g, _ in pairs], dtype=np.float64, casting="unsafe").reshape(k_rows, n)
+    T = np.concatenate([t.reshape(-1) for _, t in pairs], dtype=np.float64, casting="unsafe").reshape(k_rows, n)
+    eps = _eps(gdt)
+    with np.errstate(all="ignore"):
+        sgg = np.einsum("ij,ij->i", G, G)
+        stt = np.einsum("ij,ij->i", T, T)
+        finite = np.isfinite(sgg) & np.isfinite(stt)  # NaN/Inf propagate into sums of squares
+        fin = np.flatnonzero(finite)
+        if fin.size == 0:
+            return None, [-1] * k_rows
+        if fin.size < k_rows:
+            G, T, sgg, stt = G[fin], T[fin], sgg[fin], stt[fin]
+        sgt = np.einsum("ij,ij->i", G, T)
+        V = np.empty((fin.size, len(COLUMNS)))
+        G.max(axis=1, out=V[:, 6])
+        G.min(axis=1, out=V[:, 7])
+        T.max(axis=1, out=V[:, 10])
+        T.min(axis=1, out=V[:, 11])
+        gsum, tsum = np.add.reduce(G, axis=1), np.add.reduce(T, axis=1)
+        D = np.subtract(T, G)
+        sdd = np.einsum("ij,ij->i", D, D)
+        np.abs(D, out=D)
+        D.max(axis=1, out=V[:, 2])
+        W = np.abs(G)
+        scaled = W + np.sqrt(sgg / n)[:, None]
+        np.divide(D, scaled, out=scaled)
+        msc = np.fmax.reduce(scaled, axis=1)
+        V[:, 14] = np.where(msc != msc, 0.0, msc)  # all 0/0: the single pass says 0.0
+        close_failed = None
+        if tol.allclose is not None:
+            lim = np.multiply(W, tol.allclose[1])
+            lim += tol.allclose[0]
+            close_failed = _count(D > lim)
+        np.divide(D, W, out=W)
+        max_rel = W.max(axis=1)
+        redo = np.flatnonzero(~np.isfinite(max_rel))
+        if redo.size:  # a zero golden (0/0, x/0) or an overflow: eps at B == 0, as the single pass does
+            w = np.abs(G[redo])
+            w[G[redo] == 0.0] = eps
+            np.divide(D[redo], w, out=w)
+            W[redo] = w
+            max_rel[redo] = w.max(axis=1)
+        V[:, 3] = max_rel
+        k90 = q90_index(n)
+        V[:, 15] = np.partition(W, k90, axis=1)[:, k90]
+        np.divide(_count(W < 0.001), n, out=V[:, 4])
+        np.divide(_count(W < 0.005), n, out=V[:, 5])
+        moved = W > tol.rtol
+        hists = _hists(D, moved) if moved.any() else {}
+        # metrics._fill on whole columns: the sums as the single pass holds them, then its arithmetic
+        sgg, stt, sgt, sdd = sgg + 0.0, stt + 0.0, sgt + 0.0, sdd + 0.0
+        np.divide(gsum + 0.0, n, out=V[:, 8])
+        np.divide(tsum + 0.0, n, out=V[:, 12])
+        ng, nt = np.sqrt(sgg), np.sqrt(stt)
+        V[:, 9], V[:, 13] = ng, nt
+        np.sqrt(sdd, out=V[:, 1])
+        prod = sgg * stt
+        c = sgt / np.where(np.isfinite(prod) & (prod > 0.0), np.sqrt(prod), ng * nt)
+        cos = np.where(np.isfinite(c), np.minimum(1.0, np.maximum(-1.0, c)), np.nan)
+        g0_, t0_ = ng == 0.0, nt == 0.0
+        V[:, 0] = np.where(g0_ & t0_, 1.0, np.where(g0_ | t0_, 0.0, cos))
+    rows = [-1] * k_rows
+    for r, i in enumerate(fin.tolist()):
+        rows[i] = r
+    kept = [pairs[i] for i in fin.tolist()] if fin.size < k_rows else pairs
+    block = SmallBlock(_dtype_name(gdt), _dtype_name(tdt), tol.rtol, n, [g.shape for g, _ in kept],
+                       [t.shape for _, t in kept], V, close_failed, hists)
+    return block, rows
+
+
+def _count(mask: np.ndarray) -> np.ndarray:
+    """True elements per row (``count_nonzero(axis=1)`` is a third as fast: it casts to intp first)."""
+    return np.add.reduce(mask.view(np.uint8), axis=1, dtype=np.int64)
+
+
+def _hists(D: np.ndarray, moved: np.ndarray) -> dict[int, dict[int, int]]:
+    """Per row with moved elements: the bincount of their |difference| bits >> ``HIST_SHIFT`` without bin
+    0, keys ascending (``metrics._fill``'s ``moved_hist``), from one bincount over the block."""
+    rows = np.nonzero(moved)[0]
+    key = rows * HIST_BINS + (D[moved].view(np.int64) >> HIST_SHIFT)
+    lo = int(key[0]) - int(key[0]) % HIST_BINS  # rows ascending: the first key's row is the lowest
+    counts = np.bincount(key - lo)
+    at = np.flatnonzero(counts)
+    out: dict[int, dict[int, int]] = {}
+    for k, c in zip((at + lo).tolist(), counts[at].tolist()):
+        b = k % HIST_BINS
+        if b:
+            out.setdefault(k // HIST_BINS, {})[b] = c
+    return out
+
+
+def measure_small_many(pairs: list[tuple[np.ndarray, np.ndarray]], tol: Tolerance) -> list[CompareResult]:
+    """:func:`small_block`'s pairs as records: those of the block, the others by ``measure_streams``."""
+    block, rows = small_block(pairs, tol)
+    made = block.results() if block is not None else []
+    return [made[r] if r >= 0 else measure_streams(as_stream(g), as_stream(t), tol) for (g, t), r in zip(pairs, rows)]
+
+
+def as_stream(a: np.ndarray) -> Stream:
+    """An in-memory tensor as the stream ``OnceReader.value_chunks`` makes of it."""
+    return (lambda: iter([a.reshape(-1)]), tuple(a.shape), np.dtype(a.dtype.name))
