@@ -139,6 +139,8 @@ def load_tensor(ref: TensorRef) -> np.ndarray:
     raise TensorLoadError(f"{ref.path}: unknown storage {ref.storage!r}")
 
 
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+
 #: files up to this size are read whole, once, by ``OnceReader`` (cann_dump memory-maps payloads from 4 MiB)
 ONCE_MAX_BYTES = 4 << 20
 
@@ -175,10 +177,16 @@ class OnceReader:
     def value_source(self, ref: TensorRef):
         """``(array, stream)``: the tensor decoded from its file's one buffer and the ``value_chunks``
         stream made of it, or ``(None, value_chunks(ref))`` for a file that streams."""
+        arr = self.array(ref)
+        return (None, value_chunks(ref)) if arr is None else (arr, array_stream(arr))
+
+    def array(self, ref: TensorRef) -> Optional[np.ndarray]:
+        """The tensor decoded from its file's one buffer when it has the indexed shape, else None (it
+        streams: ``value_chunks(ref)``).  Either way the file's count of tensors to come goes down."""
         arr = self._buffered(ref)
-        if arr is None or tuple(arr.shape) != tuple(ref.shape):
-            return None, value_chunks(ref)
-        return arr, (lambda: _chunks(arr), tuple(arr.shape), _value_dtype(arr.dtype))
+        if arr is None or arr.shape != tuple(ref.shape):
+            return None
+        return arr
 
     def _buffered(self, ref: TensorRef) -> Optional[np.ndarray]:
         """The tensor decoded from its file's one buffer, or None: the existing path must load it."""
@@ -197,7 +205,7 @@ class OnceReader:
 
     def _open(self, ref: TensorRef):
         self._files[ref.path] = None
-        fd = os.open(ref.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        fd = os.open(ref.path, _READ_FLAGS)
         try:
             size = os.fstat(fd).st_size
             if size > self.max_bytes:
@@ -372,9 +380,14 @@ def _gather_index(t, numbers: np.ndarray, udt: np.dtype, shape: tuple) -> Option
 
 
 @lru_cache(maxsize=64)
-def _value_dtype(dt: np.dtype) -> np.dtype:
+def value_dtype(dt: np.dtype) -> np.dtype:
     """The dtype a stream of these values declares (native byte order, by name)."""
     return np.dtype(dt.name)
+
+
+def array_stream(arr: np.ndarray) -> tuple[Callable[[], Iterable[np.ndarray]], tuple[int, ...], np.dtype]:
+    """An in-memory tensor as a ``value_chunks`` stream (its C-order chunks, shape and value dtype)."""
+    return (lambda: _chunks(arr), tuple(arr.shape), value_dtype(arr.dtype))
 
 
 def npy_words_dtype(ref: TensorRef, header: np.dtype) -> Optional[np.dtype]:

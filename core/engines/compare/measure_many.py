@@ -26,7 +26,7 @@ from dumpscope.core.engines.compare.metrics import CompareResult, Tolerance, mea
 from dumpscope.core.engines.compare.small_pairs import SMALL_MAX, SmallBlock, as_stream, small_block, small_kind
 from dumpscope.core.engines.compare.verdict import ERROR, PASS, Context, Thresholds, element_rtol, fixed_verdict
 from dumpscope.core.support.gc_pause import gc_paused
-from dumpscope.core.tensors.load import OnceReader, TensorLoadError, TensorRef
+from dumpscope.core.tensors.load import OnceReader, TensorLoadError, TensorRef, array_stream, value_chunks, value_dtype
 
 #: ``TensorRef``'s fields in order (a tuple pickles twenty times faster than the dataclass)
 RefFields = tuple
@@ -108,17 +108,18 @@ def measure_packed(jobs: list[Pairs], allclose: Optional[tuple[float, float]], t
         reader = OnceReader([r for pair in job for r in pair])
         row = out[i]
         for g, t in job:
+            ga, ta = reader.array(g), reader.array(t)  # (never raises: None streams)
+            if (together and ga is not None and ta is not None and 0 < ga.size == ta.size <= SMALL_MAX
+                    and small_kind(ga.dtype) and small_kind(ta.dtype)):
+                gdt, tdt = value_dtype(ga.dtype), value_dtype(ta.dtype)
+                groups.setdefault((ga.size, gdt, tdt, _tolerance(gdt, tdt, allclose)), []).append(
+                    (i, len(row), _detached(ga), _detached(ta)))
+                row.append(None)  # filled below, in place
+                continue
             try:
-                ga, gs = reader.value_source(g)
-                ta, ts = reader.value_source(t)
-                tol = _tolerance(gs[2], ts[2], allclose)
-                if (together and ga is not None and ta is not None and 0 < ga.size == ta.size <= SMALL_MAX
-                        and small_kind(gs[2]) and small_kind(ts[2])):
-                    groups.setdefault((ga.size, gs[2], ts[2], tol), []).append(
-                        (i, len(row), _detached(ga), _detached(ta)))
-                    row.append(None)  # filled below, in place
-                else:
-                    row.append(measure_streams(gs, ts, tol))
+                gs = array_stream(ga) if ga is not None else value_chunks(g)
+                ts = array_stream(ta) if ta is not None else value_chunks(t)
+                row.append(measure_streams(gs, ts, _tolerance(gs[2], ts[2], allclose)))
             except TensorLoadError as exc:
                 row.append(f"unreadable: {exc}")
     blocks: list[SmallBlock] = []
