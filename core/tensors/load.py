@@ -140,6 +140,7 @@ def load_tensor(ref: TensorRef) -> np.ndarray:
 
 
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+_UNREAD = object()  # a file ``OnceReader`` has not opened yet
 
 #: files up to this size are read whole, once, by ``OnceReader`` (cann_dump memory-maps payloads from 4 MiB)
 ONCE_MAX_BYTES = 4 << 20
@@ -190,18 +191,23 @@ class OnceReader:
 
     def _buffered(self, ref: TensorRef) -> Optional[np.ndarray]:
         """The tensor decoded from its file's one buffer, or None: the existing path must load it."""
-        if ref.path not in self._left:
+        path = ref.path
+        left = self._left.get(path)
+        if left is None:
             return None
         try:
-            got = self._files[ref.path] if ref.path in self._files else self._open(ref)
+            got = self._files.get(path, _UNREAD)
+            if got is _UNREAD:
+                got = self._open(ref)
             return self._decode(ref, got) if got is not None else None
         except Exception:  # the canonical loader says what is wrong (or reads what this one would not)
             return None
         finally:
-            self._left[ref.path] -= 1
-            if self._left[ref.path] <= 0:
-                self._left.pop(ref.path)
-                self._files.pop(ref.path, None)
+            if left > 1:
+                self._left[path] = left - 1
+            else:
+                del self._left[path]
+                self._files.pop(path, None)
 
     def _open(self, ref: TensorRef):
         self._files[ref.path] = None
@@ -231,14 +237,14 @@ class OnceReader:
     def _decode(ref: TensorRef, got) -> Optional[np.ndarray]:
         data, header = got
         if ref.storage == STORAGE_CANN:
-            from dumpscope.core.formats.cann_dump import load_tensor as load_cann
-
             group = header[0] if ref.io == "input" else header[1]
             if ref.slot >= len(group):
                 return None
             t, key = group[ref.slot]
             arr = _planned(t, data, key)
             if arr is None:
+                from dumpscope.core.formats.cann_dump import load_tensor as load_cann
+
                 arr = load_cann(ref.path, t, data=data)
                 _learn_plan(t, arr, data)
             return arr

@@ -51,7 +51,7 @@ BATCH_BYTES = 64 << 20
 #: in-process threads only pay off when numpy's long loops (big tensors) dominate
 THREAD_MIN_BYTES = 1 << 20
 #: elements of one (pairs × n) block of the small-pair kernel
-SMALL_BLOCK = 1 << 16
+SMALL_BLOCK = 1 << 15
 
 
 def judge_batch(jobs: list[OpJob], th: Thresholds) -> Packed:
