@@ -163,7 +163,7 @@ def small_block(pairs: list[tuple[np.ndarray, np.ndarray]], tol: Tolerance
         np.divide(_count(np.less(W, 0.001, out=B)), n, out=V[:, 4])
         np.divide(_count(np.less(W, 0.005, out=B)), n, out=V[:, 5])
         moved = np.greater(W, tol.rtol, out=B)
-        hists = _hists(D, moved) if moved.any() else {}
+        hists = _hists(D, moved, S) if moved.any() else {}
         k90 = q90_index(n)
         W.partition(k90, axis=1)  # in place: W is not used after this
         V[:, 15] = W[:, k90]
@@ -206,19 +206,34 @@ def _count(mask: np.ndarray) -> np.ndarray:
     return np.add.reduce(mask.view(np.uint8), axis=1, dtype=np.int64)
 
 
-def _hists(D: np.ndarray, moved: np.ndarray) -> dict[int, dict[int, int]]:
-    """Per row with moved elements: the bincount of their |difference| bits >> ``HIST_SHIFT`` without bin
-    0, keys ascending (``metrics._fill``'s ``moved_hist``), from one bincount over the block."""
-    rows = np.nonzero(moved)[0]
-    key = rows * HIST_BINS + (D[moved].view(np.int64) >> HIST_SHIFT)
-    lo = int(key[0]) - int(key[0]) % HIST_BINS  # rows ascending: the first key's row is the lowest
-    counts = np.bincount(key - lo)
-    at = np.flatnonzero(counts)
+def _hists(D: np.ndarray, moved: np.ndarray, scratch: np.ndarray) -> dict[int, dict[int, int]]:
+    """Per row with moved elements: the counts of their |difference| bits >> ``HIST_SHIFT`` without bin 0,
+    keys ascending (``metrics._fill``'s ``moved_hist``), from one bincount over the block: |difference|
+    where moved and 0.0 (bin 0) elsewhere, as the streaming pass takes it, each row's bins shifted to
+    its own range of the block's few octaves.  ``scratch``: a float64 buffer of the block's shape."""
+    bits = scratch.view(np.int64)
+    np.multiply(D, moved, out=scratch)
+    np.right_shift(bits, HIST_SHIFT, out=bits)
+    hi = int(bits.max())
+    if hi == 0:
+        return {}
+    lo = max(1, int(np.min(bits, where=moved, initial=hi)))
+    width = hi - lo + 2  # column 0: not moved, or bin 0
+    np.subtract(bits, lo - 1, out=bits)
+    np.maximum(bits, 0, out=bits)
+    rows = bits.shape[0]
+    bits += (np.arange(rows, dtype=np.int64) * width)[:, None]
+    counts = np.bincount(bits.reshape(-1), minlength=rows * width).reshape(rows, width)[:, 1:]
+    at_row, at_col = np.nonzero(counts)
+    row_of = at_row.tolist()
+    bins = (at_col + lo).tolist()
+    got = counts[at_row, at_col].tolist()
     out: dict[int, dict[int, int]] = {}
-    for k, c in zip((at + lo).tolist(), counts[at].tolist()):
-        b = k % HIST_BINS
-        if b:
-            out.setdefault(k // HIST_BINS, {})[b] = c
+    start = 0
+    for stop in (np.flatnonzero(np.diff(at_row)) + 1).tolist() + [len(row_of)]:
+        if stop > start:
+            out[row_of[start]] = dict(zip(bins[start:stop], got[start:stop]))
+        start = stop
     return out
 
 
