@@ -116,6 +116,28 @@ def test_small_many_edge_rows_are_the_single_pair_pass():
     assert measure_small_many(rows[:1], Tolerance())[0].golden_stats["mean"] == 0.0
 
 
+def test_twin_rows_are_the_single_pair_pass(monkeypatch):
+    """Rows whose two sides hold the same values (the ops before a divergence, a rerun) are measured from
+    the golden alone: the same records as the single pass, alone in a block or between differing rows,
+    whatever the values (zeros, -0.0, 1e153 whose product of norms overflows, integers, a float32 golden
+    against a float64 target of the same values); with --atol/--rtol every row takes the full pass."""
+    rng = np.random.default_rng(8)
+    twins = [(a, a.copy()) for a in (np.zeros(9), np.full(9, -0.0), np.full(9, 3e153), rng.standard_normal(9),
+                                      rng.integers(-3, 3, 9).astype(np.float64), (rng.standard_normal(9) > 0) * 1.0)]
+    others = [(a, a + rng.standard_normal(9) * 1e-3) for a in (rng.standard_normal(9), np.zeros(9))]
+    seen: list[int] = []
+    real = small_pairs._twin_columns
+    monkeypatch.setattr(small_pairs, "_twin_columns", lambda G, *a: seen.append(len(G)) or real(G, *a))
+    for tol in (Tolerance(rtol=5e-3), Tolerance(rtol=0.0), Tolerance(rtol=1e-3, allclose=(1e-5, 1e-3))):
+        for pairs in (twins, others[:1] + twins + others[1:], twins[::-1] + others):
+            for (g, t), r in zip(pairs, measure_small_many(pairs, tol)):
+                assert _same(r, measure_streams(_one(g), _one(t), tol)), (g, t, tol)
+    f32 = rng.standard_normal(9).astype(np.float32)
+    mixed = [(f32, f32.astype(np.float64))]
+    assert _same(measure_small_many(mixed, Tolerance())[0], measure_streams(_one(f32), _one(mixed[0][1]), Tolerance()))
+    assert seen[:6] == [6, 6, 6, 6, 6, 6] and sum(seen) == 6 * 6 + 1  # never with --atol/--rtol
+
+
 def test_small_many_without_exact_row_sums_measures_pair_by_pair(monkeypatch):
     rng = np.random.default_rng(9)
     pairs = [(rng.standard_normal(300).astype(np.float32), rng.standard_normal(300).astype(np.float32))
