@@ -17,6 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 import pytest
 
+from dumpscope.core.tensors import layout_plans
 from dumpscope.core.tensors import load as tensor_io
 from dumpscope.core.engines.compare import measure_many as mm
 from dumpscope.core.engines.compare import small_pairs
@@ -185,13 +186,13 @@ def test_plans_decode_what_the_canonical_loader_decodes(tmp_path, monkeypatch, s
     canonical = []
     real = cann_dump.load_tensor
     monkeypatch.setattr(cann_dump, "load_tensor", lambda *a, **k: canonical.append(1) or real(*a, **k))
-    monkeypatch.setattr(tensor_io, "_PLANS", {})
+    monkeypatch.setattr(layout_plans, "PLANS", {})
     got = [OnceReader([r]).load(r) for r in refs]
     for w, g in zip(want, got):
         assert (g.dtype, g.shape) == (w.dtype, w.shape) and g.tobytes() == w.tobytes()
     planned = dtype != "bfloat16"
     assert len(canonical) == (1 if planned else 3)  # the first file teaches the plan, the others use it
-    assert (list(tensor_io._PLANS.values())[0] is not None) == planned
+    assert (list(layout_plans.PLANS.values())[0] is not None) == planned
 
 
 def test_a_plan_is_refused_when_the_converter_makes_up_elements(tmp_path, monkeypatch):
@@ -209,13 +210,13 @@ def test_a_plan_is_refused_when_the_converter_makes_up_elements(tmp_path, monkey
         return out
 
     monkeypatch.setattr(device_format, "to_logical", filling)  # seen by the plan's probes only
-    monkeypatch.setattr(tensor_io, "_PLANS", {})
+    monkeypatch.setattr(layout_plans, "PLANS", {})
     np.testing.assert_array_equal(OnceReader([ref]).load(ref), load_tensor(ref))
-    assert list(tensor_io._PLANS.values()) == [None]
+    assert list(layout_plans.PLANS.values()) == [None]
 
 
 def test_a_plan_never_reads_past_a_short_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(tensor_io, "_PLANS", {})
+    monkeypatch.setattr(layout_plans, "PLANS", {})
     arr = np.ones((1, 16, 2, 2), np.float32)
     paths = []
     for k in range(2):

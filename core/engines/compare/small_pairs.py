@@ -18,7 +18,7 @@ from typing import Optional
 
 import numpy as np
 
-from dumpscope.core.engines.compare.metrics import (_DOT_ROW, HIST_BINS, HIST_SHIFT, CompareResult, Stream,
+from dumpscope.core.engines.compare.metrics import (_DOT_ROW, HIST_SHIFT, CompareResult, Stream,
                                                     Tolerance, _dtype_name, _eps, measure_streams, q90_index)
 
 #: tensors below one dot-product row (each sum is then one einsum call) can be measured together
