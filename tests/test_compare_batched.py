@@ -447,3 +447,20 @@ def test_only_a_few_ops_wait_for_their_measurement(tmp_path, monkeypatch):
     bounded = compare_dumps(g, t)
     assert len(pending) >= 5 and max(pending) <= 8 + 4  # the bound, plus the chunk just handed in
     assert json.dumps(bounded) == json.dumps(reference)
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
+def test_pool_workers_run_without_the_cycle_collector():
+    """A batch's arguments are unpickled in the worker before ``judge_batch`` can pause the collector: the
+    workers run with it off (and the inherited objects frozen), the parent's left as it was."""
+    import gc
+
+    pool = mm._pool(2)
+    if pool is None:
+        pytest.skip("no process pool here")
+    try:
+        assert pool.submit(gc.isenabled).result() is False
+        assert pool.submit(gc.get_freeze_count).result() > 0
+    finally:
+        pool.shutdown()
+    assert gc.isenabled()
