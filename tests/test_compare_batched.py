@@ -1,6 +1,7 @@
 """Compare's fast paths give the answer of the slow ones, bit for bit (issue 21 Build 2).
 
-* ``metrics.measure_small_many`` (many small pairs in one 2-D pass) vs ``measure_streams`` pair by pair;
+* ``small_pairs.measure_small_many`` (many small pairs in one 2-D pass, kept as columns) vs
+  ``measure_streams`` pair by pair;
 * ``tensor_io``'s layout plans (a gather learnt from the canonical converter) vs ``load_tensor``;
 * ``compare_dumps`` in a process pool with batched metrics vs in this process pair by pair, on
   generated trees with NaN/Inf, empty tensors, mixed dtypes, shape mismatches and an unreadable file.
@@ -16,10 +17,12 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 import pytest
 
+from dumpscope.core.tensors import layout_plans
 from dumpscope.core.tensors import load as tensor_io
 from dumpscope.core.engines.compare import measure_many as mm
-from dumpscope.core.engines.compare import metrics
-from dumpscope.core.engines.compare.metrics import Tolerance, measure_small_many, measure_streams
+from dumpscope.core.engines.compare import small_pairs
+from dumpscope.core.engines.compare.metrics import Tolerance, measure_streams
+from dumpscope.core.engines.compare.small_pairs import measure_small_many
 from dumpscope.core.model import STORAGE_CANN
 from synth.cann_writer import SynthTensor, encode_dump, write_dump
 from dumpscope.core.tensors.load import OnceReader, TensorRef, load_tensor
@@ -57,7 +60,7 @@ def test_small_many_is_the_single_pair_pass(seed):
     rng = np.random.default_rng(seed)
     checked = kinds = 0
     for _ in range(60):
-        n = int(rng.choice([1, 2, 7, 8, 9, 100, 128, 129, 1024, 4097, metrics.SMALL_MAX]))
+        n = int(rng.choice([1, 2, 7, 8, 9, 100, 128, 129, 1024, 4097, small_pairs.SMALL_MAX]))
         gdt = str(rng.choice(["float16", "float32", "float64", "int32", "uint8", "bool", "int64"]))
         tdt = gdt if rng.random() < 0.7 else str(rng.choice(["float16", "float32", "float64"]))
         tol = Tolerance(rtol=float(rng.choice([1e-3, 5e-3, 0.0])),
@@ -77,14 +80,73 @@ def test_small_many_is_the_single_pair_pass(seed):
     assert checked > 150 and kinds == 0b111111
 
 
+def _near_twins(rng, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """A pair whose cosine's division rounds above 1 (the pass clamps it to 1.0)."""
+    while True:
+        g = rng.standard_normal(n)
+        t = g * (1 + rng.standard_normal(n) * 1e-15)
+        c = float(np.einsum("i,i->", g, t)) / np.sqrt(float(np.einsum("i,i->", g, g)) * float(np.einsum("i,i->", t, t)))
+        if c > 1.0:
+            return g, t
+
+
+def test_small_many_edge_rows_are_the_single_pair_pass():
+    """Rows where the arithmetic after the sums shows: a -0.0 golden (its sum -0.0, the pass's sum starts at
+    0.0: mean 0.0), subnormal differences (histogram bin 0, never kept), 0/0 everywhere (max scaled error
+    0.0), a cosine rounding above 1, one side all zero, moved elements in some rows only; with NaN rows
+    between them (left to the single pass) and with --atol/--rtol."""
+    rng = np.random.default_rng(5)
+    g_twin, t_twin = _near_twins(rng, 7)
+    rows = [
+        (np.full(7, -0.0), np.full(7, -0.0)),
+        (np.full(7, -0.0), rng.standard_normal(7)),
+        (np.full(7, 1e-310), np.full(7, 3e-310)),
+        (np.zeros(7), np.zeros(7)),
+        (g_twin, t_twin),
+        (rng.standard_normal(7), np.zeros(7)),
+        (np.array([1.0, np.nan, 2, 3, 4, 5, 6]), np.arange(7.0)),
+        (np.arange(7.0), np.arange(7.0) * (1 + 1e-2)),
+        (np.arange(7.0) - 3, np.arange(7.0) - 3),
+    ]
+    for tol in (Tolerance(rtol=1e-3), Tolerance(rtol=0.0, allclose=(1e-5, 1e-3))):
+        for order in (rows, rows[::-1]):
+            got = measure_small_many(order, tol)
+            for (g, t), r in zip(order, got):
+                assert _same(r, measure_streams(_one(g), _one(t), tol)), (g, t)
+    assert measure_small_many(rows[4:5], Tolerance())[0].cosine == 1.0
+    assert measure_small_many(rows[:1], Tolerance())[0].golden_stats["mean"] == 0.0
+
+
+def test_twin_rows_are_the_single_pair_pass(monkeypatch):
+    """Rows whose two sides hold the same values (the ops before a divergence, a rerun) are measured from
+    the golden alone: the same records as the single pass, alone in a block or between differing rows,
+    whatever the values (zeros, -0.0, 1e153 whose product of norms overflows, integers, a float32 golden
+    against a float64 target of the same values); with --atol/--rtol every row takes the full pass."""
+    rng = np.random.default_rng(8)
+    twins = [(a, a.copy()) for a in (np.zeros(9), np.full(9, -0.0), np.full(9, 3e153), rng.standard_normal(9),
+                                      rng.integers(-3, 3, 9).astype(np.float64), (rng.standard_normal(9) > 0) * 1.0)]
+    others = [(a, a + rng.standard_normal(9) * 1e-3) for a in (rng.standard_normal(9), np.zeros(9))]
+    seen: list[int] = []
+    real = small_pairs._twin_columns
+    monkeypatch.setattr(small_pairs, "_twin_columns", lambda G, *a: seen.append(len(G)) or real(G, *a))
+    for tol in (Tolerance(rtol=5e-3), Tolerance(rtol=0.0), Tolerance(rtol=1e-3, allclose=(1e-5, 1e-3))):
+        for pairs in (twins, others[:1] + twins + others[1:], twins[::-1] + others):
+            for (g, t), r in zip(pairs, measure_small_many(pairs, tol)):
+                assert _same(r, measure_streams(_one(g), _one(t), tol)), (g, t, tol)
+    f32 = rng.standard_normal(9).astype(np.float32)
+    mixed = [(f32, f32.astype(np.float64))]
+    assert _same(measure_small_many(mixed, Tolerance())[0], measure_streams(_one(f32), _one(mixed[0][1]), Tolerance()))
+    assert seen[:6] == [6, 6, 6, 6, 6, 6] and sum(seen) == 6 * 6 + 1  # never with --atol/--rtol
+
+
 def test_small_many_without_exact_row_sums_measures_pair_by_pair(monkeypatch):
     rng = np.random.default_rng(9)
     pairs = [(rng.standard_normal(300).astype(np.float32), rng.standard_normal(300).astype(np.float32))
              for _ in range(3)]
     calls = []
-    real = metrics.measure_streams
-    monkeypatch.setattr(metrics, "rows_exact", lambda: False)
-    monkeypatch.setattr(metrics, "measure_streams", lambda *a: calls.append(1) or real(*a))
+    real = small_pairs.measure_streams
+    monkeypatch.setattr(small_pairs, "rows_exact", lambda: False)
+    monkeypatch.setattr(small_pairs, "measure_streams", lambda *a: calls.append(1) or real(*a))
     got = measure_small_many(pairs, Tolerance())
     assert len(calls) == 3
     assert all(_same(r, real(_one(g), _one(t), Tolerance())) for (g, t), r in zip(pairs, got))
@@ -124,13 +186,13 @@ def test_plans_decode_what_the_canonical_loader_decodes(tmp_path, monkeypatch, s
     canonical = []
     real = cann_dump.load_tensor
     monkeypatch.setattr(cann_dump, "load_tensor", lambda *a, **k: canonical.append(1) or real(*a, **k))
-    monkeypatch.setattr(tensor_io, "_PLANS", {})
+    monkeypatch.setattr(layout_plans, "PLANS", {})
     got = [OnceReader([r]).load(r) for r in refs]
     for w, g in zip(want, got):
         assert (g.dtype, g.shape) == (w.dtype, w.shape) and g.tobytes() == w.tobytes()
     planned = dtype != "bfloat16"
     assert len(canonical) == (1 if planned else 3)  # the first file teaches the plan, the others use it
-    assert (list(tensor_io._PLANS.values())[0] is not None) == planned
+    assert (list(layout_plans.PLANS.values())[0] is not None) == planned
 
 
 def test_a_plan_is_refused_when_the_converter_makes_up_elements(tmp_path, monkeypatch):
@@ -148,13 +210,13 @@ def test_a_plan_is_refused_when_the_converter_makes_up_elements(tmp_path, monkey
         return out
 
     monkeypatch.setattr(device_format, "to_logical", filling)  # seen by the plan's probes only
-    monkeypatch.setattr(tensor_io, "_PLANS", {})
+    monkeypatch.setattr(layout_plans, "PLANS", {})
     np.testing.assert_array_equal(OnceReader([ref]).load(ref), load_tensor(ref))
-    assert list(tensor_io._PLANS.values()) == [None]
+    assert list(layout_plans.PLANS.values()) == [None]
 
 
 def test_a_plan_never_reads_past_a_short_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(tensor_io, "_PLANS", {})
+    monkeypatch.setattr(layout_plans, "PLANS", {})
     arr = np.ones((1, 16, 2, 2), np.float32)
     paths = []
     for k in range(2):
@@ -244,13 +306,13 @@ def test_pool_and_batches_give_the_per_pair_answer(tmp_path, monkeypatch):
     assert pools and pools[0].submitted > 5  # batches went to worker processes
 
     batched: list[int] = []
-    real_many = mm.measure_small_many
-    monkeypatch.setattr(mm, "measure_small_many", lambda pairs, tol: batched.append(len(pairs)) or real_many(pairs, tol))
+    real_block = mm.small_block
+    monkeypatch.setattr(mm, "small_block", lambda pairs, tol: batched.append(len(pairs)) or real_block(pairs, tol))
     inline = compare_dumps(g, t, workers=1)
     assert max(batched) > 1  # small pairs were measured together
 
-    real_batch = mm.measure_batch
-    monkeypatch.setattr(mm, "measure_batch", lambda jobs, allclose: real_batch(jobs, allclose, together=False))
+    real_packed = mm.measure_packed
+    monkeypatch.setattr(mm, "measure_packed", lambda jobs, allclose: real_packed(jobs, allclose, together=False))
     reference = compare_dumps(g, t, workers=1)
 
     text = json.dumps(reference, sort_keys=False)
@@ -385,3 +447,20 @@ def test_only_a_few_ops_wait_for_their_measurement(tmp_path, monkeypatch):
     bounded = compare_dumps(g, t)
     assert len(pending) >= 5 and max(pending) <= 8 + 4  # the bound, plus the chunk just handed in
     assert json.dumps(bounded) == json.dumps(reference)
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
+def test_pool_workers_run_without_the_cycle_collector():
+    """A batch's arguments are unpickled in the worker before ``judge_batch`` can pause the collector: the
+    workers run with it off (and the inherited objects frozen), the parent's left as it was."""
+    import gc
+
+    pool = mm._pool(2)
+    if pool is None:
+        pytest.skip("no process pool here")
+    try:
+        assert pool.submit(gc.isenabled).result() is False
+        assert pool.submit(gc.get_freeze_count).result() > 0
+    finally:
+        pool.shutdown()
+    assert gc.isenabled()

@@ -166,8 +166,16 @@ def header_from_bytes(path: PathLike, data: bytes, max_header_bytes: int = 64 <<
     """``read_header`` of a file already read whole into ``data`` (same checks, same result): compare
     reads each small dump file once and decodes its header and every payload from that one buffer."""
     p = os.fspath(path)
-    h = _header_length(p, len(data), data, max_header_bytes)
-    return build_header(p, len(data), h, _decode(p, data, h))
+    h, fields = fields_from_bytes(p, data, max_header_bytes)
+    return build_header(p, len(data), h, fields)
+
+
+def fields_from_bytes(path: str, data: bytes, max_header_bytes: int = 64 << 20) -> tuple[int, HeaderFields]:
+    """``(H, decoded header)`` of a file read whole (``header_from_bytes``' checks): what ``build_header``
+    makes of it depends on the path, ``op_name`` and ``dump_time`` only in those fields, so a reader can
+    keep the rest per (layout, H, file size)."""
+    h = _header_length(path, len(data), data, max_header_bytes)
+    return h, _decode(path, data, h)
 
 
 def read_header(path: PathLike, max_header_bytes: int = 64 << 20) -> CannHeader:

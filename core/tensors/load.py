@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Optional
 import numpy as np
 
 from dumpscope.core.formats.shapes import element_count, impossible_header
+from dumpscope.core.tensors.layout_plans import cann_groups, learn_plan, planned
 from dumpscope.core.model import (STORAGE_CANN, STORAGE_H5, STORAGE_NONE, STORAGE_NPY, STORAGE_PT, STORAGE_RAW,
                                   STORAGE_VALUE)
 
@@ -139,6 +140,9 @@ def load_tensor(ref: TensorRef) -> np.ndarray:
     raise TensorLoadError(f"{ref.path}: unknown storage {ref.storage!r}")
 
 
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+_UNREAD = object()  # a file ``OnceReader`` has not opened yet
+
 #: files up to this size are read whole, once, by ``OnceReader`` (cann_dump memory-maps payloads from 4 MiB)
 ONCE_MAX_BYTES = 4 << 20
 
@@ -175,29 +179,40 @@ class OnceReader:
     def value_source(self, ref: TensorRef):
         """``(array, stream)``: the tensor decoded from its file's one buffer and the ``value_chunks``
         stream made of it, or ``(None, value_chunks(ref))`` for a file that streams."""
+        arr = self.array(ref)
+        return (None, value_chunks(ref)) if arr is None else (arr, array_stream(arr))
+
+    def array(self, ref: TensorRef) -> Optional[np.ndarray]:
+        """The tensor decoded from its file's one buffer when it has the indexed shape, else None (it
+        streams: ``value_chunks(ref)``).  Either way the file's count of tensors to come goes down."""
         arr = self._buffered(ref)
-        if arr is None or tuple(arr.shape) != tuple(ref.shape):
-            return None, value_chunks(ref)
-        return arr, (lambda: _chunks(arr), tuple(arr.shape), _value_dtype(arr.dtype))
+        if arr is None or arr.shape != tuple(ref.shape):
+            return None
+        return arr
 
     def _buffered(self, ref: TensorRef) -> Optional[np.ndarray]:
         """The tensor decoded from its file's one buffer, or None: the existing path must load it."""
-        if ref.path not in self._left:
+        path = ref.path
+        left = self._left.get(path)
+        if left is None:
             return None
         try:
-            got = self._files[ref.path] if ref.path in self._files else self._open(ref)
+            got = self._files.get(path, _UNREAD)
+            if got is _UNREAD:
+                got = self._open(ref)
             return self._decode(ref, got) if got is not None else None
         except Exception:  # the canonical loader says what is wrong (or reads what this one would not)
             return None
         finally:
-            self._left[ref.path] -= 1
-            if self._left[ref.path] <= 0:
-                self._left.pop(ref.path)
-                self._files.pop(ref.path, None)
+            if left > 1:
+                self._left[path] = left - 1
+            else:
+                del self._left[path]
+                self._files.pop(path, None)
 
     def _open(self, ref: TensorRef):
         self._files[ref.path] = None
-        fd = os.open(ref.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        fd = os.open(ref.path, _READ_FLAGS)
         try:
             size = os.fstat(fd).st_size
             if size > self.max_bytes:
@@ -213,9 +228,7 @@ class OnceReader:
             os.close(fd)
         data = parts[0] if len(parts) == 1 else b"".join(parts)  # b"" for an empty file
         if ref.storage == STORAGE_CANN:
-            from dumpscope.core.formats.cann_dump import header_from_bytes
-
-            header = header_from_bytes(ref.path, data)
+            header = cann_groups(ref.path, data)
         else:
             header = _npy_layout(ref.path, data)
         self._files[ref.path] = got = (data, header)
@@ -225,16 +238,16 @@ class OnceReader:
     def _decode(ref: TensorRef, got) -> Optional[np.ndarray]:
         data, header = got
         if ref.storage == STORAGE_CANN:
-            from dumpscope.core.formats.cann_dump import load_tensor as load_cann
-
-            group = header.inputs if ref.io == "input" else header.outputs
+            group = header[0] if ref.io == "input" else header[1]
             if ref.slot >= len(group):
                 return None
-            t = group[ref.slot]
-            arr = _planned(t, data)
+            t, key = group[ref.slot]
+            arr = planned(t, data, key)
             if arr is None:
+                from dumpscope.core.formats.cann_dump import load_tensor as load_cann
+
                 arr = load_cann(ref.path, t, data=data)
-                _learn_plan(t, arr, data)
+                learn_plan(t, arr, data)
             return arr
         if header is None:
             return None
@@ -246,106 +259,15 @@ class OnceReader:
         return _words_decoded(ref, arr.reshape(shape[::-1]).transpose() if fortran else arr.reshape(shape))
 
 
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    """How ``cann_dump.load_tensor`` turns one small tensor layout into logical values: read ``count``
-    stored ``dtype`` elements, gather them by ``index`` (None: as they are), shape them ``shape``."""
-
-    dtype: np.dtype
-    count: int
-    shape: tuple[int, ...]
-    index: Optional[np.ndarray]
-
-
-#: plans by tensor layout (dtype, format, device and original shape, sub-format, payload size): the
-#: files of a model repeat a few hundred layouts, and the canonical loader's checks and converter
-#: calls cost ten times the gather they amount to
-_PLANS: dict[tuple, Optional[_Plan]] = {}
-_PLANS_MAX = 256
-_PLAN_MAX_ELEMS = 1 << 16
-_PLAN_LOCK = threading.Lock()
-_PLAN_DTYPES = {"float16": "<f2", "float32": "<f4", "float64": "<f8", "int8": "i1", "uint8": "u1", "int16": "<i2",
-                "uint16": "<u2", "int32": "<i4", "uint32": "<u4", "int64": "<i8", "uint64": "<u8"}
-
-
-def _plan_key(t) -> tuple:
-    return (t.dtype, t.format, t.shape, t.original_shape, t.sub_format, t.size)
-
-
-def _planned(t, data: bytes) -> Optional[np.ndarray]:
-    """The tensor's logical values by its layout's plan, or None (no plan yet, or not in ``data``)."""
-    plan = _PLANS.get(_plan_key(t))
-    if plan is None or t.offset + plan.count * plan.dtype.itemsize > len(data):
-        return None  # the canonical loader decodes it (and names a truncation)
-    flat = np.frombuffer(data, dtype=plan.dtype, count=plan.count, offset=t.offset)
-    return (flat if plan.index is None else flat.take(plan.index)).reshape(plan.shape)
-
-
-def _learn_plan(t, arr: np.ndarray, data: bytes) -> None:
-    key = _plan_key(t)
-    if key in _PLANS:
-        return
-    try:
-        plan = _make_plan(t, arr, data)
-    except Exception:  # anything unusual: this layout keeps the canonical path
-        plan = None
-    with _PLAN_LOCK:
-        if len(_PLANS) >= _PLANS_MAX:
-            _PLANS.clear()
-        _PLANS[key] = plan
-
-
-def _make_plan(t, arr: np.ndarray, data: bytes) -> Optional[_Plan]:
-    """The plan of ``t``'s layout, from the canonical converter itself: it only moves elements, so run
-    on element numbers of the same width it yields the gather index.  Checked against ``arr`` (the
-    canonical result from ``data``) bit for bit; None when the dtype is not a plain number or the tensor is big."""
-    code = _PLAN_DTYPES.get(t.dtype)
-    count = element_count(t.shape)
-    if code is None or not 0 < count <= _PLAN_MAX_ELEMS:
-        return None
-    sdt = np.dtype(code)
-    if arr.dtype != sdt or not sdt.isnative:
-        return None
-    udt = np.dtype(f"<u{sdt.itemsize}")
-    number = np.arange(count, dtype=np.int64)
-    index = _gather_index(t, number, udt, arr.shape)
-    # numbered backwards too: an element the converter made up (a fill) would not follow the numbers
-    back = _gather_index(t, count - 1 - number, udt, arr.shape)
-    if index is None or back is None or not np.array_equal(back, count - 1 - index):
-        return None
-    flat_index = index.reshape(-1)
-    identity = flat_index.size == count and bool(np.array_equal(flat_index, number))
-    plan = _Plan(sdt, count, tuple(arr.shape), None if identity else flat_index.astype(np.intp))
-    raw = np.frombuffer(data, dtype=udt, count=count, offset=t.offset)
-    mine = raw if plan.index is None else raw.take(plan.index)
-    if not np.array_equal(mine, np.ascontiguousarray(arr).reshape(-1).view(udt)):
-        return None
-    return plan
-
-
-def _gather_index(t, numbers: np.ndarray, udt: np.dtype, shape: tuple) -> Optional[np.ndarray]:
-    """Where each logical element of ``t`` comes from, when its stored elements carry ``numbers``:
-    the converter run on the numbers one base-256**itemsize digit at a time (two for 1-byte dtypes)."""
-    from dumpscope.core.formats.device_format import to_logical
-
-    base = min(1 << (8 * udt.itemsize), 1 << 32)
-    index = np.zeros(shape, np.int64)
-    mult = 1
-    while True:
-        probe = ((numbers // mult) % base).astype(udt).reshape(t.shape)
-        out = to_logical(probe, t.format, t.shape, t.original_shape, t.sub_format, None)
-        if out.shape != shape:
-            return None
-        index += out.astype(np.int64) * mult
-        mult *= base
-        if mult >= numbers.size:
-            return index
-
-
 @lru_cache(maxsize=64)
-def _value_dtype(dt: np.dtype) -> np.dtype:
+def value_dtype(dt: np.dtype) -> np.dtype:
     """The dtype a stream of these values declares (native byte order, by name)."""
     return np.dtype(dt.name)
+
+
+def array_stream(arr: np.ndarray) -> tuple[Callable[[], Iterable[np.ndarray]], tuple[int, ...], np.dtype]:
+    """An in-memory tensor as a ``value_chunks`` stream (its C-order chunks, shape and value dtype)."""
+    return (lambda: _chunks(arr), tuple(arr.shape), value_dtype(arr.dtype))
 
 
 def npy_words_dtype(ref: TensorRef, header: np.dtype) -> Optional[np.dtype]:

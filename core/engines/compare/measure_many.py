@@ -3,13 +3,13 @@
 A place of 20,000 ops is mostly small files; reading, decoding and measuring them is pure CPU in
 Python and numpy, so threads only take turns on the GIL.  Ops are cut into batches (a few hundred
 pairs or a few tens of MB each) and each batch is measured in a worker process (fork: the workers
-inherit the imported readers), which returns plain picklable ``CompareResult`` records.  Results
-come back in op order whatever order the workers finish in, so the answer is the inline one.
-Within a batch each op's files are read once (``tensor_io.OnceReader``); small pairs with the same
-element count and dtypes are measured together (``metrics.measure_small_many``, bit for bit the
-single-pair pass); big tensors stream in bounded memory in whichever process measures them.  Where
-no process pool can be used (one core, inside the explorer, a restricted sandbox) or the place is
-small, the same batches run here.
+inherit the imported readers).  Within a batch each op's files are read once (``tensor_io.OnceReader``);
+small pairs with the same element count and dtypes are measured together (``small_pairs``, bit for
+bit the single-pair pass) and stay columns (``Packed``: 16 floats a pair cross the pipe, not a record);
+big tensors stream in bounded memory in whichever process measures them.  The process that uses the
+results makes the records and runs the fixed rules (``judged``), in op order whatever order the
+workers finish in, so the answer is the inline one.  Where no process pool can be used (one core,
+inside the explorer, a restricted sandbox) or the place is small, the same batches run here.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from typing import Any, Iterator, Optional, Union
 
 import numpy as np
 
-from dumpscope.core.engines.compare.metrics import (SMALL_MAX, CompareResult, Tolerance, measure_small_many, measure_streams,
-                                            small_kind)
+from dumpscope.core.engines.compare.metrics import CompareResult, Tolerance, measure_streams
+from dumpscope.core.engines.compare.small_pairs import SMALL_MAX, SmallBlock, as_stream, small_block, small_kind
 from dumpscope.core.engines.compare.verdict import ERROR, PASS, Context, Thresholds, element_rtol, fixed_verdict
 from dumpscope.core.support.gc_pause import gc_paused
-from dumpscope.core.tensors.load import OnceReader, TensorLoadError, TensorRef
+from dumpscope.core.tensors.load import OnceReader, TensorLoadError, TensorRef, array_stream, value_chunks, value_dtype
 
 #: ``TensorRef``'s fields in order (a tuple pickles twenty times faster than the dataclass)
 RefFields = tuple
@@ -39,6 +39,9 @@ OpJob = list[tuple[RefFields, RefFields, str, str]]
 #: what comes back for one op: per loaded pair (outcome, verdict, rule) — the fixed rules' verdict, or a pass
 #: for the walk to judge
 Judged = list[tuple[Outcome, str, str]]
+#: what a batch's measurement is sent back as: per op, per loaded pair, its row in the batch's blocks
+#: (an int: the blocks' rows numbered on from block to block) or its outcome
+Packed = tuple[list[list[Union[int, Outcome]]], list[SmallBlock]]
 
 #: below this many matched ops a pool costs more (fork, pickling) than it saves
 POOL_MIN_OPS = 256
@@ -48,38 +51,56 @@ BATCH_BYTES = 64 << 20
 #: in-process threads only pay off when numpy's long loops (big tensors) dominate
 THREAD_MIN_BYTES = 1 << 20
 #: elements of one (pairs × n) block of the small-pair kernel
-SMALL_BLOCK = 1 << 14
+SMALL_BLOCK = 1 << 15
 
 
-def judge_batch(jobs: list[OpJob], th: Thresholds) -> list[Judged]:
-    """``measure_batch`` of consecutive ops and their fixed rules (dtype kind, shape, NaN/Inf, argument,
-    allclose: ``verdict.fixed_verdict``); what those leave open is judged by the engine's walk over the
-    ops in order (``origin.Walk``), so it is not judged here (the unit of work of a pool worker)."""
-    with gc_paused():  # results are small records without cycles (see gc_pause)
-        return _judged(jobs, th)
-
-
-def _judged(jobs: list[OpJob], th: Thresholds) -> list[Judged]:
+def judge_batch(jobs: list[OpJob], th: Thresholds) -> Packed:
+    """``measure_packed`` of consecutive ops (the unit of work of a pool worker); the process that uses
+    the records makes them and runs their fixed rules (``judged``)."""
     allclose = (th.atol or 0.0, th.rtol or 0.0) if th.allclose else None
-    measured = measure_batch([[(g, t) for g, t, _io, _kind in pairs] for pairs in jobs], allclose)
+    with gc_paused():  # results are small records without cycles (see gc_pause)
+        return measure_packed([[(g, t) for g, t, _io, _kind in pairs] for pairs in jobs], allclose)
+
+
+def judged(packed: Packed, jobs: list[OpJob], th: Thresholds) -> list[Judged]:
+    """The records of a batch with the fixed rules' verdicts (dtype kind, shape, NaN/Inf, argument,
+    allclose: ``verdict.fixed_verdict``); what those leave open is judged by the engine's walk over the
+    ops in order (``origin.Walk``), so it is not judged here."""
+    contexts: dict[str, Context] = {}
     out: list[Judged] = []
-    for pairs, outcomes in zip(jobs, measured):
-        judged = []
-        for (_g, _t, _io, kind), r in zip(pairs, outcomes):
-            if isinstance(r, str):
-                judged.append((r, ERROR, r))
-            else:
-                r.verdict, r.rule = fixed_verdict(r, Context(th, kind=kind)) or (PASS, "")
-                judged.append((r, r.verdict, r.rule))
-        out.append(judged)
+    with gc_paused():
+        for pairs, outcomes in zip(jobs, outcomes_of(packed)):
+            row: Judged = []
+            for (_g, _t, _io, kind), r in zip(pairs, outcomes):
+                if isinstance(r, str):
+                    row.append((r, ERROR, r))
+                    continue
+                ctx = contexts.get(kind)
+                if ctx is None:
+                    ctx = contexts[kind] = Context(th, kind=kind)
+                r.verdict, r.rule = fixed_verdict(r, ctx) or (PASS, "")
+                row.append((r, r.verdict, r.rule))
+            out.append(row)
     return out
+
+
+def outcomes_of(packed: Packed) -> list[list[Outcome]]:
+    """What ``measure_packed`` measured, as records (made here: new objects each call)."""
+    slots, blocks = packed
+    made = [r for b in blocks for r in b.results()] if blocks else []
+    return [[made[e] if type(e) is int else e for e in op] for op in slots]
 
 
 def measure_batch(jobs: list[Pairs], allclose: Optional[tuple[float, float]],
                   together: bool = True) -> list[list[Outcome]]:
-    """Every loaded pair of consecutive ops (the unit of work sent to a pool worker), reading each op's
-    files once.  ``together``: small in-memory pairs go through the batched kernel (False: pair by
-    pair, the reference the batched results are tested against)."""
+    """Every loaded pair of consecutive ops, as records (``measure_packed``)."""
+    return outcomes_of(measure_packed(jobs, allclose, together))
+
+
+def measure_packed(jobs: list[Pairs], allclose: Optional[tuple[float, float]], together: bool = True) -> Packed:
+    """Every loaded pair of consecutive ops, reading each op's files once.  ``together``: small
+    in-memory pairs go through the batched kernel (``small_pairs``; False: pair by pair, the
+    reference the batched results are tested against), whose rows stay columns."""
     out: list[list[Any]] = [[] for _ in jobs]
     groups: dict[tuple, list[tuple[int, int, np.ndarray, np.ndarray]]] = {}
     for i, fields in enumerate(jobs):
@@ -87,26 +108,33 @@ def measure_batch(jobs: list[Pairs], allclose: Optional[tuple[float, float]],
         reader = OnceReader([r for pair in job for r in pair])
         row = out[i]
         for g, t in job:
+            ga, ta = reader.array(g), reader.array(t)  # (never raises: None streams)
+            if (together and ga is not None and ta is not None and 0 < ga.size == ta.size <= SMALL_MAX
+                    and small_kind(ga.dtype) and small_kind(ta.dtype)):
+                gdt, tdt = value_dtype(ga.dtype), value_dtype(ta.dtype)
+                groups.setdefault((ga.size, gdt, tdt, _tolerance(gdt, tdt, allclose)), []).append(
+                    (i, len(row), _detached(ga), _detached(ta)))
+                row.append(None)  # filled below, in place
+                continue
             try:
-                ga, gs = reader.value_source(g)
-                ta, ts = reader.value_source(t)
-                tol = _tolerance(gs[2], ts[2], allclose)
-                if (together and ga is not None and ta is not None and 0 < ga.size == ta.size <= SMALL_MAX
-                        and small_kind(gs[2]) and small_kind(ts[2])):
-                    groups.setdefault((ga.size, gs[2], ts[2], tol), []).append(
-                        (i, len(row), _detached(ga), _detached(ta)))
-                    row.append(None)  # filled below, in place
-                else:
-                    row.append(measure_streams(gs, ts, tol))
+                gs = array_stream(ga) if ga is not None else value_chunks(g)
+                ts = array_stream(ta) if ta is not None else value_chunks(t)
+                row.append(measure_streams(gs, ts, _tolerance(gs[2], ts[2], allclose)))
             except TensorLoadError as exc:
                 row.append(f"unreadable: {exc}")
+    blocks: list[SmallBlock] = []
+    rows = 0
     for (n, _gdt, _tdt, tol), members in groups.items():
         step = max(1, SMALL_BLOCK // n)
         for k in range(0, len(members), step):
             part = members[k:k + step]
-            for (i, j, _g, _t), r in zip(part, measure_small_many([(m[2], m[3]) for m in part], tol)):
-                out[i][j] = r
-    return out
+            block, at = small_block([(m[2], m[3]) for m in part], tol)
+            for (i, j, g, t), r in zip(part, at):
+                out[i][j] = rows + r if r >= 0 else measure_streams(as_stream(g), as_stream(t), tol)
+            if block is not None:
+                blocks.append(block)
+                rows += len(block.shapes)
+    return out, blocks
 
 
 @lru_cache(maxsize=256)
@@ -163,9 +191,22 @@ def _pool(workers: Optional[int]):
         return None
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     try:
-        return ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context(method))
+        return ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context(method),
+                                   initializer=_worker_start)
     except Exception:
         return None
+
+
+def _worker_start() -> None:
+    """A worker's cycle collector off for good: a batch's arguments are unpickled before ``judge_batch``
+    can pause it, ~60,000 tuples and strings each that set off collections walking every object the
+    worker inherited (a seventh of a worker's CPU in a 40,000-pair compare, finding nothing).  The
+    batches make no cycles (plain tuples, arrays and records, see ``gc_pause``), so reference counting
+    frees all of it; ``freeze`` also keeps the inherited objects' pages shared with the parent."""
+    import gc
+
+    gc.freeze()
+    gc.disable()
 
 
 def prestart(workers: Optional[int] = None) -> None:
@@ -205,7 +246,7 @@ class Measurer:
                     self._owns_pool = True
         self._threads = ThreadPoolExecutor(max_workers=max(1, workers or 2), thread_name_prefix="dumpscope-compare") \
             if self._pool is None and workers != 1 else None
-        self._pending: deque[tuple[int, int, list[OpJob], Any]] = deque()
+        self._pending: deque[tuple[int, int, list[OpJob], Any]] = deque()  # futures of ``Packed``
         self._next = 0  # op number of the next job handed in
 
     @property
@@ -247,7 +288,7 @@ class Measurer:
             except BrokenProcessPool:  # a worker died (killed, out of memory): this batch here
                 self._give_up()
                 got = judge_batch(part, self.th)
-            yield a, b, got
+            yield a, b, judged(got, part, self.th)
 
     def _give_up(self) -> None:
         if self._pool is not None:
@@ -289,13 +330,13 @@ def shared_pool() -> Iterator[None]:
 class _Done:
     """A batch measured on the spot, shaped like a future."""
 
-    def __init__(self, value: list[Judged]) -> None:
+    def __init__(self, value: Packed) -> None:
         self._value = value
 
     def done(self) -> bool:
         return True
 
-    def result(self) -> list[Judged]:
+    def result(self) -> Packed:
         return self._value
 
 

@@ -1,0 +1,145 @@
+"""Layout plans: how compare's one-read loader turns a small CANN tensor's bytes into logical values fast.
+
+The files of a model repeat a few hundred tensor layouts (dtype, device format, shapes).  For each, the
+canonical converter (``cann_dump.load_tensor`` / ``device_format.to_logical``) is run once on element
+numbers to learn the gather it amounts to (``Plan``), checked bit for bit against its own result; later
+tensors of that layout are one ``frombuffer`` and one ``take``.  The header of every file is still
+parsed and checked (``cann_groups``): only what it decodes to is kept per layout.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from dumpscope.core.formats.shapes import element_count
+
+
+#: per (header layout, header length, file size): the file's inputs and outputs as ``(CannTensor, plan
+#: key)``; every file of an op with the same shapes has the same ones (``cann_dump.TensorLayout``),
+#: and building them costs what parsing the header does
+GROUPS: dict[tuple[int, int, int], tuple[Any, tuple[list, list]]] = {}
+GROUPS_MAX = 1024
+
+
+def cann_groups(path: str, data: bytes) -> tuple[list, list]:
+    """``header_from_bytes(path, data)``'s inputs and outputs, each ``(CannTensor, plan_key)``: the
+    header is parsed (and checked) for every file, the tensors built once per layout.  What the
+    tensors say is the header's layout, offsets (8 + H on) and truncation (the file's size), nothing
+    else, so the key holds exactly those; the layout object is kept with its entry so its id is not
+    reused while the entry lives."""
+    from dumpscope.core.formats.cann_dump import build_header, fields_from_bytes
+
+    h, fields = fields_from_bytes(path, data)
+    lay = fields.layout
+    key = (id(lay), h, len(data))
+    got = GROUPS.get(key)
+    if got is not None and got[0] is lay:
+        return got[1]
+    header = build_header(path, len(data), h, fields)
+    groups = ([(t, plan_key(t)) for t in header.inputs], [(t, plan_key(t)) for t in header.outputs])
+    with _PLAN_LOCK:
+        if len(GROUPS) >= GROUPS_MAX:
+            GROUPS.clear()
+        GROUPS[key] = (lay, groups)
+    return groups
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """How ``cann_dump.load_tensor`` turns one small tensor layout into logical values: read ``count``
+    stored ``dtype`` elements, gather them by ``index`` (None: as they are), shape them ``shape``."""
+
+    dtype: np.dtype
+    count: int
+    shape: tuple[int, ...]
+    index: Optional[np.ndarray]
+
+
+#: plans by tensor layout (dtype, format, device and original shape, sub-format, payload size): the
+#: files of a model repeat a few hundred layouts, and the canonical loader's checks and converter
+#: calls cost ten times the gather they amount to
+PLANS: dict[tuple, Optional[Plan]] = {}
+PLANS_MAX = 256
+_PLAN_MAX_ELEMS = 1 << 16
+_PLAN_LOCK = threading.Lock()
+_PLAN_DTYPES = {"float16": "<f2", "float32": "<f4", "float64": "<f8", "int8": "i1", "uint8": "u1", "int16": "<i2",
+                "uint16": "<u2", "int32": "<i4", "uint32": "<u4", "int64": "<i8", "uint64": "<u8"}
+
+
+def plan_key(t) -> tuple:
+    return (t.dtype, t.format, t.shape, t.original_shape, t.sub_format, t.size)
+
+
+def planned(t, data: bytes, key: Optional[tuple] = None) -> Optional[np.ndarray]:
+    """The tensor's logical values by its layout's plan, or None (no plan yet, or not in ``data``);
+    ``key``: ``plan_key(t)`` when known."""
+    plan = PLANS.get(plan_key(t) if key is None else key)
+    if plan is None or t.offset + plan.count * plan.dtype.itemsize > len(data):
+        return None  # the canonical loader decodes it (and names a truncation)
+    flat = np.frombuffer(data, dtype=plan.dtype, count=plan.count, offset=t.offset)
+    return (flat if plan.index is None else flat.take(plan.index)).reshape(plan.shape)
+
+
+def learn_plan(t, arr: np.ndarray, data: bytes) -> None:
+    key = plan_key(t)
+    if key in PLANS:
+        return
+    try:
+        plan = _make_plan(t, arr, data)
+    except Exception:  # anything unusual: this layout keeps the canonical path
+        plan = None
+    with _PLAN_LOCK:
+        if len(PLANS) >= PLANS_MAX:
+            PLANS.clear()
+        PLANS[key] = plan
+
+
+def _make_plan(t, arr: np.ndarray, data: bytes) -> Optional[Plan]:
+    """The plan of ``t``'s layout, from the canonical converter itself: it only moves elements, so run
+    on element numbers of the same width it yields the gather index.  Checked against ``arr`` (the
+    canonical result from ``data``) bit for bit; None when the dtype is not a plain number or the tensor is big."""
+    code = _PLAN_DTYPES.get(t.dtype)
+    count = element_count(t.shape)
+    if code is None or not 0 < count <= _PLAN_MAX_ELEMS:
+        return None
+    sdt = np.dtype(code)
+    if arr.dtype != sdt or not sdt.isnative:
+        return None
+    udt = np.dtype(f"<u{sdt.itemsize}")
+    number = np.arange(count, dtype=np.int64)
+    index = _gather_index(t, number, udt, arr.shape)
+    # numbered backwards too: an element the converter made up (a fill) would not follow the numbers
+    back = _gather_index(t, count - 1 - number, udt, arr.shape)
+    if index is None or back is None or not np.array_equal(back, count - 1 - index):
+        return None
+    flat_index = index.reshape(-1)
+    identity = flat_index.size == count and bool(np.array_equal(flat_index, number))
+    plan = Plan(sdt, count, tuple(arr.shape), None if identity else flat_index.astype(np.intp))
+    raw = np.frombuffer(data, dtype=udt, count=count, offset=t.offset)
+    mine = raw if plan.index is None else raw.take(plan.index)
+    if not np.array_equal(mine, np.ascontiguousarray(arr).reshape(-1).view(udt)):
+        return None
+    return plan
+
+
+def _gather_index(t, numbers: np.ndarray, udt: np.dtype, shape: tuple) -> Optional[np.ndarray]:
+    """Where each logical element of ``t`` comes from, when its stored elements carry ``numbers``:
+    the converter run on the numbers one base-256**itemsize digit at a time (two for 1-byte dtypes)."""
+    from dumpscope.core.formats.device_format import to_logical
+
+    base = min(1 << (8 * udt.itemsize), 1 << 32)
+    index = np.zeros(shape, np.int64)
+    mult = 1
+    while True:
+        probe = ((numbers // mult) % base).astype(udt).reshape(t.shape)
+        out = to_logical(probe, t.format, t.shape, t.original_shape, t.sub_format, None)
+        if out.shape != shape:
+            return None
+        index += out.astype(np.int64) * mult
+        mult *= base
+        if mult >= numbers.size:
+            return index
