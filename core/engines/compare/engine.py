@@ -404,7 +404,7 @@ def _size(shape: tuple[int, ...]) -> int:
 
 def _judge_unloaded(op: _Op, th: vd.Thresholds) -> None:
     """The fixed rules of the rows whose tensors were not read here (values, statistics-only pairs), as
-    ``measure_many.judge_batch`` runs them on the others."""
+    ``measure_many.judged`` runs them on the others."""
     for p in op.pairs:
         if _loads(p):
             continue
@@ -476,7 +476,7 @@ def _row_facts(p: _Pair, is_produced: bool, th: vd.Thresholds, source: str = "")
         return facts
     dt = pr.judged_dtype(r.golden_dtype, r.target_dtype)
     facts.dtype, facts.u = dt, pr.unit_roundoff(dt)
-    # (``measure_many.judge_batch`` / ``_judge_unloaded``; a float dtype replaced by the stored one is still
+    # (``measure_many.judged`` / ``_judge_unloaded``; a float dtype replaced by the stored one is still
     # a float, which rule 1 lets through)
     fixed = (p.verdict, p.rule) if p.rule else None  # the fixed rules ran where the pair was measured
     if fixed is not None and fixed[0] == vd.WARNING and fixed[1].startswith("shape"):
