@@ -95,3 +95,134 @@ def test_dump_in_parts_writes_the_same_text_and_never_holds_it_whole(tmp_path, m
     dump(doc, parts.append)
     assert "".join(parts) == _stdlib(doc)
     assert len(parts) > 20 and max(map(len, parts)) < len("".join(parts)) // 10
+
+
+# -- property tests: any document of the kinds the CLI prints ----------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_ANY_CHAR = st.characters(min_codepoint=0, max_codepoint=0x10FFFF, blacklist_categories=())  # surrogates too
+_TEXT = st.one_of(
+    st.text(_ANY_CHAR, max_size=12),
+    st.sampled_from(["", "é", "日本", "\x00", "\x1b[31m", "\u2028", "\x7f\x85", '"q" \\ /', "\ud800", "NaN", "Infinity",
+                     "net/Conv2D-op1", "[1, 2]", "{}"]),
+)
+_FLOAT = st.one_of(st.floats(), st.sampled_from([float("nan"), float("inf"), -float("inf"), -0.0, 0.0, 5e-324, 1e300]))
+_INT = st.one_of(st.integers(), st.integers(min_value=-10 ** 40, max_value=10 ** 40), st.sampled_from([0, -1, 2 ** 63, 10 ** 300]))
+
+
+def _np(kind):
+    def make(x):
+        with np.errstate(over="ignore", invalid="ignore"):
+            return kind(x)
+    return make
+
+
+_NUMPY = st.one_of(
+    _FLOAT.map(_np(np.float64)), _FLOAT.map(_np(np.float32)), _FLOAT.map(_np(np.float16)),
+    st.integers(-128, 127).map(np.int8), st.integers(0, 2 ** 64 - 1).map(np.uint64),
+    st.integers(-2 ** 63, 2 ** 63 - 1).map(np.int64), st.integers(0, 65535).map(np.uint16), st.booleans().map(np.bool_),
+)
+_SUBCLASSED = st.one_of(_TEXT.map(_Str), _FLOAT.map(_Float), _INT.map(_Int))
+_LEAF = st.one_of(_TEXT, _FLOAT, _INT, st.booleans(), st.none(), _NUMPY, _SUBCLASSED)
+_KEY = st.one_of(_TEXT, _TEXT, st.integers(-3, 3), st.sampled_from([1.5, -0.0, float("nan"), float("inf")]), st.booleans(),
+                 st.none(), _TEXT.map(_Str))
+
+
+class _Dict(dict):
+    pass
+
+
+def _containers(children):
+    lists = st.lists(children, max_size=12)
+    dicts = st.dictionaries(_KEY, children, max_size=10)
+    return st.one_of(lists, lists.map(tuple), dicts, dicts.map(_Dict),
+                     st.lists(_LEAF, min_size=8, max_size=40))  # long enough for the C encoder
+
+
+_DOC = st.recursive(_LEAF, _containers, max_leaves=60)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_DOC)
+def test_any_document_prints_as_the_standard_library_prints_it_cleaned(doc):
+    want = _stdlib(doc)
+    assert dumps(doc) == want
+    parts: list[str] = []
+    from dumpscope.tui.json_text import dump
+
+    dump(doc, parts.append)
+    assert "".join(parts) == want
+
+
+_ROW_LEAF = st.one_of(_TEXT, _FLOAT, _INT, st.booleans(), st.none())
+_ROW = st.dictionaries(_TEXT, st.one_of(_ROW_LEAF, st.lists(_ROW_LEAF, max_size=10),
+                                        st.dictionaries(_TEXT, _ROW_LEAF, max_size=5)), max_size=8)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_ROW, max_size=12))
+def test_rows_read_back_from_a_spool_print_as_a_list(rows):
+    from dumpscope.core.support.row_spool import RowSpool
+
+    spool = RowSpool()
+    spool.extend(rows)
+    doc = {"rows": spool, "n": len(rows)}
+    assert dumps(doc) == _stdlib({"rows": list(spool), "n": len(rows)})
+    assert dumps(doc) == _stdlib({"rows": rows, "n": len(rows)})
+
+
+def test_equal_keys_of_other_types_keep_their_own_text():
+    """1, 1.0 and True are one dict key and one key tuple, but json spells them "1", "1.0", "true": the
+    key prefixes are remembered per tuple of ``str`` keys only."""
+    docs = [{"1": 0}, {1: 0}, {1.0: 0}, {True: 0}, {"1": 0}, {True: 0, "a": [0] * 9}, {1: 0, "a": [0] * 9}]
+    for doc in docs * 2:
+        assert dumps([doc, doc]) == _stdlib([doc, doc])
+
+
+def test_a_compare_row_is_printed_from_remembered_key_prefixes():
+    """The key prefixes of 40,000 compare rows are built once per key tuple (the rows' own and their
+    golden/target's), not once per row: the fast path is taken."""
+    from dumpscope.tui import json_text
+
+    row = {"name": "net/Conv2D-op1", "io": "input", "slot": 0, "cosine": 0.9999999999999999, "verdict": "pass",
+           "origin": None, "share_of_allowed": float("nan"), "flag": True,
+           "golden": {"dtype": "float16", "shape": [1, 16, 8, 8], "max": 3.06640625, "file": "/d/a.1.0"},
+           "target": {"dtype": "float16", "shape": [1, 16, 8, 8], "max": 3.06640625, "file": "/d/a.1.0"},
+           "source": None}
+    rows = [dict(row, slot=i, golden=dict(row["golden"]), target=dict(row["target"])) for i in range(200)]
+    built: list[tuple] = []
+    real = json_text._prefixes
+
+    def counting(keys, inner):
+        built.append(tuple(keys))
+        return real(keys, inner)
+
+    json_text._PLANS.clear()
+    try:
+        json_text._prefixes = counting
+        text = dumps({"rows": rows})
+    finally:
+        json_text._prefixes = real
+    assert text == _stdlib({"rows": rows})
+    assert sorted(built) == sorted([("rows",), tuple(row), tuple(row["golden"])])
+
+
+def test_a_long_list_of_leaves_is_printed_by_the_c_encoder_and_nan_by_the_python_writer(monkeypatch):
+    from dumpscope.tui import json_text
+    from dumpscope.tui.json_text import dump
+
+    values = [i / 7 for i in range(1000)] + [1, None, True, "x"]
+    before = json_text.c_slices
+    assert dumps({"v": values}) == _stdlib({"v": values})
+    assert json_text.c_slices == before + 1
+    with_nan = values[:500] + [float("nan")] + values[500:]
+    assert dumps({"v": with_nan}) == _stdlib({"v": with_nan})
+    assert json_text.c_slices == before + 1  # NaN: not the C encoder (it would print NaN)
+
+    monkeypatch.setattr(json_text, "_C_LIST_SLICE", 64)  # a long list: in slices, handed on in parts
+    parts: list[str] = []
+    dump({"v": with_nan * 4}, parts.append)
+    assert "".join(parts) == _stdlib({"v": with_nan * 4})
+    assert len(parts) > 50 and max(map(len, parts)) < len("".join(parts)) // 20
