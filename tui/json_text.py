@@ -138,12 +138,33 @@ _PLANS: dict[str, dict[tuple, list[str]]] = {}
 _PLANS_MAX = 1024
 
 
-def _prefixes(keys: Any, inner: str) -> list[str]:
-    """The text before each value of a dict with ``keys`` whose items sit after ``inner``."""
-    prefixes = ["," + inner + _encode_str(_key_text(k)) + ": " for k in keys]
+#: per indentation, ``,<indent>"key": `` by ``str`` key: dicts of many different key tuples (past
+#: ``_PLANS_MAX``) still find their keys' prefixes
+_KEY_PREFIXES: dict[str, dict[str, str]] = {}
+_KEY_PREFIXES_MAX = 4096
+
+
+def _prefixes(keys: Any, inner: str) -> tuple[list[str], bool]:
+    """The text before each value of a dict with ``keys`` whose items sit after ``inner``, and whether
+    every key is a ``str``."""
+    known = _KEY_PREFIXES.get(inner)
+    if known is None:
+        known = _KEY_PREFIXES[inner] = {}
+    prefixes = list(map(known.get, keys))  # only str keys are there: no other key equals one
+    plain = True
+    if None in prefixes:
+        for i, k in enumerate(keys):
+            if prefixes[i] is None:
+                if type(k) is str:
+                    prefix = prefixes[i] = "," + inner + _encode_str(k) + ": "
+                    if len(known) < _KEY_PREFIXES_MAX:
+                        known[k] = prefix
+                else:
+                    prefixes[i] = "," + inner + _encode_str(_key_text(k)) + ": "
+                    plain = False
     if prefixes:
         prefixes[0] = "{" + prefixes[0][1:]
-    return prefixes
+    return prefixes, plain
 
 
 def _dict(d: dict, out: list[str], nl: str) -> None:
@@ -158,13 +179,13 @@ def _dict(d: dict, out: list[str], nl: str) -> None:
             plans = _PLANS[inner] = {}
         prefixes = plans.get(keys)
         if prefixes is None:
-            prefixes = _prefixes(keys, inner)
-            if len(plans) < _PLANS_MAX and all(type(k) is str for k in keys):
+            prefixes, plain = _prefixes(keys, inner)
+            if plain and len(plans) < _PLANS_MAX:
                 plans[keys] = prefixes
         pairs: Any = zip(prefixes, d.values())
     else:  # a subclass: its own items()
         items = list(d.items())
-        pairs = zip(_prefixes([k for k, _ in items], inner), [v for _, v in items])
+        pairs = zip(_prefixes([k for k, _ in items], inner)[0], [v for _, v in items])
     append = out.append
     for prefix, v in pairs:
         t = type(v)
