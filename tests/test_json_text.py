@@ -179,19 +179,40 @@ def test_equal_keys_of_other_types_keep_their_own_text():
     docs = [{"1": 0}, {1: 0}, {1.0: 0}, {True: 0}, {"1": 0}, {True: 0, "a": [0] * 9}, {1: 0, "a": [0] * 9}]
     for doc in docs * 2:
         assert dumps([doc, doc]) == _stdlib([doc, doc])
+    table = [{"a": 0, 1: 0}, {"a": 0, True: 0}, {"a": 0, 1.0: 0}] * 6  # equal key tuples, printed column-wise?
+    assert dumps(table) == _stdlib(table)
 
 
-def test_a_compare_row_is_printed_from_remembered_key_prefixes():
-    """The key prefixes of 40,000 compare rows are built once per key tuple (the rows' own and their
-    golden/target's), not once per row: the fast path is taken."""
+_ROW = {"name": "net/Conv2D-op1", "io": "input", "slot": 0, "cosine": 0.9999999999999999, "verdict": "pass",
+        "origin": None, "share_of_allowed": float("nan"), "flag": True,
+        "golden": {"dtype": "float16", "shape": [1, 16, 8, 8], "max": 3.06640625, "file": "/d/a.1.0"},
+        "target": {"dtype": "float16", "shape": [1, 16, 8, 8], "max": 3.06640625, "file": "/d/a.1.0"},
+        "source": None}
+
+
+def _rows(n):
+    return [dict(_ROW, slot=i, golden=dict(_ROW["golden"]), target=dict(_ROW["target"]),
+                 origin=None if i % 3 else "net/Relu-op2", share_of_allowed=float(i) if i % 5 else float("nan"),
+                 cosine=-float("inf") if i == 7 else 1 / (i + 1))
+            for i in range(n)]
+
+
+def test_compare_rows_are_printed_column_by_column():
+    """The rows of a compare (one tuple of keys, leaves of one type or a few per key, golden/target dicts
+    with a shape) take the fast path: one map per key over a chunk of rows, not a Python step per value."""
     from dumpscope.tui import json_text
 
-    row = {"name": "net/Conv2D-op1", "io": "input", "slot": 0, "cosine": 0.9999999999999999, "verdict": "pass",
-           "origin": None, "share_of_allowed": float("nan"), "flag": True,
-           "golden": {"dtype": "float16", "shape": [1, 16, 8, 8], "max": 3.06640625, "file": "/d/a.1.0"},
-           "target": {"dtype": "float16", "shape": [1, 16, 8, 8], "max": 3.06640625, "file": "/d/a.1.0"},
-           "source": None}
-    rows = [dict(row, slot=i, golden=dict(row["golden"]), target=dict(row["target"])) for i in range(200)]
+    rows = _rows(600)
+    before = json_text.column_chunks
+    assert dumps({"rows": rows}) == _stdlib({"rows": rows})
+    assert json_text.column_chunks == before + 3  # 256 + 256 + 88 rows
+
+
+def test_key_prefixes_are_built_once_per_key_tuple():
+    """A dict printed one step per value (a document of one row) finds its key prefixes by its key
+    tuple: built once for the row's keys and once for golden/target's, not once per row."""
+    from dumpscope.tui import json_text
+
     built: list[tuple] = []
     real = json_text._prefixes
 
@@ -202,11 +223,50 @@ def test_a_compare_row_is_printed_from_remembered_key_prefixes():
     json_text._PLANS.clear()
     try:
         json_text._prefixes = counting
-        text = dumps({"rows": rows})
+        for row in _rows(200):
+            assert dumps(row) == _stdlib(row)
     finally:
         json_text._prefixes = real
-    assert text == _stdlib({"rows": rows})
-    assert sorted(built) == sorted([("rows",), tuple(row), tuple(row["golden"])])
+    assert sorted(built) == sorted([tuple(_ROW), tuple(_ROW["golden"])])
+
+
+_COLUMN_KINDS = [_TEXT, _FLOAT, _INT, st.none(), st.booleans(), st.one_of(_TEXT, st.none()), st.one_of(_FLOAT, st.none()),
+                 _ROW_LEAF, st.lists(_INT, max_size=5), st.lists(_ROW_LEAF, max_size=10), _LEAF, _SUBCLASSED,
+                 st.dictionaries(_TEXT, _ROW_LEAF, max_size=3), st.lists(_ROW_LEAF, max_size=3).map(tuple)]
+
+
+@st.composite
+def _table(draw):
+    """A list of dicts sharing a tuple of keys (sometimes not), each key's values of one kind: rows."""
+    key = st.one_of(_TEXT, _KEY) if draw(st.integers(0, 4)) == 0 else _TEXT  # keys: str, now and then others
+    keys = draw(st.lists(key, min_size=0, max_size=6, unique_by=lambda k: (type(k), repr(k))))
+    kinds = [draw(st.sampled_from(_COLUMN_KINDS)) for _ in keys]
+    nested_keys = draw(st.lists(_TEXT, min_size=0, max_size=4, unique=True))
+    nested_kinds = [draw(st.sampled_from(_COLUMN_KINDS[:8])) for _ in nested_keys]
+    nested = draw(st.sampled_from(["always", "never", "sometimes"]))
+    n = draw(st.integers(0, 40))
+    rows = []
+    for _ in range(n):
+        row = {k: draw(kind) for k, kind in zip(keys, kinds)}
+        if nested == "always" or nested == "sometimes" and draw(st.booleans()):
+            row["nested"] = {k: draw(kind) for k, kind in zip(nested_keys, nested_kinds)}
+        rows.append(row)
+    if rows and draw(st.integers(0, 9)) == 0:
+        rows[draw(st.integers(0, len(rows) - 1))] = draw(_DOC)  # now and then one that is not like the others
+    return rows
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(_table())
+def test_any_table_of_rows_prints_as_the_standard_library_prints_it_cleaned(rows):
+    want = _stdlib({"rows": rows})
+    assert dumps({"rows": rows}) == want
+    from dumpscope.core.support.row_spool import RowSpool
+
+    if all(type(r) is dict for r in rows):
+        spool = RowSpool()
+        spool.extend(rows)
+        assert dumps({"rows": spool}) == _stdlib({"rows": list(spool)})
 
 
 def test_a_long_list_of_leaves_is_printed_by_the_c_encoder_and_nan_by_the_python_writer(monkeypatch):
@@ -226,3 +286,17 @@ def test_a_long_list_of_leaves_is_printed_by_the_c_encoder_and_nan_by_the_python
     dump({"v": with_nan * 4}, parts.append)
     assert "".join(parts) == _stdlib({"v": with_nan * 4})
     assert len(parts) > 50 and max(map(len, parts)) < len("".join(parts)) // 20
+
+
+def test_dump_hands_rows_printed_column_by_column_on_in_parts(monkeypatch):
+    from dumpscope.tui import json_text
+    from dumpscope.tui.json_text import dump
+
+    monkeypatch.setattr(json_text, "_CHUNK", 50)
+    rows = _rows(2000)
+    before = json_text.column_chunks
+    parts: list[str] = []
+    dump({"rows": rows, "n": 2000}, parts.append)
+    assert "".join(parts) == _stdlib({"rows": rows, "n": 2000})
+    assert json_text.column_chunks == before + 40
+    assert len(parts) >= 40 and max(map(len, parts)) < len("".join(parts)) // 20

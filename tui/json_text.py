@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json.encoder
 import math
+from itertools import islice, repeat
 from typing import Any, Callable
 
 _encode_str: Callable[[str], str] = json.encoder.encode_basestring  # the C one when available
@@ -249,7 +250,7 @@ def _list(items: Any, out: list[str], nl: str) -> None:
     if (t is list or t is tuple) and len(items) >= _C_LIST_MIN and False not in map(_is_leaf, map(type, items)):
         encoder = _c_encoder(inner)
     if encoder is None:
-        _items(items, out, sep, inner)
+        _chunks(items, out, sep, inner)
     else:  # a long list of leaves: the C encoder, a slice at a time
         global c_slices
         flushing = type(out) is _Flushing and len(items) > _C_LIST_SLICE
@@ -266,6 +267,122 @@ def _list(items: Any, out: list[str], nl: str) -> None:
             if flushing:
                 out.flush()  # type: ignore[attr-defined]
     out.append(nl + "]")
+
+
+#: a list's items are taken this many at a time; a run of as many dicts of one key tuple (the rows of
+#: a compare) is printed column by column (``_dicts_text``)
+_CHUNK = 256
+_COLUMNS_MIN = 8
+
+#: how many chunks of dicts were printed column by column (a test's seam: the fast path is taken)
+column_chunks = 0
+
+
+def _chunks(items: Any, out: list[str], sep: str, inner: str) -> None:
+    """The items of a list (or of rows read back from a spool), the first after ``sep``: each chunk of
+    ``_CHUNK`` dicts column by column where it can, else one item at a time."""
+    global column_chunks
+    if type(items) is not list and type(items) is not tuple and not _is_rows(items):
+        _items(items, out, sep, inner)
+        return
+    flushing = type(out) is _Flushing
+    later = "," + inner
+    it = iter(items)
+    while True:
+        chunk = list(islice(it, _CHUNK))
+        if not chunk:
+            return
+        texts = None
+        if len(chunk) >= _COLUMNS_MIN and set(map(type, chunk)) == _DICT_ONLY:
+            texts = _dicts_text(chunk, inner)
+        if texts is None:
+            _items(chunk, out, sep, inner)
+        else:
+            out.append(sep + later.join(texts))
+            column_chunks += 1
+            if flushing:
+                out.flush()  # type: ignore[attr-defined]
+        sep = later
+
+
+_DICT_ONLY = {dict}
+_NONFINITE = {"nan": '"nan"', "inf": '"inf"', "-inf": '"-inf"'}
+_BOOL_TEXT = {True: "true", False: "false"}
+_NONE_TYPE = type(None)
+
+
+def _dicts_text(ds: list[dict], nl: str) -> list[str] | None:
+    """The texts of ``ds``, dicts sitting after ``nl``, printed column by column: one ``map`` per key
+    over all of them (``float.__repr__``, the C string encoder...) and one ``%`` per dict, instead of a
+    Python step per value; None (nothing done) unless they share one tuple of ``str`` keys and each
+    key's values are of one kind this handles (a column of one leaf type, of leaves, of dicts like
+    these, of lists)."""
+    keys = tuple(ds[0])
+    if not keys:
+        return None
+    inner = nl + " "
+    prefixes, plain = _prefixes(keys, inner)
+    # equal tuples of keys: the same keys when one tuple is all str (no other key equals a str)
+    if not plain or list(map(tuple, ds)).count(keys) != len(ds):
+        return None
+    texts: list[Any] = []
+    for column in zip(*map(dict.values, ds)):
+        kinds = set(map(type, column))
+        if len(kinds) == 1:
+            kind = kinds.pop()
+            if kind is str:
+                texts.append(map(_encode_str, column))
+            elif kind is float:
+                floats = list(map(_float_repr, column))
+                if "nan" in floats or "inf" in floats or "-inf" in floats:
+                    floats = [_NONFINITE.get(t, t) for t in floats]
+                texts.append(floats)
+            elif kind is int:
+                texts.append(map(_int_repr, column))
+            elif kind is _NONE_TYPE:
+                texts.append(repeat("null"))
+            elif kind is bool:
+                texts.append(map(_BOOL_TEXT.__getitem__, column))
+            elif kind is dict:
+                nested = _dicts_text(column, inner)  # type: ignore[arg-type]
+                if nested is None:
+                    return None
+                texts.append(nested)
+            elif kind is list:
+                texts.append([_list_text(v, inner) for v in column])
+            else:
+                return None
+        elif kinds <= _LEAF_TYPES:  # str or None, float or None...: one C call, or here with a NaN
+            texts.append(_leaves_text(column))
+        else:
+            return None
+    template = "".join(p.replace("%", "%%") + "%s" for p in prefixes) + nl + "}"
+    return list(map(template.__mod__, zip(*texts)))
+
+
+def _leaves_text(column: tuple) -> list[str]:
+    """The texts of leaves of several types: one C call (a raw control character is only ever its
+    separator), or one ``_leaf`` each where it cannot (a NaN or ±Inf, no C encoder)."""
+    encoder = _c_encoder("\x00")
+    if encoder is not None:
+        try:
+            return encoder(column)[1:-1].split(",\x00")
+        except ValueError:
+            pass
+    return list(map(_leaf, column))
+
+
+def _list_text(v: list, nl: str) -> str:
+    """The text of the list ``v`` sitting after ``nl`` (a ``shape``)."""
+    if v and set(map(type, v)) == _INT_ONLY:
+        inner = nl + " "
+        return "[" + inner + ("," + inner).join(map(_int_repr, v)) + nl + "]"
+    out: list[str] = []
+    _list(v, out, nl)
+    return "".join(out)
+
+
+_INT_ONLY = {int}
 
 
 def _items(items: Any, out: list[str], sep: str, inner: str) -> None:
