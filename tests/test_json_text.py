@@ -47,6 +47,14 @@ def _stdlib(doc):
     return json.dumps(_clean(doc), indent=1, ensure_ascii=False)
 
 
+def _same(got: str, want: str) -> None:
+    """``got == want``, told by the first difference (pytest's diff of two 60 kB texts takes minutes)."""
+    if got != want:
+        at = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+        pytest.fail(f"{len(got)} vs {len(want)} characters, first difference at {at}: "
+                    f"{got[max(0, at - 60):at + 60]!r} != {want[max(0, at - 60):at + 60]!r}")
+
+
 ODD = {
     "rows": [{"name": "net/Conv2D-op1", "cosine": 0.9999999999999999, "max": -0.0, "shape": [1, 16, 0], "none": None,
               "flags": [True, False], "nested": {"empty_d": {}, "empty_l": [], "tuple": (1, (2, 3))}}],
@@ -60,7 +68,7 @@ ODD = {
 
 
 def test_odd_document_prints_the_same():
-    assert dumps(ODD) == _stdlib(ODD)
+    _same(dumps(ODD), _stdlib(ODD))
 
 
 def test_a_compare_document_prints_the_same(tmp_path):
@@ -72,10 +80,12 @@ def test_a_compare_document_prints_the_same(tmp_path):
     t = open_query(str(_tree(tmp_path / "t", "target")), cache_directory=tmp_path / "cache")
     doc = compare_dumps(g, t, workers=1)
     assert len(doc["rows"]) > 100
-    assert dumps(doc) == _stdlib(doc)
+    _same(dumps(doc), _stdlib(doc))
 
 
-@pytest.mark.parametrize("bad", [{"x": object()}, {(1, 2): 3}, [b"bytes"], {"s": {1, 2}}])
+@pytest.mark.parametrize("bad", [{"x": object()}, {(1, 2): 3}, [b"bytes"], {"s": {1, 2}},
+                                 # rows printed column by column: still the first refused value of the text
+                                 [{"a": 1, "b": object()}] + [{"a": b"x", "b": 2}] * 9])
 def test_what_json_refuses_is_refused_the_same_way(bad):
     with pytest.raises(TypeError) as want:
         _stdlib(bad)
@@ -90,10 +100,11 @@ def test_dump_in_parts_writes_the_same_text_and_never_holds_it_whole(tmp_path, m
     from dumpscope.tui.json_text import dump
 
     monkeypatch.setattr(json_text, "_FLUSH_PIECES", 64)
+    monkeypatch.setattr(json_text, "_CHUNK", 16)  # rows printed column by column: 16 at a time
     doc = {"rows": [dict(ODD["rows"][0], i=i, name=f"net/Op-{i}") for i in range(500)], "tail": ODD}
     parts: list[str] = []
     dump(doc, parts.append)
-    assert "".join(parts) == _stdlib(doc)
+    _same("".join(parts), _stdlib(doc))
     assert len(parts) > 20 and max(map(len, parts)) < len("".join(parts)) // 10
 
 
@@ -148,12 +159,12 @@ _DOC = st.recursive(_LEAF, _containers, max_leaves=60)
 @given(_DOC)
 def test_any_document_prints_as_the_standard_library_prints_it_cleaned(doc):
     want = _stdlib(doc)
-    assert dumps(doc) == want
+    _same(dumps(doc), want)
     parts: list[str] = []
     from dumpscope.tui.json_text import dump
 
     dump(doc, parts.append)
-    assert "".join(parts) == want
+    _same("".join(parts), want)
 
 
 _ROW_LEAF = st.one_of(_TEXT, _FLOAT, _INT, st.booleans(), st.none())
@@ -169,8 +180,8 @@ def test_rows_read_back_from_a_spool_print_as_a_list(rows):
     spool = RowSpool()
     spool.extend(rows)
     doc = {"rows": spool, "n": len(rows)}
-    assert dumps(doc) == _stdlib({"rows": list(spool), "n": len(rows)})
-    assert dumps(doc) == _stdlib({"rows": rows, "n": len(rows)})
+    _same(dumps(doc), _stdlib({"rows": list(spool), "n": len(rows)}))
+    _same(dumps(doc), _stdlib({"rows": rows, "n": len(rows)}))
 
 
 def test_equal_keys_of_other_types_keep_their_own_text():
@@ -178,9 +189,9 @@ def test_equal_keys_of_other_types_keep_their_own_text():
     key prefixes are remembered per tuple of ``str`` keys only."""
     docs = [{"1": 0}, {1: 0}, {1.0: 0}, {True: 0}, {"1": 0}, {True: 0, "a": [0] * 9}, {1: 0, "a": [0] * 9}]
     for doc in docs * 2:
-        assert dumps([doc, doc]) == _stdlib([doc, doc])
+        _same(dumps([doc, doc]), _stdlib([doc, doc]))
     table = [{"a": 0, 1: 0}, {"a": 0, True: 0}, {"a": 0, 1.0: 0}] * 6  # equal key tuples, printed column-wise?
-    assert dumps(table) == _stdlib(table)
+    _same(dumps(table), _stdlib(table))
 
 
 _ROW = {"name": "net/Conv2D-op1", "io": "input", "slot": 0, "cosine": 0.9999999999999999, "verdict": "pass",
@@ -204,7 +215,7 @@ def test_compare_rows_are_printed_column_by_column():
 
     rows = _rows(600)
     before = json_text.column_chunks
-    assert dumps({"rows": rows}) == _stdlib({"rows": rows})
+    _same(dumps({"rows": rows}), _stdlib({"rows": rows}))
     assert json_text.column_chunks == before + 3  # 256 + 256 + 88 rows
 
 
@@ -224,7 +235,7 @@ def test_key_prefixes_are_built_once_per_key_tuple():
     try:
         json_text._prefixes = counting
         for row in _rows(200):
-            assert dumps(row) == _stdlib(row)
+            _same(dumps(row), _stdlib(row))
     finally:
         json_text._prefixes = real
     assert sorted(built) == sorted([tuple(_ROW), tuple(_ROW["golden"])])
@@ -232,7 +243,10 @@ def test_key_prefixes_are_built_once_per_key_tuple():
 
 _COLUMN_KINDS = [_TEXT, _FLOAT, _INT, st.none(), st.booleans(), st.one_of(_TEXT, st.none()), st.one_of(_FLOAT, st.none()),
                  _ROW_LEAF, st.lists(_INT, max_size=5), st.lists(_ROW_LEAF, max_size=10), _LEAF, _SUBCLASSED,
-                 st.dictionaries(_TEXT, _ROW_LEAF, max_size=3), st.lists(_ROW_LEAF, max_size=3).map(tuple)]
+                 st.dictionaries(_TEXT, _ROW_LEAF, max_size=3), st.lists(_ROW_LEAF, max_size=3).map(tuple),
+                 st.lists(st.fixed_dictionaries({"io": _TEXT, "shape": st.lists(_INT, max_size=3), "slot": _ROW_LEAF}),
+                          max_size=4),  # an op's tensors
+                 st.lists(st.one_of(st.dictionaries(_TEXT, _ROW_LEAF, max_size=2), _ROW_LEAF), max_size=3)]
 
 
 @st.composite
@@ -260,13 +274,13 @@ def _table(draw):
 @given(_table())
 def test_any_table_of_rows_prints_as_the_standard_library_prints_it_cleaned(rows):
     want = _stdlib({"rows": rows})
-    assert dumps({"rows": rows}) == want
+    _same(dumps({"rows": rows}), want)
     from dumpscope.core.support.row_spool import RowSpool
 
     if all(type(r) is dict for r in rows):
         spool = RowSpool()
         spool.extend(rows)
-        assert dumps({"rows": spool}) == _stdlib({"rows": list(spool)})
+        _same(dumps({"rows": spool}), _stdlib({"rows": list(spool)}))
 
 
 def test_a_long_list_of_leaves_is_printed_by_the_c_encoder_and_nan_by_the_python_writer(monkeypatch):
@@ -275,16 +289,16 @@ def test_a_long_list_of_leaves_is_printed_by_the_c_encoder_and_nan_by_the_python
 
     values = [i / 7 for i in range(1000)] + [1, None, True, "x"]
     before = json_text.c_slices
-    assert dumps({"v": values}) == _stdlib({"v": values})
+    _same(dumps({"v": values}), _stdlib({"v": values}))
     assert json_text.c_slices == before + 1
     with_nan = values[:500] + [float("nan")] + values[500:]
-    assert dumps({"v": with_nan}) == _stdlib({"v": with_nan})
+    _same(dumps({"v": with_nan}), _stdlib({"v": with_nan}))
     assert json_text.c_slices == before + 1  # NaN: not the C encoder (it would print NaN)
 
     monkeypatch.setattr(json_text, "_C_LIST_SLICE", 64)  # a long list: in slices, handed on in parts
     parts: list[str] = []
     dump({"v": with_nan * 4}, parts.append)
-    assert "".join(parts) == _stdlib({"v": with_nan * 4})
+    _same("".join(parts), _stdlib({"v": with_nan * 4}))
     assert len(parts) > 50 and max(map(len, parts)) < len("".join(parts)) // 20
 
 
@@ -297,6 +311,36 @@ def test_dump_hands_rows_printed_column_by_column_on_in_parts(monkeypatch):
     before = json_text.column_chunks
     parts: list[str] = []
     dump({"rows": rows, "n": 2000}, parts.append)
-    assert "".join(parts) == _stdlib({"rows": rows, "n": 2000})
+    _same("".join(parts), _stdlib({"rows": rows, "n": 2000}))
     assert json_text.column_chunks == before + 40
     assert len(parts) >= 40 and max(map(len, parts)) < len("".join(parts)) // 20
+
+
+def test_ops_and_their_tensors_are_printed_column_by_column():
+    """``ops --json``: each op a dict, its tensors a list of dicts; all the chunk's tensors are printed
+    column by column together, then put back in their lists (an op without tensors: [])."""
+    from dumpscope.tui import json_text
+
+    def tensor(i, j):
+        return {"dtype": "float32", "io": "input" if j else "output", "shape": [2, j + 1, 8][: j + 1], "slot": j,
+                "file": f"/d/Op.{i}.{j}.npy", "value": None if j else 0.5}
+
+    ops = [{"name": f"net/Op-op{i}", "exec_index": i, "tensors": [tensor(i, j) for j in range(i % 4)]} for i in range(300)]
+    real = json_text._dicts_text
+    sizes: list[int] = []
+
+    def spying(ds, nl):
+        sizes.append(len(ds))
+        return real(ds, nl)
+
+    json_text._dicts_text = spying
+    try:
+        _same(dumps({"ops": ops}), _stdlib({"ops": ops}))
+    finally:
+        json_text._dicts_text = real
+    assert sizes == [256, 384, 44, 66]  # ops 0-255 and their 384 tensors, then ops 256-299 and theirs
+
+
+def test_rows_of_nothing_but_none_or_empty():
+    for rows in ([{"a": None}] * 10, [{"a": None, "b": None}] * 300, [{}] * 10, [{"a": {}}] * 10, [{"a": []}] * 10):
+        _same(dumps({"rows": rows}), _stdlib({"rows": rows}))

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json.encoder
 import math
-from itertools import islice, repeat
+from itertools import chain, islice, repeat
 from typing import Any, Callable
 
 _encode_str: Callable[[str], str] = json.encoder.encode_basestring  # the C one when available
@@ -282,7 +282,8 @@ def _chunks(items: Any, out: list[str], sep: str, inner: str) -> None:
     """The items of a list (or of rows read back from a spool), the first after ``sep``: each chunk of
     ``_CHUNK`` dicts column by column where it can, else one item at a time."""
     global column_chunks
-    if type(items) is not list and type(items) is not tuple and not _is_rows(items):
+    t = type(items)
+    if (len(items) < _COLUMNS_MIN) if (t is list or t is tuple) else not _is_rows(items):
         _items(items, out, sep, inner)
         return
     flushing = type(out) is _Flushing
@@ -294,7 +295,10 @@ def _chunks(items: Any, out: list[str], sep: str, inner: str) -> None:
             return
         texts = None
         if len(chunk) >= _COLUMNS_MIN and set(map(type, chunk)) == _DICT_ONLY:
-            texts = _dicts_text(chunk, inner)
+            try:
+                texts = _dicts_text(chunk, inner)
+            except (TypeError, ValueError):  # raised again row by row: about the first value in the text
+                texts = None
         if texts is None:
             _items(chunk, out, sep, inner)
         else:
@@ -314,9 +318,8 @@ _NONE_TYPE = type(None)
 def _dicts_text(ds: list[dict], nl: str) -> list[str] | None:
     """The texts of ``ds``, dicts sitting after ``nl``, printed column by column: one ``map`` per key
     over all of them (``float.__repr__``, the C string encoder...) and one ``%`` per dict, instead of a
-    Python step per value; None (nothing done) unless they share one tuple of ``str`` keys and each
-    key's values are of one kind this handles (a column of one leaf type, of leaves, of dicts like
-    these, of lists)."""
+    Python step per value (a column of other values: one ``_value`` each); None (nothing done)
+    unless they share one tuple of ``str`` keys."""
     keys = tuple(ds[0])
     if not keys:
         return None
@@ -340,22 +343,20 @@ def _dicts_text(ds: list[dict], nl: str) -> list[str] | None:
             elif kind is int:
                 texts.append(map(_int_repr, column))
             elif kind is _NONE_TYPE:
-                texts.append(repeat("null"))
+                texts.append(repeat("null", len(column)))
             elif kind is bool:
                 texts.append(map(_BOOL_TEXT.__getitem__, column))
             elif kind is dict:
                 nested = _dicts_text(column, inner)  # type: ignore[arg-type]
-                if nested is None:
-                    return None
-                texts.append(nested)
+                texts.append([_text(v, inner) for v in column] if nested is None else nested)
             elif kind is list:
-                texts.append([_list_text(v, inner) for v in column])
+                texts.append(_lists_text(column, inner))
             else:
-                return None
+                texts.append([_text(v, inner) for v in column])
         elif kinds <= _LEAF_TYPES:  # str or None, float or None...: one C call, or here with a NaN
             texts.append(_leaves_text(column))
         else:
-            return None
+            texts.append([_text(v, inner) for v in column])
     template = "".join(p.replace("%", "%%") + "%s" for p in prefixes) + nl + "}"
     return list(map(template.__mod__, zip(*texts)))
 
@@ -372,14 +373,40 @@ def _leaves_text(column: tuple) -> list[str]:
     return list(map(_leaf, column))
 
 
+def _text(v: Any, nl: str) -> str:
+    """The text of ``v`` sitting after ``nl``, one step per value."""
+    out: list[str] = []
+    _value(v, out, nl)
+    return "".join(out)
+
+
+def _lists_text(column: tuple, nl: str) -> list[str]:
+    """The texts of the lists of ``column``, each sitting after ``nl``: their dicts (an op's tensors)
+    column by column, all lists' together, where they are dicts of one tuple of keys."""
+    flat = list(chain.from_iterable(column))
+    if len(flat) >= _COLUMNS_MIN and set(map(type, flat)) == _DICT_ONLY:
+        inner = nl + " "
+        texts = _dicts_text(flat, inner)
+        if texts is not None:
+            sep = "," + inner
+            lists = []
+            at = 0
+            for v in column:
+                if v:
+                    lists.append("[" + inner + sep.join(texts[at : at + len(v)]) + nl + "]")
+                    at += len(v)
+                else:
+                    lists.append("[]")
+            return lists
+    return [_list_text(v, nl) for v in column]
+
+
 def _list_text(v: list, nl: str) -> str:
     """The text of the list ``v`` sitting after ``nl`` (a ``shape``)."""
     if v and set(map(type, v)) == _INT_ONLY:
         inner = nl + " "
         return "[" + inner + ("," + inner).join(map(_int_repr, v)) + nl + "]"
-    out: list[str] = []
-    _list(v, out, nl)
-    return "".join(out)
+    return _text(v, nl)
 
 
 _INT_ONLY = {int}
