@@ -1,23 +1,26 @@
 """The ``--json`` document as text: exactly what ``json.dumps(doc, indent=1, ensure_ascii=False)`` prints
-with NaN/Inf spelled as strings, in half the time.
+with NaN/Inf spelled as strings, in a third of the time.
 
 With ``indent`` the standard library encodes in Python generators, one per nested value: 1.5 s CPU for
-the 40,000 rows (63 MB) of a compare of two 20,000-file trees.  This writer appends to one list, with
-the C string encoder for strings and ``float.__repr__`` for numbers (0.75 s), and applies the CLI's
-cleaning on the way (NaN/±Inf as the strings "nan"/"inf"/"-inf", numpy scalars as Python numbers,
-tuples as lists) — the same text, byte for byte, and the same ``TypeError`` for an object JSON cannot
-hold.  A dict's key prefixes (``,\n<indent>"key": ``) are built once per tuple of keys (the rows of a
-compare share one), and nested dicts and lists are dispatched by their exact type.
+the 40,000 rows (63 MB) of a compare of two 20,000-file trees.  This writer takes 0.5 s, and applies
+the CLI's cleaning on the way (NaN/±Inf as the strings "nan"/"inf"/"-inf", numpy scalars as Python
+numbers, tuples as lists) — the same text, byte for byte, and the same ``TypeError`` for an object
+JSON cannot hold.
 
-Why the C encoder prints only long lists of leaves (``json.encoder.c_make_encoder`` with
-``item_separator=",\n" + indent`` prints a dict or list of leaves as ``indent=1`` does, brackets
-aside): on Python 3.11 it spends about 0.08 us per item besides the texts of numbers and strings, this
-loop about 0.11, and finding a dict's runs of leaves costs more than the difference (a compare row was
-slower).  Without any indent at all it prints that compare document in 0.41 s, of which the float and
-string texts are 0.24 s: no writer built on it can be much more than twice as fast as this one.  On a
-list of eight leaves or more (values, histograms: 10-30 % faster) it is used, in slices of
-``_C_LIST_SLICE`` items, and a slice holding a NaN or ±Inf (which it would print as ``NaN``) is printed
-here instead.
+Rows: a list's dicts that share one tuple of ``str`` keys (a compare's rows, an op list, an op's
+tensors) are printed column by column, 256 at a time (``_dicts_text``): per key one ``map`` over all
+of them (``float.__repr__``, the C string encoder, ``int.__repr__``; nested dicts alike), per dict one
+``%`` of a template holding the keys and indentation.  Anything else is printed one value at a time,
+appending to one list (``_dict``: a dict's key prefixes ``,\n<indent>"key": `` are kept per key tuple).
+
+Why not the C encoder for all of it (``json.encoder.c_make_encoder`` with ``item_separator=",\n" +
+indent`` prints a dict or list of *leaves* as ``indent=1`` does, brackets aside): on Python 3.11 it
+spends about 0.08 us per item besides the texts of numbers and strings, and a document of nested
+values needs one call per run of leaves.  Without any indent it prints the compare document in
+0.41 s, of which the float and string texts are 0.24 s: the floor of any writer built from the
+standard library.  It prints lists of eight leaves or more (values, histograms), in slices of
+``_C_LIST_SLICE`` items, and the columns of mixed leaves; a NaN or ±Inf (which it would print as
+``NaN``) sends its slice or column back here.
 """
 
 from __future__ import annotations
@@ -55,7 +58,8 @@ _FLUSH_PIECES = 1 << 16
 
 class _Flushing(list):
     """The piece list of ``dump``: a list items are appended to, emptied into ``write`` between the
-    items of a list (the rows of a compare) once it holds ``_FLUSH_PIECES``."""
+    items of a list (the rows of a compare) once it holds ``_FLUSH_PIECES``, and after each chunk of
+    rows printed column by column."""
 
     __slots__ = ("write",)
 
