@@ -208,11 +208,12 @@ def _rows(n):
             for i in range(n)]
 
 
-def test_compare_rows_are_printed_column_by_column():
+def test_compare_rows_are_printed_column_by_column(monkeypatch):
     """The rows of a compare (one tuple of keys, leaves of one type or a few per key, golden/target dicts
     with a shape) take the fast path: one map per key over a chunk of rows, not a Python step per value."""
     from dumpscope.tui import json_text
 
+    monkeypatch.setattr(json_text, "_CHUNK", 256)
     rows = _rows(600)
     before = json_text.column_chunks
     _same(dumps({"rows": rows}), _stdlib({"rows": rows}))
@@ -316,7 +317,7 @@ def test_dump_hands_rows_printed_column_by_column_on_in_parts(monkeypatch):
     assert len(parts) >= 40 and max(map(len, parts)) < len("".join(parts)) // 20
 
 
-def test_ops_and_their_tensors_are_printed_column_by_column():
+def test_ops_and_their_tensors_are_printed_column_by_column(monkeypatch):
     """``ops --json``: each op a dict, its tensors a list of dicts; all the chunk's tensors are printed
     column by column together, then put back in their lists (an op without tensors: [])."""
     from dumpscope.tui import json_text
@@ -325,6 +326,7 @@ def test_ops_and_their_tensors_are_printed_column_by_column():
         return {"dtype": "float32", "io": "input" if j else "output", "shape": [2, j + 1, 8][: j + 1], "slot": j,
                 "file": f"/d/Op.{i}.{j}.npy", "value": None if j else 0.5}
 
+    monkeypatch.setattr(json_text, "_CHUNK", 256)
     ops = [{"name": f"net/Op-op{i}", "exec_index": i, "tensors": [tensor(i, j) for j in range(i % 4)]} for i in range(300)]
     real = json_text._dicts_text
     sizes: list[int] = []
