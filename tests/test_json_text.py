@@ -47,6 +47,14 @@ def _stdlib(doc):
     return json.dumps(_clean(doc), indent=1, ensure_ascii=False)
 
 
+def _same(got: str, want: str) -> None:
+    """``got == want``, told by the first difference (pytest's diff of two 60 kB texts takes minutes)."""
+    if got != want:
+        at = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+        pytest.fail(f"{len(got)} vs {len(want)} characters, first difference at {at}: "
+                    f"{got[max(0, at - 60):at + 60]!r} != {want[max(0, at - 60):at + 60]!r}")
+
+
 ODD = {
     "rows": [{"name": "net/Conv2D-op1", "cosine": 0.9999999999999999, "max": -0.0, "shape": [1, 16, 0], "none": None,
               "flags": [True, False], "nested": {"empty_d": {}, "empty_l": [], "tuple": (1, (2, 3))}}],
@@ -60,7 +68,7 @@ ODD = {
 
 
 def test_odd_document_prints_the_same():
-    assert dumps(ODD) == _stdlib(ODD)
+    _same(dumps(ODD), _stdlib(ODD))
 
 
 def test_a_compare_document_prints_the_same(tmp_path):
@@ -72,10 +80,12 @@ def test_a_compare_document_prints_the_same(tmp_path):
     t = open_query(str(_tree(tmp_path / "t", "target")), cache_directory=tmp_path / "cache")
     doc = compare_dumps(g, t, workers=1)
     assert len(doc["rows"]) > 100
-    assert dumps(doc) == _stdlib(doc)
+    _same(dumps(doc), _stdlib(doc))
 
 
-@pytest.mark.parametrize("bad", [{"x": object()}, {(1, 2): 3}, [b"bytes"], {"s": {1, 2}}])
+@pytest.mark.parametrize("bad", [{"x": object()}, {(1, 2): 3}, [b"bytes"], {"s": {1, 2}},
+                                 # rows printed column by column: still the first refused value of the text
+                                 [{"a": 1, "b": object()}] + [{"a": b"x", "b": 2}] * 9])
 def test_what_json_refuses_is_refused_the_same_way(bad):
     with pytest.raises(TypeError) as want:
         _stdlib(bad)
@@ -90,8 +100,249 @@ def test_dump_in_parts_writes_the_same_text_and_never_holds_it_whole(tmp_path, m
     from dumpscope.tui.json_text import dump
 
     monkeypatch.setattr(json_text, "_FLUSH_PIECES", 64)
+    monkeypatch.setattr(json_text, "_CHUNK", 16)  # rows printed column by column: 16 at a time
     doc = {"rows": [dict(ODD["rows"][0], i=i, name=f"net/Op-{i}") for i in range(500)], "tail": ODD}
     parts: list[str] = []
     dump(doc, parts.append)
-    assert "".join(parts) == _stdlib(doc)
+    _same("".join(parts), _stdlib(doc))
     assert len(parts) > 20 and max(map(len, parts)) < len("".join(parts)) // 10
+
+
+# -- property tests: any document of the kinds the CLI prints ----------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_ANY_CHAR = st.characters(min_codepoint=0, max_codepoint=0x10FFFF, blacklist_categories=())  # surrogates too
+_TEXT = st.one_of(
+    st.text(_ANY_CHAR, max_size=12),
+    st.sampled_from(["", "é", "日本", "\x00", "\x1b[31m", "\u2028", "\x7f\x85", '"q" \\ /', "\ud800", "NaN", "Infinity",
+                     "net/Conv2D-op1", "[1, 2]", "{}"]),
+)
+_FLOAT = st.one_of(st.floats(), st.sampled_from([float("nan"), float("inf"), -float("inf"), -0.0, 0.0, 5e-324, 1e300]))
+_INT = st.one_of(st.integers(), st.integers(min_value=-10 ** 40, max_value=10 ** 40), st.sampled_from([0, -1, 2 ** 63, 10 ** 300]))
+
+
+def _np(kind):
+    def make(x):
+        with np.errstate(over="ignore", invalid="ignore"):
+            return kind(x)
+    return make
+
+
+_NUMPY = st.one_of(
+    _FLOAT.map(_np(np.float64)), _FLOAT.map(_np(np.float32)), _FLOAT.map(_np(np.float16)),
+    st.integers(-128, 127).map(np.int8), st.integers(0, 2 ** 64 - 1).map(np.uint64),
+    st.integers(-2 ** 63, 2 ** 63 - 1).map(np.int64), st.integers(0, 65535).map(np.uint16), st.booleans().map(np.bool_),
+)
+_SUBCLASSED = st.one_of(_TEXT.map(_Str), _FLOAT.map(_Float), _INT.map(_Int))
+_LEAF = st.one_of(_TEXT, _FLOAT, _INT, st.booleans(), st.none(), _NUMPY, _SUBCLASSED)
+_KEY = st.one_of(_TEXT, _TEXT, st.integers(-3, 3), st.sampled_from([1.5, -0.0, float("nan"), float("inf")]), st.booleans(),
+                 st.none(), _TEXT.map(_Str))
+
+
+class _Dict(dict):
+    pass
+
+
+def _containers(children):
+    lists = st.lists(children, max_size=12)
+    dicts = st.dictionaries(_KEY, children, max_size=10)
+    return st.one_of(lists, lists.map(tuple), dicts, dicts.map(_Dict),
+                     st.lists(_LEAF, min_size=8, max_size=40))  # long enough for the C encoder
+
+
+_DOC = st.recursive(_LEAF, _containers, max_leaves=60)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_DOC)
+def test_any_document_prints_as_the_standard_library_prints_it_cleaned(doc):
+    want = _stdlib(doc)
+    _same(dumps(doc), want)
+    parts: list[str] = []
+    from dumpscope.tui.json_text import dump
+
+    dump(doc, parts.append)
+    _same("".join(parts), want)
+
+
+_ROW_LEAF = st.one_of(_TEXT, _FLOAT, _INT, st.booleans(), st.none())
+_ROW = st.dictionaries(_TEXT, st.one_of(_ROW_LEAF, st.lists(_ROW_LEAF, max_size=10),
+                                        st.dictionaries(_TEXT, _ROW_LEAF, max_size=5)), max_size=8)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_ROW, max_size=12))
+def test_rows_read_back_from_a_spool_print_as_a_list(rows):
+    from dumpscope.core.support.row_spool import RowSpool
+
+    spool = RowSpool()
+    spool.extend(rows)
+    doc = {"rows": spool, "n": len(rows)}
+    _same(dumps(doc), _stdlib({"rows": list(spool), "n": len(rows)}))
+    _same(dumps(doc), _stdlib({"rows": rows, "n": len(rows)}))
+
+
+def test_equal_keys_of_other_types_keep_their_own_text():
+    """1, 1.0 and True are one dict key and one key tuple, but json spells them "1", "1.0", "true": the
+    key prefixes are remembered per tuple of ``str`` keys only."""
+    docs = [{"1": 0}, {1: 0}, {1.0: 0}, {True: 0}, {"1": 0}, {True: 0, "a": [0] * 9}, {1: 0, "a": [0] * 9}]
+    for doc in docs * 2:
+        _same(dumps([doc, doc]), _stdlib([doc, doc]))
+    table = [{"a": 0, 1: 0}, {"a": 0, True: 0}, {"a": 0, 1.0: 0}] * 6  # equal key tuples, printed column-wise?
+    _same(dumps(table), _stdlib(table))
+
+
+_ROW = {"name": "net/Conv2D-op1", "io": "input", "slot": 0, "cosine": 0.9999999999999999, "verdict": "pass",
+        "origin": None, "share_of_allowed": float("nan"), "flag": True,
+        "golden": {"dtype": "float16", "shape": [1, 16, 8, 8], "max": 3.06640625, "file": "/d/a.1.0"},
+        "target": {"dtype": "float16", "shape": [1, 16, 8, 8], "max": 3.06640625, "file": "/d/a.1.0"},
+        "source": None}
+
+
+def _rows(n):
+    return [dict(_ROW, slot=i, golden=dict(_ROW["golden"]), target=dict(_ROW["target"]),
+                 origin=None if i % 3 else "net/Relu-op2", share_of_allowed=float(i) if i % 5 else float("nan"),
+                 cosine=-float("inf") if i == 7 else 1 / (i + 1))
+            for i in range(n)]
+
+
+def test_compare_rows_are_printed_column_by_column(monkeypatch):
+    """The rows of a compare (one tuple of keys, leaves of one type or a few per key, golden/target dicts
+    with a shape) take the fast path: one map per key over a chunk of rows, not a Python step per value."""
+    from dumpscope.tui import json_text
+
+    monkeypatch.setattr(json_text, "_CHUNK", 256)
+    rows = _rows(600)
+    before = json_text.column_chunks
+    _same(dumps({"rows": rows}), _stdlib({"rows": rows}))
+    assert json_text.column_chunks == before + 3  # 256 + 256 + 88 rows
+
+
+def test_key_prefixes_are_built_once_per_key_tuple():
+    """A dict printed one step per value (a document of one row) finds its key prefixes by its key
+    tuple: built once for the row's keys and once for golden/target's, not once per row."""
+    from dumpscope.tui import json_text
+
+    built: list[tuple] = []
+    real = json_text._prefixes
+
+    def counting(keys, inner):
+        built.append(tuple(keys))
+        return real(keys, inner)
+
+    json_text._PLANS.clear()
+    try:
+        json_text._prefixes = counting
+        for row in _rows(200):
+            _same(dumps(row), _stdlib(row))
+    finally:
+        json_text._prefixes = real
+    assert sorted(built) == sorted([tuple(_ROW), tuple(_ROW["golden"])])
+
+
+_COLUMN_KINDS = [_TEXT, _FLOAT, _INT, st.none(), st.booleans(), st.one_of(_TEXT, st.none()), st.one_of(_FLOAT, st.none()),
+                 _ROW_LEAF, st.lists(_INT, max_size=5), st.lists(_ROW_LEAF, max_size=10), _LEAF, _SUBCLASSED,
+                 st.dictionaries(_TEXT, _ROW_LEAF, max_size=3), st.lists(_ROW_LEAF, max_size=3).map(tuple),
+                 st.lists(st.fixed_dictionaries({"io": _TEXT, "shape": st.lists(_INT, max_size=3), "slot": _ROW_LEAF}),
+                          max_size=4),  # an op's tensors
+                 st.lists(st.one_of(st.dictionaries(_TEXT, _ROW_LEAF, max_size=2), _ROW_LEAF), max_size=3)]
+
+
+@st.composite
+def _table(draw):
+    """A list of dicts sharing a tuple of keys (sometimes not), each key's values of one kind: rows."""
+    key = st.one_of(_TEXT, _KEY) if draw(st.integers(0, 4)) == 0 else _TEXT  # keys: str, now and then others
+    keys = draw(st.lists(key, min_size=0, max_size=6, unique_by=lambda k: (type(k), repr(k))))
+    kinds = [draw(st.sampled_from(_COLUMN_KINDS)) for _ in keys]
+    nested_keys = draw(st.lists(_TEXT, min_size=0, max_size=4, unique=True))
+    nested_kinds = [draw(st.sampled_from(_COLUMN_KINDS[:8])) for _ in nested_keys]
+    nested = draw(st.sampled_from(["always", "never", "sometimes"]))
+    n = draw(st.integers(0, 40))
+    rows = []
+    for _ in range(n):
+        row = {k: draw(kind) for k, kind in zip(keys, kinds)}
+        if nested == "always" or nested == "sometimes" and draw(st.booleans()):
+            row["nested"] = {k: draw(kind) for k, kind in zip(nested_keys, nested_kinds)}
+        rows.append(row)
+    if rows and draw(st.integers(0, 9)) == 0:
+        rows[draw(st.integers(0, len(rows) - 1))] = draw(_DOC)  # now and then one that is not like the others
+    return rows
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(_table())
+def test_any_table_of_rows_prints_as_the_standard_library_prints_it_cleaned(rows):
+    want = _stdlib({"rows": rows})
+    _same(dumps({"rows": rows}), want)
+    from dumpscope.core.support.row_spool import RowSpool
+
+    if all(type(r) is dict for r in rows):
+        spool = RowSpool()
+        spool.extend(rows)
+        _same(dumps({"rows": spool}), _stdlib({"rows": list(spool)}))
+
+
+def test_a_long_list_of_leaves_is_printed_by_the_c_encoder_and_nan_by_the_python_writer(monkeypatch):
+    from dumpscope.tui import json_text
+    from dumpscope.tui.json_text import dump
+
+    values = [i / 7 for i in range(1000)] + [1, None, True, "x"]
+    before = json_text.c_slices
+    _same(dumps({"v": values}), _stdlib({"v": values}))
+    assert json_text.c_slices == before + 1
+    with_nan = values[:500] + [float("nan")] + values[500:]
+    _same(dumps({"v": with_nan}), _stdlib({"v": with_nan}))
+    assert json_text.c_slices == before + 1  # NaN: not the C encoder (it would print NaN)
+
+    monkeypatch.setattr(json_text, "_C_LIST_SLICE", 64)  # a long list: in slices, handed on in parts
+    parts: list[str] = []
+    dump({"v": with_nan * 4}, parts.append)
+    _same("".join(parts), _stdlib({"v": with_nan * 4}))
+    assert len(parts) > 50 and max(map(len, parts)) < len("".join(parts)) // 20
+
+
+def test_dump_hands_rows_printed_column_by_column_on_in_parts(monkeypatch):
+    from dumpscope.tui import json_text
+    from dumpscope.tui.json_text import dump
+
+    monkeypatch.setattr(json_text, "_CHUNK", 50)
+    rows = _rows(2000)
+    before = json_text.column_chunks
+    parts: list[str] = []
+    dump({"rows": rows, "n": 2000}, parts.append)
+    _same("".join(parts), _stdlib({"rows": rows, "n": 2000}))
+    assert json_text.column_chunks == before + 40
+    assert len(parts) >= 40 and max(map(len, parts)) < len("".join(parts)) // 20
+
+
+def test_ops_and_their_tensors_are_printed_column_by_column(monkeypatch):
+    """``ops --json``: each op a dict, its tensors a list of dicts; all the chunk's tensors are printed
+    column by column together, then put back in their lists (an op without tensors: [])."""
+    from dumpscope.tui import json_text
+
+    def tensor(i, j):
+        return {"dtype": "float32", "io": "input" if j else "output", "shape": [2, j + 1, 8][: j + 1], "slot": j,
+                "file": f"/d/Op.{i}.{j}.npy", "value": None if j else 0.5}
+
+    monkeypatch.setattr(json_text, "_CHUNK", 256)
+    ops = [{"name": f"net/Op-op{i}", "exec_index": i, "tensors": [tensor(i, j) for j in range(i % 4)]} for i in range(300)]
+    real = json_text._dicts_text
+    sizes: list[int] = []
+
+    def spying(ds, nl):
+        sizes.append(len(ds))
+        return real(ds, nl)
+
+    json_text._dicts_text = spying
+    try:
+        _same(dumps({"ops": ops}), _stdlib({"ops": ops}))
+    finally:
+        json_text._dicts_text = real
+    assert sizes == [256, 384, 44, 66]  # ops 0-255 and their 384 tensors, then ops 256-299 and theirs
+
+
+def test_rows_of_nothing_but_none_or_empty():
+    for rows in ([{"a": None}] * 10, [{"a": None, "b": None}] * 300, [{}] * 10, [{"a": {}}] * 10, [{"a": []}] * 10):
+        _same(dumps({"rows": rows}), _stdlib({"rows": rows}))
