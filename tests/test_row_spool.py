@@ -58,31 +58,44 @@ def test_numpy_scalars_subclasses_and_tuples_in_a_row_come_back_plain():
     assert [type(back[k]) for k in ("cosine", "count", "ok", "name")] == [float, int, bool, str]
 
 
-def test_a_row_of_plain_values_is_pickled_as_it_is_and_any_object_stops_the_pickler():
-    """The fast path stores a plain row's own pickle (whatever bytes its strings and floats make); a numpy
-    scalar anywhere in it sends the row through ``plain`` (else it would come back as a numpy object,
-    or not at all: the loader refuses the global it needs)."""
-    row = {"name": "Ó/conv2d", "file": "/dump/Ó.npy", "x": 1.25, "shape": [1, 3], "g": {"max": -7.5e-3}}
-    enc = row_spool._Encoder()
-    assert enc(row) == pickle.dumps(row, protocol=5)
-    assert enc({"a": np.float32(1.5)}) == pickle.dumps({"a": 1.5}, protocol=5)
-    assert enc(row) == pickle.dumps(row, protocol=5)  # (the pickler's memo does not carry over)
+def test_a_row_holding_an_object_starts_a_block_of_its_own_and_comes_back_plain():
+    """A numpy scalar stops the pickler part way through a row: that part is cut off and the row, made
+    plain, opens the next block (the rows before it, and after it, come back as they were)."""
+    rows = [{"name": f"op{i}", "x": 0.5 * i, "shape": [1, i]} for i in range(5)]
+    odd = {"name": "np", "x": np.float32(1.5), "g": {"max": np.float64(2.0), "n": np.int32(3)}}
+    spool = RowSpool()
+    spool.extend(rows[:3])
+    spool.append(odd)
+    spool.extend(rows[3:])
+    back = list(spool)
+    assert back[:3] == rows[:3] and back[4:] == rows[3:]
+    assert back[3] == {"name": "np", "x": 1.5, "g": {"max": 2.0, "n": 3}}
+    assert [type(v) for v in (back[3]["x"], back[3]["g"]["max"], back[3]["g"]["n"])] == [float, float, int]
+    assert [spool[k] for k in range(len(spool))] == back
+
+
+def test_rows_across_blocks_read_back_by_number_and_with_extra_fields():
+    n = row_spool.BLOCK_ROWS * 3 + 7
+    spool = RowSpool()
+    shared = {"file": "a.py", "line": 3}
+    for i in range(n):
+        spool.append({"i": i, "source": shared if i % 2 else None, "name": "Ó/conv" if i % 5 == 0 else "x"})
+    spool.extra.update(target_rank=1)
+    assert [r["i"] for r in spool] == list(range(n))
+    for k in (0, 1, row_spool.BLOCK_ROWS - 1, row_spool.BLOCK_ROWS, n - 1, -1):
+        assert spool[k]["i"] == (k % n) and spool[k]["target_rank"] == 1
+    assert spool[3]["source"] == shared and spool[4]["source"] is None
+    spool.append({"i": n})  # appended after a read: a new block
+    assert len(spool) == n + 1 and spool[n] == {"i": n, "target_rank": 1} and list(spool)[-2]["i"] == n - 1
+
+
+def test_a_row_changed_after_it_is_appended_is_stored_as_it_was():
+    row = {"verdict": "pass", "side": {"max": 1.0}}
     spool = RowSpool()
     spool.append(row)
-    spool.append({"name": "plain"})
-    assert list(spool) == [row, {"name": "plain"}]
-
-
-def test_groups_and_extra_fields(tmp_path):
-    spool = RowSpool()
-    for op in range(3):
-        assert spool.start_group() == op
-        for j in range(op + 1):
-            spool.append({"op": op, "j": j})
-    spool.extra.update(target_rank=1)
-    assert [(r["op"], r["j"], r["target_rank"]) for r in spool] == [(0, 0, 1), (1, 0, 1), (1, 1, 1), (2, 0, 1),
-                                                                     (2, 1, 1), (2, 2, 1)]
-    assert spool[4] == {"op": 2, "j": 1, "target_rank": 1} and spool[-1]["j"] == 2
+    row["verdict"] = "error"
+    row["side"]["max"] = 9.0
+    assert spool[0] == {"verdict": "pass", "side": {"max": 1.0}}
 
 
 class _Evil:

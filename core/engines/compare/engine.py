@@ -277,8 +277,6 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
                 if any(p.verdict != vd.PASS for p in op.pairs):
                     op.source = _user_frame(det, tensors)
                 row_at.append(len(rows))
-                if spool_rows:
-                    rows.start_group()  # group k: op k (its rows are read back from its start)
                 rows.extend(_row(p, origin, op.source) for p in op.pairs)
                 op.n_rows = len(op.pairs)
                 op.pairs = []  # the rows hold what is shown: a big place is not kept twice (tensors, results)
