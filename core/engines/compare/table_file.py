@@ -14,8 +14,9 @@ import math
 import os
 from typing import Any, Callable, Iterable, Iterator, Optional
 
-from dumpscope.core.engines.compare.report import (CHUNK_ROWS, COLUMNS, ERROR_FILL, MAX_SHEET_ROWS, WARNING_FILL,
-                                                   ExportError, TableCells, summary_rows)
+from dumpscope.core.engines.compare import report
+from dumpscope.core.engines.compare.report import (COLUMNS, ERROR_FILL, MAX_SHEET_ROWS, WARNING_FILL, ExportError,
+                                                   TableCells, summary_rows)
 from dumpscope.core.support.row_spool import MappedRows
 
 
@@ -62,7 +63,7 @@ class TableFile:
 
     def add(self, row: dict[str, Any]) -> None:
         self._held.append(row)
-        if len(self._held) >= CHUNK_ROWS:
+        if len(self._held) >= report.CHUNK_ROWS:  # (read here: a test makes chunks small)
             self._write_held()
 
     def _write_held(self) -> None:
