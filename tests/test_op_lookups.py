@@ -113,7 +113,7 @@ def test_table_stacks_are_shows(tmp_path_factory, tmp_path, monkeypatch, name, g
     data = unpack_data(tmp_path_factory, name)
     g, t = open_query(str(data / golden)), open_query(str(data / target))
     doc = compare_places(g, t)
-    monkeypatch.setattr(cr, "_CHUNK", 3)  # several chunks, an op's rows split between two of them
+    monkeypatch.setattr(cr, "CHUNK_ROWS", 3)  # several chunks, an op's rows split between two of them
     cr.write_csv(doc, str(tmp_path / "new.csv"), cr.describe_sides(doc, g, t))
     cr.write_csv(doc, str(tmp_path / "old.csv"), _show_stacks(t))
     new = (tmp_path / "new.csv").read_text(encoding="utf-8")

@@ -51,3 +51,36 @@ def test_column_letters():
 
 def test_an_empty_book_has_one_sheet(tmp_path):
     assert _book(tmp_path / "e.xlsx", []).sheetnames == ["Sheet1"]
+
+
+def test_row_templates_write_what_cell_by_cell_writes(tmp_path, monkeypatch):
+    """A row is written by a template made per shape of row (issue 33); cell by cell (``_row_each``, the
+    way for the types no template takes) writes the very same XML, shared strings included."""
+    import io
+    import random
+    import zipfile
+
+    from dumpscope.core.engines.compare import xlsx_stream
+
+    values = [None, "", "x", "N/A", "a<b", " sp", "\x1b", "\ud800", "=1", 0, -5, 10 ** 20, True, False, 0.0, -0.0,
+              1.5, 1e-300, 1e308, math.inf, -math.inf, math.nan, 0.1 + 0.2]
+    r = random.Random(7)
+    sheets = [(f"S{k}", [([r.choice(values) for _ in range(6)], r.choice([None, "error", "warning", "other"]))
+                         for _ in range(300)]) for k in range(2)]
+    sheets[0][1].append(([1e308, 1e308, "x"], None))  # a sum past the largest float: checked one by one
+
+    def parts() -> dict[str, bytes]:
+        fh = io.BytesIO()
+        book = XlsxWriter(fh, {"error": "FFFF0000", "warning": "FFFF00"})
+        for name, lines in sheets:
+            book.sheet(name)
+            for cells, fill in lines:
+                book.row(cells, fill)
+        book.close()
+        z = zipfile.ZipFile(io.BytesIO(fh.getvalue()))
+        return {n: z.read(n) for n in z.namelist()}
+
+    templated = parts()
+    monkeypatch.setattr(xlsx_stream.XlsxWriter, "_plan", lambda self, key, fill: xlsx_stream._ODD)
+    assert parts() == templated
+    assert b't="s"' in templated["xl/worksheets/sheet1.xml"] and b"<v>1e+308</v>" in templated["xl/worksheets/sheet1.xml"]

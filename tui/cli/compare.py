@@ -74,8 +74,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
                              spool_rows=True)  # read back for each output: memory does not grow with the pairs
     except (MappingFileError, PlaceError) as exc:
         raise CliError(str(exc)) from None
-    if out_path:
-        _write_compare_output(doc, out_path, golden, target)
+    # with --json the table is written from the rows the print reads (read once for both)
+    table = _write_compare_output(doc, out_path, golden, target, alongside=bool(args.json and not args.export_config)
+                                  ) if out_path else None
     if args.export_config:
         from dumpscope.core.engines.compare import export_redump_config
         from dumpscope.core.engines.redump_config import RedumpConfigError
@@ -85,7 +86,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         except RedumpConfigError as exc:
             raise CliError(str(exc)) from None
     if args.json:
-        print_json(doc)
+        try:
+            print_json(doc)
+        finally:
+            if table is not None:  # a print stopped half-way (a closed pipe) leaves no half table
+                table.abandon()
+        if table is not None:
+            _finish_compare_output(table, out_path)
         return exit_status(args, _diverged(doc) if args.exit_code else False)
     keys = ["name", "io", "slot", "step", "rank", "cosine", "euc_dist", "max_abs_err", "max_rel_err",
             "one_thousandth_ratio", "five_thousandth_ratio", "verdict", "rule", "match", "kind", "origin",
@@ -183,7 +190,9 @@ def _check_output(path: str, roots: Sequence[str]) -> str:
     return path
 
 
-def _write_compare_output(doc: dict[str, Any], path: str, golden, target) -> None:
+def _write_compare_output(doc: dict[str, Any], path: str, golden, target, alongside: bool = False) -> Any:
+    """Write ``--output``; with ``alongside`` a table (.csv/.xlsx) is written by the next output that
+    reads all the rows (the ``--json`` print) and is returned, for ``_finish_compare_output``."""
     from dumpscope.core.engines.compare import report as cr
 
     try:
@@ -196,10 +205,27 @@ def _write_compare_output(doc: dict[str, Any], path: str, golden, target) -> Non
                 dump(doc, fh.write)  # in parts, the rows read back one by one
                 fh.write("\n")
             n = len(doc.get("rows", []))
+        elif alongside:
+            from dumpscope.core.engines.compare.table_file import TableAlongside
+
+            doc["rows"] = table = TableAlongside(doc, path, cr.describe_sides(doc, golden, target))
+            return table
         else:
             n = cr.write_table(doc, path, cr.describe_sides(doc, golden, target))
     except OSError as exc:
         raise CliError(f"{path}: {exc.strerror or exc}") from None
+    except cr.ExportError as exc:
+        raise CliError(str(exc)) from None
+    print(f"wrote {n} rows to {inert(path)}", file=sys.stderr)
+    return None
+
+
+def _finish_compare_output(table: Any, path: str) -> None:
+    """The table ``_write_compare_output`` left to the print: in place (or written now), or its error."""
+    from dumpscope.core.engines.compare import report as cr
+
+    try:
+        n = table.finish()
     except cr.ExportError as exc:
         raise CliError(str(exc)) from None
     print(f"wrote {n} rows to {inert(path)}", file=sys.stderr)

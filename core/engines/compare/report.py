@@ -23,12 +23,10 @@ statistics, files, stacks) can be filled from the indexes by ``describe_sides``.
 
 from __future__ import annotations
 
-import csv
-import math
 import os
 import posixpath
 from itertools import islice
-from math import isfinite
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
 
 from dumpscope.core.inert import csv_text, inert_lines
@@ -53,6 +51,13 @@ _METRICS = [("Cosine", "cosine"), ("EucDist", "euc_dist"), ("MaxAbsErr", "max_ab
             ("Five Thousandths Err Ratio", "five_thousandth_ratio")]
 _STATS = ("max", "min", "mean", "l2norm")
 _METRIC_KEYS = [k for _, k in _METRICS]
+#: the keys of a compare row the table reads, and of each of its sides (``TableCells.of``)
+_ROW_KEYS = ("name", "io", "slot", "step", "rank", "kind", "target_name", "target_op_id", "golden", "target",
+             "verdict", "rule", "type", "precision", "origin", "match", "mode", "exec_index", "judgement", "rel_err",
+             "allowed", *_METRIC_KEYS)
+_row_values = itemgetter(*_ROW_KEYS)
+_SIDE_KEYS = ("dtype", "shape", "max", "min", "mean", "l2norm", "file")
+_side_values = itemgetter(*_SIDE_KEYS)
 #: each column's position in a row of ``table_rows``
 _IX = {c: i for i, c in enumerate(COLUMNS)}
 
@@ -75,9 +80,27 @@ def _side(row: dict[str, Any], which: str) -> dict[str, Any]:
 
 
 def _cell_text(text: Any) -> str:
-    """Dump-derived text made inert for a spreadsheet: no control characters, no formula."""
+    """Dump-derived text made inert for a spreadsheet: no control characters, no formula.
+
+    Most of the table's text is printable ASCII that starts with no formula character: that is
+    returned as it is after two C-level checks (``inert_lines`` and ``csv_text`` would return it
+    unchanged); anything else takes their way."""
+    s = text if type(text) is str else str(text)
+    if s.isascii() and s.isprintable() and s[:1] not in _ASCII_FORMULA_START:
+        return s
     # a leading quote keeps a spreadsheet from running it (what msprobe refuses outright)
-    return csv_text(inert_lines(str(text)))
+    return csv_text(inert_lines(s))
+
+
+#: the ASCII characters of ``core.inert``'s formula starts that are printable (tab and CR are not)
+_ASCII_FORMULA_START = frozenset("=+-@")
+#: a row's statistics of only these types are written as they are (``None`` as N/A)
+_PLAIN = frozenset((float, int, bool, type(None)))
+
+
+def _stat(v: Any) -> Any:
+    """One statistic cell: N/A when unknown, a number as it is, anything else as inert text."""
+    return NA if v is None else (v if isinstance(v, (int, float)) else _cell_text(v))
 
 
 def _shape(value: Any) -> str:
@@ -92,38 +115,60 @@ def _stack(frames: Any) -> str:
     return _cell_text(str([str(f) for f in frames]))
 
 
-def _tensor_name(name: str, row: dict[str, Any]) -> str:
-    """msprobe names a tensor ``{api}.{input|output}.{slot}``; ours are op name + io + slot."""
-    return f"{name}.{row.get('io')}.{row.get('slot')}"
-
-
 def is_first(row: dict[str, Any], fd: Optional[dict[str, Any]]) -> bool:
     return bool(fd) and all(row.get(k) == fd.get(k) for k in ("name", "io", "slot", "step") if k in fd)  # type: ignore
 
 
 def table_rows(doc: dict[str, Any], stacks: Optional[Callable[[dict[str, Any]], Any]] = None
                ) -> Iterator[tuple[list[Any], Optional[str]]]:
-    """``(cells in COLUMNS order, verdict)`` for each row of a ``compare`` document.
+    """``(cells in COLUMNS order, verdict)`` for each row of a ``compare`` document (msprobe names a
+    tensor ``{api}.{input|output}.{slot}``: ours are op name, io and slot).
 
     Numbers stay numbers (``None`` when unknown); text is made inert.  ``stacks(row)`` gives
     the target op's call stack (list of frames), asked once per op.
     """
-    fd = doc.get("first_divergence")
-    fd_keys = [k for k in ("name", "io", "slot", "step") if k in fd] if fd else []
-    last_op: Any = object()
+    cells = TableCells(doc, stacks)
     prefetch = getattr(stacks, "prefetch", None)
-    few: dict[Any, str] = {}  # _cell_text of the few-valued fields (dtypes, rules, types), once per value
+    rows = doc.get("rows", [])
+    if prefetch is None:
+        yield from cells.of(rows)
+        return
+    it = iter(rows)
+    while True:
+        chunk = list(islice(it, CHUNK_ROWS))  # rows read ahead so their stacks are looked up together
+        if not chunk:
+            return
+        prefetch(chunk)
+        yield from cells.of(chunk)
 
-    def text(v: Any) -> str:
+
+class TableCells:
+    """The table's cells of a document's rows, given in order a chunk at a time (``of``).
+
+    Written as one straight run of C-level lookups per row (the table is ~40 cells a row, 40,000 rows
+    a compare of two 20k trees): a row's statistics are checked at once (``_PLAIN``), and only an
+    unusual value takes the per-cell way; the few-valued texts (dtypes, shapes, rules) are made once.
+    """
+
+    def __init__(self, doc: dict[str, Any], stacks: Optional[Callable[[dict[str, Any]], Any]]) -> None:
+        fd = doc.get("first_divergence")
+        self.fd_items = [(k, fd[k]) for k in ("name", "io", "slot", "step") if k in fd] if fd else None
+        self.stacks = stacks
+        self.last_op: Any = object()
+        self.few: dict[Any, str] = {}  # _cell_text of the few-valued fields, once per value
+
+    def text(self, v: Any) -> str:
+        few = self.few
         if v not in few:
             if len(few) > 4096:
                 few.clear()
             few[v] = _cell_text(v)
         return few[v]
 
-    def shape(v: Any) -> str:
+    def shape(self, v: Any) -> str:
         if not isinstance(v, list):
             return _shape(v)
+        few = self.few
         key = tuple(v)
         if key not in few:
             if len(few) > 4096:
@@ -131,98 +176,124 @@ def table_rows(doc: dict[str, Any], stacks: Optional[Callable[[dict[str, Any]], 
             few[key] = _shape(v)
         return few[key]
 
-    for row in _chunked(doc.get("rows", []), prefetch):
-        get = row.get
-        golden, target = _side(row, "golden"), _side(row, "target")
-        gget, tget = golden.get, target.get
-        scalar = get("kind") == "scalar"
-        name = str(get("name", ""))
-        # the cells in COLUMNS order, made as a list (a dict by column name cost a third of the table)
-        rg_t, rg_g = tget("requires_grad", NA), gget("requires_grad", NA)
-        cells: list[Any] = [
-            _cell_text(_tensor_name(str(get("target_name") or name), row)),
-            _cell_text(_tensor_name(name, row)),
-            text(target["dtype"]) if tget("dtype") else NA,
-            text(golden["dtype"]) if gget("dtype") else NA,
-            shape(tget("shape")),
-            shape(gget("shape")),
-            rg_t,
-            rg_g,
-        ]
-        if scalar:
-            cells += ["unsupported" if v is None else v for v in map(get, _METRIC_KEYS)]
-        else:
-            cells += [NA if v is None else v for v in map(get, _METRIC_KEYS)]
-        for side_get in (tget, gget):
-            for k in _STATS:
-                v = side_get(k)
-                cells.append(NA if v is None else (v if isinstance(v, (int, float)) else _cell_text(v)))
-        op_key = (get("target_op_id"), get("target_name") or name, get("step"), get("rank"))
-        first_of_op = op_key != last_op
-        last_op = op_key
-        frames = stacks(row) if (stacks is not None and first_of_op) else None
-        files = [tget("file"), gget("file")]
-        if scalar:
-            data_name = str(["-1", "-1"])
-        elif any(files):
-            data_name = _cell_text(str([_basename(f) if f else NA for f in files]))
-        else:
-            data_name = NA
-        rule, typ, prec = get("rule"), get("type"), get("precision")
-        cells += [
-            NA if NA in (rg_t, rg_g) else rg_t == rg_g,  # Requires_grad Consistent
-            get("verdict"),
-            text(rule or ""),
-            _stack(frames),
-            data_name,
-            get("step"), get("rank"), get("io"), get("slot"), get("kind"), get("origin"), get("match"),
-            get("mode"),
-            "yes" if fd and all(get(k) == fd[k] for k in fd_keys) else "",
-            text(typ) if typ is not None else None,
-            get("exec_index"), get("judgement"), get("rel_err"), get("allowed"),
-            text(prec) if prec is not None else None,
-        ]
-        verdict = str(get("verdict")) if get("verdict") else None
-        if not scalar:
-            yield cells, verdict
-            continue
-        # a non-tensor argument: msprobe shows its value as every statistic, one row per list item
-        # (``input.3.0``, ``input.3.1``), each carrying the argument's verdict
-        for suffix, t_val, g_val in _value_parts(target, golden):
-            part = list(cells)
-            if suffix:
-                part[_IX["NPU Name"]] += suffix
-                part[_IX["Bench Name"]] += suffix
-                part[_IX["NPU Dtype"]] = _json_type(t_val)
-                part[_IX["Bench Dtype"]] = _json_type(g_val)
-            for prefix, side, v in (("NPU", target, t_val), ("Bench", golden, g_val)):
-                for k in _STATS:
-                    if side.get(k) is None:
-                        part[_IX[f"{prefix} {k}"]] = NA if v is _ABSENT or v is None else (
-                            v if isinstance(v, (int, float)) else _cell_text(v))
-            yield part, verdict
+    def of(self, rows: Iterable[dict[str, Any]]) -> Iterator[tuple[list[Any], Optional[str]]]:
+        """``(cells, verdict)`` of each of ``rows`` (a scalar list argument: one per item)."""
+        fd_items, stacks, text, shape = self.fd_items, self.stacks, self.text, self.shape
+        plain, na, few_get = _PLAIN.issuperset, NA, self.few.get
+        last_files: tuple[Any, Any] = (None, None)  # the last row's files, and their Data_name
+        last_name = na
+        for row in rows:
+            get = row.get
+            try:  # every key a compare row has (one C call); else one by one
+                (name, io, slot, step, rank, kind, target_name, op_id, golden, target, verdict, rule, typ, prec,
+                 origin, match, mode, exec_index, judgement, rel_err, allowed, *metrics) = _row_values(row)
+            except KeyError:
+                (name, io, slot, step, rank, kind, target_name, op_id, golden, target, verdict, rule, typ, prec,
+                 origin, match, mode, exec_index, judgement, rel_err, allowed, *metrics) = map(get, _ROW_KEYS)
+                if "name" not in row:
+                    name = ""
+            if not isinstance(golden, dict):
+                golden = {}
+            if not isinstance(target, dict):
+                target = {}
+            try:
+                dt_t, sh_t, *stats, f_t = _side_values(target)
+            except KeyError:
+                dt_t, sh_t, *stats, f_t = map(target.get, _SIDE_KEYS)
+            try:
+                dt_g, sh_g, *g_stats, f_g = _side_values(golden)
+            except KeyError:
+                dt_g, sh_g, *g_stats, f_g = map(golden.get, _SIDE_KEYS)
+            stats += g_stats
+            if not plain(map(type, stats)):
+                stats = [_stat(v) for v in stats]
+            elif None in stats:
+                stats = [na if v is None else v for v in stats]
+            scalar = kind == "scalar"
+            if None in metrics:
+                miss = "unsupported" if scalar else na
+                metrics = [miss if v is None else v for v in metrics]
+            if type(name) is not str:
+                name = str(name)
+            tname = target_name or name
+            if type(tname) is not str:
+                tname = str(tname)
+            suffix = f".{io}.{slot}"
+            bench = _cell_text(name + suffix)
+            rg_t, rg_g = target.get("requires_grad", na), golden.get("requires_grad", na)
+            if stacks is not None:
+                op_key = (op_id, target_name or name, step, rank)
+                frames = stacks(row) if op_key != self.last_op else None
+                self.last_op = op_key
+                stack = _stack(frames) if frames else na
+            else:
+                stack = na
+            if scalar:
+                data_name = "['-1', '-1']"
+            elif f_t or f_g:
+                if f_t != last_files[0] or f_g != last_files[1]:  # (a CANN op's tensors share its file)
+                    last_files = (f_t, f_g)
+                    last_name = _cell_text(f"[{_basename(f_t) if f_t else na!r}, {_basename(f_g) if f_g else na!r}]")
+                data_name = last_name
+            else:
+                data_name = na
+            if fd_items is None:
+                first = ""
+            else:
+                first = "yes"
+                for k, v in fd_items:
+                    if not get(k) == v:
+                        first = ""
+                        break
+            # the cells in COLUMNS order, made as a list (a dict by column name cost a third of the table)
+            cells: list[Any] = [
+                bench if tname == name else _cell_text(tname + suffix),
+                bench,
+                (few_get(dt_t) or text(dt_t)) if dt_t else na,
+                (few_get(dt_g) or text(dt_g)) if dt_g else na,
+                (few_get(tuple(sh_t)) if type(sh_t) is list else None) or shape(sh_t),
+                (few_get(tuple(sh_g)) if type(sh_g) is list else None) or shape(sh_g),
+                rg_t,
+                rg_g,
+                *metrics,
+                *stats,
+                na if na in (rg_t, rg_g) else rg_t == rg_g,  # Requires_grad Consistent
+                verdict,
+                (few_get(rule) or text(rule)) if rule else "",
+                stack,
+                data_name,
+                step, rank, io, slot, kind, origin, match, mode,
+                first,
+                (few_get(typ) or text(typ)) if typ is not None else None,
+                exec_index, judgement, rel_err, allowed,
+                (few_get(prec) or text(prec)) if prec is not None else None,
+            ]
+            verdict = str(verdict) if verdict else None
+            if not scalar:
+                yield cells, verdict
+                continue
+            # a non-tensor argument: msprobe shows its value as every statistic, one row per list item
+            # (``input.3.0``, ``input.3.1``), each carrying the argument's verdict
+            for suffix, t_val, g_val in _value_parts(target, golden):
+                part = list(cells)
+                if suffix:
+                    part[_IX["NPU Name"]] += suffix
+                    part[_IX["Bench Name"]] += suffix
+                    part[_IX["NPU Dtype"]] = _json_type(t_val)
+                    part[_IX["Bench Dtype"]] = _json_type(g_val)
+                for prefix, side, v in (("NPU", target, t_val), ("Bench", golden, g_val)):
+                    for k in _STATS:
+                        if side.get(k) is None:
+                            part[_IX[f"{prefix} {k}"]] = NA if v is _ABSENT or v is None else (
+                                v if isinstance(v, (int, float)) else _cell_text(v))
+                yield part, verdict
 
 
 _ABSENT = object()
 #: os.path.basename; on POSIX the same slice without the function's separator lookup (once per row)
 _basename = (lambda p: p[p.rfind("/") + 1:]) if os.path.basename is posixpath.basename else os.path.basename
-#: rows read ahead so their stacks are looked up together
-_CHUNK = 512
-
-
-def _chunked(rows: Iterable[dict[str, Any]], prefetch: Optional[Callable[[list], None]]
-             ) -> Iterator[dict[str, Any]]:
-    """``rows`` in order, ``prefetch`` given each chunk of them before its rows are yielded."""
-    if prefetch is None:
-        yield from rows
-        return
-    it = iter(rows)
-    while True:
-        chunk = list(islice(it, _CHUNK))
-        if not chunk:
-            return
-        prefetch(chunk)
-        yield from chunk
+#: rows read ahead so their stacks are looked up together (and held by a table being written)
+CHUNK_ROWS = 512
 
 
 def _json_type(v: Any) -> str:
@@ -242,68 +313,6 @@ def _value_parts(target: dict[str, Any], golden: dict[str, Any]) -> list[tuple[s
     g_list = g_val if isinstance(g_val, list) else []
     return [(f".{i}", t_list[i] if i < len(t_list) else _ABSENT, g_list[i] if i < len(g_list) else _ABSENT)
             for i in range(max(len(t_list), len(g_list)))] or [("", t_val, g_val)]
-
-
-def _csv_value(v: Any) -> Any:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "nan"
-        if math.isinf(v):
-            return " inf" if v > 0 else " -inf"
-    return v
-
-
-def write_csv(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[str, Any]], Any]] = None) -> int:
-    """Write the msprobe-shaped CSV; returns the number of data rows."""
-    n = 0
-    try:
-        from dumpscope.core.support.atomic_write import replaced_file
-
-        with replaced_file(path, "w", encoding="utf-8", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(COLUMNS)
-            for cells, _ in table_rows(doc, stacks):  # (38 cells a row: the common ones inline)
-                w.writerow(["" if v is None else v if not isinstance(v, float) or isfinite(v) else _csv_value(v)
-                            for v in cells])
-                n += 1
-    except OSError as exc:
-        raise ExportError(f"{path}: {exc.strerror or exc}") from None
-    return n
-
-
-def write_xlsx(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[str, Any]], Any]] = None) -> int:
-    """Write the msprobe-shaped workbook, error rows red and warning rows yellow; returns the row count.
-
-    Streamed row by row (``xlsx_stream``): memory stays flat on a million-row compare."""
-    from dumpscope.core.engines.compare.xlsx_stream import XlsxWriter
-    from dumpscope.core.support.atomic_write import replacing
-
-    n = 0
-    try:
-        with replacing(path) as tmp, open(tmp, "wb") as fh:
-            book = XlsxWriter(fh, {"error": ERROR_FILL, "warning": WARNING_FILL})
-            sheets = 0
-            for cells, verdict in table_rows(doc, stacks):
-                if sheets == 0 or (n and n % MAX_SHEET_ROWS == 0):
-                    sheets += 1
-                    book.sheet("Sheet1" if sheets == 1 else f"Sheet{sheets}")
-                    book.row(COLUMNS)
-                book.row(cells, verdict)
-                n += 1
-            if sheets == 0:
-                book.sheet("Sheet1")
-                book.row(COLUMNS)
-            summary = summary_rows(doc)
-            if summary:  # after msprobe's sheets, so a script reading Sheet1 finds what it always found
-                book.sheet("Summary")
-                for line in summary:
-                    book.row(line)
-            book.close()
-    except OSError as exc:
-        raise ExportError(f"{path}: {exc.strerror or exc}") from None
-    return n
 
 
 def summary_rows(doc: dict[str, Any]) -> list[list[Any]]:
@@ -332,14 +341,27 @@ def summary_rows(doc: dict[str, Any]) -> list[list[Any]]:
     return rows
 
 
+def write_csv(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[str, Any]], Any]] = None) -> int:
+    """Write the msprobe-shaped CSV; returns the number of data rows."""
+    from dumpscope.core.engines.compare.table_file import write_rows
+
+    return write_rows(doc, doc.get("rows", []), path, stacks, ".csv")
+
+
+def write_xlsx(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[str, Any]], Any]] = None) -> int:
+    """Write the msprobe-shaped workbook, error rows red and warning rows yellow; returns the row count.
+
+    Streamed row by row (``xlsx_stream``): memory stays flat on a million-row compare."""
+    from dumpscope.core.engines.compare.table_file import write_rows
+
+    return write_rows(doc, doc.get("rows", []), path, stacks, ".xlsx")
+
+
 def write_table(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[str, Any]], Any]] = None) -> int:
     """``.csv`` or ``.xlsx`` by the file's extension; returns the number of data rows."""
-    ext = os.path.splitext(path)[1].lower()
-    if ext == ".csv":
-        return write_csv(doc, path, stacks)
-    if ext == ".xlsx":
-        return write_xlsx(doc, path, stacks)
-    raise ExportError(f"{path}: unknown output type {ext or '(none)'!r}: use .csv, .xlsx or .json")
+    from dumpscope.core.engines.compare.table_file import write_rows
+
+    return write_rows(doc, doc.get("rows", []), path, stacks)
 
 
 # -- sides the compare document does not describe ------------------------------------------------
@@ -365,6 +387,10 @@ def describe_sides(doc: dict[str, Any], golden_q: Optional["DumpQuery"], target_
         return have[1]
 
     def fill(row: dict[str, Any]) -> dict[str, Any]:
+        g, t = row.get("golden"), row.get("target")
+        if (type(g) is dict and type(t) is dict and g.get("dtype") and t.get("dtype")
+                and g.get("shape") is not None and t.get("shape") is not None):
+            return row  # (a compare row describes both sides: nothing to look up)
         for side, which, q in ((0, "golden", golden_q), (1, "target", target_q)):
             have = _side(row, which)
             if have.get("dtype") and have.get("shape") is not None:

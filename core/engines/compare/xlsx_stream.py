@@ -1,8 +1,9 @@
 """A streaming .xlsx writer in the standard library (zipfile + sheet XML written row by row).
 
 Why not openpyxl: it builds a cell object per value and serialises it through its XML layer, which
-made ``compare --output x.xlsx`` cost 2.15x the CPU of ``--json`` (issue 33); the rows here are one
-string join each.  It writes what the compare table needs and nothing more: sheets of rows whose
+made ``compare --output x.xlsx`` cost 2.15x the CPU of ``--json`` (issue 33); a row here is one ``%``
+of a template made once per shape of row (its cells' types and fill), cell by cell only for a row of
+other types or with a NaN/±Inf (the same XML either way).  It writes what the compare table needs and nothing more: sheets of rows whose
 cells are numbers, booleans or text, and one fill per row (msprobe's red error / yellow warning rows).
 
 Text is written as inline strings (``t="inlineStr"``), or, from its second use on, as a shared string
@@ -23,6 +24,7 @@ import math
 import re
 import zipfile
 from numbers import Integral, Real
+from operator import itemgetter
 from typing import IO, Any, Iterable, Optional
 
 _MAIN_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
@@ -77,6 +79,7 @@ class XlsxWriter:
         self._shared: list[str] = []  # the shared strings, in their index order
         self._texts: dict[str, str] = {}  # shared text -> the rest of its cell
         self._once: dict[str, None] = {}  # texts seen once (a bounded window): shared when seen again
+        self._plans: dict[tuple, Any] = {}  # (fill, type of each cell) -> the row's template (``_plan``)
 
     # -- sheets -----------------------------------------------------------------------------------
 
@@ -89,8 +92,80 @@ class XlsxWriter:
         self._row = 0
 
     def row(self, cells: Iterable[Any], fill: Optional[str] = None) -> None:
-        """Append one row; ``None`` is an empty cell (in a filled row, an empty filled cell)."""
+        """Append one row; ``None`` is an empty cell (in a filled row, an empty filled cell).
+
+        A row is one ``%`` of a template made once per shape of row (its cells' types and its fill), its
+        values picked by C-level getters: numbers, booleans and empty cells are the template's, and a
+        text is looked up in the shared table; only a text seen for the first time takes Python code.
+        """
         self._row += 1
+        if type(cells) is not list:
+            cells = list(cells)
+        key = (fill, *map(type, cells))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plan(key, fill)
+        if plan is _ODD or (plan[2] is not None and not _finite(sum(plan[2](cells)))):
+            xml = self._row_each(cells, fill)  # (a NaN or ±Inf makes the sum one; so may a huge sum)
+        else:
+            fmt, get_texts, _, get_others, order = plan
+            words = get_texts(cells)
+            texts = self._texts
+            tails = list(map(texts.get, words))
+            if None in tails:  # each new text in turn, as if one by one (a text may be twice in a row)
+                for k, tail in enumerate(tails):
+                    if tail is None:
+                        tail = texts.get(words[k])
+                        tails[k] = tail if tail is not None else self._text(words[k])
+            xml = fmt % order((self._row, *tails, *get_others(cells)))
+        self._buf.append(xml)
+        if len(self._buf) >= 256:
+            self._flush()
+
+    def _plan(self, key: tuple, fill: Optional[str]) -> Any:
+        """The template of rows of this shape: ``(format, texts getter, floats getter, others getter,
+        order)``: the format's values are ``order((row number, *text tails, *other values))``; ``_ODD``
+        when a cell's type has no template (numpy numbers, other objects: written cell by cell)."""
+        if len(self._plans) >= 4096:
+            self._plans.clear()
+        style = self._style.get(fill) if fill else None
+        c = f'<c s="{style}"' if style else "<c"
+        parts = ['<row r="%d">']
+        text_at: list[int] = []
+        float_at: list[int] = []
+        other_at: list[int] = []
+        slots: list[tuple[int, int]] = []  # (0 for a text, 1 for another value; its rank among them)
+        for i, t in enumerate(key[1:]):
+            if t is str:
+                parts.append(c + "%s")
+                slots.append((0, len(text_at)))
+                text_at.append(i)
+                continue
+            if t is float or t is int:
+                parts.append(c + "><v>%.16g</v></c>")
+                if t is float:
+                    float_at.append(i)
+            elif t is bool:
+                parts.append(c + ' t="b"><v>%d</v></c>')
+            elif t is type(None):
+                parts.append(c + "/>")
+                continue
+            else:
+                self._plans[key] = _ODD
+                return _ODD
+            slots.append((1, len(other_at)))
+            other_at.append(i)
+        parts.append("</row>")
+        n_text = len(text_at)
+        order = _getter([0] + [1 + k if kind == 0 else 1 + n_text + k for kind, k in slots])
+        # (no literal "%" in the parts: style numbers and tags only)
+        plan = ("".join(parts), _getter(text_at), _getter(float_at) if float_at else None, _getter(other_at),
+                order)
+        self._plans[key] = plan
+        return plan
+
+    def _row_each(self, cells: list[Any], fill: Optional[str]) -> str:
+        """One row's XML, cell by cell."""
         style = self._style.get(fill) if fill else None
         c = f'<c s="{style}"' if style else "<c"  # cells carry no reference: each is the next column
         empty = c + "/>"
@@ -114,9 +189,7 @@ class XlsxWriter:
             else:
                 add(c + self._other(v))
         add("</row>")
-        self._buf.append("".join(parts))
-        if len(self._buf) >= 256:
-            self._flush()
+        return "".join(parts)
 
     def _text(self, text: str) -> str:
         """The rest of a text cell after ``<c …``: a shared string from its second use on (most of the
@@ -223,6 +296,24 @@ def _t(text: str) -> str:
     if text[:1].isspace() or text[-1:].isspace():
         return f'<t xml:space="preserve">{text}</t>'
     return f"<t>{text}</t>"
+
+
+#: the plan of a row with a cell no template takes
+_ODD = object()
+
+
+def _finite(total: float) -> bool:
+    return total - total == 0
+
+
+def _getter(positions: list[int]) -> Any:
+    """``itemgetter`` of ``positions`` that always returns a tuple (itemgetter of one returns the item)."""
+    if len(positions) == 1:
+        k = positions[0]
+        return lambda vals: (vals[k],)
+    if not positions:
+        return lambda vals: ()
+    return itemgetter(*positions)
 
 
 class _Never(dict):
