@@ -17,6 +17,7 @@ import pytest
 
 from conftest import DATA, unpack_data
 from dumpscope.core.engines.compare import report as cr
+from dumpscope.core.engines.compare import table_file
 from dumpscope.tui.cli.entry import main
 
 MSPROBE_CSV = DATA / "msprobe_compare" / "compare_result_msp_b_vs_msp_a.csv"
@@ -161,7 +162,7 @@ DOC = {"rows": [
 
 def test_side_objects_map_npu_to_target_and_bench_to_golden(tmp_path):
     out = tmp_path / "t.csv"
-    assert cr.write_csv(DOC, str(out)) == 4
+    assert table_file.write_csv(DOC, str(out)) == 4
     _, rows = read_csv(out)
     a = rows[0]
     assert (a["NPU Name"], a["Bench Name"]) == ("A_t.output.0", "A.output.0")
@@ -178,7 +179,7 @@ def test_side_objects_map_npu_to_target_and_bench_to_golden(tmp_path):
 
 def test_dump_names_cannot_become_formulas_or_escapes(tmp_path):
     out = tmp_path / "t.csv"
-    cr.write_csv(DOC, str(out))
+    table_file.write_csv(DOC, str(out))
     text = out.read_text()
     assert "\x1b" not in text
     _, rows = read_csv(out)
@@ -189,7 +190,7 @@ def test_xlsx_rows_highlighted_as_msprobe_did(tmp_path):
     import openpyxl
 
     out = tmp_path / "t.xlsx"
-    assert cr.write_xlsx(DOC, str(out)) == 4
+    assert table_file.write_xlsx(DOC, str(out)) == 4
     wb = openpyxl.load_workbook(out)
     assert wb.sheetnames == ["Sheet1"]
     ws = wb["Sheet1"]

@@ -101,7 +101,7 @@ def test_csv_spells_inf_as_msprobe_and_nothing_else_changes(tmp_path):
         w.writerow(["" if v is None else (" inf" if v > 0 else " -inf") if isinstance(v, float) and math.isinf(v)
                     else v for v in cells])
     out = tmp_path / "odd.csv"
-    assert cr.write_csv(doc, str(out)) == 3
+    assert tf.write_csv(doc, str(out)) == 3
     assert out.read_bytes() == expected.getvalue().encode("utf-8")
     text = out.read_text(encoding="utf-8")
     assert "\x1b" not in text and "\u202e" not in text
@@ -125,7 +125,7 @@ def _leftovers(folder: Path) -> list[str]:
 def test_one_pass_writes_the_same_table(tmp_path, ext):
     doc = _doc()
     plain = tmp_path / f"plain{ext}"
-    assert cr.write_table(doc, str(plain)) == 1200
+    assert tf.write_table(doc, str(plain)) == 1200
     teed = tmp_path / f"teed{ext}"
     rows = tf.TableAlongside(doc, str(teed), None)
     assert list(rows) == doc["rows"] and teed.exists()
@@ -159,7 +159,7 @@ def test_a_pass_left_half_way_leaves_nothing(tmp_path):
 
 
 def _plain(tmp_path: Path, doc: dict) -> bytes:
-    cr.write_csv(doc, str(tmp_path / "ref.csv"))
+    tf.write_csv(doc, str(tmp_path / "ref.csv"))
     return (tmp_path / "ref.csv").read_bytes()
 
 

@@ -15,10 +15,10 @@ import pytest
 
 from conftest import unpack_data
 from dumpscope.core.engines.compare import report as cr
+from dumpscope.core.engines.compare import table_file
 from dumpscope.core.index.schema import OP_INDEXES, SCHEMA_VERSION
 from dumpscope.core.query import DumpQuery, open_query
 from synth.cann_writer import SynthTensor, write_dump
-from dumpscope.tui.cli.entry import main
 
 W, A, B = "net/C/Add", "net/A/Mul", "net/B/Sub"
 
@@ -114,8 +114,8 @@ def test_table_stacks_are_shows(tmp_path_factory, tmp_path, monkeypatch, name, g
     g, t = open_query(str(data / golden)), open_query(str(data / target))
     doc = compare_places(g, t)
     monkeypatch.setattr(cr, "CHUNK_ROWS", 3)  # several chunks, an op's rows split between two of them
-    cr.write_csv(doc, str(tmp_path / "new.csv"), cr.describe_sides(doc, g, t))
-    cr.write_csv(doc, str(tmp_path / "old.csv"), _show_stacks(t))
+    table_file.write_csv(doc, str(tmp_path / "new.csv"), cr.describe_sides(doc, g, t))
+    table_file.write_csv(doc, str(tmp_path / "old.csv"), _show_stacks(t))
     new = (tmp_path / "new.csv").read_text(encoding="utf-8")
     assert new == (tmp_path / "old.csv").read_text(encoding="utf-8")
     with open(tmp_path / "new.csv", newline="", encoding="utf-8") as fh:

@@ -102,17 +102,18 @@ def build_report(q: DumpQuery, bookmarks: Iterable[OpRow], overflow: dict[tuple[
 
 
 def write_compare_table(app: Any, path: str) -> int:
-    """The compare view's rows as msprobe's compare table (``.csv`` / ``.xlsx``, ``core.compare_report``).
+    """The compare view's rows as msprobe's compare table (``.csv`` / ``.xlsx``, ``core.engines.compare.table_file``).
 
     Reads the indexes (sides, stacks): run it off the UI thread.
     """
     from dumpscope.core.engines.compare import report as cr
+    from dumpscope.core.engines.compare.table_file import write_table
 
     result = app.compare_result
     if not result:
         raise cr.ExportError(f"{path}: no compare result to export")
     doc = dict(result, rows=[dict(r) for r in result.get("rows", [])])  # the view keeps its own rows
-    return cr.write_table(doc, path, cr.describe_sides(doc, app.q, app.target_q))
+    return write_table(doc, path, cr.describe_sides(doc, app.q, app.target_q))
 
 
 def write_export(app: Any, path: str) -> None:

@@ -211,7 +211,9 @@ def _write_compare_output(doc: dict[str, Any], path: str, golden, target, alongs
             doc["rows"] = table = TableAlongside(doc, path, cr.describe_sides(doc, golden, target))
             return table
         else:
-            n = cr.write_table(doc, path, cr.describe_sides(doc, golden, target))
+            from dumpscope.core.engines.compare.table_file import write_table
+
+            n = write_table(doc, path, cr.describe_sides(doc, golden, target))
     except OSError as exc:
         raise CliError(f"{path}: {exc.strerror or exc}") from None
     except cr.ExportError as exc:

@@ -341,29 +341,6 @@ def summary_rows(doc: dict[str, Any]) -> list[list[Any]]:
     return rows
 
 
-def write_csv(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[str, Any]], Any]] = None) -> int:
-    """Write the msprobe-shaped CSV; returns the number of data rows."""
-    from dumpscope.core.engines.compare.table_file import write_rows
-
-    return write_rows(doc, doc.get("rows", []), path, stacks, ".csv")
-
-
-def write_xlsx(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[str, Any]], Any]] = None) -> int:
-    """Write the msprobe-shaped workbook, error rows red and warning rows yellow; returns the row count.
-
-    Streamed row by row (``xlsx_stream``): memory stays flat on a million-row compare."""
-    from dumpscope.core.engines.compare.table_file import write_rows
-
-    return write_rows(doc, doc.get("rows", []), path, stacks, ".xlsx")
-
-
-def write_table(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[str, Any]], Any]] = None) -> int:
-    """``.csv`` or ``.xlsx`` by the file's extension; returns the number of data rows."""
-    from dumpscope.core.engines.compare.table_file import write_rows
-
-    return write_rows(doc, doc.get("rows", []), path, stacks)
-
-
 # -- sides the compare document does not describe ------------------------------------------------
 
 
