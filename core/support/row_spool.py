@@ -4,26 +4,24 @@ row per tensor pair, and one place of 200k pairs held them all until the documen
 ``RowSpool`` is appended to like a list and read back in order as often as needed (``--json``,
 ``--csv``, the table and ``--output`` each iterate it).  Rows are plain values (dicts of str, int,
 float, bool, None, lists; ``plain`` makes any value so, as JSON gives it back), and a numpy scalar in
-one comes back as its Python value.  They are stored pickled (protocol 5) in blocks of ``BLOCK_ROWS``
-rows, one pickler a block, so a block's keys and repeated texts are written once; a compare row costs
-~2 µs to store and ~5 µs to read back, against ~14 and ~10 µs as JSON.  The file is read with an
-unpickler that refuses every global (``_Loader``): only the built-in containers and scalars can come
-out of it, never an object, a callable or code, whatever its bytes — and the file is this process's
-own, unnamed (``TemporaryFile``).  ``extra`` adds keys to every row (the target's place of a
-cross-place compare) as the rows are read.  A row read back by number (``spool[k]``) costs the decoding
-of its block.  The file is gone when the spool is closed or collected, or the process ends.
+one comes back as its Python value.  They are stored as JSON (``float.__repr__``: every float read
+back is the one written; NaN and ±Inf as JSON's ``NaN``/``Infinity``; any string, unpaired surrogates
+included, escaped to ASCII), each row encoded as it is appended, in blocks of ``BLOCK_ROWS`` rows read
+back with one decoder call a block (the decoder's per-call cost was a third of reading a compare row).
+No pickle: the project reads no pickled data anywhere (``test_robustness``), its own included.
+``extra`` adds keys to every row (the target's place of a cross-place compare) as the rows are read.
+A row read back by number (``spool[k]``) costs the decoding of its block.  The file lives in the
+system's temporary directory and is gone when the spool is closed or collected, or the process ends.
 """
 
 from __future__ import annotations
 
 import bisect
-import io
 import json
-import pickle
 import struct
 from collections.abc import Sequence
 from itertools import chain
-from typing import Any, Callable, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator
 
 #: bytes gathered before they are written to the file
 _BUFFER_BYTES = 1 << 20
@@ -36,6 +34,7 @@ def _item(v: Any) -> Any:
 
 
 _json_encode = json.JSONEncoder(separators=(",", ":"), check_circular=False, default=_item).encode
+_json_decode = json.JSONDecoder().decode
 
 
 def plain(v: Any) -> Any:
@@ -46,45 +45,14 @@ def plain(v: Any) -> Any:
     return json.loads(_json_encode(v))
 
 
-class _Loader(pickle.Unpickler):
-    """Reads back what ``RowSpool`` wrote: built-in containers and scalars only (``find_class`` refuses
-    every global, so no bytes can make it build an object or call anything)."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        raise pickle.UnpicklingError(f"row spool: {module}.{name} refused (rows hold plain values only)")
-
-
-class _NotPlain(Exception):
-    pass
-
-
-class _Writer(pickle.Pickler):
-    """A pickler of plain values: the C pickler asks ``reducer_override`` only about objects that are no
-    built-in value (exact str, int, float, bool, None, dict, list, tuple…), so a row of plain values
-    never leaves C, and any other object (a numpy scalar, a subclass) stops it."""
-
-    def reducer_override(self, obj: Any) -> Any:
-        raise _NotPlain
-
-
-def _decode(data: bytes) -> Any:
-    """One pickle written by ``_Writer`` (a test's seam: what ``_Loader`` makes of any bytes)."""
-    return _Loader(io.BytesIO(data)).load()
-
-
-#: rows in one block: one pickler writes them, one unpickler reads them, so a key written once is
-#: referenced after (its memo); a block is decoded whole to read any of its rows
+#: rows in one block: a block is one JSON array, decoded whole to read any of its rows
 BLOCK_ROWS = 128
-_BLOCK_HEAD = struct.Struct("<II")  # bytes of the block's pickles, rows in it
+_BLOCK_HEAD = struct.Struct("<II")  # bytes of the block's text, rows in it
 
 
 class RowSpool(Sequence):
     """An append-only list of row dicts stored in a temporary file, in blocks of up to ``BLOCK_ROWS``
-    rows pickled one after the other by one pickler (keys and repeated texts written once a block).
-    A row is pickled as it is appended (changing it later changes nothing stored; an object found again
-    in the same block is stored as a reference to its first pickling, so rows sharing one come back
-    sharing one, as a list of them would); the pickler's memo keeps a block's rows alive until the
-    block is written out, at most ``BLOCK_ROWS`` of them."""
+    rows.  A row is encoded as it is appended: changing it later changes nothing stored."""
 
     def __init__(self) -> None:
         import tempfile
@@ -93,9 +61,7 @@ class RowSpool(Sequence):
         self._buffer = bytearray()  # whole blocks not yet in the file
         self._written = 0  # bytes in the file
         self._n = 0
-        self._block = io.BytesIO()  # the open block's pickles
-        self._pickler: Optional[_Writer] = None  # the open block's (None: no block open)
-        self._block_rows = 0
+        self._block: list[str] = []  # the open block's rows, encoded
         self._block_at: list[int] = []  # byte offset of each block (in the file and buffer together)
         self._block_first: list[int] = []  # row number of each block's first row
         self.extra: dict[str, Any] = {}  # fields added to every row (after its own)
@@ -103,46 +69,26 @@ class RowSpool(Sequence):
     # -- writing ---------------------------------------------------------------------
 
     def append(self, row: dict[str, Any]) -> None:
-        if self._pickler is None:
-            self._open_block()
-        block = self._block
-        at = block.tell()
-        try:
-            self._pickler.dump(row)  # type: ignore[union-attr]
-        except _NotPlain:  # the memo may name objects of the part written: the block ends before this row
-            block.seek(at)
-            block.truncate()
-            self._close_block()
-            self._open_block()
-            self._pickler.dump(plain(row))  # type: ignore[union-attr]
+        self._block.append(_json_encode(row))
         self._n += 1
-        self._block_rows += 1
-        if self._block_rows >= BLOCK_ROWS:
+        if len(self._block) >= BLOCK_ROWS:
             self._close_block()
 
     def extend(self, rows: Iterable[dict[str, Any]]) -> None:
         for row in rows:
             self.append(row)
 
-    def _open_block(self) -> None:
-        self._block = io.BytesIO()
-        self._pickler = _Writer(self._block, protocol=5)
-        self._block_rows = 0
-
     def _close_block(self) -> None:
-        if self._pickler is None:
+        if not self._block:
             return
-        self._pickler = None
-        if self._block_rows:
-            data = self._block.getvalue()
-            self._block_at.append(self._written + len(self._buffer))
-            self._block_first.append(self._n - self._block_rows)
-            self._buffer += _BLOCK_HEAD.pack(len(data), self._block_rows)
-            self._buffer += data
-            if len(self._buffer) >= _BUFFER_BYTES:
-                self._flush()
-        self._block = io.BytesIO()
-        self._block_rows = 0
+        data = ("[" + ",".join(self._block) + "]").encode("ascii")
+        self._block_at.append(self._written + len(self._buffer))
+        self._block_first.append(self._n - len(self._block))
+        self._buffer += _BLOCK_HEAD.pack(len(data), len(self._block))
+        self._buffer += data
+        self._block = []
+        if len(self._buffer) >= _BUFFER_BYTES:
+            self._flush()
 
     def _flush(self) -> None:
         if self._buffer:
@@ -177,11 +123,10 @@ class RowSpool(Sequence):
         done = 0
         while done < count and 0 <= b < len(self._block_at):
             fh.seek(self._block_at[b])  # (each block seeks to its place: the file may be read elsewhere meanwhile)
-            size, n = _BLOCK_HEAD.unpack(fh.read(_BLOCK_HEAD.size))
-            loader = _Loader(io.BytesIO(fh.read(size)))
+            size, _n = _BLOCK_HEAD.unpack(fh.read(_BLOCK_HEAD.size))
+            rows = _json_decode(fh.read(size).decode("ascii"))
             row_no = self._block_first[b]
-            for _ in range(n):
-                row = loader.load()
+            for row in rows:
                 row_no += 1
                 if row_no <= first:  # before the first row asked for
                     continue
