@@ -19,7 +19,9 @@ from dumpscope.core.engines.compare.places import compare_places
 from dumpscope.core.query import open_query
 from synth.job_tree import write_cann_job
 from dumpscope.tui.cli.entry import main
-from dumpscope.tui.json_text import dumps
+from dumpscope.core.support import row_spool
+from dumpscope.tui import json_text
+from dumpscope.tui.json_text import dumps, row_block_text
 
 
 @pytest.fixture(scope="module")
@@ -32,10 +34,10 @@ def msnan(tmp_path_factory) -> Path:
     return unpack_data(tmp_path_factory, "real_ms210_nan") / "nan"
 
 
-def _both(path: Path, cache: Path, **kw) -> tuple[dict, dict]:
+def _both(path: Path, cache: Path, printed: bool = False, **kw) -> tuple[dict, dict]:
     q = open_query(str(path), cache_directory=cache)
     listed = compare_places(q, q, **kw)
-    spooled = compare_places(q, q, spool_rows=True, **kw)
+    spooled = compare_places(q, q, spool_rows=True, row_printer=row_block_text if printed else None, **kw)
     return listed, spooled
 
 
@@ -45,13 +47,23 @@ def _both(path: Path, cache: Path, **kw) -> tuple[dict, dict]:
     ("msnan", {"golden_step": 0, "target_step": 2}),  # NaN rows: origins, sources
     ("msnan", {}),
 ])
-def test_spooled_rows_print_the_same_document_as_listed_rows(case, msprobe, msnan, tmp_path):
+@pytest.mark.parametrize("printed", [False, True], ids=["spooled", "printed"])
+def test_spooled_rows_print_the_same_document_as_listed_rows(case, printed, msprobe, msnan, tmp_path, monkeypatch):
+    """Rows spooled as JSON, or kept as the document prints them (``PrintedRows``: copied into it, except
+    a place whose target's rank or step differs, whose rows get those as they are read), print the
+    document the listed rows print, byte for byte."""
     which, kw = case
-    listed, spooled = _both(msprobe if which == "msprobe" else msnan, tmp_path, **kw)
+    monkeypatch.setattr(row_spool, "BLOCK_ROWS", 5)  # several blocks, an op's rows across two of them
+    copied = []
+    real = json_text._printed
+    monkeypatch.setattr(json_text, "_printed", lambda *a: (copied.append(1), real(*a)))
+    listed, spooled = _both(msprobe if which == "msprobe" else msnan, tmp_path, printed=printed, **kw)
     assert type(listed["rows"]) is list and type(spooled["rows"]) is not list
     assert len(listed["rows"]) > 0
     assert dumps(spooled) == dumps(listed)
     assert json.loads(dumps(spooled))["rows"] == json.loads(dumps(listed))["rows"]  # (and not by accident)
+    cross = any("target_rank" in r or "target_step" in r for r in listed["rows"])
+    assert bool(copied) == (printed and not cross)
     if kw.get("target_step") == 2:
         assert any(r["origin"] for r in listed["rows"]) and listed["first_divergence"]
 

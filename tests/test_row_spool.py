@@ -92,3 +92,27 @@ def test_a_row_changed_after_it_is_appended_is_stored_as_it_was():
     row["verdict"] = "error"
     row["side"]["max"] = 9.0
     assert spool[0] == {"verdict": "pass", "side": {"max": 1.0}}
+
+
+def test_printed_rows_are_copied_into_the_document_as_the_listed_rows_print():
+    """``PrintedRows`` keeps blocks of text; the JSON printer copies them, byte for byte what it prints for
+    the same rows in a list (NaN, ±Inf, escapes, an unpaired surrogate, a numpy scalar, nested values);
+    read back as dicts they are what the document shows (NaN as "nan")."""
+    from dumpscope.tui import json_text
+
+    rows = [{"name": f"op\u0007{i}\ud800", "cosine": float("nan") if i == 3 else 1.0 - i / 7,
+             "rank": i, "golden": {"shape": [1, i], "max": float("inf") if i == 5 else np.float32(0.5)},
+             "source": None if i % 2 else {"file": "a.py", "line": i}, "ok": i % 3 == 0}
+            for i in range(row_spool.BLOCK_ROWS + 9)]
+    printed = row_spool.PrintedRows(json_text.row_block_text)
+    printed.extend(rows)
+    doc = {"rows": printed, "first_divergence": None}
+    text = json_text.dumps(doc)
+    assert text == json_text.dumps({"rows": rows, "first_divergence": None})
+    assert row_spool.printed_parts(printed) is not None
+    back = list(printed)
+    assert back[3]["cosine"] == "nan" and back[5]["golden"]["max"] == "inf" and back[4]["rank"] == 4
+    assert json.loads(text.replace('"nan"', "null"))["rows"][7] == json.loads(json.dumps(back[7]))
+    printed.extra.update(target_rank=1)  # keys added as the rows are read: printed from the dicts instead
+    assert row_spool.printed_parts(printed) is None
+    assert json.loads(json_text.dumps({"rows": printed}))["rows"][0]["target_rank"] == 1

@@ -243,12 +243,44 @@ def _c_encoder(inner: str) -> Callable[[Any], str] | None:
 c_slices = 0
 
 
+#: where the items of a top-level key's list sit (compare's ``rows``: ``row_block_text``)
+_ROWS_INNER = "\n  "
+
+
+def row_block_text(rows: list) -> str:
+    """The text of ``rows`` as items of a list that is the value of a top-level key of the document
+    (compare's ``rows``), joined by that list's separator: what ``dump`` prints there.  A spool of
+    rows kept printed (``row_spool.PrintedRows``) is made with it and copied by ``dump``."""
+    out: list[str] = []
+    _chunks(rows, out, "", _ROWS_INNER)
+    return "".join(out)
+
+
+def _printed(parts: list, out: list[str], sep: str, inner: str) -> None:
+    """The blocks of printed rows (``row_block_text``'s texts), the first after ``sep``."""
+    flushing = type(out) is _Flushing
+    for blocks in parts:
+        for text in blocks:
+            out.append(sep + text)
+            sep = "," + inner
+            if flushing:
+                out.flush()  # type: ignore[attr-defined]
+
+
 def _list(items: Any, out: list[str], nl: str) -> None:
     if not items:
         out.append("[]")
         return
     inner = nl + " "
     sep = "[" + inner
+    if inner == _ROWS_INNER and _is_rows(items):
+        from dumpscope.core.support.row_spool import printed_parts
+
+        parts = printed_parts(items)
+        if parts is not None:  # rows printed as they were made, at this very place: copied
+            _printed(parts, out, sep, inner)
+            out.append(nl + "]")
+            return
     t = type(items)
     encoder = None
     if (t is list or t is tuple) and len(items) >= _C_LIST_MIN and False not in map(_is_leaf, map(type, items)):

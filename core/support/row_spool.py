@@ -21,7 +21,7 @@ import json
 import struct
 from collections.abc import Sequence
 from itertools import chain
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 #: bytes gathered before they are written to the file
 _BUFFER_BYTES = 1 << 20
@@ -81,12 +81,14 @@ class RowSpool(Sequence):
     def _close_block(self) -> None:
         if not self._block:
             return
-        data = ("[" + ",".join(self._block) + "]").encode("ascii")
-        self._block_at.append(self._written + len(self._buffer))
-        self._block_first.append(self._n - len(self._block))
-        self._buffer += _BLOCK_HEAD.pack(len(data), len(self._block))
-        self._buffer += data
+        self._store_block(("[" + ",".join(self._block) + "]").encode("ascii"), len(self._block))
         self._block = []
+
+    def _store_block(self, data: bytes, rows: int) -> None:
+        self._block_at.append(self._written + len(self._buffer))
+        self._block_first.append(self._n - rows)
+        self._buffer += _BLOCK_HEAD.pack(len(data), rows)
+        self._buffer += data
         if len(self._buffer) >= _BUFFER_BYTES:
             self._flush()
 
@@ -119,12 +121,10 @@ class RowSpool(Sequence):
         self._close_block()  # (rows appended after this read start a new block)
         self._flush()
         b = bisect.bisect_right(self._block_first, first) - 1
-        extra, fh = self.extra, self._fh
+        extra = self.extra
         done = 0
         while done < count and 0 <= b < len(self._block_at):
-            fh.seek(self._block_at[b])  # (each block seeks to its place: the file may be read elsewhere meanwhile)
-            size, _n = _BLOCK_HEAD.unpack(fh.read(_BLOCK_HEAD.size))
-            rows = _json_decode(fh.read(size).decode("ascii"))
+            rows = self._decode_block(self._block_bytes(b))
             row_no = self._block_first[b]
             for row in rows:
                 row_no += 1
@@ -138,11 +138,60 @@ class RowSpool(Sequence):
                     return
             b += 1
 
+    def _block_bytes(self, b: int) -> bytes:
+        fh = self._fh
+        fh.seek(self._block_at[b])  # (each block seeks to its place: the file may be read elsewhere meanwhile)
+        size, _rows = _BLOCK_HEAD.unpack(fh.read(_BLOCK_HEAD.size))
+        return fh.read(size)
+
+    @staticmethod
+    def _decode_block(data: bytes) -> list[dict[str, Any]]:
+        return _json_decode(data.decode("ascii"))
+
     def close(self) -> None:
         self._fh.close()
 
     def __repr__(self) -> str:
-        return f"RowSpool({self._n} rows)"
+        return f"{type(self).__name__}({self._n} rows)"
+
+
+class PrintedRows(RowSpool):
+    """Rows kept as the ``--json`` document prints them: ``printer`` makes a block's text (the rows as
+    items of the document's top-level ``rows`` list, joined by the list's separators), and the CLI's
+    printer copies the blocks (``printed_blocks``) instead of decoding every row and printing it again.
+    Read as dicts (a first divergence's row, ``--exit-code``), a block's text is decoded: the rows come
+    back as the document shows them (NaN and ±Inf as the strings the CLI prints).  Rows are held until
+    their block is printed (at most ``BLOCK_ROWS``): a row must not change after it is appended.  Keys
+    added by ``extra`` are in the dicts, not in the printed blocks: a caller that sets it prints dicts."""
+
+    def __init__(self, printer: Callable[[list[dict[str, Any]]], str]) -> None:
+        super().__init__()
+        self._printer = printer
+        self._pending: list[dict[str, Any]] = []
+
+    def append(self, row: dict[str, Any]) -> None:
+        self._pending.append(row)
+        self._n += 1
+        if len(self._pending) >= BLOCK_ROWS:
+            self._close_block()
+
+    def _close_block(self) -> None:
+        if not self._pending:
+            return
+        # (a string from a dump may hold an unpaired surrogate: kept as it is, as the printer keeps it)
+        self._store_block(self._printer(self._pending).encode("utf-8", "surrogatepass"), len(self._pending))
+        self._pending = []
+
+    @staticmethod
+    def _decode_block(data: bytes) -> list[dict[str, Any]]:
+        return _json_decode("[" + data.decode("utf-8", "surrogatepass") + "]")
+
+    def printed_blocks(self) -> Iterator[str]:
+        """The text of every block in order (the caller joins them with the list's separator)."""
+        self._close_block()
+        self._flush()
+        for b in range(len(self._block_at)):
+            yield self._block_bytes(b).decode("utf-8", "surrogatepass")
 
 
 class ChainedRows(Sequence):
@@ -191,3 +240,12 @@ class MappedRows(Sequence):
 def is_rows(value: Any) -> bool:
     """Whether ``value`` is one of these row sequences (JSON writers print them as lists)."""
     return isinstance(value, (RowSpool, ChainedRows, MappedRows))
+
+
+def printed_parts(value: Any) -> Optional[list[Iterable[str]]]:
+    """The printed blocks of each part of ``value`` when every part is ``PrintedRows`` with no ``extra``
+    (the JSON printer copies them), else None (it prints the rows)."""
+    parts = value.parts if isinstance(value, ChainedRows) else [value]
+    if not parts or not all(type(p) is PrintedRows and not p.extra for p in parts):
+        return None
+    return [p.printed_blocks() for p in parts if len(p)]

@@ -65,13 +65,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from dumpscope.core.engines.compare.api_mapping import MappingFileError
 
     from dumpscope.core.engines.compare.places import PlaceError, compare_places
+    from dumpscope.tui.json_text import row_block_text
 
+    # --json alone: the rows are kept as the document prints them and copied into it (printed once)
+    printed = args.json and not out_path and not args.export_config
     try:
         doc = compare_places(golden, target, rank=args.rank, step=args.step, golden_rank=args.golden_rank,
                              target_rank=args.target_rank, golden_step=args.golden_step,
                              target_step=args.target_step, rtol=args.rtol, atol=args.atol,
                              layer_mapping=args.layer_mapping, api_mapping=args.api_mapping,
-                             spool_rows=True)  # read back for each output: memory does not grow with the pairs
+                             spool_rows=True,  # read back for each output: memory does not grow with the pairs
+                             row_printer=row_block_text if printed else None)
     except (MappingFileError, PlaceError) as exc:
         raise CliError(str(exc)) from None
     # with --json the table is written from the rows the print reads (read once for both)

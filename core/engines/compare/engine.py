@@ -30,7 +30,7 @@ from dumpscope.core.support.gc_pause import gc_paused
 from dumpscope.core.layouts.py_stack import source_from_stack
 from dumpscope.core.model import INPUT, OUTPUT
 from dumpscope.core.query import shown_step
-from dumpscope.core.support.row_spool import RowSpool, plain
+from dumpscope.core.support.row_spool import PrintedRows, RowSpool, plain
 from dumpscope.core.graphs.source_frames import first_user_frame
 
 if TYPE_CHECKING:
@@ -211,7 +211,8 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
                   thresholds: Optional[vd.Thresholds] = None, layer_mapping: Optional[str] = None,
                   api_mapping: Optional[str] = None, target_rank: Optional[int] = None,
                   target_step: Optional[int] = None, with_problems: bool = True,
-                  spool_rows: bool = False) -> dict[str, Any]:
+                  spool_rows: bool = False,
+                  row_printer: Optional[Callable[[list[dict[str, Any]]], str]] = None) -> dict[str, Any]:
     """CLI.md ``compare`` document for one rank/step of both dumps.
 
     MindSpore-vs-PyTorch API dumps (or any pair given ``layer_mapping``/``api_mapping`` files, msprobe's
@@ -220,7 +221,8 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     places: ``places.compare_places``).  ``with_problems=False``: ``problems`` left empty (they are the
     trees', not the place's: several places list them once).  ``spool_rows``: the rows are a
     ``row_spool.RowSpool`` (a temporary file, read back in order) instead of a list, so that memory does
-    not grow with the pairs (the CLI's ``compare``)."""
+    not grow with the pairs (the CLI's ``compare``); with ``row_printer`` too, a ``row_spool.PrintedRows``
+    that keeps them as ``row_printer`` prints them (the CLI's ``--json`` alone: copied, not printed again)."""
     g_rank, g_step = golden.default_place(rank, step)
     t_ranks, t_steps = target.ranks(), target.steps()
     t_rank = g_rank if g_rank in t_ranks or not t_ranks else t_ranks[0]
@@ -253,7 +255,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     walk = org.Walk()
     origins: list[org.Origin] = []
     dtypes: dict[str, dict[str, int]] = {"golden": {}, "target": {}}
-    rows: Any = RowSpool() if spool_rows else []
+    rows: Any = (PrintedRows(row_printer) if row_printer is not None else RowSpool()) if spool_rows else []
     row_at: list[int] = []  # first row of each op
     total_pairs = counted = 0
     # the coarsest precision either run stored a tensor in at this place: what a weight no dumped op

@@ -152,8 +152,10 @@ def _compare_each(golden: "DumpQuery", target: "DumpQuery", pairs: list, progres
         def tick(done: int, total: int, k: int = k) -> None:
             if progress is not None:
                 progress(k * 1000 + (1000 * done) // max(total, 1), 1000 * len(pairs))
+        # rows of another target place get its rank and step as they are read: not kept printed
+        kw = kwargs if (tr, ts) == (gr, gs) else dict(kwargs, row_printer=None)
         doc = compare_dumps(golden, target, rank=gr, step=gs, target_rank=tr, target_step=ts, progress=tick,
-                            with_problems=k == 0, **kwargs)  # the trees' problems: listed once
+                            with_problems=k == 0, **kw)  # the trees' problems: listed once
         if (tr, ts) != (gr, gs):
             if isinstance(doc["rows"], RowSpool):  # added as its rows are read
                 doc["rows"].extra.update(target_rank=tr, target_step=ts)
