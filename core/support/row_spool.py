@@ -7,7 +7,7 @@ float, bool, None, lists; ``plain`` makes any value so, as JSON gives it back), 
 one comes back as its Python value.  They are stored as JSON (``float.__repr__``: every float read
 back is the one written; NaN and ±Inf as JSON's ``NaN``/``Infinity``; any string, unpaired surrogates
 included, escaped to ASCII), each row encoded as it is appended, in blocks of ``BLOCK_ROWS`` rows read
-back with one decoder call a block (the decoder's per-call cost was a third of reading a compare row).
+back with one decoder call a block (the decoder's per-call cost was a quarter of reading a compare row).
 No pickle: the project reads no pickled data anywhere (``test_robustness``), its own included.
 ``extra`` adds keys to every row (the target's place of a cross-place compare) as the rows are read.
 A row read back by number (``spool[k]``) costs the decoding of its block.  The file lives in the
