@@ -1,4 +1,5 @@
-"""``tui.json_text.dumps`` prints exactly what ``json.dumps(_clean(doc), indent=1, ensure_ascii=False)`` prints."""
+"""``tui.json_text.dumps`` prints exactly what ``json_safe(json.dumps(_clean(doc), indent=1, ensure_ascii=False))``
+prints: the escaping of DEL/C1/bidi controls done string by string equals one pass over the whole text."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from dumpscope.core.inert import json_safe
 from dumpscope.tui.json_text import dumps
 
 
@@ -44,7 +46,8 @@ def _clean(value):
 
 
 def _stdlib(doc):
-    return json.dumps(_clean(doc), indent=1, ensure_ascii=False)
+    """The oracle: the standard library's text, DEL/C1/bidi controls escaped over the whole of it."""
+    return json_safe(json.dumps(_clean(doc), indent=1, ensure_ascii=False))
 
 
 def _same(got: str, want: str) -> None:

@@ -11,22 +11,23 @@ import os
 import sys
 from typing import Any, Iterable, Sequence
 
-from dumpscope.core.inert import csv_cell, inert, inert_lines, json_safe
+from dumpscope.core.inert import csv_cell, inert, inert_lines
 
 #: dumps set aside under the opened PATHs (core.dump_roots): every JSON document of the command lists them
 OTHER_DUMPS: list[dict] = []
 
 
 def print_json(doc: Any) -> None:
-    # exact: json escapes C0 itself, json_safe the DEL/C1/bidi characters it leaves raw
+    # exact: json escapes C0 itself, json_text (inert.json_safe) the DEL/C1/bidi characters it leaves raw
     from dumpscope.tui.json_text import dump  # json.dumps of it with NaN/Inf as strings, faster
 
     if OTHER_DUMPS and isinstance(doc, dict) and "other_dumps" not in doc:
         doc = {**doc, "other_dumps": list(OTHER_DUMPS)}
-    # past the InertStream: json_safe's text holds nothing it changes (C0 other than newline is escaped by
-    # JSON itself, the rest by json_safe), and its second pass over a 60 MB compare document cost 4 %
+    # past the InertStream: the text holds nothing it changes (C0 other than newline is escaped by JSON
+    # itself, DEL/C1/bidi by json_text, string by string), and its second pass over a 60 MB compare
+    # document cost 4 %
     write = raw(sys.stdout).write
-    dump(doc, lambda text: write(json_safe(text)))  # in parts: a big document is never whole in memory
+    dump(doc, write)  # in parts: a big document is never whole in memory
     write("\n")
 
 
