@@ -102,3 +102,32 @@ async def test_the_explorer_opens_where_triage_does_when_a_collective_inherited_
     app = DumpscopeApp(str(root), display_name="job")
     async with app.run_test(size=SIZE) as pilot:
         assert await _opened(app, pilot) == (origin["rank"], origin["step"], origin["name"])
+
+
+async def test_the_opening_compare_of_a_job_compares_the_first_divergences_place_once(dist, tmp_path, monkeypatch):
+    """The whole-job pass already compared the place it opens on: that compare is shown, not run again (it
+    was, by ``compare_dumps`` in the app), and it is what comparing that place alone gives."""
+    import dumpscope.core.engines.compare as compare_pkg
+    from dumpscope.core.query import open_query
+    from dumpscope.tui.json_text import dumps
+
+    direct = compare_pkg.compare_dumps
+    again: list[tuple] = []
+
+    def counted(*args, **kwargs):
+        again.append((kwargs.get("rank"), kwargs.get("step")))
+        return direct(*args, **kwargs)
+
+    monkeypatch.setattr(compare_pkg, "compare_dumps", counted)
+    set_env(monkeypatch, tmp_path)
+    app = DumpscopeApp(str(dist / "golden"), compare_with=str(dist / "target"), display_name="golden")
+    async with app.run_test(size=SIZE) as pilot:
+        rank, step, _ = await _opened(app, pilot)
+        shown = app.compare_result
+    assert (rank, step) == (1, 1) and again == []
+    g = open_query(str(dist / "golden"), cache_directory=tmp_path / "cache-direct")
+    t = open_query(str(dist / "target"), cache_directory=tmp_path / "cache-direct")
+    alone = direct(g, t, rank=rank, step=step, workers=1)
+    assert isinstance(shown["rows"], list) and len(shown["rows"]) == len(alone["rows"]) > 0
+    for key in ("rows", "first_divergence", "unmatched_golden", "unmatched_target", "problems", "precision"):
+        assert dumps(shown.get(key)) == dumps(alone.get(key)), key

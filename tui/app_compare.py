@@ -49,10 +49,12 @@ class CompareWorkers:
                         done=done, total=total, share=done * 100 // max(total, 1))))
 
             open_on: Optional[OpRow] = None
+            result: Optional[dict[str, Any]] = None
             if whole_job:
-                rank, step = self._job_first_place(q, self.target_q, (rank, step), progress)
-            result = compare_dumps(q, self.target_q, rank=rank, step=step, progress=progress,
-                                   workers=IN_APP_WORKERS)
+                rank, step, result = self._job_first_place(q, self.target_q, (rank, step), progress)
+            if result is None:
+                result = compare_dumps(q, self.target_q, rank=rank, step=step, progress=progress,
+                                       workers=IN_APP_WORKERS)
             if whole_job:
                 open_on = _first_divergence_op(q, result)
             from dumpscope.tui.view_compare import warm_view
@@ -73,22 +75,33 @@ class CompareWorkers:
             self._main().update_status()
 
     def _job_first_place(self, golden: DumpQuery, target: DumpQuery, shown: tuple[int, int],
-                         progress: Callable[[int, int, str], None]) -> tuple[int, int]:
+                         progress: Callable[[int, int, str], None]
+                         ) -> tuple[int, int, Optional[dict[str, Any]]]:
         """The golden place of the whole job's first divergence, the one ``triage TARGET --golden PATH`` names
         (its origin is ``compare_places``' first divergence over every rank and step: compare's rules in each
-        pair of places, the whole-job rule among them); ``shown`` when nothing diverges.  A job of one pair of
-        places is compared once, there."""
-        from dumpscope.core.engines.compare.places import compare_places, place_pairs
+        pair of places, the whole-job rule among them), and that place's compare when the whole-job pass made
+        it (golden and target at the same place: it is not compared a second time); ``shown`` and None when
+        nothing diverges.  A job of one pair of places is compared once, there (None: by the caller)."""
+        from dumpscope.core.engines.compare.places import job_first_divergence, place_docs, place_pairs
 
         pairs, unpaired = place_pairs(golden, target, rank="all", step="all")
         if len(pairs) == 1 and not unpaired["golden"] and not unpaired["target"]:
-            return pairs[0][0]
+            return (*pairs[0][0], None)
         if not pairs:
-            return shown
-        doc = compare_places(golden, target, rank="all", step="all", spool_rows=True, workers=IN_APP_WORKERS,
+            return (*shown, None)
+        docs, _ = place_docs(golden, target, rank="all", step="all", spool_rows=True, workers=IN_APP_WORKERS,
                              progress=lambda done, total: progress(done, total, "every rank and step, {share}%"))
-        fd = doc.get("first_divergence")
-        return (fd["rank"], fd["step"]) if fd else shown
+        fd = job_first_divergence(target, [d["first_divergence"] for d in docs if d.get("first_divergence")])
+        if not fd:
+            return (*shown, None)
+        place = (fd["rank"], fd["step"])
+        doc = next((d for d in docs if (d["golden"]["rank"], d["golden"]["step"]) == place
+                    and (d["target"]["rank"], d["target"]["step"]) == place), None)
+        if doc is None:  # the target's place differs: compared again, golden and target at the golden place
+            return (*place, None)
+        # the explorer's compare holds its rows (sorted, filtered by the view); the trees' problems are
+        # listed in the first place's document only
+        return (*place, dict(doc, rows=list(doc["rows"]), problems=docs[0].get("problems", [])))
 
     def on_compare_ready(self, message: CompareReady) -> None:
         if message.place is not None and message.result is not None and not self._follow_compare(message):

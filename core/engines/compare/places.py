@@ -82,9 +82,8 @@ def compare_places(golden: "DumpQuery", target: "DumpQuery", rank: Axis = None, 
     One pair of places: ``compare_dumps``'s own document.  Several: rows of every place (each row says
     its place; ``target_rank``/``target_step`` where the target's differs), ``first_divergence`` the
     first place's in step-then-rank order that has one, and ``places`` with each pair's summary."""
-    pairs, unpaired = place_pairs(golden, target, rank, step, golden_rank, target_rank, golden_step, target_step)
-    with shared_pool(), gc_paused():  # one pool for every place; no collector walks over the rows
-        docs = _compare_each(golden, target, pairs, progress, kwargs)
+    docs, unpaired = place_docs(golden, target, rank, step, golden_rank, target_rank, golden_step, target_step,
+                                progress, **kwargs)
     if len(docs) == 1 and not unpaired["golden"] and not unpaired["target"]:
         return docs[0]
     first = job_first_divergence(target, [d["first_divergence"] for d in docs if d.get("first_divergence")])
@@ -106,6 +105,19 @@ def compare_places(golden: "DumpQuery", target: "DumpQuery", rank: Axis = None, 
                      for k in ("ops", "tensors", "golden_ops", "target_ops")},
         "problems": docs[0].get("problems", []) if docs else [],  # of the two trees: the same for every place
     }
+
+
+def place_docs(golden: "DumpQuery", target: "DumpQuery", rank: Axis = None, step: Axis = None,
+               golden_rank: Optional[int] = None, target_rank: Optional[int] = None,
+               golden_step: Optional[int] = None, target_step: Optional[int] = None,
+               progress: Optional[Callable[[int, int], None]] = None, **kwargs: Any
+               ) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, int]]]]:
+    """``compare_dumps``'s document of each pair of places asked for, in step-then-rank order (only the
+    first lists the trees' problems), and the places left unpaired: what ``compare_places`` joins, and
+    what the explorer keeps one place of (the whole job's first divergence's, compared once)."""
+    pairs, unpaired = place_pairs(golden, target, rank, step, golden_rank, target_rank, golden_step, target_step)
+    with shared_pool(), gc_paused():  # one pool for every place; no collector walks over the rows
+        return _compare_each(golden, target, pairs, progress, kwargs), unpaired
 
 
 def job_first_divergence(target: "DumpQuery", firsts: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
