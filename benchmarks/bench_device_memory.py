@@ -67,33 +67,13 @@ print(json.dumps({"base_kb": base, "peak_kb": resource.getrusage(resource.RUSAGE
 
 def _write(step: Path, name: str, fmt: str, device_shape: tuple[int, ...], original: tuple[int, ...]) -> None:
     """A CANN dump file with one float16 output whose payload is a sparse run of zeros."""
-    import numpy as np
-
-    from synth.cann_writer import SynthTensor, encode_dump
+    from synth.cann_writer import write_sparse_dump
 
     path = step / f"Op.{name}.1.2.1718260502000000"
     if path.exists() and path.stat().st_size > 0:
         return
-    # encode a tiny tensor of the same format, then patch sizes: build the header from a 1-element
-    # stand-in and rewrite its shape fields through the proto (the writer has no sparse mode)
-    from dumpscope.core.formats import cann_dump
-
-    small = np.zeros((1,) * len(original), np.float16)
-    blob = encode_dump(name, [], [SynthTensor(small, "float16", fmt)], 1718260502000000)
-    hlen = int.from_bytes(blob[:8], "little")
-    msg = cann_dump.dump_data_pb2.DumpData()
-    msg.ParseFromString(blob[8:8 + hlen])
-    out = msg.output[0]
-    del out.shape.dim[:]
-    out.shape.dim.extend(device_shape)
-    del out.original_shape.dim[:]
-    out.original_shape.dim.extend(original)
-    out.size = int(np.prod(device_shape)) * 2
-    head = msg.SerializeToString()
     step.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as fh:
-        fh.write(len(head).to_bytes(8, "little") + head)
-        fh.truncate(8 + len(head) + out.size)
+    write_sparse_dump(path, name, fmt, device_shape, original)
 
 
 def _write_pt_tree(root: Path, gib: float) -> Path:

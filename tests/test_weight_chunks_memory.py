@@ -9,14 +9,12 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from dumpscope.core.formats import cann_dump
 from dumpscope.core.formats.device_format import ceil_div
-from synth.cann_writer import SynthTensor, encode_dump
+from synth.cann_writer import write_sparse_dump
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss in KiB, sparse files: Linux")
 
@@ -39,25 +37,6 @@ print(json.dumps({"streamed": made is not None, "count": count, "biggest": bigge
 """
 
 
-def _sparse_dump(path: Path, fmt: str, device_shape: tuple, original: tuple) -> int:
-    """A CANN dump file of one float16 output in ``fmt``; the payload a hole of zeros.  Returns its bytes."""
-    small = np.zeros((1,) * len(original), np.float16)
-    blob = encode_dump("w", [], [SynthTensor(small, "float16", fmt)], 1718260502000000)
-    msg = cann_dump.dump_data_pb2.DumpData()
-    msg.ParseFromString(blob[8:8 + int.from_bytes(blob[:8], "little")])
-    out = msg.output[0]
-    del out.shape.dim[:]
-    out.shape.dim.extend(device_shape)
-    del out.original_shape.dim[:]
-    out.original_shape.dim.extend(original)
-    out.size = int(np.prod(device_shape)) * 2
-    head = msg.SerializeToString()
-    with open(path, "wb") as fh:
-        fh.write(len(head).to_bytes(8, "little") + head)
-        fh.truncate(8 + len(head) + out.size)
-    return out.size
-
-
 def _fz(n, c, h, w):
     return (ceil_div(c, 16) * h * w, ceil_div(n, 16), 16, 16), (n, c, h, w)
 
@@ -73,7 +52,7 @@ CASES = {  # (device shape, original shape): a 3x3 conv weight, a 3-D one, a C1H
 def test_peak_rss_of_a_big_weight_stays_far_below_its_size(tmp_path, fmt):
     dev, orig = CASES[fmt]
     path = tmp_path / "Conv2D.w.1.2.1718260502000000"
-    size = _sparse_dump(path, fmt, dev, orig)
+    size = write_sparse_dump(path, "w", fmt, dev, orig)
     assert size >= 200 << 20
     env = dict(os.environ, DUMPSCOPE_WORKERS="1")
     res = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True, env=env,

@@ -255,3 +255,25 @@ def write_dump(directory: Union[str, os.PathLike], op_type: str, op_name: str, t
     path = d / file_name
     path.write_bytes(encode_dump(op_name, inputs, outputs, ts, buffers, spaces))
     return path
+
+
+def write_sparse_dump(path: Union[str, os.PathLike], op_name: str, fmt: str, device_shape: Sequence[int],
+                      original: Sequence[int]) -> int:
+    """A CANN dump file of one float16 output in ``fmt`` whose payload is a hole of zeros (a multi-GB weight
+    costs no disk): the header of a 1-element stand-in, its shape fields rewritten.  Returns the payload's
+    bytes.  The memory test and benchmark of device-layout weights write their big files with it."""
+    small = np.zeros((1,) * len(original), np.float16)
+    blob = encode_dump(op_name, [], [SynthTensor(small, "float16", fmt)], 1718260502000000)
+    msg = pb.DumpData()
+    msg.ParseFromString(blob[8:8 + int.from_bytes(blob[:8], "little")])
+    out = msg.output[0]
+    del out.shape.dim[:]
+    out.shape.dim.extend(device_shape)
+    del out.original_shape.dim[:]
+    out.original_shape.dim.extend(original)
+    out.size = int(np.prod(device_shape)) * 2
+    head = msg.SerializeToString()
+    with open(path, "wb") as fh:
+        fh.write(len(head).to_bytes(8, "little") + head)
+        fh.truncate(8 + len(head) + out.size)
+    return out.size
