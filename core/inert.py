@@ -102,6 +102,11 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
+def json_unsafe_in(text: str) -> bool:
+    """Whether ``text`` holds a character :func:`json_safe` escapes."""
+    return _JSON_UNSAFE.search(text) is not None
+
+
 def json_safe(doc_text: str) -> str:
     """A JSON document with DEL and C1 characters written as ``\\u00XX`` escapes.
 

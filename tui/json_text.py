@@ -31,7 +31,7 @@ import math
 from itertools import chain, islice, repeat
 from typing import Any, Callable
 
-from dumpscope.core.inert import json_safe
+from dumpscope.core.inert import json_safe, json_unsafe_in
 
 _encode_str: Callable[[str], str] = json.encoder.encode_basestring  # the C one when available
 #: a string's JSON text with DEL, C1 and bidi controls escaped (``inert.json_safe``): done string by
@@ -407,11 +407,12 @@ def _dicts_text(ds: list[dict], nl: str) -> list[str] | None:
 
 
 def _str_texts(column: tuple) -> list[str]:
-    """The JSON texts of a column of strings: the C encoder's, escaped (``_safe``) only where one is
-    not plain ASCII (a check of the whole column, one join)."""
+    """The JSON texts of a column of strings: the C encoder's, escaped (``_safe``) only where the
+    column holds a character to escape (one join, one scan where it is not plain ASCII: every rule of
+    a compare holds a "≤")."""
     texts = list(map(_encode_str, column))
     joined = "".join(texts)
-    if joined.isascii() and "\x7f" not in joined:
+    if (joined.isascii() and "\x7f" not in joined) or not json_unsafe_in(joined):
         return texts
     return list(map(_safe, texts))
 
@@ -453,7 +454,23 @@ def _lists_text(column: tuple, nl: str) -> list[str]:
                 else:
                     lists.append("[]")
             return lists
+    elif flat and set(map(type, flat)) == _INT_ONLY:  # shapes: a few distinct ones, each printed once
+        known = _INT_LISTS.get(nl)
+        if known is None or len(known) > _INT_LISTS_MAX:
+            known = _INT_LISTS[nl] = {}
+        keys = list(map(tuple, column))
+        texts = list(map(known.get, keys))
+        if None in texts:
+            for i, v in enumerate(column):
+                if texts[i] is None:
+                    texts[i] = known[keys[i]] = _list_text(v, nl)
+        return texts
     return [_list_text(v, nl) for v in column]
+
+
+#: per indentation, the texts of lists of ints (shapes) by their tuple, for ``_lists_text``
+_INT_LISTS: dict[str, dict[tuple, str]] = {}
+_INT_LISTS_MAX = 4096
 
 
 def _list_text(v: list, nl: str) -> str:
