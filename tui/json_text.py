@@ -259,7 +259,9 @@ def row_block_text(rows: list) -> str:
     (compare's ``rows``), joined by that list's separator: what ``dump`` prints there.  A spool of
     rows kept printed (``row_spool.PrintedRows``) is made with it and copied by ``dump``."""
     out: list[str] = []
-    _chunks(rows, out, "", _ROWS_INNER)
+    # the whole block as one chunk (a spool's block is 128 rows, made while compare keeps the collector
+    # paused): 0.62 -> 0.47 s CPU for the 40,000 rows of two 20k trees against chunks of 64
+    _chunks(rows, out, "", _ROWS_INNER, max(_CHUNK, len(rows)))
     return "".join(out)
 
 
@@ -323,9 +325,9 @@ _COLUMNS_MIN = 8
 column_chunks = 0
 
 
-def _chunks(items: Any, out: list[str], sep: str, inner: str) -> None:
+def _chunks(items: Any, out: list[str], sep: str, inner: str, size: int = 0) -> None:
     """The items of a list (or of rows read back from a spool), the first after ``sep``: each chunk of
-    ``_CHUNK`` dicts column by column where it can, else one item at a time."""
+    ``size`` (``_CHUNK``) dicts column by column where it can, else one item at a time."""
     global column_chunks
     t = type(items)
     if (len(items) < _COLUMNS_MIN) if (t is list or t is tuple) else not _is_rows(items):
@@ -335,7 +337,7 @@ def _chunks(items: Any, out: list[str], sep: str, inner: str) -> None:
     later = "," + inner
     it = iter(items)
     while True:
-        chunk = list(islice(it, _CHUNK))
+        chunk = list(islice(it, size or _CHUNK))
         if not chunk:
             return
         texts = None
