@@ -140,3 +140,56 @@ def test_read_start_is_after_every_earlier_write(tmp_path):
     after.write_bytes(b"y")
     assert not freshness.changed_since(before.stat().st_ctime_ns, start)
     assert freshness.changed_since(after.stat().st_ctime_ns, start)
+
+
+def _fds() -> int:
+    import os
+
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.parametrize("n_files", [1, 6])  # 3 paths: by full path; 8: from the folder's descriptor
+def test_changed_count_sees_each_kind_of_file_either_way(tmp_path, n_files):
+    """Files of the folder (by name from its descriptor, or by full path below ``_FD_MIN_FILES``), in a
+    subfolder of it (msprobe's dump_tensor_data), outside it (a graph file elsewhere), and gone."""
+    import os
+
+    folder = tmp_path / "dir"
+    (folder / "sub").mkdir(parents=True)
+    outside = tmp_path / "graph.txt"
+    files = [folder / f"f{i}" for i in range(n_files)] + [folder / "sub" / "s", outside]
+    for f in files:
+        f.write_bytes(b"x")
+    latest = max(f.stat().st_ctime_ns for f in files)
+    paths = [str(f) for f in files]
+    before = _fds() if os.path.isdir("/proc/self/fd") else None
+    assert freshness.changed_count(str(folder), paths, latest + 1) == 0
+    assert freshness.changed_count(str(folder), paths, None) == len(paths)  # never read: all of them
+    for f in (files[0], files[-2], files[-1]):  # at the read time or after it: changed
+        assert freshness.changed_count(str(folder), [str(f)], f.stat().st_ctime_ns) == 1
+    one = files[0].stat().st_ctime_ns
+    assert freshness.changed_count(str(folder), paths, one) == sum(f.stat().st_ctime_ns >= one for f in files)
+    files[1].unlink()
+    assert freshness.changed_count(str(folder), paths, latest + 1) == 1  # gone
+    assert freshness.changed_count(str(tmp_path / "no-such-folder"), paths, latest + 1) == 1  # by full path
+    if before is not None:
+        assert _fds() == before  # the folder's descriptor is closed
+
+
+def test_the_time_boxed_check_counts_the_files_of_folders_split_between_batches(ms, tmp_path, monkeypatch):
+    """Batches of 3 files cut folders in two: every file is still looked at once and counted."""
+    cache = tmp_path / "cache"
+    DumpIndex.open(str(ms), cache_directory=cache).close()
+    monkeypatch.setattr(freshness, "_BATCH", 3)
+    index = DumpIndex.open(str(ms), cache_directory=cache, update=False)
+    try:
+        looked: list[str] = []
+        real = freshness.changed_count
+        monkeypatch.setattr(freshness, "changed_count", lambda folder, paths, read_ns: looked.extend(paths)
+                            or real(folder, paths, read_ns))
+        stale, report = freshness.check(index, None)
+        files = [p for (p,) in index.query("SELECT path FROM files ORDER BY id")]
+        assert not stale and report.complete and report.changed == 0
+        assert looked == files and sum(report.per_dir.values()) == len(files) > 3
+    finally:
+        index.close()

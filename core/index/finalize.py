@@ -21,7 +21,7 @@ from dumpscope.core.index.op_groups import (KIND_OP, OpAcc, group_ops, mark_watc
                                             op_kind, scope_of)
 from dumpscope.core.index.overflow_join import attach_overflow
 from dumpscope.core.index.plain_places import PLAIN_PRODUCERS, SQL_PLAIN_PLACES, finalize_early, kept_early
-from dumpscope.core.index.schema import OP_INDEXES, create_indexes, drop_indexes
+from dumpscope.core.index.schema import OP_INDEXES, PLACE_DTYPES, create_indexes, drop_indexes
 from dumpscope.core.index.shape_guard import CHECKED_KINDS, Dumped, dumped_of
 from dumpscope.core.model import Graph
 from dumpscope.core.names import sanitize_name
@@ -126,7 +126,9 @@ def finalize(index: "DumpIndex") -> None:
                 (lg.gkey, n.name, sanitize_name(n.name), n.type, node_data(n, consumers.get(n.name, [])))
                 for n in lg.graph.nodes.values()])
         cur.executemany("INSERT INTO problems VALUES(-1,?,?)", problems)
-        cur.execute("DELETE FROM meta WHERE key IN ('layouts', 'accounting')")  # recomputed on the next summary
+        # recomputed when next asked (summary; compare)
+        cur.execute("DELETE FROM meta WHERE key IN ('layouts', 'accounting') OR substr(key, 1, ?) = ?",
+                    (len(PLACE_DTYPES), PLACE_DTYPES))
         cur.execute("COMMIT")
     index.early_only = False  # from now on ops also holds finalized places
     attach_overflow(index)

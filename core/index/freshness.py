@@ -25,6 +25,8 @@ whose clock runs behind this machine's can hide a change made in that lag.
 
 from __future__ import annotations
 
+import itertools
+import operator
 import os
 import sqlite3
 import sys
@@ -40,6 +42,9 @@ BUDGET_S = 0.15
 #: CLOCK_REALTIME_COARSE (Linux): the clock the kernel stamps file times with
 _COARSE_CLOCK = 5
 _BATCH = 2048
+#: files of one folder from which the check opens the folder (see ``changed_count``)
+_FD_MIN_FILES = 4
+_DIR_ID = operator.itemgetter(1)
 
 
 @dataclass
@@ -91,7 +96,11 @@ def check(index: "DumpIndex", budget_s: Optional[float]) -> tuple[set[int], Fres
     report = Freshness(files=total)
     if not total:
         return set(), report
-    read_at = dict(index.query("SELECT id, scanned_ns FROM dirs"))
+    read_at: dict[int, int] = {}
+    folders: dict[int, str] = {}
+    for dir_id, scanned_ns, dir_path in index.query("SELECT id, scanned_ns, path FROM dirs"):
+        read_at[dir_id] = scanned_ns
+        folders[dir_id] = dir_path
     row = index.query("SELECT value FROM meta WHERE key='fresh_cursor'")
     start = int(row[0][0]) if row else 0
     deadline = None if budget_s is None else t0 + budget_s
@@ -103,11 +112,14 @@ def check(index: "DumpIndex", budget_s: Optional[float]) -> tuple[set[int], Fres
             sql = "SELECT id, dir_id, path FROM files WHERE id > ?" + ("" if hi is None else " AND id <= ?") + \
                   " ORDER BY id LIMIT ?"
             rows = index.query(sql, (cursor,) + (() if hi is None else (hi,)) + (_BATCH,))
-            for fid, dir_id, path in rows:
-                report.per_dir[dir_id] = report.per_dir.get(dir_id, 0) + 1
-                if _changed(path, read_at.get(dir_id)):
+            # a folder's files have consecutive ids: its run of rows is checked together
+            for dir_id, run in itertools.groupby(rows, key=_DIR_ID):
+                paths = [r[2] for r in run]
+                report.per_dir[dir_id] = report.per_dir.get(dir_id, 0) + len(paths)
+                n = changed_count(folders.get(dir_id), paths, read_at.get(dir_id))
+                if n:
                     stale.add(dir_id)
-                    report.changed += 1
+                    report.changed += n
             report.checked += len(rows)
             if rows:
                 cursor = last = rows[-1][0]
@@ -147,19 +159,48 @@ def read_start_ns() -> int:
         time.sleep(0.0005)
 
 
-def _changed(path: str, read_ns: Optional[int]) -> bool:
+def changed_count(folder: Optional[str], paths: list[str], read_ns: Optional[int]) -> int:
+    """How many of ``paths`` (files of ``folder``, read at ``read_ns``) changed since, or are gone.
+
+    A file in the folder is looked up from the folder's descriptor (``stat(name, dir_fd)``: the kernel
+    resolves one name, not the whole path again: 1.9 against 2.7 µs a file here) once the folder has
+    :data:`_FD_MIN_FILES` files to check (opening and closing it costs 2.8 µs); a file outside it, or a
+    folder that cannot be opened, is looked up by its full path."""
     if not read_ns:  # a folder stored before its read time was kept: read it again once
-        return True
+        return len(paths)
+    fd = None
+    prefix = os.path.join(folder, "") if folder else ""
+    if prefix and len(paths) >= _FD_MIN_FILES and os.stat in os.supports_dir_fd:
+        try:
+            fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))  # type: ignore[arg-type]
+        except OSError:
+            fd = None
+    cut = len(prefix)
+    changed = 0
     try:
-        ctime = os.stat(path).st_ctime_ns
-    except OSError:
-        return True  # gone (or no longer readable): the folder's layouts say what happened
-    return changed_since(ctime, read_ns)
+        for path in paths:
+            try:
+                if fd is not None and path.startswith(prefix):
+                    ctime = os.stat(path[cut:], dir_fd=fd).st_ctime_ns
+                else:
+                    ctime = os.stat(path).st_ctime_ns
+            except (OSError, ValueError):
+                changed += 1  # gone (or no longer readable): the folder's layouts say what happened
+                continue
+            # changed_since, with its common answer first (a fine-grained time before the read)
+            if ctime >= read_ns or (ctime % 1_000_000_000 == 0 and changed_since(ctime, read_ns)):
+                changed += 1
+    finally:
+        if fd is not None:
+            os.close(fd)
+    return changed
 
 
 def changed_since(ctime_ns: int, read_ns: int) -> bool:
     """A file with this ctime changed at or after ``read_ns`` (:func:`read_start_ns`); on a filesystem
     keeping whole seconds (FAT: two), a time in the same second counts as changed."""
+    if ctime_ns % 1_000_000_000:  # not a whole second: a fine clock (nearly every file)
+        return ctime_ns >= read_ns
     for grain in (2_000_000_000, 1_000_000_000):
         if ctime_ns % grain == 0:
             return ctime_ns >= read_ns - read_ns % grain

@@ -11,7 +11,8 @@ import sqlite3
 
 #: 15: ops_watch, ops_joined_at partial (an index file of 14 lacks them: rebuilt, like any other version's)
 #: 16: MindSpore joins checked by their tensors (index/shape_guard): an index of 15 may hold the old swapped joins
-SCHEMA_VERSION = 16
+#: 17: ops_order ends in seq (a place's ops are read in index order, no sort)
+SCHEMA_VERSION = 17
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
@@ -59,7 +60,8 @@ UNIT_INDEXES = {
     "files_dir": "CREATE INDEX IF NOT EXISTS files_dir ON files(dir_id)",
 }
 OP_INDEXES = {
-    "ops_order": "CREATE INDEX IF NOT EXISTS ops_order ON ops(rank, step, exec_index)",
+    # a place's ops in execution order (``DumpQuery.ops``: exec_index, then seq) read straight from the index
+    "ops_order": "CREATE INDEX IF NOT EXISTS ops_order ON ops(rank, step, exec_index, seq)",
     # lookups by name are "name = ? AND rank = ? AND step = ?": all three in the key, so no planner
     # ever prefers walking a whole (rank, step) through ops_order
     "ops_name_at": "CREATE INDEX IF NOT EXISTS ops_name_at ON ops(name, rank, step)",
@@ -74,6 +76,9 @@ OP_INDEXES = {
 }
 #: indexes of earlier versions of OP_INDEXES, dropped from caches written by them
 OLD_OP_INDEXES = ("ops_name", "ops_file_name")
+#: ``meta`` key prefix of a place's tensor dtypes (``DumpQuery.place_dtypes``: ``place_dtypes:RANK:STEP``),
+#: dropped by every finalize like the other values computed from the tables
+PLACE_DTYPES = "place_dtypes:"
 #: rows ANALYZE samples per index: statistics good enough for the planner at a bounded cost
 ANALYSIS_LIMIT = 1000
 

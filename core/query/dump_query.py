@@ -9,9 +9,11 @@ from __future__ import annotations
 import difflib
 import json
 import sqlite3
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from dumpscope.core.index.dump_index import DumpIndex
+from dumpscope.core.index.schema import PLACE_DTYPES
+from dumpscope.core.layouts.paths import CONSTANTS_STEP
 from dumpscope.core.names import sanitize_name
 from dumpscope.core.query.documents import Documents
 from dumpscope.core.query.graph import GraphQueries
@@ -28,6 +30,8 @@ from dumpscope.core.query.rows import (
     like_pattern,
     op_row,
     op_rows,
+    in_slot_order,
+    slot_key,
     tensors_of_unit,
     unit_tensors,
 )
@@ -234,11 +238,29 @@ class DumpQuery(GraphQueries, Documents, StatsQueries):
             return [op_row(r) for r in self.index.query(
                 f"SELECT {OP_COLS} FROM ops{where} AND exec_index >= ? ORDER BY exec_index, seq LIMIT ?",
                 params + [offset, limit])]
+        if limit is None and rank is not None and step is not None:
+            return op_rows(self._place_rows(rank, step, grep, graph_only, kind))
         sql = f"SELECT {OP_COLS} FROM ops{where} ORDER BY rank, step < 0, step, exec_index IS NULL, exec_index, seq"
         if limit is not None:
             sql += " LIMIT ? OFFSET ?"
             params += [limit, offset]
         return op_rows(self.index.query(sql, params))
+
+    def _place_rows(self, rank: int, step: int, grep: Optional[str], graph_only: bool, kind: str) -> list[tuple]:
+        """``ops``' rows of one rank/step in its order (the step's ops, then the constants of no step; each
+        executed ones by execution index and ``seq``, then the rest by ``seq``), read in index order
+        (``ops_order`` ends in ``seq``) a part at a time: no sort of the whole place in a temporary B-tree."""
+        where, params = self._where(rank, None, grep, graph_only, kind)  # rank given: never empty
+        parts = [(step, "")]
+        if kind in ("constant", "all") and step != CONSTANTS_STEP:  # constants belong to no step
+            parts.append((CONSTANTS_STEP, " AND kind='constant'"))
+        parts.sort(key=lambda p: (p[0] < 0, p[0]))
+        rows: list[tuple] = []
+        for at, only in parts:
+            head = f"SELECT {OP_COLS} FROM ops{where} AND step=?{only} AND exec_index IS "
+            rows += self.index.query(head + "NOT NULL ORDER BY exec_index, seq", params + [at])
+            rows += self.index.query(head + "NULL ORDER BY seq", params + [at])
+        return rows
 
     def count_ops(self, rank: Optional[int] = None, step: Optional[int] = None, grep: Optional[str] = None,
                   kind: str = "op") -> int:
@@ -262,45 +284,101 @@ class DumpQuery(GraphQueries, Documents, StatsQueries):
             f"SELECT {U_COLS} FROM units WHERE id=? AND op_id=id UNION ALL "
             f"SELECT {U_COLS} FROM units WHERE op_id=? AND op_id != id ORDER BY id", (op_id, op_id))
         out = [t for row in rows for t in tensors_of_unit(row)]
-        out.sort(key=lambda t: (t.io != "input", t.slot))
+        out.sort(key=slot_key)
         return out
 
     def tensors_of(self, op_ids: list[int]) -> dict[int, list[TensorRow]]:
-        """``tensors(op_id)`` of many ops in a few queries (compare reads every op of a place)."""
-        found: dict[int, list[tuple]] = {op_id: [] for op_id in op_ids}
-        ids = list(found)
+        """``tensors(op_id)`` of many ops in a few queries (compare reads every op of a place, 256 at a time).
+
+        The units come back sorted by id (what ``tensors`` orders them by) and their packed tensors are
+        decoded as one JSON document (the decoder's per-call cost once, not per unit); an op's tensors are
+        sorted inputs first only when they are not already (a unit is packed that way: most never are)."""
+        out: dict[int, list[TensorRow]] = {op_id: [] for op_id in op_ids}
+        ids = list(out)
+        every: list[tuple] = []
+        if ids and max(ids) - min(ids) + 1 == len(ids):  # every id from the lowest to the highest: a range
+            lo, hi = min(ids), max(ids)  # (compare's chunks nearly always are: ops are numbered by place)
+            every = self.index.query(
+                f"SELECT {U_COLS} FROM units WHERE id BETWEEN ? AND ? AND op_id=id UNION ALL "
+                f"SELECT {U_COLS} FROM units WHERE op_id BETWEEN ? AND ? AND op_id != id", (lo, hi, lo, hi))
+            ids = []
         for k in range(0, len(ids), 450):  # two parameters per id, under SQLite's 999 limit
             part = ids[k:k + 450]
             marks = ",".join("?" * len(part))
-            for row in self.index.query(
-                    f"SELECT {U_COLS} FROM units WHERE id IN ({marks}) AND op_id=id UNION ALL "
-                    f"SELECT {U_COLS} FROM units WHERE op_id IN ({marks}) AND op_id != id", part + part):
-                found[row[1]].append(row)
-        every = [row for rows in found.values() for row in rows]
-        try:  # one JSON document for every unit: the decoder's per-call cost once, not per unit
-            packed = json.loads("[" + ",".join(row[6] for row in every) + "]")
+            every += self.index.query(
+                f"SELECT {U_COLS} FROM units WHERE id IN ({marks}) AND op_id=id UNION ALL "
+                f"SELECT {U_COLS} FROM units WHERE op_id IN ({marks}) AND op_id != id", part + part)
+        every.sort()  # by unit id (unique: the rest of a row is never compared)
+        try:
+            packed = json.loads("[" + ",".join([row[6] for row in every]) + "]")
         except ValueError:
             packed = None  # a damaged unit: decode one by one, so the error is the usual one
-        decoded = dict(zip((row[0] for row in every), packed)) if packed is not None else {}
-        out: dict[int, list[TensorRow]] = {}
-        for op_id, rows in found.items():
-            rows.sort(key=lambda r: r[0])
-            tensors = [t for row in rows for t in (unit_tensors(row, decoded[row[0]]) if row[0] in decoded
-                                                   else tensors_of_unit(row))]
-            tensors.sort(key=lambda t: (t.io != "input", t.slot))
-            out[op_id] = tensors
+        if packed is not None and len(packed) == len(every):
+            for row, entries in zip(every, packed):
+                out[row[1]] += unit_tensors(row, entries)
+        else:
+            for row in every:
+                out[row[1]] += tensors_of_unit(row)
+        for tensors in out.values():
+            if len(tensors) > 1 and not in_slot_order(tensors):
+                tensors.sort(key=slot_key)
         return out
 
     def place_dtypes(self, rank: int, step: int) -> set[str]:
         """Every tensor dtype name recorded at one rank/step (compare: the precision the run stored in),
-        read inside SQLite from the packed tensor lists (``units.tensors``: [io, slot, dtype, …] each)."""
-        try:
+        read inside SQLite from the packed tensor lists (``units.tensors``: [io, slot, dtype, …] each).
+
+        ~35 ms at 20k files (a JSON walk of every unit): kept in ``meta`` once known, until the next
+        finalize (which drops it), so that comparing against the same tree again reads one row."""
+        key = f"{PLACE_DTYPES}{rank}:{step}"
+        cached = self.index.query("SELECT value FROM meta WHERE key=?", (key,))
+        if cached:
+            try:
+                return {str(name) for name in json.loads(cached[0][0])}
+            except (TypeError, ValueError):
+                pass  # not what this method stores: read again (and stored again below)
+
+        def read() -> set[str]:
             rows = self.index.query(
                 "SELECT DISTINCT json_extract(j.value, '$[2]') FROM units u JOIN ops o ON u.op_id = o.id, "
                 "json_each(u.tensors) j WHERE o.rank=? AND o.step=?", (rank, step))
+            return {str(r[0]) for r in rows if r[0]}
+
+        try:
+            return self._remembered(key, read, lambda names: json.dumps(sorted(names)))
         except Exception:  # an SQLite without JSON functions: the caller goes without
             return set()
-        return {str(r[0]) for r in rows if r[0]}
+
+    def _remembered(self, key: str, read: Callable[[], Any], text: Callable[[Any], str]) -> Any:
+        """``read()``, stored in ``meta`` under ``key`` as ``text(value)`` in the same write transaction, so
+        that no build can finalize between the reading and the storing (finalize drops such keys).  While
+        another connection writes, or when the cache cannot be written, the value is read and not stored
+        (no wait: a view must not wait for a build, see ``_remember``)."""
+        with self.index._lock:
+            conn = self.index.conn
+            cur = conn.cursor()
+            waits = cur.execute("PRAGMA busy_timeout").fetchone()[0]
+            cur.execute("PRAGMA busy_timeout=0")
+            try:
+                try:
+                    cur.execute("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError:
+                    return read()
+                try:
+                    value = read()
+                except BaseException:
+                    if conn.in_transaction:
+                        cur.execute("ROLLBACK")
+                    raise
+                try:
+                    cur.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)", (key, text(value)))
+                    cur.execute("COMMIT")
+                except sqlite3.Error:  # a read-only cache: the value is still the answer
+                    if conn.in_transaction:
+                        cur.execute("ROLLBACK")
+                return value
+            finally:
+                cur.execute(f"PRAGMA busy_timeout={int(waits)}")
 
     def resolve_op(self, text: str, rank: Optional[int] = None, step: Optional[int] = None,
                    run: Optional[int] = None) -> OpRow:

@@ -142,6 +142,22 @@ def unit_tensors(row: tuple, entries: list) -> list[TensorRow]:
             for k, (io, slot, dtype, shape, fmt, dshape, sdt, off, nb, subf, stats, extra) in enumerate(entries)]
 
 
+def slot_key(t: TensorRow) -> tuple[bool, int]:
+    """An op's tensors are listed inputs first, each by slot (other kinds after the inputs, by slot)."""
+    return t.io != "input", t.slot
+
+
+def in_slot_order(tensors: list[TensorRow]) -> bool:
+    """Whether ``tensors`` are already in ``slot_key`` order (a stable sort would leave them as they are)."""
+    prev = slot_key(tensors[0])
+    for t in tensors[1:]:
+        key = (t.io != "input", t.slot)
+        if key < prev:
+            return False
+        prev = key
+    return True
+
+
 class OpLookupError(LookupError):
     """An OP argument matched no op or several; ``matches`` holds the closest names."""
 
