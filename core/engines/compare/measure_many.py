@@ -68,11 +68,15 @@ def judged(packed: Packed, jobs: list[OpJob], th: Thresholds) -> list[Judged]:
     ops in order (``origin.Walk``), so it is not judged here."""
     contexts: dict[str, Context] = {}
     out: list[Judged] = []
+    slots, blocks = packed
     with gc_paused():
-        for pairs, outcomes in zip(jobs, outcomes_of(packed)):
+        made = [r for b in blocks for r in b.results()] if blocks else []  # (``outcomes_of``)
+        for pairs, outcomes in zip(jobs, slots):
             row: Judged = []
             for (_g, _t, _io, kind), r in zip(pairs, outcomes):
-                if isinstance(r, str):
+                if type(r) is int:
+                    r = made[r]
+                elif isinstance(r, str):
                     row.append((r, ERROR, r))
                     continue
                 ctx = contexts.get(kind)

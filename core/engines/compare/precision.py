@@ -125,18 +125,22 @@ def error_of(r: CompareResult) -> Optional[Err]:
     g = r.golden_stats or {}
     if r.stat_diffs is not None:
         return _stats_error(r, g)
-    norm, euc = _finite(g.get("l2norm")), _finite(r.euc_dist)
-    if norm is None or euc is None or not r.count:
+    norm, euc, n = g.get("l2norm"), r.euc_dist, r.count
+    # (``_finite`` spelled out, here and below: x - x is NaN for NaN and ±Inf)
+    if norm is None or not norm - norm == 0.0 or euc is None or not euc - euc == 0.0 or not n:
         return None
-    n = r.count
-    rms = norm / math.sqrt(n)
-    abs_rms = euc / math.sqrt(n)
-    abs_max = _finite(r.max_abs_err) or 0.0
+    root = math.sqrt(n)
+    rms = norm / root
+    abs_rms = euc / root
+    abs_max = r.max_abs_err
+    if abs_max is None or not abs_max - abs_max == 0.0 or not abs_max:
+        abs_max = 0.0
     e = abs_rms / rms if rms > 0 else (0.0 if abs_rms == 0 else math.inf)
-    scaled = _finite(r.max_scaled_err)
-    if scaled is None:
+    scaled = r.max_scaled_err
+    if scaled is None or not scaled - scaled == 0.0:
         scaled = abs_max / rms if rms > 0 else (0.0 if abs_max == 0 else math.inf)
-    return Err(e, scaled, rms, n, abs_rms, abs_max, _peak(g), _finite(r.rel_err_q90))
+    q = r.rel_err_q90
+    return Err(e, scaled, rms, n, abs_rms, abs_max, _peak(g), q if q is not None and q - q == 0.0 else None)
 
 
 def _stats_error(r: CompareResult, g: dict) -> Optional[Err]:
@@ -178,9 +182,11 @@ def _stats_error(r: CompareResult, g: dict) -> Optional[Err]:
 
 def _peak(g: dict) -> float:
     hi, lo = _finite(g.get("max")), _finite(g.get("min"))
-    return max(abs(hi) if hi is not None else 0.0, abs(lo) if lo is not None else 0.0)
+    a, b = abs(hi) if hi is not None else 0.0, abs(lo) if lo is not None else 0.0
+    return b if b > a else a  # (``max(a, b)``)
 
 
+@lru_cache(maxsize=64)
 def fmt_u(u: float) -> str:
     """A unit roundoff as a power of two (``2^-8``)."""
     if u <= 0:
