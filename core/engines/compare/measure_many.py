@@ -164,7 +164,10 @@ _NBYTES = 10  # position of ``nbytes`` in RefFields
 
 
 def _job_bytes(job: OpJob) -> int:
-    return sum(max(0, g[_NBYTES] or 0) + max(0, t[_NBYTES] or 0) for g, t, _io, _kind in job)
+    total = 0
+    for g, t, _io, _kind in job:
+        total += max(0, g[_NBYTES] or 0) + max(0, t[_NBYTES] or 0)
+    return total
 
 
 def batches(jobs: list[OpJob]) -> list[tuple[int, int]]:

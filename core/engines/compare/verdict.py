@@ -271,6 +271,11 @@ def _first(rules: tuple[Rule, ...], r: CompareResult, ctx: Context) -> Optional[
 def fixed_verdict(r: CompareResult, ctx: Context) -> Optional[Verdict]:
     """The verdict of rules 1-5 (and a statistics pair with nothing to compare), or ``None``: what is
     left is judged at the run's precision (``rule_precision`` alone, ``origin.Walk`` in a compare)."""
+    if (r.stat_diffs is None and not r.nonfinite_mismatch and ctx.kind != "scalar" and not ctx.th.allclose
+            and tuple(r.shape) == tuple(r.target_shape) and _dtype_verdict(r.golden_dtype, r.target_dtype) is None):
+        # the common case, said at once: a measured tensor pair of comparable dtypes, one shape, no NaN/Inf
+        # apart, no argument, no --rtol/--atol (each rule below answers None to it)
+        return None
     for rule in (_FIXED_STATS_RULES if r.stat_diffs is not None else FIXED_RULES):
         v = rule(r, ctx)
         if v is not None:
