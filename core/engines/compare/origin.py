@@ -404,12 +404,19 @@ class Walk:
 
     def _origin(self, op: OpFacts, consts: list[RowFacts], changed: Optional[RowFacts],
                 carrier: Optional[RowFacts], saved_tainted: bool, producer: Optional[str]) -> Origin:
-        outs_bad = [r for r in op.rows if r.io == OUTPUT and r.verdict == ERROR]
-        has_outputs = any(r.io == OUTPUT for r in op.rows)
+        outs_bad: list[RowFacts] = []
+        has_outputs = off = False
+        for r in op.rows:
+            if r.io == OUTPUT:
+                has_outputs = True
+                if r.verdict == ERROR:
+                    outs_bad.append(r)
+            if not off and (r.tainted or _off(r)):
+                off = True
         shows = bool(outs_bad) or (changed is not None and not has_outputs)
         if outs_bad or changed is not None:
             self.bad_ops.add(op.name)
-        if any(_off(r) or r.tainted for r in op.rows):
+        if off:
             self.off_ops.add(op.name)
         if consts:
             self.diverged = True
