@@ -176,7 +176,8 @@ def batches(jobs: list[OpJob]) -> list[tuple[int, int]]:
     start = pairs = size = 0
     for i, job in enumerate(jobs):
         pairs += len(job)
-        size += _job_bytes(job)
+        for g, t, _io, _kind in job:  # (``_job_bytes``)
+            size += max(0, g[_NBYTES] or 0) + max(0, t[_NBYTES] or 0)
         if pairs >= BATCH_PAIRS or size >= BATCH_BYTES:
             out.append((start, i + 1))
             start, pairs, size = i + 1, 0, 0
