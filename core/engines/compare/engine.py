@@ -367,10 +367,11 @@ def _classify(ops: list[_Op], details: dict[int, dict[str, Any]], small_output_s
     for op in ops:
         inputs_from = details[op.gop.id]["inputs_from"]
         graph = bool(inputs_from)
+        parameter, constant = is_parameter(op.gop), op.gop.kind == "constant"
         for p in op.pairs:
-            if is_parameter(op.gop):
+            if parameter:
                 p.kind = "parameter"
-            elif op.gop.kind == "constant":
+            elif constant:
                 p.kind = "scalar" if _size(p.g.shape) <= 1 else "tensor"
             elif p.g.storage == STORAGE_VALUE or p.t.storage == STORAGE_VALUE:
                 p.kind = "scalar"
