@@ -95,3 +95,22 @@ def test_output_only_dumps_use_the_graph_producers():
     ops = [op("X", o(0, "error")), op("A", o(0, "error"), producers=["X"]), op("B", o(0, "error"), producers=["Y"])]
     kinds, fd = walk(ops)
     assert kinds == ["born", "inherited", "born"] and fd.op == 0
+
+
+def test_same_sig_equal_signatures_answer_as_the_side_by_side_checks():
+    """``_same_sig`` says at once that equal signatures are one tensor's: the side-by-side checks (norms within
+    2^-6, means within 2^-6 of the norm) say so too, NaN, ±Inf, None and zeros included; and so does any
+    other pair the checks are asked about."""
+    import math
+    import random
+
+    from dumpscope.core.engines.compare.origin import _same_side, _same_sig
+
+    values = [None, 0.0, -0.0, 1.0, -1.0, 1.0 + 2.0 ** -8, 3e300, -3e300, math.inf, -math.inf, math.nan, 1e-300]
+    rng = random.Random(3)
+    for _ in range(20000):
+        a = tuple(rng.choice(values) for _ in range(4))
+        b = a if rng.random() < 0.5 else tuple(rng.choice(values) for _ in range(4))
+        sides = _same_side(a[0], a[1], b[0], b[1]) and _same_side(a[2], a[3], b[2], b[3])
+        assert _same_sig(a, b) == sides, (a, b)
+    assert _same_sig(None, None) and not _same_sig(None, (1.0, 1.0, 1.0, 1.0))

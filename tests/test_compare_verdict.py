@@ -175,3 +175,33 @@ def test_stats_scalar_value():
     t = {"Max": 0.5, "Min": 0.5, "Mean": 0.5, "Norm": 0.5, "dtype": "float32", "shape": []}
     r = compare_stats(g, t, kind="scalar")
     assert (r.verdict, r.rule) == ("error", "argument changed: 1e-05 → 0.5")
+
+
+def test_fixed_verdict_says_what_the_fixed_rules_say_one_by_one():
+    """``fixed_verdict`` answers the common case at once (a measured tensor pair no fixed rule decides): on
+    records of every kind of dtype pair, shape, NaN/Inf count, row kind and --rtol/--atol, it says what
+    the rules say tried one by one in their order."""
+    import random
+
+    from dumpscope.core.engines.compare.metrics import CompareResult
+    from dumpscope.core.engines.compare.verdict import FIXED_RULES, Context, fixed_verdict, rule_stats_empty
+
+    rng = random.Random(7)
+    dtypes = ["float32", "float16", "bfloat16", "int32", "int64", "bool", "complex64", "", "void", "float8_e4m3fn"]
+    shapes = [(2, 3), (3, 2), (6,), [2, 3], ()]
+    seen = set()
+    for _ in range(3000):
+        g, t = rng.choice(dtypes), rng.choice(dtypes)
+        stats = rng.random() < 0.2
+        r = CompareResult("", "", rng.choice(shapes), rng.choice(shapes), g, t, count=rng.choice([0, 6]),
+                          nonfinite_mismatch=rng.choice([0, 0, 2]), allclose_failed=rng.choice([None, 0, 3]),
+                          stat_diffs=({"max": rng.choice([0.0, 1.0])} if rng.random() < 0.5 else {}) if stats else None,
+                          golden_stats={"max": 1.0}, target_stats={"max": rng.choice([1.0, 2.0])},
+                          extra=rng.choice([{}, {"shapes_known": False}]))
+        th = Thresholds(*rng.choice([(None, None), (1e-3, None), (None, 1e-4)]))
+        ctx = Context(th, kind=rng.choice(["tensor", "scalar", "parameter"]))
+        rules = FIXED_RULES + ((rule_stats_empty,) if stats else ())
+        want = next((v for v in (rule(r, ctx) for rule in rules) if v is not None), None)
+        assert fixed_verdict(r, ctx) == want
+        seen.add(want is None)
+    assert seen == {True, False}

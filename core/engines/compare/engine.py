@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from dumpscope.core.engines.compare import origin as org
@@ -59,6 +60,7 @@ class _Pair:
     rule: str = ""
     facts: Optional[org.RowFacts] = None  # the walk's judgement of this pair
     shape_note: str = ""  # "shape (a) vs (b)" when the same count of values came in another shape
+    loads: bool = False  # its tensors are read (set by ``_prepare``)
 
 
 @dataclass(slots=True)
@@ -98,13 +100,6 @@ def _value(t: "TensorRow") -> Any:
     return (t.extra or {}).get("value")
 
 
-def _scalar_value(r: Optional[CompareResult], st: Optional[dict[str, Any]]) -> Any:
-    """A one-element tensor's value (its max); ``st`` is the side's statistics of ``r``."""
-    if r is None or r.size > 1:
-        return None
-    return (st or {}).get("max")
-
-
 def _stats_doc(t: "TensorRow") -> dict[str, Any]:
     doc = dict(t.stats or {})
     doc.setdefault("dtype", t.dtype)
@@ -112,47 +107,43 @@ def _stats_doc(t: "TensorRow") -> dict[str, Any]:
     return doc
 
 
-def _loads(p: _Pair) -> bool:
-    """Whether the pair's tensors are read (not a value argument, not statistics only)."""
-    g, t = p.g, p.t
-    if p.kind == "scalar" and (g.storage == STORAGE_VALUE or t.storage == STORAGE_VALUE):
-        return False
-    return g.storage != "none" and t.storage != "none"
-
-
 def _prepare(op: _Op) -> OpJob:
     """Values and statistics-only pairs measured here; the job of the pairs whose tensors are read."""
+    job: OpJob = []
     for p in op.pairs:
-        if p.kind == "scalar" and (p.g.storage == STORAGE_VALUE or p.t.storage == STORAGE_VALUE):
-            p.value = (_value(p.g), _value(p.t))
-        elif p.g.storage == "none" or p.t.storage == "none":
-            p.result = measure_stats(_stats_doc(p.g), _stats_doc(p.t))
-    return [(ref_fields(p.g), ref_fields(p.t), p.g.io, p.kind) for p in op.pairs if _loads(p)]
+        g, t = p.g, p.t
+        if p.kind == "scalar" and (g.storage == STORAGE_VALUE or t.storage == STORAGE_VALUE):
+            p.value = (_value(g), _value(t))
+        elif g.storage == "none" or t.storage == "none":
+            p.result = measure_stats(_stats_doc(g), _stats_doc(t))
+        else:
+            p.loads = True  # not a value argument, not statistics only: its tensors are read
+            job.append((ref_fields(g), ref_fields(t), g.io, p.kind))
+    return job
 
 
 def _take(op: _Op, judged: Judged, th: vd.Thresholds) -> None:
     """An op's measured pairs with their fixed rules' verdicts (in the order ``_prepare`` listed them); the
     others' fixed rules run here (``_judge_unloaded``).  The walk judges what the fixed rules left open."""
     it = iter(judged)
-    rest = False
     for p in op.pairs:
-        if _loads(p):
+        if p.loads:
             r, p.verdict, p.rule = next(it)
             if isinstance(r, str):
                 p.error = r
             else:
                 p.result = r
-                _stored_dtypes(r, p)
+                if _stored_floats(p.g.dtype, p.t.dtype):
+                    r.golden_dtype, r.target_dtype = p.g.dtype, p.t.dtype
         else:
-            rest = True
-    if rest:
-        _judge_unloaded(op, th)
+            _judge_unloaded(p, th)
 
 
-def _stored_dtypes(r: CompareResult, p: _Pair) -> None:
-    """The dtypes the dump records (a bfloat16 ``.pt`` decodes to float32: it is judged as bfloat16)."""
-    if p.g.dtype and p.t.dtype and pr.unit_roundoff(p.g.dtype) > 0 and pr.unit_roundoff(p.t.dtype) > 0:
-        r.golden_dtype, r.target_dtype = p.g.dtype, p.t.dtype
+@lru_cache(maxsize=256)
+def _stored_floats(golden: Optional[str], target: Optional[str]) -> bool:
+    """Whether both dtypes the dump records are floats: then the pair is judged at them (a bfloat16 ``.pt``
+    decodes to float32: it is judged as bfloat16).  Asked once a pair of names, not once a pair of tensors."""
+    return bool(golden and target and pr.unit_roundoff(golden) > 0 and pr.unit_roundoff(target) > 0)
 
 
 def _side(t: "TensorRow", st: Optional[dict[str, Any]], value: Any) -> dict[str, Any]:
@@ -279,7 +270,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
                 if any(p.verdict != vd.PASS for p in op.pairs):
                     op.source = _user_frame(det, tensors)
                 row_at.append(len(rows))
-                rows.extend(_row(p, origin, op.source) for p in op.pairs)
+                rows.extend(_op_rows(op, origin))
                 op.n_rows = len(op.pairs)
                 op.pairs = []  # the rows hold what is shown: a big place is not kept twice (tensors, results)
                 counted += op.n_rows
@@ -337,7 +328,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
         "golden": {"path": golden.root, "rank": g_rank, "step": g_step},
         "target": {"path": target.root, "rank": t_rank, "step": t_step},
         "rules": "see `dumpscope compare --help` (core/engines/compare/verdict.py)",
-        "precision": precision_summary(dtypes),
+        "precision": precision_summary(_float_counts(dtypes)),
         "evidence": evidence_of(walk, first),
         "compared": {"ops": len(ops), "tensors": len(rows), "golden_ops": len(g_ops), "target_ops": len(t_ops)},
         "problems": [dict(p, side="golden") for p in golden.problems()]
@@ -376,10 +367,11 @@ def _classify(ops: list[_Op], details: dict[int, dict[str, Any]], small_output_s
     for op in ops:
         inputs_from = details[op.gop.id]["inputs_from"]
         graph = bool(inputs_from)
+        parameter, constant = is_parameter(op.gop), op.gop.kind == "constant"
         for p in op.pairs:
-            if is_parameter(op.gop):
+            if parameter:
                 p.kind = "parameter"
-            elif op.gop.kind == "constant":
+            elif constant:
                 p.kind = "scalar" if _size(p.g.shape) <= 1 else "tensor"
             elif p.g.storage == STORAGE_VALUE or p.t.storage == STORAGE_VALUE:
                 p.kind = "scalar"
@@ -402,19 +394,16 @@ def _size(shape: tuple[int, ...]) -> int:
     return n
 
 
-def _judge_unloaded(op: _Op, th: vd.Thresholds) -> None:
-    """The fixed rules of the rows whose tensors were not read here (values, statistics-only pairs), as
+def _judge_unloaded(p: _Pair, th: vd.Thresholds) -> None:
+    """The fixed rules of a row whose tensors were not read here (a value, a statistics-only pair), as
     ``measure_many.judged`` runs them on the others."""
-    for p in op.pairs:
-        if _loads(p):
-            continue
-        if p.error is not None:
-            p.verdict, p.rule = vd.ERROR, p.error
-        elif p.value is not None:
-            p.verdict, p.rule = vd.judge_value(*p.value)
-        elif p.result is not None:
-            p.verdict, p.rule = vd.fixed_verdict(p.result, vd.Context(th, kind=p.kind)) or (vd.PASS, "")
-            p.result.verdict, p.result.rule = p.verdict, p.rule
+    if p.error is not None:
+        p.verdict, p.rule = vd.ERROR, p.error
+    elif p.value is not None:
+        p.verdict, p.rule = vd.judge_value(*p.value)
+    elif p.result is not None:
+        p.verdict, p.rule = vd.fixed_verdict(p.result, vd.Context(th, kind=p.kind)) or (vd.PASS, "")
+        p.result.verdict, p.result.rule = p.verdict, p.rule
 
 
 def _facts(op: _Op, det: dict[str, Any], joined_to_name: dict[str, str], g_names: set[str],
@@ -422,15 +411,17 @@ def _facts(op: _Op, det: dict[str, Any], joined_to_name: dict[str, str], g_names
     inputs_from = det["inputs_from"]
     rows, input_producers = [], {}
     for p in op.pairs:
-        is_produced, src = True, ""
-        if p.g.io == INPUT and inputs_from:
+        is_produced, source = True, ""
+        if inputs_from and p.g.io == INPUT:
             src = inputs_from[p.g.slot] if p.g.slot < len(inputs_from) else ""
             is_produced = produced(src)
             name = joined_to_name.get(_strip_port(src))
             if is_produced and name is not None and name != op.gop.name:
                 input_producers[p.g.slot] = name
-        what, fed_by = _feeder(src, is_produced, op.gop, golden, g_params)
-        rows.append(_row_facts(p, is_produced, th, f"{what} {fed_by}" if fed_by else ""))
+            if src and not is_produced:  # (``_feeder`` names only such inputs)
+                what, fed_by = _feeder(src, is_produced, op.gop, golden, g_params)
+                source = f"{what} {fed_by}" if fed_by else ""
+        rows.append(_row_facts(p, is_produced, th, source))
     producers = []
     for src in inputs_from:
         name = joined_to_name.get(_strip_port(src), _strip_port(src))
@@ -438,9 +429,11 @@ def _facts(op: _Op, det: dict[str, Any], joined_to_name: dict[str, str], g_names
             producers.append(name)
     # inputs the graph gives but the dump does not hold (MindSpore dumps no input of a loop's TensorMove
     # copy of a weight): named where a Parameter or graph input feeds them, for the cause to say
-    dumped = {p.g.slot for p in op.pairs if p.g.io == INPUT}
-    undumped = {slot: feeder for slot, src in enumerate(inputs_from) if slot not in dumped and src
-                for feeder in [_feeder(src, produced(src), op.gop, golden, g_params)] if feeder[1]}
+    undumped: dict[int, tuple[str, str]] = {}
+    if inputs_from:
+        dumped = {p.g.slot for p in op.pairs if p.g.io == INPUT}
+        undumped = {slot: feeder for slot, src in enumerate(inputs_from) if slot not in dumped and src
+                    for feeder in [_feeder(src, produced(src), op.gop, golden, g_params)] if feeder[1]}
     return org.OpFacts(op.gop.name, rows, is_aside(op.gop), producers, input_producers, type=op.gop.type or "",
                        undumped=undumped)
 
@@ -470,43 +463,53 @@ def _row_facts(p: _Pair, is_produced: bool, th: vd.Thresholds, source: str = "")
     kind, shape, NaN/Inf, argument, ``--rtol/--atol``) or an unreadable tensor already decided it.
     ``source``: what feeds the input when it is no op's output (``_feeder``)."""
     r = p.result
-    facts = org.RowFacts(p.g.io, p.g.slot, p.verdict, p.kind, is_produced, p.rule, source=source)
     if p.error is not None or p.value is not None or r is None:
-        facts.fixed = True
-        return facts
-    dt = pr.judged_dtype(r.golden_dtype, r.target_dtype)
-    facts.dtype, facts.u = dt, pr.unit_roundoff(dt)
+        return org.RowFacts(p.g.io, p.g.slot, p.verdict, p.kind, is_produced, p.rule, source=source, fixed=True)
+    dt, u = _judged_at(r.golden_dtype, r.target_dtype)
     # (``measure_many.judged`` / ``_judge_unloaded``; a float dtype replaced by the stored one is still
     # a float, which rule 1 lets through)
-    fixed = (p.verdict, p.rule) if p.rule else None  # the fixed rules ran where the pair was measured
-    if fixed is not None and fixed[0] == vd.WARNING and fixed[1].startswith("shape"):
-        p.shape_note = fixed[1].split(":")[0]  # the same count in another shape: the values still judged
-    elif fixed is not None:
-        facts.verdict, facts.rule, facts.fixed = fixed[0], fixed[1], True
-        return facts
-    facts.err = pr.error_of(r)
-    if facts.err is None:
-        facts.fixed = True
-        return facts
-    facts.key = _identity(r)
+    verdict, rule = p.verdict, p.rule
+    if rule:  # the fixed rules ran where the pair was measured
+        if verdict == vd.WARNING and rule.startswith("shape"):
+            p.shape_note = rule.split(":")[0]  # the same count in another shape: the values still judged
+        else:
+            return org.RowFacts(p.g.io, p.g.slot, verdict, p.kind, is_produced, rule, source=source, dtype=dt, u=u,
+                                fixed=True)
+    err = pr.error_of(r)
+    if err is None:
+        return org.RowFacts(p.g.io, p.g.slot, verdict, p.kind, is_produced, rule, source=source, dtype=dt, u=u,
+                            fixed=True)
     g, t = r.golden_stats or {}, r.target_stats or {}
-    facts.sig = (g.get("mean"), g.get("l2norm"), t.get("mean"), t.get("l2norm"))
-    return facts
+    return org.RowFacts(p.g.io, p.g.slot, verdict, p.kind, is_produced, rule, source=source, dtype=dt, u=u, err=err,
+                        key=_identity(r, g, t), sig=(g.get("mean"), g.get("l2norm"), t.get("mean"), t.get("l2norm")))
 
 
-def _identity(r: CompareResult) -> Optional[tuple]:
+@lru_cache(maxsize=256)
+def _judged_at(golden: str, target: str) -> tuple[str, float]:
+    """The dtype a pair is judged at and its unit roundoff (``precision.judged_dtype``)."""
+    dt = pr.judged_dtype(golden, target)
+    return dt, pr.unit_roundoff(dt)
+
+
+def _identity(r: CompareResult, g: Optional[dict[str, Any]] = None, t: Optional[dict[str, Any]] = None
+              ) -> Optional[tuple]:
     """The same tensor seen twice (a producer's output read as its consumer's input, perhaps through a
     view or a cast): the same element count and the same max and min on both sides.  Only max and min:
     they are exact in any dtype and any element order, where a mean or norm is not (msprobe computes a
-    bfloat16 tensor's mean in bfloat16; a permuted view sums in another order)."""
-    g, t = r.golden_stats or {}, r.target_stats or {}
+    bfloat16 tensor's mean in bfloat16; a permuted view sums in another order).  ``g``, ``t``: the
+    sides' statistics when the caller has them."""
+    if g is None:
+        g, t = r.golden_stats or {}, r.target_stats or {}
+    assert t is not None
     key = (r.count if r.stat_diffs is None else r.size, g.get("max"), g.get("min"), t.get("max"), t.get("min"))
-    return None if all(v is None for v in key[1:]) else key
+    return None if key[1] is None and key[2] is None and key[3] is None and key[4] is None else key
 
 
 def _apply(op: _Op, dtypes: dict[str, dict[str, int]]) -> None:
-    """The walk's verdicts onto the pairs (their rows are made next); the stored float dtypes counted."""
+    """The walk's verdicts onto the pairs (their rows are made next); the stored dtypes counted by the
+    names the index gives (``_float_counts`` keeps the float ones, by canonical name)."""
     assert op.facts is not None
+    golden, target = dtypes["golden"], dtypes["target"]
     for p, f in zip(op.pairs, op.facts.rows):
         p.verdict, p.rule = f.verdict, f.rule
         if p.shape_note:
@@ -516,10 +519,22 @@ def _apply(op: _Op, dtypes: dict[str, dict[str, int]]) -> None:
                 p.rule = f"{p.shape_note}; {p.rule}"
         p.facts = f
         if p.kind != "scalar":
-            for side, t in (("golden", p.g), ("target", p.t)):
-                if t.dtype and pr.unit_roundoff(t.dtype) > 0:
-                    name = pr.canonical(t.dtype)
-                    dtypes[side][name] = dtypes[side].get(name, 0) + 1
+            gd, td = p.g.dtype, p.t.dtype
+            golden[gd] = golden.get(gd, 0) + 1
+            target[td] = target.get(td, 0) + 1
+
+
+def _float_counts(raw: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """``_apply``'s counts of the float dtypes only, by canonical name, in the order each name was first
+    counted (a raw name's first count comes first in ``raw``, and so does its canonical name's)."""
+    out: dict[str, dict[str, int]] = {}
+    for side, counts in raw.items():
+        side_out = out[side] = {}
+        for name, n in counts.items():
+            if name and pr.unit_roundoff(name) > 0:
+                c = pr.canonical(name)
+                side_out[c] = side_out.get(c, 0) + n
+    return out
 
 
 def precision_summary(dtypes: dict[str, dict[str, int]]) -> dict[str, Any]:
@@ -577,49 +592,67 @@ def _forward_of(op: "OpRow", names: set[str]) -> Optional[str]:
     return None
 
 
-def _row(p: _Pair, origin: org.Origin, source: Optional[dict[str, Any]]) -> dict[str, Any]:
-    """The row of a judged pair of an op the walk has judged (``origin``; ``source``: the op's user
-    source line), complete as it is made: rows go to the spool, or the output, one op at a time.  Key
-    order as CLI.md lists them (``metrics.to_row``'s keys, ``mode`` after the verdict when measured,
-    before it when not).  The values a dump gives (argument values, source frames, statistics) are made
-    plain, as JSON gives them back (``row_spool.plain``): the same row whether it is spooled or listed."""
-    gop, top, g, t, r = p.gop, p.top, p.g, p.t, p.result
+def _op_rows(op: _Op, origin: org.Origin) -> list[dict[str, Any]]:
+    """The rows of an op the walk has judged (``_row``), what they share taken once."""
+    gop, top = op.gop, op.top
+    head = (gop.name, shown_step(gop.step), gop.rank, top.name, gop.id, top.id, gop.exec_index, gop.type,
+            origin.kind, origin.via)
+    return [_row(p, head, op.source) for p in op.pairs]
+
+
+def _row(p: _Pair, head: tuple, source: Optional[dict[str, Any]]) -> dict[str, Any]:
+    """The row of a judged pair of an op the walk has judged (``head``: what its rows share, as
+    ``_op_rows`` lists it, with the op's origin; ``source``: the op's user source line), complete as it is
+    made: rows go to the spool, or the output, one op at a time.  Key order as CLI.md lists them
+    (``metrics.to_row``'s keys, ``mode`` after the verdict when measured, before it when not).  The values
+    a dump gives (argument values, source frames, statistics) are made plain, as JSON gives them back
+    (``row_spool.plain``): the same row whether it is spooled or listed."""
+    name, step, rank, target_name, g_id, t_id, exec_index, op_type, origin_kind, origin_via = head
+    g, t, r, f, value = p.g, p.t, p.result, p.facts, p.value
     row: dict[str, Any]
     if r is not None:
         m = (r.cosine, r.euc_dist, r.max_abs_err, r.max_rel_err, r.one_thousandth_ratio, r.five_thousandth_ratio)
         if not _all_finite(*m):
             m = tuple(map(_num, m))
-        row = {"name": gop.name, "io": g.io, "slot": g.slot, "step": shown_step(gop.step), "rank": gop.rank,
+        g_st, t_st = r.golden_stats, r.target_stats
+        if value is not None:
+            gval, tval = plain(value[0]), plain(value[1])
+        elif r.size <= 1:  # a one-element tensor's value: its max
+            gval, tval = plain((g_st or {}).get("max")), plain((t_st or {}).get("max"))
+        else:
+            gval = tval = None
+        row = {"name": name, "io": g.io, "slot": g.slot, "step": step, "rank": rank,
                "cosine": m[0], "euc_dist": m[1], "max_abs_err": m[2], "max_rel_err": m[3],
                "one_thousandth_ratio": m[4], "five_thousandth_ratio": m[5], "verdict": p.verdict, "rule": p.rule,
                "mode": "stats" if r.stat_diffs is not None else "tensor"}
-        g_st, t_st = r.golden_stats, r.target_stats
     else:
-        row = {"name": gop.name, "io": g.io, "slot": g.slot, "step": shown_step(gop.step), "rank": gop.rank,
+        g_st = t_st = None
+        gval, tval = (plain(value[0]), plain(value[1])) if value is not None else (None, None)
+        row = {"name": name, "io": g.io, "slot": g.slot, "step": step, "rank": rank,
                "cosine": None, "euc_dist": None, "max_abs_err": None, "max_rel_err": None,
                "one_thousandth_ratio": None, "five_thousandth_ratio": None,
-               "mode": "value" if p.value is not None else "tensor", "verdict": p.verdict, "rule": p.rule}
-        g_st = t_st = None
-    gval = p.value[0] if p.value is not None else _scalar_value(r, g_st)
-    tval = p.value[1] if p.value is not None else _scalar_value(r, t_st)
+               "mode": "value" if value is not None else "tensor", "verdict": p.verdict, "rule": p.rule}
     row["match"] = p.match
-    row["target_name"] = top.name
-    row["golden_op_id"] = gop.id
-    row["target_op_id"] = top.id
-    row["exec_index"] = gop.exec_index
-    row["type"] = gop.type
+    row["target_name"] = target_name
+    row["golden_op_id"] = g_id
+    row["target_op_id"] = t_id
+    row["exec_index"] = exec_index
+    row["type"] = op_type
     row["kind"] = p.kind
-    row["origin"] = origin.kind
-    row["origin_via"] = origin.via
-    f = p.facts
-    row["judgement"] = f.judgement if f is not None else None
-    row["rel_err"] = _num(f.rel_err) if f is not None else None
-    row["allowed"] = _num(f.allowed) if f is not None else None
-    row["share_of_allowed"] = _num(f.share) if f is not None and f.share is not None else None
-    row["precision"] = (f.dtype or None) if f is not None else None
-    row["golden"] = _side(g, g_st, plain(gval))
-    row["target"] = _side(t, t_st, plain(tval))
-    row["source"] = plain(source)
+    row["origin"] = origin_kind
+    row["origin_via"] = origin_via
+    if f is not None:
+        share = f.share
+        row["judgement"] = f.judgement
+        row["rel_err"] = _num(f.rel_err)
+        row["allowed"] = _num(f.allowed)
+        row["share_of_allowed"] = _num(share) if share is not None else None
+        row["precision"] = f.dtype or None
+    else:
+        row["judgement"] = row["rel_err"] = row["allowed"] = row["share_of_allowed"] = row["precision"] = None
+    row["golden"] = _side(g, g_st, gval)
+    row["target"] = _side(t, t_st, tval)
+    row["source"] = plain(source) if source is not None else None
     if r is not None and r.stat_diffs is not None:
         row["stat_diffs"] = plain(r.stat_diffs)
         row["stat_rel_errs"] = plain(r.stat_rel_errs)

@@ -68,11 +68,15 @@ def judged(packed: Packed, jobs: list[OpJob], th: Thresholds) -> list[Judged]:
     ops in order (``origin.Walk``), so it is not judged here."""
     contexts: dict[str, Context] = {}
     out: list[Judged] = []
+    slots, blocks = packed
     with gc_paused():
-        for pairs, outcomes in zip(jobs, outcomes_of(packed)):
+        made = [r for b in blocks for r in b.results()] if blocks else []  # (``outcomes_of``)
+        for pairs, outcomes in zip(jobs, slots):
             row: Judged = []
             for (_g, _t, _io, kind), r in zip(pairs, outcomes):
-                if isinstance(r, str):
+                if type(r) is int:
+                    r = made[r]
+                elif isinstance(r, str):
                     row.append((r, ERROR, r))
                     continue
                 ctx = contexts.get(kind)
@@ -160,7 +164,10 @@ _NBYTES = 10  # position of ``nbytes`` in RefFields
 
 
 def _job_bytes(job: OpJob) -> int:
-    return sum(max(0, g[_NBYTES] or 0) + max(0, t[_NBYTES] or 0) for g, t, _io, _kind in job)
+    total = 0
+    for g, t, _io, _kind in job:
+        total += max(0, g[_NBYTES] or 0) + max(0, t[_NBYTES] or 0)
+    return total
 
 
 def batches(jobs: list[OpJob]) -> list[tuple[int, int]]:
@@ -169,7 +176,8 @@ def batches(jobs: list[OpJob]) -> list[tuple[int, int]]:
     start = pairs = size = 0
     for i, job in enumerate(jobs):
         pairs += len(job)
-        size += _job_bytes(job)
+        for g, t, _io, _kind in job:  # (``_job_bytes``)
+            size += max(0, g[_NBYTES] or 0) + max(0, t[_NBYTES] or 0)
         if pairs >= BATCH_PAIRS or size >= BATCH_BYTES:
             out.append((start, i + 1))
             start, pairs, size = i + 1, 0, 0

@@ -39,10 +39,12 @@ from __future__ import annotations
 
 import heapq
 import math
+import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Optional, Sequence
 
-from dumpscope.core.engines.compare.precision import K_BORN, TF32, Err, fmt_u, is_matrix_product
+from dumpscope.core.engines.compare.precision import K_BORN, TF32, Err, fmt_u, is_matrix_product, unit_roundoff
 from dumpscope.core.model import INPUT, OUTPUT
 
 BORN = "born"
@@ -204,17 +206,31 @@ class Walk:
         if op.parameter:
             return self._parameter(op)
         u_op = self.op_u(op)
+        rows = op.rows
         changed: Optional[RowFacts] = None
         carrier: Optional[RowFacts] = None
         e_in = r_in = 0.0
         s_in: list[tuple[float, int]] = []
-        outs = {(r.key, r.sig) for r in op.rows if r.io == OUTPUT and r.key is not None} if _updates(op) else set()
-        for r in op.rows:
-            if r.io != INPUT or r.kind == "scalar":
+        consts: list[RowFacts] = []  # changed arguments and constants (rows the loop below does not judge)
+        has_input = False
+        outs: Optional[set] = None  # (made when an input has a key)
+        for r in rows:
+            if r.io != INPUT:
+                continue
+            has_input = True
+            if r.kind == "scalar":
+                if r.verdict == ERROR:
+                    consts.append(r)
                 continue
             # an input equal to an output of its own op is the buffer it updated in place (an optimizer's
             # weight, dumped after the update): it says what the op wrote, not what it computed from
-            r.inplace = r.key is not None and (r.key, r.sig) in outs
+            if r.key is None:
+                r.inplace = False
+            else:
+                if outs is None:
+                    outs = {(o.key, o.sig) for o in rows if o.io == OUTPUT and o.key is not None} \
+                        if _updates(op) else set()
+                r.inplace = (r.key, r.sig) in outs
             self._judge_input(op, r, u_op)
             if r.inplace:
                 if r.judgement in (CHANGED, INHERITED):
@@ -233,11 +249,10 @@ class Walk:
             e, rr, saved_tainted = self._op_err[op.saved_from]
             e_in, r_in = max(e_in, e), max(r_in, rr)
         producer = None
-        if not any(r.io == INPUT for r in op.rows):  # output-only dumps: the graph's producers stand in
+        if not has_input:  # output-only dumps: the graph's producers stand in
             producer = next((p for p in op.producers if p != op.name and p in self.bad_ops), None)
         tainted = changed is not None or carrier is not None or saved_tainted or producer is not None
-        consts = [r for r in op.rows if r.io == INPUT and r.kind == "scalar" and r.verdict == ERROR]
-        for r in op.rows:
+        for r in rows:
             if r.io == OUTPUT:
                 self._judge_output(op, r, u_op, e_in, r_in, s_in, tainted)
         self._remember(op, e_in, r_in)
@@ -266,7 +281,7 @@ class Walk:
         return None
 
     def _judge_input(self, op: OpFacts, r: RowFacts, u_op: float) -> None:
-        seen = self._lookup(r)
+        seen = self._lookup(r) if r.key is not None else None
         if seen is not None and not r.fixed:
             r.verdict, r.rule, r.judgement = seen.verdict, seen.rule, seen.judgement
             r.rel_err, r.allowed, r.tainted = seen.rel_err, seen.allowed, seen.tainted
@@ -297,7 +312,7 @@ class Walk:
             r.verdict, r.judgement = PASS, NOISE
             r.rule = _noise_rule(e, lim, _prec(u, r.dtype), u)
         self._near(op, r, e, lim, r.judgement or NOISE, ratio=ratio)
-        self._store(op, r)
+        self._store(op, r, seen=False)  # (looked up above: not seen)
 
     def _judge_output(self, op: OpFacts, r: RowFacts, u_op: float, e_in: float, r_in: float,
                       s_in: list[tuple[float, int]], tainted_in: bool) -> None:
@@ -344,8 +359,10 @@ class Walk:
         self._near(op, r, ratio * a if a else e, a, r.judgement or NOISE, ratio=ratio)
         self._store(op, r)
 
-    def _store(self, op: OpFacts, r: RowFacts) -> None:
-        if r.key is not None and self._lookup(r) is None:
+    def _store(self, op: OpFacts, r: RowFacts, seen: Optional[bool] = None) -> None:
+        """Remember a judged tensor, unless it was seen before (``seen``: whether the caller's lookup of it
+        found it; None: not looked up)."""
+        if r.key is not None and not seen and (seen is False or self._lookup(r) is None):
             self._seen.setdefault(r.key, []).append(
                 _Seen(r.sig, r.verdict, r.rule, r.judgement, r.rel_err, r.allowed, r.tainted, r.err, op.name))
 
@@ -359,12 +376,17 @@ class Walk:
             ratio = e / allowed if allowed else (math.inf if e else 0.0)
         if not math.isfinite(ratio):
             ratio = 1e300
-        item = Near(ratio, op.name, r.label, r.rel_err if r.rel_err is not None else e, allowed, r.dtype, judgement)
-        if self.largest is None or item.rel_err > self.largest.rel_err:
+        rel_err = r.rel_err if r.rel_err is not None else e
+        largest = self.largest is None or rel_err > self.largest.rel_err
+        nearest = len(self.nearest) < self._keep or ratio > self.nearest[0].ratio
+        if not largest and not nearest:  # (most rows: no record made)
+            return
+        item = Near(ratio, op.name, r.label, rel_err, allowed, r.dtype, judgement)
+        if largest:
             self.largest = item
         if len(self.nearest) < self._keep:
             heapq.heappush(self.nearest, item)
-        elif item.ratio > self.nearest[0].ratio:
+        elif nearest:
             heapq.heapreplace(self.nearest, item)
 
     def _remember(self, op: OpFacts, e_in: float, r_in: float) -> None:
@@ -372,20 +394,29 @@ class Walk:
         for r in op.rows:
             if r.kind == "scalar":
                 continue
-            if r.err is not None:
-                e = max(e, r.err.typical)
-                rr = max(rr, r.err.r if r.err.r is not None else r.err.e)
-            tainted = tainted or r.tainted
+            err = r.err
+            if err is not None:
+                e = max(e, err.typical)
+                rr = max(rr, err.r if err.r is not None else err.e)
+            if r.tainted:
+                tainted = True
         self._op_err[op.name] = (e, rr, tainted)
 
     def _origin(self, op: OpFacts, consts: list[RowFacts], changed: Optional[RowFacts],
                 carrier: Optional[RowFacts], saved_tainted: bool, producer: Optional[str]) -> Origin:
-        outs_bad = [r for r in op.rows if r.io == OUTPUT and r.verdict == ERROR]
-        has_outputs = any(r.io == OUTPUT for r in op.rows)
+        outs_bad: list[RowFacts] = []
+        has_outputs = off = False
+        for r in op.rows:
+            if r.io == OUTPUT:
+                has_outputs = True
+                if r.verdict == ERROR:
+                    outs_bad.append(r)
+            if not off and (r.tainted or _off(r)):
+                off = True
         shows = bool(outs_bad) or (changed is not None and not has_outputs)
         if outs_bad or changed is not None:
             self.bad_ops.add(op.name)
-        if any(_off(r) or r.tainted for r in op.rows):
+        if off:
             self.off_ops.add(op.name)
         if consts:
             self.diverged = True
@@ -428,25 +459,38 @@ class Walk:
 
 
 _UPDATING = ("apply", "assign", "scatter", "adam", "sgd", "momentum", "lamb", "lars", "ftrl", "adagrad", "rmsprop")
+_UPDATING_WORDS = re.compile("|".join(map(re.escape, _UPDATING)))  # any of them, anywhere
 
 
 def _updates(op: OpFacts) -> bool:
     """Ops that write one of their inputs in place (optimizer steps, Assign, Scatter*, a PyTorch ``x.add_``):
     an input equal to their output is that buffer.  A Reshape's input equals its output too, and is read."""
-    text = f"{op.type} {op.name}".lower()
+    if _UPDATING_WORDS.search(f"{op.type} {op.name}".lower()):
+        return True
     api = op.name.split(".")
-    return any(w in text for w in _UPDATING) or (len(api) > 1 and api[1].endswith("_") and not api[1].endswith("__"))
+    return len(api) > 1 and api[1].endswith("_") and not api[1].endswith("__")
 
 
 def _same_sig(a: Optional[tuple], b: Optional[tuple]) -> bool:
+    """Whether two signatures (golden mean, golden L2 norm, target mean, target L2 norm) are of one tensor:
+    each side's norms within 2⁻⁶ of the larger, its means within 2⁻⁶ of the norm (``Walk._lookup``)."""
     if a is None or b is None:
         return a is b
-    for (mean_a, norm_a), (mean_b, norm_b) in zip((a[:2], a[2:]), (b[:2], b[2:])):
-        if (norm_a is None) != (norm_b is None) or (mean_a is None) != (mean_b is None):
+    if a == b:  # (the same tensor dumped twice, most often: equal numbers are within any tolerance)
+        return True
+    return _same_side(a[0], a[1], b[0], b[1]) and _same_side(a[2], a[3], b[2], b[3])
+
+
+def _same_side(mean_a: Optional[float], norm_a: Optional[float], mean_b: Optional[float],
+               norm_b: Optional[float]) -> bool:
+    if (norm_a is None) != (norm_b is None) or (mean_a is None) != (mean_b is None):
+        return False
+    if norm_a is not None:
+        # (``max(x, y)`` spelled out: ``y if y > x else x`` is what it returns, NaN included)
+        size_a, size_b = abs(norm_a), abs(norm_b)
+        if abs(norm_a - norm_b) > 2.0 ** -6 * (size_b if size_b > size_a else size_a):
             return False
-        if norm_a is not None and abs(norm_a - norm_b) > 2.0 ** -6 * max(abs(norm_a), abs(norm_b)):
-            return False
-        if mean_a is not None and norm_a is not None and abs(mean_a - mean_b) > 2.0 ** -6 * max(abs(norm_a), 1e-300):
+        if mean_a is not None and abs(mean_a - mean_b) > 2.0 ** -6 * (1e-300 if 1e-300 > size_a else size_a):
             return False
     return True
 
@@ -463,10 +507,9 @@ def _input_scale(s_in: list[tuple[float, int]], n_out: int) -> float:
     return best
 
 
+@lru_cache(maxsize=1024)
 def _prec(u: float, dtype: str) -> str:
     """The precision an allowance was set by: the row's dtype, or the coarser one the op or run computed in."""
-    from dumpscope.core.engines.compare.precision import unit_roundoff
-
     if dtype and unit_roundoff(dtype) == u:
         return dtype
     if u == TF32:

@@ -89,12 +89,14 @@ def is_matrix_product(op_type: str, name: str = "") -> bool:
     return any(w in text for w in _MATMUL_WORDS) or text.split(".")[-1] in ("mm", "matmul")
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class Err:
     """One pair's error relative to the tensor's size (module docstring).
 
     ``r`` is ``None`` for statistics; ``rms`` and ``n`` (elements, -1 unknown) let an op's output be
-    set against the size of what it was computed from; ``abs_rms``/``abs_max`` are the error itself."""
+    set against the size of what it was computed from; ``abs_rms``/``abs_max`` are the error itself.
+    Never changed once made, though not frozen: a compare makes one a pair (40,000 for two 20k-file
+    trees), and a frozen dataclass's ``__init__`` costs eight times a plain one's."""
 
     e: float
     r: Optional[float]
@@ -125,18 +127,22 @@ def error_of(r: CompareResult) -> Optional[Err]:
     g = r.golden_stats or {}
     if r.stat_diffs is not None:
         return _stats_error(r, g)
-    norm, euc = _finite(g.get("l2norm")), _finite(r.euc_dist)
-    if norm is None or euc is None or not r.count:
+    norm, euc, n = g.get("l2norm"), r.euc_dist, r.count
+    # (``_finite`` spelled out, here and below: x - x is NaN for NaN and ±Inf)
+    if norm is None or not norm - norm == 0.0 or euc is None or not euc - euc == 0.0 or not n:
         return None
-    n = r.count
-    rms = norm / math.sqrt(n)
-    abs_rms = euc / math.sqrt(n)
-    abs_max = _finite(r.max_abs_err) or 0.0
+    root = math.sqrt(n)
+    rms = norm / root
+    abs_rms = euc / root
+    abs_max = r.max_abs_err
+    if abs_max is None or not abs_max - abs_max == 0.0 or not abs_max:
+        abs_max = 0.0
     e = abs_rms / rms if rms > 0 else (0.0 if abs_rms == 0 else math.inf)
-    scaled = _finite(r.max_scaled_err)
-    if scaled is None:
+    scaled = r.max_scaled_err
+    if scaled is None or not scaled - scaled == 0.0:
         scaled = abs_max / rms if rms > 0 else (0.0 if abs_max == 0 else math.inf)
-    return Err(e, scaled, rms, n, abs_rms, abs_max, _peak(g), _finite(r.rel_err_q90))
+    q = r.rel_err_q90
+    return Err(e, scaled, rms, n, abs_rms, abs_max, _peak(g), q if q is not None and q - q == 0.0 else None)
 
 
 def _stats_error(r: CompareResult, g: dict) -> Optional[Err]:
@@ -178,9 +184,11 @@ def _stats_error(r: CompareResult, g: dict) -> Optional[Err]:
 
 def _peak(g: dict) -> float:
     hi, lo = _finite(g.get("max")), _finite(g.get("min"))
-    return max(abs(hi) if hi is not None else 0.0, abs(lo) if lo is not None else 0.0)
+    a, b = abs(hi) if hi is not None else 0.0, abs(lo) if lo is not None else 0.0
+    return b if b > a else a  # (``max(a, b)``)
 
 
+@lru_cache(maxsize=64)
 def fmt_u(u: float) -> str:
     """A unit roundoff as a power of two (``2^-8``)."""
     if u <= 0:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Callable, Optional
 
 from dumpscope.core.engines.compare import precision as pr
@@ -133,7 +134,12 @@ def rule_dtype(r: CompareResult, ctx: Context) -> Optional[Verdict]:
     """1. msprobe DTypeErrChecker, less the normal case: two float dtypes (a float32 golden and a
     bfloat16/float16 target under autocast or an NPU's defaults) are judged at the coarser one, not
     called an error; dtypes of different kinds, or integers of different widths, are."""
-    g, t = r.golden_dtype, r.target_dtype
+    return _dtype_verdict(r.golden_dtype, r.target_dtype)
+
+
+@lru_cache(maxsize=256)
+def _dtype_verdict(g: str, t: str) -> Optional[Verdict]:
+    """``rule_dtype`` of a pair of dtype names (asked once a pair of names, not once a pair of tensors)."""
     if g and t and g != t:
         gc, tc = dtype_class(g), dtype_class(t)
         if gc == tc and pr.unit_roundoff(g) > 0 and pr.unit_roundoff(t) > 0:
@@ -251,6 +257,7 @@ FIXED_RULES: tuple[Rule, ...] = (rule_dtype, rule_shape, rule_nonfinite, rule_sc
 TENSOR_RULES: tuple[Rule, ...] = FIXED_RULES + (rule_precision,)
 STATS_RULES: tuple[Rule, ...] = (rule_dtype, rule_shape, rule_nonfinite, rule_scalar, rule_stats_empty,
                                  rule_precision)
+_FIXED_STATS_RULES: tuple[Rule, ...] = FIXED_RULES + (rule_stats_empty,)
 
 
 def _first(rules: tuple[Rule, ...], r: CompareResult, ctx: Context) -> Optional[Verdict]:
@@ -264,8 +271,16 @@ def _first(rules: tuple[Rule, ...], r: CompareResult, ctx: Context) -> Optional[
 def fixed_verdict(r: CompareResult, ctx: Context) -> Optional[Verdict]:
     """The verdict of rules 1-5 (and a statistics pair with nothing to compare), or ``None``: what is
     left is judged at the run's precision (``rule_precision`` alone, ``origin.Walk`` in a compare)."""
-    rules = FIXED_RULES + ((rule_stats_empty,) if r.stat_diffs is not None else ())
-    return _first(rules, r, ctx)
+    if (r.stat_diffs is None and not r.nonfinite_mismatch and ctx.kind != "scalar" and not ctx.th.allclose
+            and tuple(r.shape) == tuple(r.target_shape) and _dtype_verdict(r.golden_dtype, r.target_dtype) is None):
+        # the common case, said at once: a measured tensor pair of comparable dtypes, one shape, no NaN/Inf
+        # apart, no argument, no --rtol/--atol (each rule below answers None to it)
+        return None
+    for rule in (_FIXED_STATS_RULES if r.stat_diffs is not None else FIXED_RULES):
+        v = rule(r, ctx)
+        if v is not None:
+            return v
+    return None
 
 
 def judge(r: CompareResult, ctx: Context) -> Verdict:
