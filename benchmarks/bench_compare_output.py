@@ -1,6 +1,7 @@
 """``dumpscope compare --output FILE.csv`` against ``--json`` alone, whole process, at several sizes.
 
     python benchmarks/bench_compare_output.py [--files 10000,20000,40000] [--reps 3] [--xlsx]
+                                              [--baseline OTHER_CHECKOUT/.venv/bin/python]
 
 Issue 33: writing the table looked up every op's ``show`` document, and one of its lookups
 (``snapshots_of``) walked the op's whole place, so the table cost grew with the square of a place's
@@ -12,6 +13,9 @@ and its pool workers), best of ``--reps`` runs, the two commands alternated; CPU
 is shared (the wall time moves with the other sessions' load).  ``--json --output x.csv`` prints
 the same document as ``--json`` and writes the table besides: the ratio is the table's cost.
 Targets: the ratio <= 1.2x at every size, and CPU per row flat from the smallest size to the largest.
+``--baseline PYTHON``: the same two commands run by another checkout's interpreter too (its
+``-m dumpscope``), alternated with ours in each round, so both ratios come from one run (the box's load
+moves between runs).
 """
 
 from __future__ import annotations
@@ -30,15 +34,15 @@ from bench_compare_tree import one_step_tree  # noqa: E402
 from bench_overflow import children_cpu  # noqa: E402
 
 
-def timed(args: list[str], env: dict) -> tuple[float, float]:
+def timed(args: list[str], env: dict, python: str = sys.executable) -> tuple[float, float]:
     """(wall, CPU of the process tree) of one ``dumpscope`` run, its stdout thrown away."""
     c0, t0 = children_cpu(), time.perf_counter()
-    subprocess.run([sys.executable, "-m", "dumpscope", *args], check=True, env=env, stdout=subprocess.DEVNULL,
+    subprocess.run([python, "-m", "dumpscope", *args], check=True, env=env, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     return time.perf_counter() - t0, children_cpu() - c0
 
 
-def bench(workdir: str, n_files: int, reps: int, ext: str) -> tuple[float, float]:
+def bench(workdir: str, n_files: int, reps: int, ext: str, baseline: str = "") -> tuple[float, float]:
     g, t = one_step_tree(workdir, n_files, "golden"), one_step_tree(workdir, n_files, "target")
     cache = Path(workdir) / "cache-compare-output"
     env = common.fresh_cache_env(cache)
@@ -47,11 +51,19 @@ def bench(workdir: str, n_files: int, reps: int, ext: str) -> tuple[float, float
                        stdout=subprocess.DEVNULL)
     out = Path(workdir) / f"compare-output{ext}"
     plain = ["compare", str(g), str(t), "--json"]
-    best = {"json": (float("inf"), float("inf")), "output": (float("inf"), float("inf"))}
+    pythons = {"": sys.executable, **({"baseline ": baseline} if baseline else {})}
+    best = {who + key: (float("inf"), float("inf")) for who in pythons for key in ("json", "output")}
     for _ in range(max(1, reps)):
-        for key, args in (("json", plain), ("output", plain + ["--output", str(out)])):
-            w, c = timed(args, env)
-            best[key] = (min(best[key][0], w), min(best[key][1], c))
+        for who, python in pythons.items():
+            for key, args in (("json", plain), ("output", plain + ["--output", str(out)])):
+                w, c = timed(args, env, python)
+                best[who + key] = (min(best[who + key][0], w), min(best[who + key][1], c))
+    if baseline:
+        ratio = round(best["baseline output"][1] / best["baseline json"][1], 2)
+        common.emit(f"baseline ({baseline}): compare --json --output x{ext} vs --json, two {n_files:,}-file trees",
+                    round(best["baseline output"][1], 2), "s CPU",
+                    baseline=f"{best['baseline json'][1]:.2f} s CPU (--json)", ratio=ratio, target="<= 1.2x",
+                    met=ratio <= 1.2, note=f"alternated with the run below; load {os.getloadavg()[0]:.1f}")
     rows = 2 * n_files
     ratio = round(best["output"][1] / best["json"][1], 2)
     common.emit(f"compare --json --output x{ext} vs --json, two {n_files:,}-file one-place trees (warm index)",
@@ -69,10 +81,12 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--xlsx", action="store_true", help="write .xlsx instead of .csv")
     ap.add_argument("--workdir", default=common.DEFAULT_WORKDIR)
+    ap.add_argument("--baseline", default="", metavar="PYTHON",
+                    help="another checkout's interpreter, run alternated with ours (its ratio printed first)")
     args = ap.parse_args()
     common.print_machine()
     sizes = [int(s) for s in args.files.split(",")]
-    per_row = [bench(args.workdir, n, args.reps, ".xlsx" if args.xlsx else ".csv") for n in sizes]
+    per_row = [bench(args.workdir, n, args.reps, ".xlsx" if args.xlsx else ".csv", args.baseline) for n in sizes]
     if len(sizes) > 1:
         growth = per_row[-1][0] / per_row[0][0]
         common.emit(f"compare --output CPU per row, {sizes[-1]:,} vs {sizes[0]:,} files", round(growth, 2), "x",

@@ -10,6 +10,8 @@ included, escaped to ASCII), each row encoded as it is appended, in blocks of ``
 back with one decoder call a block (the decoder's per-call cost was a quarter of reading a compare row).
 No pickle: the project reads no pickled data anywhere (``test_robustness``), its own included.
 ``extra`` adds keys to every row (the target's place of a cross-place compare) as the rows are read.
+``sink`` is handed every row as it is appended, before it is stored (``compare --json --output`` fills
+the row's sides and writes the table on the way: ``table_file.TableAsMade``).
 A row read back by number (``spool[k]``) costs the decoding of its block.  The file lives in the
 system's temporary directory and is gone when the spool is closed or collected, or the process ends.
 """
@@ -52,9 +54,10 @@ _BLOCK_HEAD = struct.Struct("<II")  # bytes of the block's text, rows in it
 
 class RowSpool(Sequence):
     """An append-only list of row dicts stored in a temporary file, in blocks of up to ``BLOCK_ROWS``
-    rows.  A row is encoded as it is appended: changing it later changes nothing stored."""
+    rows.  A row is encoded as it is appended (after ``sink``, if given, has seen it): changing it later
+    changes nothing stored."""
 
-    def __init__(self) -> None:
+    def __init__(self, sink: Optional[Callable[[dict[str, Any]], Any]] = None) -> None:
         import tempfile
 
         self._fh = tempfile.TemporaryFile(mode="w+b", prefix="dumpscope-rows-")
@@ -65,10 +68,13 @@ class RowSpool(Sequence):
         self._block_at: list[int] = []  # byte offset of each block (in the file and buffer together)
         self._block_first: list[int] = []  # row number of each block's first row
         self.extra: dict[str, Any] = {}  # fields added to every row (after its own)
+        self._sink = sink
 
     # -- writing ---------------------------------------------------------------------
 
     def append(self, row: dict[str, Any]) -> None:
+        if self._sink is not None:
+            self._sink(row)
         self._block.append(_json_encode(row))
         self._n += 1
         if len(self._block) >= BLOCK_ROWS:
@@ -164,12 +170,15 @@ class PrintedRows(RowSpool):
     their block is printed (at most ``BLOCK_ROWS``): a row must not change after it is appended.  Keys
     added by ``extra`` are in the dicts, not in the printed blocks: a caller that sets it prints dicts."""
 
-    def __init__(self, printer: Callable[[list[dict[str, Any]]], str]) -> None:
-        super().__init__()
+    def __init__(self, printer: Callable[[list[dict[str, Any]]], str],
+                 sink: Optional[Callable[[dict[str, Any]], Any]] = None) -> None:
+        super().__init__(sink)
         self._printer = printer
         self._pending: list[dict[str, Any]] = []
 
     def append(self, row: dict[str, Any]) -> None:
+        if self._sink is not None:
+            self._sink(row)
         self._pending.append(row)
         self._n += 1
         if len(self._pending) >= BLOCK_ROWS:

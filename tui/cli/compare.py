@@ -67,20 +67,27 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from dumpscope.core.engines.compare.places import PlaceError, compare_places
     from dumpscope.tui.json_text import row_block_text
 
-    # --json alone: the rows are kept as the document prints them and copied into it (printed once)
-    printed = args.json and not out_path and not args.export_config
+    # --json: the rows are kept as the document prints them and copied into it (printed once); a table
+    # (--output x.csv|.xlsx) is written as the rows are made, their sides filled for both
+    printed = bool(args.json and not args.export_config)
+    made = _table_as_made(out_path, golden, target) if printed and out_path else None
     try:
         doc = compare_places(golden, target, rank=args.rank, step=args.step, golden_rank=args.golden_rank,
                              target_rank=args.target_rank, golden_step=args.golden_step,
                              target_step=args.target_step, rtol=args.rtol, atol=args.atol,
                              layer_mapping=args.layer_mapping, api_mapping=args.api_mapping,
                              spool_rows=True,  # read back for each output: memory does not grow with the pairs
-                             row_printer=row_block_text if printed else None)
-    except (MappingFileError, PlaceError) as exc:
-        raise CliError(str(exc)) from None
-    # with --json the table is written from the rows the print reads (read once for both)
-    table = _write_compare_output(doc, out_path, golden, target, alongside=bool(args.json and not args.export_config)
-                                  ) if out_path else None
+                             row_printer=row_block_text if printed else None,
+                             row_sink=made.add if made is not None else None)
+    except BaseException as exc:
+        if made is not None:
+            made.abandon()
+        if isinstance(exc, (MappingFileError, PlaceError)):
+            raise CliError(str(exc)) from None
+        raise
+    # --json --output x.csv --export-config: the table is written from the rows the print reads
+    table = made if made is not None else _write_compare_output(
+        doc, out_path, golden, target, alongside=bool(args.json and not args.export_config)) if out_path else None
     if args.export_config:
         from dumpscope.core.engines.compare import export_redump_config
         from dumpscope.core.engines.redump_config import RedumpConfigError
@@ -92,11 +99,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.json:
         try:
             print_json(doc)
-        finally:
+        except BaseException:
             if table is not None:  # a print stopped half-way (a closed pipe) leaves no half table
                 table.abandon()
+            raise
         if table is not None:
-            _finish_compare_output(table, out_path)
+            _finish_compare_output(table, out_path, doc)
         return exit_status(args, _diverged(doc) if args.exit_code else False)
     keys = ["name", "io", "slot", "step", "rank", "cosine", "euc_dist", "max_abs_err", "max_rel_err",
             "one_thousandth_ratio", "five_thousandth_ratio", "verdict", "rule", "match", "kind", "origin",
@@ -226,12 +234,26 @@ def _write_compare_output(doc: dict[str, Any], path: str, golden, target, alongs
     return None
 
 
-def _finish_compare_output(table: Any, path: str) -> None:
-    """The table ``_write_compare_output`` left to the print: in place (or written now), or its error."""
+def _table_as_made(path: str, golden, target) -> Any:
+    """``--json --output x.csv|.xlsx``: the table written as the rows are made (``TableAsMade``); None
+    for a ``.json`` output (written from the document)."""
+    if not path.lower().endswith((".csv", ".xlsx")):
+        return None
+    from dumpscope.core.engines.compare.report import side_filler
+    from dumpscope.core.engines.compare.table_file import TableAsMade
+
+    fill, stacks = side_filler(golden, target)
+    return TableAsMade(path, fill, stacks)
+
+
+def _finish_compare_output(table: Any, path: str, doc: dict[str, Any]) -> None:
+    """The table left to the print (``TableAsMade``, ``TableAlongside``): in place (or written now), or
+    its error."""
     from dumpscope.core.engines.compare import report as cr
+    from dumpscope.core.engines.compare.table_file import TableAsMade
 
     try:
-        n = table.finish()
+        n = table.finish(doc) if isinstance(table, TableAsMade) else table.finish()
     except cr.ExportError as exc:
         raise CliError(str(exc)) from None
     print(f"wrote {n} rows to {inert(path)}", file=sys.stderr)

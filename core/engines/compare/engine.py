@@ -203,7 +203,8 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
                   api_mapping: Optional[str] = None, target_rank: Optional[int] = None,
                   target_step: Optional[int] = None, with_problems: bool = True,
                   spool_rows: bool = False,
-                  row_printer: Optional[Callable[[list[dict[str, Any]]], str]] = None) -> dict[str, Any]:
+                  row_printer: Optional[Callable[[list[dict[str, Any]]], str]] = None,
+                  row_sink: Optional[Callable[[dict[str, Any]], Any]] = None) -> dict[str, Any]:
     """CLI.md ``compare`` document for one rank/step of both dumps.
 
     MindSpore-vs-PyTorch API dumps (or any pair given ``layer_mapping``/``api_mapping`` files, msprobe's
@@ -213,7 +214,8 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     trees', not the place's: several places list them once).  ``spool_rows``: the rows are a
     ``row_spool.RowSpool`` (a temporary file, read back in order) instead of a list, so that memory does
     not grow with the pairs (the CLI's ``compare``); with ``row_printer`` too, a ``row_spool.PrintedRows``
-    that keeps them as ``row_printer`` prints them (the CLI's ``--json`` alone: copied, not printed again)."""
+    that keeps them as ``row_printer`` prints them (the CLI's ``--json``: copied, not printed again).
+    ``row_sink`` (spooled rows): handed each row as it is made, before it is stored (``--output``'s table)."""
     g_rank, g_step = golden.default_place(rank, step)
     t_ranks, t_steps = target.ranks(), target.steps()
     t_rank = g_rank if g_rank in t_ranks or not t_ranks else t_ranks[0]
@@ -246,7 +248,8 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     walk = org.Walk()
     origins: list[org.Origin] = []
     dtypes: dict[str, dict[str, int]] = {"golden": {}, "target": {}}
-    rows: Any = (PrintedRows(row_printer) if row_printer is not None else RowSpool()) if spool_rows else []
+    rows: Any = (PrintedRows(row_printer, row_sink) if row_printer is not None else RowSpool(row_sink)) \
+        if spool_rows or row_sink is not None else []
     row_at: list[int] = []  # first row of each op
     total_pairs = counted = 0
     # the coarsest precision either run stored a tensor in at this place: what a weight no dumped op

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+from array import array
 from itertools import islice
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
@@ -96,6 +97,7 @@ def _cell_text(text: Any) -> str:
 _ASCII_FORMULA_START = frozenset("=+-@")
 #: a row's statistics of only these types are written as they are (``None`` as N/A)
 _PLAIN = frozenset((float, int, bool, type(None)))
+_FLOATS = frozenset((float,))
 
 
 def _stat(v: Any) -> Any:
@@ -115,8 +117,12 @@ def _stack(frames: Any) -> str:
     return _cell_text(str([str(f) for f in frames]))
 
 
+#: what marks a row as the first divergence's (rows of every rank, and of a list argument's items, alike)
+FIRST_KEYS = ("name", "io", "slot", "step")
+
+
 def is_first(row: dict[str, Any], fd: Optional[dict[str, Any]]) -> bool:
-    return bool(fd) and all(row.get(k) == fd.get(k) for k in ("name", "io", "slot", "step") if k in fd)  # type: ignore
+    return bool(fd) and all(row.get(k) == fd.get(k) for k in FIRST_KEYS if k in fd)  # type: ignore
 
 
 def table_rows(doc: dict[str, Any], stacks: Optional[Callable[[dict[str, Any]], Any]] = None
@@ -148,11 +154,25 @@ class TableCells:
     Written as one straight run of C-level lookups per row (the table is ~40 cells a row, 40,000 rows
     a compare of two 20k trees): a row's statistics are checked at once (``_PLAIN``), and only an
     unusual value takes the per-cell way; the few-valued texts (dtypes, shapes, rules) are made once.
+
+    ``float_texts``: a row's metrics and statistics, when all are floats, are given as it returns them
+    (the CSV's texts of them, looked up: ``table_file._CsvFloats``).
+
+    ``first_slot``: the rows are made before the first divergence is known (``table_file.TableAsMade``):
+    every row's ``first_divergence`` cell is ``first_slot``, filled when the table is finished, and each
+    row's ``FIRST_KEYS`` are remembered as one hash (``keys``; 0 for a key with no hash, which only a key
+    with none equals), and ``spread`` lists the rows made several table rows (``(row number, table
+    rows)``: a scalar list).
     """
 
-    def __init__(self, doc: dict[str, Any], stacks: Optional[Callable[[dict[str, Any]], Any]]) -> None:
-        fd = doc.get("first_divergence")
-        self.fd_items = [(k, fd[k]) for k in ("name", "io", "slot", "step") if k in fd] if fd else None
+    def __init__(self, doc: Optional[dict[str, Any]], stacks: Optional[Callable[[dict[str, Any]], Any]],
+                 first_slot: Any = None, float_texts: Optional[Callable[[list[float]], list[Any]]] = None) -> None:
+        fd = doc.get("first_divergence") if doc is not None else None
+        self.fd_items = [(k, fd[k]) for k in FIRST_KEYS if k in fd] if fd else None
+        self.first_slot = first_slot
+        self.float_texts = float_texts
+        self.keys = array("q")
+        self.spread: list[tuple[int, int]] = []
         self.stacks = stacks
         self.last_op: Any = object()
         self.few: dict[Any, str] = {}  # _cell_text of the few-valued fields, once per value
@@ -180,6 +200,10 @@ class TableCells:
         """``(cells, verdict)`` of each of ``rows`` (a scalar list argument: one per item)."""
         fd_items, stacks, text, shape = self.fd_items, self.stacks, self.text, self.shape
         plain, na, few_get = _PLAIN.issuperset, NA, self.few.get
+        pending = self.first_slot
+        ftext, floats_only = self.float_texts, _FLOATS.issuperset
+        keys = self.keys
+        key_of = keys.append
         last_files: tuple[Any, Any] = (None, None)  # the last row's files, and their Data_name
         last_name = na
         for row in rows:
@@ -213,6 +237,9 @@ class TableCells:
             if None in metrics:
                 miss = "unsupported" if scalar else na
                 metrics = [miss if v is None else v for v in metrics]
+            elif ftext is not None and floats_only(map(type, metrics)) and floats_only(map(type, stats)):
+                both = ftext(metrics + stats)  # (the CSV's texts of them, looked up)
+                metrics, stats = both[:6], both[6:]
             if type(name) is not str:
                 name = str(name)
             tname = target_name or name
@@ -237,7 +264,13 @@ class TableCells:
                 data_name = last_name
             else:
                 data_name = na
-            if fd_items is None:
+            if pending is not None:  # the first divergence is not known yet: its rows are found by this key
+                first = pending
+                try:
+                    key_of(hash((get("name"), io, slot, step)))
+                except TypeError:  # (a list: only a first divergence of no hash either matches it)
+                    key_of(0)
+            elif fd_items is None:
                 first = ""
             else:
                 first = "yes"
@@ -274,7 +307,10 @@ class TableCells:
                 continue
             # a non-tensor argument: msprobe shows its value as every statistic, one row per list item
             # (``input.3.0``, ``input.3.1``), each carrying the argument's verdict
-            for suffix, t_val, g_val in _value_parts(target, golden):
+            parts = _value_parts(target, golden)
+            if pending is not None and len(parts) > 1:
+                self.spread.append((len(keys) - 1, len(parts)))
+            for suffix, t_val, g_val in parts:
                 part = list(cells)
                 if suffix:
                     part[_IX["NPU Name"]] += suffix
@@ -352,6 +388,22 @@ def describe_sides(doc: dict[str, Any], golden_q: Optional["DumpQuery"], target_
     Only what the indexes already hold is used (dump statistics, statistics computed earlier):
     no tensor is read here.
     """
+    fill, stacks = side_filler(golden_q, target_q)
+    rows = doc.get("rows", [])
+    if isinstance(rows, list):
+        for row in rows:
+            fill(row)
+    else:  # rows read back from a spool (``core.row_spool``): filled as they are read
+        from dumpscope.core.support.row_spool import MappedRows
+
+        doc["rows"] = MappedRows(rows, fill)
+    return stacks
+
+
+def side_filler(golden_q: Optional["DumpQuery"], target_q: Optional["DumpQuery"]
+                ) -> tuple[Callable[[dict[str, Any]], dict[str, Any]], "_Stacks"]:
+    """``describe_sides``'s two halves: ``fill(row)`` (fills the row's sides in place and returns it;
+    rows of one op given together, in order) and the ``stacks(row)`` lookup."""
     # each side's last op only (an op's rows are read together): memory does not grow with the ops
     cache: dict[int, tuple[int, dict[tuple[str, int], Any]]] = {}
 
@@ -388,16 +440,7 @@ def describe_sides(doc: dict[str, Any], golden_q: Optional["DumpQuery"], target_
             row[which] = filled
         return row
 
-    rows = doc.get("rows", [])
-    if isinstance(rows, list):
-        for row in rows:
-            fill(row)
-    else:  # rows read back from a spool (``core.row_spool``): filled as they are read
-        from dumpscope.core.support.row_spool import MappedRows
-
-        doc["rows"] = MappedRows(rows, fill)
-
-    return _Stacks(target_q)
+    return fill, _Stacks(target_q)
 
 
 class _Stacks:

@@ -5,18 +5,28 @@ once for the table, once for the print (a fifth of the table's cost, issue 33). 
 the rows one by one, so ``TableAlongside`` can write the table from the pass the print makes anyway;
 ``write_rows`` is the table written on its own (``write_table``).  The cells are
 ``report.table_rows``'s; the CSV is ``csv.writer``'s, the workbook ``xlsx_stream``'s.
+
+``TableAsMade`` writes it as the compare makes the rows (``compare --json --output``): the rows are then
+kept only as the document prints them, never JSON-encoded into the spool and decoded again (12.5 + 6.7
+us a row, as much as the table's own cells and text).  The first divergence is known only once every
+row exists, so its cells are left to fill (``TableFile``'s ``deferred`` part) and filled when the part
+is copied into the file.
 """
 
 from __future__ import annotations
 
+import bisect
 import csv
+import io
 import math
 import os
-from typing import Any, Callable, Iterable, Iterator, Optional
+import re
+from array import array
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from dumpscope.core.engines.compare import report
-from dumpscope.core.engines.compare.report import (COLUMNS, ERROR_FILL, MAX_SHEET_ROWS, WARNING_FILL, ExportError,
-                                                   TableCells, summary_rows)
+from dumpscope.core.engines.compare.report import (COLUMNS, ERROR_FILL, FIRST_KEYS, MAX_SHEET_ROWS, WARNING_FILL,
+                                                   ExportError, TableCells, summary_rows)
 from dumpscope.core.support.row_spool import MappedRows
 
 
@@ -29,10 +39,15 @@ class TableFile:
     rows anyway can write the table on the way (``TableAlongside``).  The CSV is ``csv.writer``'s
     (``writerows`` on each chunk); the workbook ``xlsx_stream``'s, error rows red and warning rows
     yellow, streamed: memory stays flat on a million-row compare.
+
+    ``deferred`` (no ``doc`` yet: ``TableAsMade``): the rows are written to a temporary part, each
+    first-divergence cell a slot (a NUL byte: ``_SlotFill``), and :meth:`close` is given the document:
+    the part is copied into the file, the slots of the first divergence's rows filled ``yes``.
     """
 
-    def __init__(self, doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[str, Any]], Any]] = None,
-                 kind: Optional[str] = None) -> None:
+    def __init__(self, doc: Optional[dict[str, Any]], path: str,
+                 stacks: Optional[Callable[[dict[str, Any]], Any]] = None, kind: Optional[str] = None,
+                 deferred: bool = False) -> None:
         from dumpscope.core.support.atomic_write import replacing
 
         kind = kind or os.path.splitext(path)[1].lower()
@@ -40,14 +55,31 @@ class TableFile:
             raise ExportError(f"{path}: unknown output type {kind or '(none)'!r}: use .csv, .xlsx or .json")
         self.doc, self.path, self.kind = doc, path, kind
         self.rows = 0
-        self._cells = TableCells(doc, stacks)
+        self.deferred = deferred
+        if deferred:
+            from dumpscope.core.engines.compare.xlsx_stream import SLOT
+
+            self._cells = TableCells(None, stacks, first_slot=_CSV_SLOT if kind == ".csv" else SLOT,
+                                     float_texts=_CsvFloats() if kind == ".csv" else None)
+        else:
+            self._cells = TableCells(doc, stacks, float_texts=_CsvFloats() if kind == ".csv" else None)
         self._prefetch = getattr(stacks, "prefetch", None)
         self._held: list[dict[str, Any]] = []
         self._replacing: Any = replacing(path)
         self._fh: Any = None
+        self._part: Any = None
         try:
             tmp = self._replacing.__enter__()
-            if kind == ".csv":
+            if deferred:
+                import tempfile
+
+                self._part = tempfile.TemporaryFile(prefix="dumpscope-table-")
+            if kind == ".csv" and deferred:
+                self._fh = open(tmp, "wb")
+                self._text = io.TextIOWrapper(self._part, encoding="utf-8", newline="")
+                self._csv = csv.writer(self._text)
+                self._csv.writerow(COLUMNS)
+            elif kind == ".csv":
                 self._fh = open(tmp, "w", encoding="utf-8", newline="")
                 self._csv = csv.writer(self._fh)
                 self._csv.writerow(COLUMNS)
@@ -55,7 +87,7 @@ class TableFile:
                 from dumpscope.core.engines.compare.xlsx_stream import XlsxWriter
 
                 self._fh = open(tmp, "wb")
-                self._book = XlsxWriter(self._fh, {"error": ERROR_FILL, "warning": WARNING_FILL})
+                self._book = XlsxWriter(self._fh, {"error": ERROR_FILL, "warning": WARNING_FILL}, defer=self._part)
                 self._sheets = 0
         except OSError as exc:
             self.abort()
@@ -86,10 +118,14 @@ class TableFile:
         except OSError as exc:
             self.abort()
             raise ExportError(f"{self.path}: {exc.strerror or exc}") from None
+        except UnicodeEncodeError as exc:  # (a text of a dump that is not UTF-8: a lone surrogate)
+            self.abort()
+            raise ExportError(f"{self.path}: a cell cannot be written as UTF-8: {exc.reason}") from None
 
     def _csv_cells(self, made: Iterator[tuple[list[Any], Optional[str]]]) -> Iterator[list[Any]]:
         """The cells as the CSV writes them: ``csv.writer`` writes None as an empty cell and NaN as
-        ``nan`` itself; ±Inf become msprobe's `` inf``/`` -inf`` (a row without one is passed as it is)."""
+        ``nan`` itself; ±Inf become msprobe's `` inf``/`` -inf`` (a row without one is passed as it is;
+        the metrics and statistics may be their texts already: ``_CsvFloats``)."""
         n = 0
         for cells, _ in made:
             n += 1
@@ -108,10 +144,14 @@ class TableFile:
         self._book.sheet("Sheet1" if self._sheets == 1 else f"Sheet{self._sheets}")
         self._book.row(COLUMNS)
 
-    def close(self) -> int:
-        """Write what is held, finish the file and put it in place; the number of data rows."""
+    def close(self, doc: Optional[dict[str, Any]] = None) -> int:
+        """Write what is held, finish the file and put it in place; the number of data rows.  A deferred
+        table is given its document now (its rows are the rows added, in order)."""
         self._write_held()
+        if self.deferred:
+            self.doc = doc if doc is not None else {}
         try:
+            fill = _SlotFill(self._first_rows(), self.kind) if self.deferred else None
             if self.kind == ".xlsx":
                 if self._sheets == 0:
                     self._new_sheet()
@@ -120,7 +160,11 @@ class TableFile:
                     self._book.sheet("Summary")
                     for line in summary:
                         self._book.row(line)
-                self._book.close()
+                self._book.close(fill)
+            elif fill is not None:
+                self._copy_part(fill)
+            if fill is not None and fill.k != self.rows:
+                raise ExportError(f"{self.path}: {fill.k} first-divergence cells for {self.rows} rows (a bug)")
             self._fh.close()
             self._fh = None
             replacing, self._replacing = self._replacing, None
@@ -128,14 +172,79 @@ class TableFile:
         except OSError as exc:
             self.abort()
             raise ExportError(f"{self.path}: {exc.strerror or exc}") from None
+        except UnicodeEncodeError as exc:
+            self.abort()
+            raise ExportError(f"{self.path}: a cell cannot be written as UTF-8: {exc.reason}") from None
+        except BaseException:  # (an ExportError, ctrl-C: nothing left behind)
+            self.abort()
+            raise
+        self._close_part()
         return self.rows
+
+    def _first_rows(self) -> list[int]:
+        """The table rows (0-based, in order) of the first divergence's rows: those whose key's hash is
+        its key's, each checked on the row itself (read back from the document's rows by number)."""
+        fd = self.doc.get("first_divergence")
+        if not fd:
+            return []
+        cells = self._cells
+        n = len(cells.keys)
+        items = [(k, fd[k]) for k in FIRST_KEYS if k in fd]
+        try:
+            if len(items) < len(FIRST_KEYS):
+                raise TypeError  # (a key missing: not the hash of the rows' keys)
+            wanted = hash(tuple(v for _, v in items))
+            found: Iterable[int] = [i for i, h in enumerate(cells.keys) if h == wanted]
+        except TypeError:  # (a key of no hash, which rows of no hash may equal: every row looked at)
+            found = range(n)
+        rows: Sequence[dict[str, Any]] = self.doc.get("rows", [])
+        if len(rows) != n:
+            raise ExportError(f"{self.path}: {n} rows written, the document has {len(rows)} (a bug)")
+        found = list(found)
+        if len(found) > 64:  # read in order, each block of rows once
+            want = set(found)
+            picked = [i for i, row in enumerate(rows) if i in want and _is_first(row, items)]
+        else:
+            picked = [i for i in found if _is_first(rows[i], items)]
+        return _table_rows(picked, cells.spread)
+
+    def _copy_part(self, fill: "_SlotFill") -> None:
+        """The CSV part into the file, its slots filled.  Each row holds one NUL, its slot, unless a
+        cell of its own holds a NUL too (never in a compare's rows: their texts are inert): then there
+        are more NULs than rows, and the part is copied again, parsed (``_fill_parsed``)."""
+        self._text.flush()
+        part, out = self._part, self._fh
+        part.seek(0)
+        while True:
+            data = part.read(_COPY_BYTES)
+            if not data:
+                break
+            out.write(fill(data))
+        if fill.k != self.rows:
+            part.seek(0)
+            out.seek(0)
+            out.truncate()
+            fill.k = 0
+            _fill_parsed(part, out.write, fill, self.path)
+
+    def _close_part(self) -> None:
+        part, self._part = self._part, None
+        if part is not None:
+            for f in (getattr(self, "_text", None), part):  # (the CSV's text layer first: it closes the part)
+                try:
+                    if f is not None:
+                        f.close()
+                except (OSError, ValueError):
+                    pass
 
     def abort(self) -> None:
         """Stop: the temporary file is removed, nothing is put in place (again: nothing happens)."""
         if self._fh is not None:
             try:
                 book = getattr(self, "_book", None)
-                if book is not None:  # finished into the file about to go: no zip left to finish at exit
+                if book is not None and self.deferred:
+                    book.discard()
+                elif book is not None:  # finished into the file about to go: no zip left to finish at exit
                     book.close()
             except (OSError, ValueError):
                 pass
@@ -144,6 +253,7 @@ class TableFile:
             except OSError:
                 pass
             self._fh = None
+        self._close_part()
         replacing, self._replacing = self._replacing, None
         if replacing is not None:
             stop = ExportError(f"{self.path}: not written")
@@ -152,6 +262,129 @@ class TableFile:
 
 #: the floats a CSV spells otherwise (msprobe's " inf" / " -inf")
 _INFS = frozenset((math.inf, -math.inf))
+#: a deferred CSV's first-divergence cell until it is filled (``_SlotFill``), and where it sits
+_CSV_SLOT = "\x00"
+_CSV_SLOT_BYTE = b"\x00"
+_FIRST_COLUMN = COLUMNS.index("first_divergence")
+#: bytes of a part copied at a time
+_COPY_BYTES = 1 << 20
+#: one CSV field as ``csv.writer`` writes it (quoted when it holds a quote, comma, CR or LF), and what ends it
+_CSV_FIELD = re.compile(rb'("(?:[^"]|"")*"|[^,"\r\n]*)(,|\r\n)')
+
+
+def _fill_parsed(part: Any, write: Callable[[bytes], Any], fill: "_SlotFill", path: str) -> None:
+    """A deferred CSV part copied field by field, its rows' first-divergence fields (each a NUL)
+    filled: the slow way, for a part whose cells hold NULs of their own (``TableFile._copy_part``)."""
+    buf, pos, column, eof = b"", 0, 0, False
+    while True:
+        m = _CSV_FIELD.match(buf, pos)
+        if m is None:  # (a field cut by the chunk's end: read on)
+            if eof:
+                if pos != len(buf):
+                    raise ExportError(f"{path}: the table's part ends half-way through a row (a bug)")
+                return
+            more = part.read(_COPY_BYTES)
+            buf, pos, eof = buf[pos:] + more, 0, not more
+            continue
+        field = m.group(1)
+        if column == _FIRST_COLUMN and m.group(0) != b"\x00,":  # (the header's field is its name)
+            if fill.k or field != b"first_divergence":
+                raise ExportError(f"{path}: a row's first-divergence cell is not where it was written (a bug)")
+            write(m.group(0))
+        elif column == _FIRST_COLUMN:
+            write(fill(_CSV_SLOT_BYTE) + b",")
+        else:
+            write(m.group(0))
+        column = 0 if m.group(2) == b"\r\n" else column + 1
+        pos = m.end()
+
+
+class _CsvFloats:
+    """The CSV's texts of a list of floats (``repr``, msprobe's `` inf``/`` -inf``, ``nan``), looked up by
+    value: most of a compare table's numbers recur (an op's output statistics are the next op's input's,
+    identical sides give the same statistics twice, the metrics of equal tensors are 0.0 and 1.0: 56-96 %
+    of the float cells of the compares of tests/data), and the shortest ``repr`` of a double costs ten
+    lookups (the 20k noisy compare's CSV: 21.5 -> 19 us a row).  -0.0 equals 0.0 as a key: a list
+    holding one (its bytes found in the doubles' bytes; a match across two doubles only costs the
+    lookups) is given back as it is, for csv.writer to spell; a NaN is never a key.  (The workbook's
+    ``%.16g`` texts gained nothing this way.)"""
+
+    def __init__(self) -> None:
+        self.known: dict[float, str] = {}
+
+    def __call__(self, values: list[float]) -> list[Any]:
+        if _NEGATIVE_ZERO in array("d", values).tobytes():
+            return values
+        texts = list(map(self.known.get, values))
+        if None in texts:
+            for i, text in enumerate(texts):
+                if text is None:
+                    texts[i] = self._new(values[i])
+        return texts
+
+    def _new(self, v: float) -> str:
+        text = repr(v) if v - v == 0 else ("nan" if v != v else (" inf" if v > 0 else " -inf"))
+        if v == v:
+            known = self.known
+            if len(known) >= 4096:
+                known.clear()
+            known[v] = text
+        return text
+
+
+#: the bytes of -0.0 in an array of doubles
+_NEGATIVE_ZERO = array("d", [-0.0]).tobytes()
+
+
+def _is_first(row: dict[str, Any], items: list[tuple[str, Any]]) -> bool:
+    get = row.get
+    return all(get(k) == v for k, v in items)
+
+
+def _table_rows(picked: list[int], spread: list[tuple[int, int]]) -> list[int]:
+    """Row numbers of a compare's rows (in order) as table rows: a row made several table rows (a
+    scalar list, ``spread``) moves the later ones down, and is each of its table rows."""
+    out: list[int] = []
+    j = extra = 0
+    for r in picked:
+        while j < len(spread) and spread[j][0] < r:
+            extra += spread[j][1] - 1
+            j += 1
+        m = spread[j][1] if j < len(spread) and spread[j][0] == r else 1
+        out.extend(range(r + extra, r + extra + m))
+    return out
+
+
+class _SlotFill:
+    """Fills the slots of a deferred table's part, chunk by chunk in order: the k-th slot (NUL byte) is
+    the k-th table row's first-divergence cell, ``yes`` on the rows ``first`` lists, empty elsewhere."""
+
+    def __init__(self, first: list[int], kind: str) -> None:
+        if kind == ".csv":
+            self.no, self.yes = b"", b"yes"
+        else:
+            from dumpscope.core.engines.compare.xlsx_stream import slot_tail
+
+            self.no, self.yes = slot_tail(""), slot_tail("yes")
+        self.first = first
+        self.k = 0  # slots filled so far
+
+    def __call__(self, data: bytes) -> bytes:
+        n = data.count(_CSV_SLOT_BYTE)
+        k0, first = self.k, self.first
+        self.k += n
+        lo, hi = bisect.bisect_left(first, k0), bisect.bisect_left(first, k0 + n)
+        if lo == hi:
+            return data.replace(_CSV_SLOT_BYTE, self.no)
+        texts = [self.no] * n
+        for r in first[lo:hi]:
+            texts[r - k0] = self.yes
+        pieces = data.split(_CSV_SLOT_BYTE)
+        out = [pieces[0]]
+        for text, piece in zip(texts, pieces[1:]):
+            out.append(text)
+            out.append(piece)
+        return b"".join(out)
 
 
 def write_rows(doc: dict[str, Any], rows: Iterable[dict[str, Any]], path: str,
@@ -232,6 +465,53 @@ class TableAlongside(MappedRows):
 
 def _same(row: dict[str, Any]) -> dict[str, Any]:
     return row
+
+
+class TableAsMade:
+    """``compare --json --output x.csv|.xlsx``: the table written as the compare makes its rows (``add``
+    is the engine's ``row_sink``), so the rows need only be kept as the document prints them.
+
+    ``add`` fills a row's sides (``fill``, ``report.side_filler``'s: the print shows them filled, as
+    the table does) and hands it to a deferred ``TableFile``; :meth:`finish` is given the document
+    (its first divergence, its rows to check the first divergence's on) and puts the table in place.
+    A failure of the table (disk full) does not stop the compare or its print: :meth:`finish` raises
+    it.  :meth:`abandon` (the print stopped half-way) leaves nothing.
+    """
+
+    def __init__(self, path: str, fill: Callable[[dict[str, Any]], Any],
+                 stacks: Optional[Callable[[dict[str, Any]], Any]]) -> None:
+        self.path = path
+        self._fill = fill
+        self.error: Optional[ExportError] = None
+        self._table: Optional[TableFile] = None
+        try:
+            self._table = TableFile(None, path, stacks, deferred=True)
+        except ExportError as exc:
+            self.error = exc
+
+    def add(self, row: dict[str, Any]) -> None:
+        self._fill(row)
+        table = self._table
+        if table is not None:
+            try:
+                table.add(row)
+            except ExportError as exc:  # (the table has removed its file)
+                self._table = None
+                self.error = exc
+
+    def finish(self, doc: dict[str, Any]) -> int:
+        """The table's row count, once it is in place; its ``ExportError`` if it could not be written."""
+        table, self._table = self._table, None
+        if self.error is not None:
+            raise self.error
+        assert table is not None
+        return table.close(doc)
+
+    def abandon(self) -> None:
+        """Stop writing: nothing is put in place (after ``finish``: nothing happens)."""
+        table, self._table = self._table, None
+        if table is not None:
+            table.abort()
 
 
 def write_csv(doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[str, Any]], Any]] = None) -> int:

@@ -16,6 +16,11 @@ the file.  NaN and ±Inf, which a spreadsheet cannot hold as numbers, are the te
 cell is what the openpyxl writer used before wrote.  Cells carry no reference (``r="C7"``: OOXML
 places a cell without one right after the previous one; an empty cell is ``<c/>``): fewer bytes to
 make and to deflate.
+
+Deferred sheets (``defer``): a text known only once every row is written (compare's first-divergence
+cell, ``table_file.TableAsMade``) is a ``SLOT`` cell.  The sheets' XML goes to a temporary file, a slot
+written as one NUL byte (which no other cell's XML holds: XML text escapes it), and ``close`` copies
+the sheets into the book through ``fill_slots``, which puts each slot's ``slot_tail`` in its place.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import re
 import zipfile
 from numbers import Integral, Real
 from operator import itemgetter
-from typing import IO, Any, Iterable, Optional
+from typing import IO, Any, Callable, Iterable, Optional
 
 _MAIN_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 _REL_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
@@ -37,6 +42,29 @@ _SHEET_TAIL = b"</sheetData></worksheet>"
 #: what XML text cannot hold as is: markup characters, and characters XML 1.0 forbids
 _SPECIAL = re.compile("[&<>\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _MARKUP = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+#: the byte a ``SLOT`` cell's XML holds until ``close`` fills it (in no other cell's XML: ``_SPECIAL``)
+SLOT_MARK = b"\x00"
+
+
+class _Slot:
+    """The type of ``SLOT``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "SLOT"
+
+
+#: a cell whose text is given when the book is closed (deferred sheets only)
+SLOT = _Slot()
+
+
+def slot_tail(text: str) -> bytes:
+    """What fills a slot: the rest of an inline text cell after ``<c`` and its style (the text of a
+    cell read back is the same, inline or shared)."""
+    return (f' t="inlineStr"><is>{_t(text)}</is></c>' if text else ' t="inlineStr"/>').encode("utf-8")
+
+
 #: texts in the shared table at most (and texts remembered as seen once): memory stays bounded on a
 #: million-row table, whose tensor names are all different
 SHARED_MAX = 1 << 16
@@ -64,10 +92,12 @@ class XlsxWriter:
     """Sheets written one after the other into ``fh`` (a binary file); :meth:`close` finishes the book.
 
     ``fills`` names the row styles (e.g. ``{"error": "FFFF0000"}``): a row given one of those names
-    has every cell, empty ones included, filled solid with that ARGB colour.
+    has every cell, empty ones included, filled solid with that ARGB colour.  With ``defer`` (a binary
+    temporary file) the sheets' rows are written there and copied into the book by :meth:`close`.
     """
 
-    def __init__(self, fh: IO[bytes], fills: Optional[dict[str, str]] = None) -> None:
+    def __init__(self, fh: IO[bytes], fills: Optional[dict[str, str]] = None,
+                 defer: Optional[IO[bytes]] = None) -> None:
         # level 1: the sheet is repetitive text, level 6 makes it a few % smaller at several times the cost
         self._zip = zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1)
         self._fill_rgb = list((fills or {}).values())
@@ -80,6 +110,8 @@ class XlsxWriter:
         self._texts: dict[str, str] = {}  # shared text -> the rest of its cell
         self._once: dict[str, None] = {}  # texts seen once (a bounded window): shared when seen again
         self._plans: dict[tuple, Any] = {}  # (fill, type of each cell) -> the row's template (``_plan``)
+        self._defer = defer
+        self._ranges: list[tuple[int, int]] = []  # each deferred sheet's bytes in ``defer``
 
     # -- sheets -----------------------------------------------------------------------------------
 
@@ -87,8 +119,12 @@ class XlsxWriter:
         """Start a new sheet (the current one is finished)."""
         self._end_sheet()
         self._sheets.append(name)
-        self._out = self._zip.open(f"xl/worksheets/sheet{len(self._sheets)}.xml", "w", force_zip64=True)
-        self._out.write(_SHEET_HEAD)
+        if self._defer is not None:
+            self._out = self._defer
+            self._ranges.append((self._defer.tell(), -1))
+        else:
+            self._out = self._zip.open(f"xl/worksheets/sheet{len(self._sheets)}.xml", "w", force_zip64=True)
+            self._out.write(_SHEET_HEAD)
         self._row = 0
 
     def row(self, cells: Iterable[Any], fill: Optional[str] = None) -> None:
@@ -141,6 +177,9 @@ class XlsxWriter:
                 slots.append((0, len(text_at)))
                 text_at.append(i)
                 continue
+            if t is _Slot:
+                parts.append(c + _SLOT_TEXT)
+                continue
             if t is float or t is int:
                 parts.append(c + "><v>%.16g</v></c>")
                 if t is float:
@@ -184,6 +223,8 @@ class XlsxWriter:
                     add(c + self._text("nan" if v != v else ("inf" if v > 0 else "-inf")))
             elif v is None:
                 add(empty)
+            elif v is SLOT:
+                add(c + _SLOT_TEXT)
             elif t is int:
                 add(f"{c}><v>{v:.16g}</v></c>")
             else:
@@ -230,18 +271,51 @@ class XlsxWriter:
         if self._out is None:
             return
         self._flush()
-        self._out.write(_SHEET_TAIL)
-        self._out.close()
+        if self._defer is not None:
+            self._ranges[-1] = (self._ranges[-1][0], self._defer.tell())
+        else:
+            self._out.write(_SHEET_TAIL)
+            self._out.close()
         self._out = None
+
+    def _copy_deferred(self, fill_slots: Optional[Callable[[bytes], bytes]]) -> None:
+        """The deferred sheets into the book, each chunk of their XML through ``fill_slots``."""
+        defer = self._defer
+        assert defer is not None
+        for k, (start, end) in enumerate(self._ranges, 1):
+            with self._zip.open(f"xl/worksheets/sheet{k}.xml", "w", force_zip64=True) as out:
+                out.write(_SHEET_HEAD)
+                defer.seek(start)
+                left = end - start
+                while left > 0:
+                    data = defer.read(min(left, _COPY_BYTES))
+                    if not data:
+                        raise OSError(f"deferred sheet {k} ends early")
+                    left -= len(data)
+                    out.write(fill_slots(data) if fill_slots is not None else data)
+                out.write(_SHEET_TAIL)
+
+    def discard(self) -> None:
+        """Stop without finishing the book (its file is about to be removed): no zip left to finish at exit."""
+        try:
+            if self._out is not None and self._defer is None:
+                self._out.close()
+            self._out = None
+            self._zip.close()
+        except (OSError, ValueError):
+            pass
 
     # -- the book's parts ---------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Finish the last sheet and write the workbook, its styles and the package's manifests."""
+    def close(self, fill_slots: Optional[Callable[[bytes], bytes]] = None) -> None:
+        """Finish the last sheet and write the workbook, its styles and the package's manifests;
+        deferred sheets are copied in first, each chunk of their XML through ``fill_slots``."""
         self._end_sheet()
         if not self._sheets:
             self.sheet("Sheet1")
             self._end_sheet()
+        if self._defer is not None:
+            self._copy_deferred(fill_slots)
         n = len(self._sheets)
         z = self._zip
         sheets = "".join(f'<sheet name="{_attr(name)}" sheetId="{k}" r:id="rId{k}"/>'
@@ -300,6 +374,10 @@ def _t(text: str) -> str:
 
 #: the plan of a row with a cell no template takes
 _ODD = object()
+#: a slot's XML until it is filled (after ``<c`` and its style)
+_SLOT_TEXT = SLOT_MARK.decode()
+#: bytes of a deferred sheet copied at a time
+_COPY_BYTES = 1 << 20
 
 
 def _finite(total: float) -> bool:
