@@ -189,3 +189,29 @@ def test_only_a_few_tasks_are_handed_to_the_pool_ahead_of_the_storing(tmp_path, 
     expected, got = _rows(free), _rows(bounded)
     for table in expected:
         assert got[table] == expected[table], table
+
+
+@pytest.mark.parametrize("paths, inside", [
+    (["/d/a", "/d/b"], "/d/"),
+    ([], "/d/"),
+    (["/d/a", "/d/"], "/d/"),  # the folder itself: no file of it
+    (["/d/a", "/d/s/b"], "/d/"),  # a file of a subfolder
+    (["/d/a", "/e/b"], "/d/"),  # another folder
+    (["/d/a", "/dd/b"], "/d/"),  # a folder whose name starts like it
+    (["/x/d/a"], "/d/"),  # the folder's path inside another path
+    (["/d/a\n/d/b", "/d/c"], "/d/"),  # a newline in a name
+    (["/d/a", "/d/b/"], "/d/"),
+    (["/a", "/b"], "/"),
+    (["/a", "/b/c"], "/"),
+    ([f"/d/{k}" for k in range(9000)], "/d/"),  # joined 4,096 at a time: every part looked at
+    ([f"/d/{k}" for k in range(9000)] + ["/d/s/x"], "/d/"),
+    ([f"/d/{k}" for k in range(5000)] + ["/e/x"] + [f"/d/x{k}" for k in range(5000)], "/d/"),
+])
+def test_all_own_is_own_of_each(paths, inside):
+    """``accounting.all_own`` (one scan of the joined paths) says what asking each path does."""
+    from dumpscope.core.index.accounting import all_own
+
+    paths, inside = [p.replace("/", os.sep) for p in paths], inside.replace("/", os.sep)
+    cut = len(inside)
+    assert all_own(paths, inside) == all(p.startswith(inside) and os.sep not in p[cut:] and bool(p[cut:])
+                                         for p in paths)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import operator
 import os
 import sqlite3
 import threading
@@ -92,6 +93,7 @@ def _count_files(folder: str) -> int:
 
 
 _NTENSORS = UNIT_COLUMNS.index("ntensors")
+_ntensors = operator.itemgetter(_NTENSORS)
 _STORAGE = UNIT_COLUMNS.index("storage")
 _PATH = UNIT_COLUMNS.index("path")
 _INSERT_UNIT = (f"INSERT INTO units(id, op_id, dir_id, {', '.join(UNIT_COLUMNS)}) "
@@ -441,7 +443,7 @@ class DumpIndex:
 
     def _store_result(self, prog: Progress, scanned: Scanned, old_id: Optional[int], units: list[tuple],
                       others: list[Item], skips: list[str], nclaimed: int) -> None:
-        prog.records += sum(u[_NTENSORS] for u in units)
+        prog.records += sum(map(_ntensors, units))
         nentries = len(scanned.files) + len(scanned.subdirs)
         # a folder listed with a problem keeps no subfolder list, so it is listed again next time
         subdirs = None if scanned.problem is not None else json.dumps(scanned.subdirs)
@@ -452,10 +454,10 @@ class DumpIndex:
         nfiles = (len(scanned.files) + left_out
                   + sum(_count_files(os.path.join(scanned.dirpath, sub)) for sub in skips))
         nclaimed += left_out  # each is claimed by the problem that names it
-        first, stored = self._store_dir(scanned.dirpath, scanned.mtime_ns, nentries, nfiles, nclaimed,
-                                        skips, units, others, old_id, subdirs)
+        first, stored, cols = self._store_dir(scanned.dirpath, scanned.mtime_ns, nentries, nfiles, nclaimed,
+                                              skips, units, others, old_id, subdirs)
         if self._early_ops is not None:
-            self._early_ops.stored(scanned, first, stored)
+            self._early_ops.stored(scanned, first, stored, cols)
 
     _scan_listing = staticmethod(scan_listing)
 
@@ -477,8 +479,9 @@ class DumpIndex:
 
     def _store_dir(self, path: str, mtime_ns: int, nentries: int, nfiles: int, nclaimed: int, skips: list[str],
                    units: list[tuple], others: list[Item], old_id: Optional[int],
-                   subdirs: Optional[str] = None) -> tuple[int, list[tuple]]:
-        """Replace what is stored for one folder; returns the first unit id and the units as stored."""
+                   subdirs: Optional[str] = None) -> tuple[int, list[tuple], list[tuple]]:
+        """Replace what is stored for one folder; returns the first unit id, the units as stored and their
+        columns (``UNIT_COLUMNS``, in the same order; empty without units)."""
         if units:
             units = in_execution_order(units)  # stable: ties keep the layout's order
         cols = list(zip(*units))  # a column at a time: the rows below are made in C, not per unit in Python
@@ -528,4 +531,4 @@ class DumpIndex:
                 cur.execute("INSERT OR REPLACE INTO meta VALUES('next_unit', ?)", (str(first + len(units)),))
             cur.execute("DELETE FROM meta WHERE key='finalized'")
             cur.execute("COMMIT")
-        return first, units
+        return first, units, cols

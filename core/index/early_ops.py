@@ -45,7 +45,9 @@ class _EarlyOps:
             self.pending[key] = self.pending.get(key, 0) + 1
         self._make()
 
-    def stored(self, scanned: Scanned, first: int, units: list[tuple]) -> None:
+    def stored(self, scanned: Scanned, first: int, units: list[tuple], columns: Optional[list[tuple]] = None) -> None:
+        """A folder's ``units`` were stored from id ``first`` on; ``columns``: their columns, when the caller
+        has them (a folder of one place, the common case, is not split into columns again)."""
         from dumpscope.core.layouts.paths import CONSTANTS_STEP, place_of
 
         groups = _spans(list(map(_RANK_STEP, units)))  # stored sorted by rank, step: a place is one id range
@@ -59,8 +61,8 @@ class _EarlyOps:
                 self.waiting.pop(place, None)
                 continue
             self.touched.add(place)
-            chunk = units[lo:hi]
-            cols = list(zip(*chunk))  # a column at a time: the checks run in C, not per unit in Python
+            # a column at a time: the checks run in C, not per unit in Python
+            cols = columns if columns and (lo, hi) == (0, len(units)) else list(zip(*units[lo:hi]))
             storages = set(cols[_STORAGE])
             if place[1] == CONSTANTS_STEP or not set(cols[0]) <= plain or _any_holds(cols[4], "_To_") \
                     or "Parameter" in cols[2] or _repeats(cols[7], cols[3]) or \

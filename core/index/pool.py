@@ -194,9 +194,10 @@ class _Pool:
     def submit(self, root: str, scanned: Scanned, old_id: Optional[int]) -> None:
         self._root = root
         files = scanned.files
-        shared = [f for f in files if f in ("mapping.csv",)]
-        # (the walk lists names sorted: dict.fromkeys keeps that order, so the sort is one linear pass)
-        chunks = [sorted(dict.fromkeys(files[i:i + CHUNK_FILES] + shared)) for i in range(0, len(files), CHUNK_FILES)]
+        shared = ["mapping.csv"] if "mapping.csv" in files else []  # (a name is listed once)
+        # (the walk lists names sorted and once each: a chunk is a slice, unless the shared file joins it)
+        chunks = [sorted(dict.fromkeys(files[i:i + CHUNK_FILES] + shared)) if shared else files[i:i + CHUNK_FILES]
+                  for i in range(0, len(files), CHUNK_FILES)]
         jobs: list[tuple[Any, list[str]]] = []
         # each chunk carries its own file names: the folder's full list is not sent with every chunk
         light = dataclasses.replace(scanned, files=[])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from dumpscope.core.graphs.source_frames import first_user_frame
-from dumpscope.core.query.rows import OpRow, TensorRow, shown_step
+from dumpscope.core.query.rows import OP_COLS, OpRow, TensorRow, op_row, shown_step
 
 if TYPE_CHECKING:
     from dumpscope.core.index.dump_index import DumpIndex
@@ -90,22 +90,26 @@ class Documents:
         when one holds a ``"stack"``."""
         ids = sorted(set(op_ids))
         out: dict[int, tuple[list[dict[str, Any]], Optional[list]]] = {}
+        graph = self.graph_lookup()
         for k in range(0, len(ids), 450):  # two parameters per id, under SQLite's 999 limit
             part = ids[k:k + 450]
             marks = ",".join("?" * len(part))
-            joined = set()
-            for i, j in self.index.query(f"SELECT id, joined FROM ops WHERE id IN ({marks})", part):
-                out[i] = ([], None)  # no graph source, no stack: unless found below
-                if j is not None:
-                    joined.add(i)
+            joined: dict[int, OpRow] = {}
+            for row in self.index.query(f"SELECT {OP_COLS} FROM ops WHERE id IN ({marks})", part):
+                out[row[0]] = ([], None)  # no graph source, no stack: unless found below
+                if row[10] is not None:  # (``joined``)
+                    joined[row[0]] = op_row(row)
             stacked = {op_id for op_id, text in self.index.query(
                 f"SELECT op_id, tensors FROM units WHERE id IN ({marks}) AND op_id=id UNION ALL "
                 f"SELECT op_id, tensors FROM units WHERE op_id IN ({marks}) AND op_id != id", part + part)
                 if text and '"stack"' in text}
-            for op_id in sorted(joined | (stacked & out.keys())):  # the whole lookup, as show makes it
-                op = self.op_by_id(op_id)
-                if op is not None:
-                    out[op_id] = _call_site(self.graph_details(op)["source"], self.tensors(op_id))
+            # the whole lookup, as show makes it: the graph's source frames, else the first stack
+            todo = sorted(joined.keys() | (stacked & out.keys()))
+            details = graph.details_of(joined.values())
+            tensors = self.tensors_of(todo)
+            for op_id in todo:
+                source = details[op_id]["source"] if op_id in details else []
+                out[op_id] = _call_site(source, tensors[op_id])
         return out
 
 

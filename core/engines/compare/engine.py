@@ -36,6 +36,7 @@ from dumpscope.core.graphs.source_frames import first_user_frame
 
 if TYPE_CHECKING:
     from dumpscope.core.query import DumpQuery, OpRow, TensorRow
+    from dumpscope.core.query.graph_lookup import GraphLookup
 
 STORAGE_VALUE = "value"  # INTERFACES.md §3: a non-tensor argument kept in its slot
 _CHUNK_OPS = 256  # ops prepared (queried, paired, classified) and handed to the measurer at a time
@@ -237,6 +238,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     g_names = {o.name for o in g_ops}
     g_params = {o.name for o in g_ops if is_parameter(o)}  # what ``_feeder`` may call a Parameter
     joined_to_name = {o.joined: o.name for o in g_ops if o.joined}
+    g_graph = golden.graph_lookup()  # the golden's graph details, a chunk of ops at a time
     ops: list[_Op] = []
     unmatched_tensors: list[str] = []
     details: dict[int, dict[str, Any]] = {}
@@ -264,7 +266,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
             for op, got in zip(ops[a:b], outcomes):
                 _take(op, got, th)
                 det, tensors = details.pop(op.gop.id), g_tensors.pop(op.gop.id)
-                op.facts = _facts(op, det, joined_to_name, g_names, th, golden, g_params)
+                op.facts = _facts(op, det, joined_to_name, g_names, th, g_graph, g_params)
                 op.facts.saved_from = _forward_of(op.gop, g_names)
                 origin = walk.judge(op.facts)  # final: the walk never revisits an op it has judged
                 origins.append(origin)
@@ -285,12 +287,12 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
             chunk = matched[k:k + _CHUNK_OPS]
             g_all = golden.tensors_of([g_by_id[gref.key].id for gref, _, _ in chunk])
             t_all = target.tensors_of([t_by_id[tref.key].id for _, tref, _ in chunk])
+            details.update(g_graph.details_of([g_by_id[gref.key] for gref, _, _ in chunk]))
             new_ops: list[_Op] = []
             for gref, tref, rule in chunk:
                 gop, top = g_by_id[gref.key], t_by_id[tref.key]
                 gts_list = g_all[gop.id]
                 g_tensors[gop.id] = gts_list
-                details[gop.id] = golden.graph_details(gop)
                 pairs, missing = pair_slots({(x.io, x.slot): x for x in gts_list},
                                             {(x.io, x.slot): x for x in t_all[top.id]})
                 unmatched_tensors += [f"{gop.name} {io}.{slot}" for io, slot in missing]
@@ -410,7 +412,7 @@ def _judge_unloaded(p: _Pair, th: vd.Thresholds) -> None:
 
 
 def _facts(op: _Op, det: dict[str, Any], joined_to_name: dict[str, str], g_names: set[str],
-           th: vd.Thresholds, golden: "DumpQuery", g_params: set[str]) -> org.OpFacts:
+           th: vd.Thresholds, golden: "GraphLookup", g_params: set[str]) -> org.OpFacts:
     inputs_from = det["inputs_from"]
     rows, input_producers = [], {}
     for p in op.pairs:
@@ -441,7 +443,7 @@ def _facts(op: _Op, det: dict[str, Any], joined_to_name: dict[str, str], g_names
                        undumped=undumped)
 
 
-def _feeder(src: str, is_produced: bool, gop: "OpRow", golden: "DumpQuery", params: set[str]) -> tuple[str, str]:
+def _feeder(src: str, is_produced: bool, gop: "OpRow", golden: "GraphLookup", params: set[str]) -> tuple[str, str]:
     """What feeds an input that is no op's output (``Parameter conv2.weight``), when the dump can say.
 
     A weight reaches its kernel through a ``Load`` of the Parameter (``query.loaded_parameter``).  Only a
