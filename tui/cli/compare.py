@@ -8,6 +8,7 @@ import sys
 from typing import Any, Sequence
 
 from dumpscope.core.inert import inert
+from dumpscope.tui.cli import compare_text
 from dumpscope.tui.cli.common import CliError, exit_status, open_dump
 from dumpscope.tui.cli.options import add_common, add_exit_code, add_format, int_or_all
 from dumpscope.tui.cli.output import console, fmt_num, print_json, write_csv
@@ -106,33 +107,44 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if table is not None:
             _finish_compare_output(table, out_path, doc)
         return exit_status(args, _diverged(doc) if args.exit_code else False)
-    keys = ["name", "io", "slot", "step", "rank", "cosine", "euc_dist", "max_abs_err", "max_rel_err",
-            "one_thousandth_ratio", "five_thousandth_ratio", "verdict", "rule", "match", "kind", "origin",
-            "target_name", "judgement", "rel_err", "allowed", "precision"] + (["target_rank", "target_step"] if any("target_step" in r for r in doc["rows"]) else [])
     if args.csv:
+        keys = ["name", "io", "slot", "step", "rank", "cosine", "euc_dist", "max_abs_err", "max_rel_err",
+                "one_thousandth_ratio", "five_thousandth_ratio", "verdict", "rule", "match", "kind", "origin",
+                "target_name", "judgement", "rel_err", "allowed", "precision"] + (
+                    ["target_rank", "target_step"] if any("target_step" in r for r in doc["rows"]) else [])
         write_csv(keys, ([r.get(k) for k in keys] for r in doc["rows"]))  # one row at a time
         return exit_status(args, _diverged(doc) if args.exit_code else False)
-    from rich.table import Table
-
     places = doc.get("places")
-    t = Table(show_edge=False, title="compare (golden vs target), " +
-              ("by step, rank, then execution order" if places else "execution order"))
-    for col in ("", *(("place",) if places else ()), "name", "io", "cosine", "max_abs", "max_rel", "verdict",
-                "origin", "rule"):
-        t.add_column(col, overflow="fold")
     fd = doc.get("first_divergence") or {}
     glyph = {"pass": "✓", "warning": "~", "error": "✗"}
-    for r in doc["rows"]:
+
+    def cells(r: dict[str, Any]) -> list[Any]:
         first = fd and r["name"] == fd.get("name") and r["io"] == fd.get("io") and r["slot"] == fd.get("slot") \
             and r.get("step") == fd.get("step") and r.get("rank") == fd.get("rank")
         name = r["name"] if r.get("target_name") in (None, r["name"]) else f"{r['name']} ↔ {r['target_name']}"
         where = [f"r{r['rank']} s{r['step']}" + (f"→r{r['target_rank']} s{r['target_step']}"
                                                   if "target_step" in r else "")] if places else []
-        t.add_row("▶" if first else "", *where, inert(name), f"{r['io']}.{r['slot']}", fmt_num(r["cosine"]),
-                  fmt_num(r["max_abs_err"]), fmt_num(r["max_rel_err"]),
-                  f"{glyph.get(r['verdict'], '?')} {r['verdict']}", r.get("origin") or "", inert(r["rule"]))
+        return ["▶" if first else "", *where, inert(name), f"{r['io']}.{r['slot']}", fmt_num(r["cosine"]),
+                fmt_num(r["max_abs_err"]), fmt_num(r["max_rel_err"]),
+                f"{glyph.get(r['verdict'], '?')} {r['verdict']}", r.get("origin") or "", inert(r["rule"])]
+
+    title = "compare (golden vs target), " + ("by step, rank, then execution order" if places else "execution order")
     con = console()
-    con.print(t)
+    if len(doc["rows"]) > compare_text.RICH_ROWS:  # a big compare: streamed, not measured whole by rich
+        con.print(title, markup=False, highlight=False)
+        con.file.flush()
+        compare_text.print_rows(doc["rows"], cells, bool(places), con.width)
+        sys.stdout.flush()
+    else:
+        from rich.table import Table
+
+        t = Table(show_edge=False, title=title)
+        for col in ("", *(("place",) if places else ()), "name", "io", "cosine", "max_abs", "max_rel", "verdict",
+                    "origin", "rule"):
+            t.add_column(col, overflow="fold")
+        for r in doc["rows"]:
+            t.add_row(*cells(r))
+        con.print(t)
     con.print(f"first divergence: {inert(fd.get('name', '-'))} {fd.get('io', '')}.{fd.get('slot', '')} "
               f"({fd.get('cause')}: {inert(fd.get('rule'))})" if fd else "first divergence: none")
     if fd.get("reason"):  # several places diverged in its step: why this one (the collective rule)

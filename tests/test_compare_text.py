@@ -1,0 +1,74 @@
+"""The human compare table of a big compare, streamed as fixed-width text (``tui.cli.compare_text``): every
+row printed, every line within the terminal, long texts folded and nothing lost, dump text inert, the
+first divergence marked; the CLI switches to it past ``RICH_ROWS`` rows."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.cells import cell_len
+
+from dumpscope.tui.cli import compare_text
+from dumpscope.tui.cli.entry import main
+
+NAMES = ["Default/net-Net/conv1-Conv2d/Conv2D-op12", "短い名前/MatMul-op3", "evil\x1b[31mred\u202eop", "x" * 200]
+
+
+def _rows():
+    for i, name in enumerate(NAMES * 3):
+        yield {"name": name, "io": "output", "slot": i % 2, "rule": "pass (rel err 0.0005 ≤ 0.0049: float16 rounding "
+               "2^-11, inputs carried 0.00085)" if i % 2 else "", "first": i == 5}
+
+
+def _cells(r):
+    return ["▶" if r["first"] else "", r["name"], f"{r['io']}.{r['slot']}", "0.999999", "1.23457e-05", "0.5",
+            "✓ pass", "born" if r["first"] else "", r["rule"]]
+
+
+@pytest.mark.parametrize("width", [80, 100, 140, 200])
+def test_every_row_is_printed_within_the_width_and_folds_lose_nothing(width):
+    out = io.StringIO()
+    n = compare_text.print_rows(_rows(), _cells, False, width, out.write)
+    lines = out.getvalue().splitlines()
+    assert n == len(NAMES) * 3
+    assert all(cell_len(line) <= width for line in lines), max(map(cell_len, lines))
+    assert "\x1b" not in out.getvalue() and "\u202e" not in out.getvalue()  # shown inert
+    firsts = [line for line in lines[2:] if " output." in line]  # a row's first line holds its io.slot
+    assert len(firsts) == n
+    for name in NAMES:  # a folded name: its pieces in order in the name column, nothing lost
+        shown = compare_text.inert(name)
+        w = compare_text.column_widths(width, False)[1]
+        pieces = [p.rstrip() for p in compare_text._fold(shown, w)]
+        assert "".join(pieces) == shown.rstrip() and all(cell_len(p) <= w for p in pieces)
+        assert all(p in out.getvalue() for p in pieces)
+    marked = [line for line in lines if line.startswith("▶")]
+    assert len(marked) == 1 and "born" in marked[0]
+    rule = "pass (rel err 0.0005 ≤ 0.0049: float16 rounding 2^-11, inputs carried 0.00085)"
+    assert rule.replace(" ", "") in "".join(out.getvalue().split())  # every rule whole, folded or not
+
+
+def test_the_cli_streams_a_big_compare_and_keeps_the_rich_table_for_a_small_one(tmp_path, capsys, monkeypatch):
+    from test_compare_batched import _tree
+
+    g, t = _tree(tmp_path / "g", "golden"), _tree(tmp_path / "t", "target")
+    args = ["compare", str(g), str(t), "--no-cache"]
+    monkeypatch.setenv("COLUMNS", "100")
+    main(args)
+    small = capsys.readouterr().out
+    assert "┃" in small  # rich's table: its rows are few enough to measure
+    monkeypatch.setattr(compare_text, "RICH_ROWS", 10)
+    main(args)
+    big = capsys.readouterr().out
+    assert "┃" not in big and "first divergence:" in big
+    rows = main(["compare", str(g), str(t), "--no-cache", "--json"]) or capsys.readouterr().out
+    import json
+
+    doc = json.loads(rows)
+    assert len(doc["rows"]) > 10
+    for r in doc["rows"]:  # every row printed: its io.slot beside the start of its name
+        assert f"{r['io']}.{r['slot']}" in big
+    fd = doc["first_divergence"]
+    marked = [line for line in big.splitlines() if line.startswith("▶")]
+    assert marked and all(fd["name"][:20] in line for line in marked)
+    assert all(cell_len(line) <= 100 for line in big.splitlines()[1:] if not line.startswith(("first", "precision")))
