@@ -107,9 +107,11 @@ class XlsxWriter:
         self._out: Optional[IO[bytes]] = None
         self._buf: list[str] = []
         self._row = 0
-        self._shared: list[str] = []  # the shared strings, in their index order
+        self._shared: list[str] = []  # the shared strings' ``<t>`` elements, in their index order
         self._texts: dict[str, str] = {}  # shared text -> the rest of its cell
-        self._once: dict[str, None] = {}  # texts seen once (a bounded window): shared when seen again
+        # texts seen once (a bounded window) -> their ``<t>`` element: shared when seen again, the
+        # element made once (the shared table's texts are most of a compare's names)
+        self._once: dict[str, str] = {}
         self._numbers: dict[float, str] = {}  # finite float -> its %.16g text (bounded: ``_new_numbers``)
         self._plans: dict[tuple, Any] = {}  # (fill, type of each cell) -> the row's template (``_plan``)
         self._defer = defer
@@ -268,17 +270,18 @@ class XlsxWriter:
         table's texts repeat: N/A, dtypes, verdicts, rules), else an inline one (tensor names)."""
         if not text:
             return ' t="inlineStr"/>'
-        if text in self._once:
+        element = self._once.get(text)
+        if element is not None:
             k = len(self._shared)
-            self._shared.append(text)
+            self._shared.append(element)
             tail = self._texts[text] = f' t="s"><v>{k}</v></c>'
             if len(self._shared) >= SHARED_MAX:  # the table is full: from now on the rest stay inline
                 self._once = _Never()
             return tail
         if len(self._once) >= SHARED_MAX:
             self._once.clear()
-        self._once[text] = None
-        return f' t="inlineStr"><is>{_t(text)}</is></c>'
+        element = self._once[text] = _t(text)
+        return f' t="inlineStr"><is>{element}</is></c>'
 
     def _other(self, v: Any) -> str:
         """Cells of the less common types: booleans, numpy numbers, anything else as its text."""
@@ -361,8 +364,8 @@ class XlsxWriter:
         z.writestr("xl/styles.xml", self._styles())
         with z.open("xl/sharedStrings.xml", "w", force_zip64=True) as out:
             out.write(f'{_HEAD}<sst xmlns="{_MAIN_NS}" uniqueCount="{len(self._shared)}">'.encode())
-            for k in range(0, len(self._shared), 1024):
-                out.write("".join(f"<si>{_t(text)}</si>" for text in self._shared[k:k + 1024]).encode("utf-8"))
+            for k in range(0, len(self._shared), 4096):
+                out.write(("<si>" + "</si><si>".join(self._shared[k:k + 4096]) + "</si>").encode("utf-8"))
             out.write(b"</sst>")
         z.writestr("_rels/.rels", f'{_HEAD}<Relationships xmlns="{_PKG_REL_NS}"><Relationship Id="rId1" '
                                   f'Type="{_REL_NS}/officeDocument" Target="xl/workbook.xml"/></Relationships>')
