@@ -84,3 +84,30 @@ def test_row_templates_write_what_cell_by_cell_writes(tmp_path, monkeypatch):
     monkeypatch.setattr(xlsx_stream.XlsxWriter, "_plan", lambda self, key, fill: xlsx_stream._ODD)
     assert parts() == templated
     assert b't="s"' in templated["xl/worksheets/sheet1.xml"] and b"<v>1e+308</v>" in templated["xl/worksheets/sheet1.xml"]
+
+
+def test_float_texts_looked_up_are_what_each_float_spells(tmp_path, monkeypatch):
+    """A row's floats are spelled by a lookup of the texts already made (issue 33): -0.0 after 0.0 (equal
+    as keys) stays ``-0``, 0.0 after -0.0 stays ``0``, and past the lookup's bound (4096 texts) every
+    float is still its own ``%.16g``: the same XML as the cell-by-cell way."""
+    import io
+    import zipfile
+
+    from dumpscope.core.engines.compare import xlsx_stream
+
+    lines = [([0.0, 1.5, "a"], None), ([-0.0, 1.5, "a"], None), ([0.0, -0.0, "b"], "error"), ([1.5, 0.0, "a"], None)]
+    lines += [([k / 7, -k / 3, "c"], None) for k in range(5000)] + [([1 / 7, -0.0, "c"], None)]
+
+    def sheet() -> bytes:
+        fh = io.BytesIO()
+        book = XlsxWriter(fh, {"error": "FFFF0000"})
+        book.sheet("S")
+        for cells, fill in lines:
+            book.row(cells, fill)
+        book.close()
+        return zipfile.ZipFile(io.BytesIO(fh.getvalue())).read("xl/worksheets/sheet1.xml")
+
+    templated = sheet()
+    assert templated.count(b"<v>-0</v>") == 3 and b"<v>0.1428571428571428</v>" in templated
+    monkeypatch.setattr(xlsx_stream.XlsxWriter, "_plan", lambda self, key, fill: xlsx_stream._ODD)
+    assert sheet() == templated

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import bisect
 import csv
-import io
 import math
 import os
 import re
@@ -74,15 +73,15 @@ class TableFile:
                 import tempfile
 
                 self._part = tempfile.TemporaryFile(prefix="dumpscope-table-")
-            if kind == ".csv" and deferred:
+            if kind == ".csv":
+                # csv.writer writes into a list, encoded a chunk at a time: a text file's write per row
+                # (its encoder, its pending buffer) cost ~1 us a row
                 self._fh = open(tmp, "wb")
-                self._text = io.TextIOWrapper(self._part, encoding="utf-8", newline="")
-                self._csv = csv.writer(self._text)
+                self._lines: list[str] = []
+                self._csv_out = self._part if deferred else self._fh
+                self._csv = csv.writer(_Lines(self._lines.append))
                 self._csv.writerow(COLUMNS)
-            elif kind == ".csv":
-                self._fh = open(tmp, "w", encoding="utf-8", newline="")
-                self._csv = csv.writer(self._fh)
-                self._csv.writerow(COLUMNS)
+                self._put_lines()
             else:
                 from dumpscope.core.engines.compare.xlsx_stream import XlsxWriter
 
@@ -107,6 +106,7 @@ class TableFile:
         try:
             if self.kind == ".csv":
                 self._csv.writerows(self._csv_cells(self._cells.of(chunk)))
+                self._put_lines()
             else:
                 book, rows = self._book, self.rows
                 for cells, verdict in self._cells.of(chunk):
@@ -121,6 +121,13 @@ class TableFile:
         except UnicodeEncodeError as exc:  # (a text of a dump that is not UTF-8: a lone surrogate)
             self.abort()
             raise ExportError(f"{self.path}: a cell cannot be written as UTF-8: {exc.reason}") from None
+
+    def _put_lines(self) -> None:
+        """The CSV lines written so far, encoded into the file (or the part)."""
+        lines = self._lines
+        data = "".join(lines).encode("utf-8")
+        lines.clear()
+        self._csv_out.write(data)
 
     def _csv_cells(self, made: Iterator[tuple[list[Any], Optional[str]]]) -> Iterator[list[Any]]:
         """The cells as the CSV writes them: ``csv.writer`` writes None as an empty cell and NaN as
@@ -212,7 +219,6 @@ class TableFile:
         """The CSV part into the file, its slots filled.  Each row holds one NUL, its slot, unless a
         cell of its own holds a NUL too (never in a compare's rows: their texts are inert): then there
         are more NULs than rows, and the part is copied again, parsed (``_fill_parsed``)."""
-        self._text.flush()
         part, out = self._part, self._fh
         part.seek(0)
         while True:
@@ -230,12 +236,10 @@ class TableFile:
     def _close_part(self) -> None:
         part, self._part = self._part, None
         if part is not None:
-            for f in (getattr(self, "_text", None), part):  # (the CSV's text layer first: it closes the part)
-                try:
-                    if f is not None:
-                        f.close()
-                except (OSError, ValueError):
-                    pass
+            try:
+                part.close()
+            except (OSError, ValueError):
+                pass
 
     def abort(self) -> None:
         """Stop: the temporary file is removed, nothing is put in place (again: nothing happens)."""
@@ -297,6 +301,15 @@ def _fill_parsed(part: Any, write: Callable[[bytes], Any], fill: "_SlotFill", pa
             write(m.group(0))
         column = 0 if m.group(2) == b"\r\n" else column + 1
         pos = m.end()
+
+
+class _Lines:
+    """What ``csv.writer`` writes into: each line handed to ``write`` (a list's ``append``)."""
+
+    __slots__ = ("write",)
+
+    def __init__(self, write: Callable[[str], Any]) -> None:
+        self.write = write
 
 
 class _CsvFloats:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 import zipfile
 from numbers import Integral, Real
 from operator import itemgetter
@@ -106,9 +107,12 @@ class XlsxWriter:
         self._out: Optional[IO[bytes]] = None
         self._buf: list[str] = []
         self._row = 0
-        self._shared: list[str] = []  # the shared strings, in their index order
+        self._shared: list[str] = []  # the shared strings' ``<t>`` elements, in their index order
         self._texts: dict[str, str] = {}  # shared text -> the rest of its cell
-        self._once: dict[str, None] = {}  # texts seen once (a bounded window): shared when seen again
+        # texts seen once (a bounded window) -> their ``<t>`` element: shared when seen again, the
+        # element made once (the shared table's texts are most of a compare's names)
+        self._once: dict[str, str] = {}
+        self._numbers: dict[float, str] = {}  # finite float -> its %.16g text (bounded: ``_new_numbers``)
         self._plans: dict[tuple, Any] = {}  # (fill, type of each cell) -> the row's template (``_plan``)
         self._defer = defer
         self._ranges: list[tuple[int, int]] = []  # each deferred sheet's bytes in ``defer``
@@ -131,8 +135,9 @@ class XlsxWriter:
         """Append one row; ``None`` is an empty cell (in a filled row, an empty filled cell).
 
         A row is one ``%`` of a template made once per shape of row (its cells' types and its fill), its
-        values picked by C-level getters: numbers, booleans and empty cells are the template's, and a
-        text is looked up in the shared table; only a text seen for the first time takes Python code.
+        values picked by C-level getters: integers, booleans and empty cells are the template's, a
+        float's text is looked up (``_new_numbers``), and a text's in the shared table; only a text or a
+        float seen for the first time takes Python code.
         """
         self._row += 1
         if type(cells) is not list:
@@ -141,8 +146,19 @@ class XlsxWriter:
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plan(key, fill)
-        if plan is _ODD or (plan[2] is not None and not _finite(sum(plan[2](cells)))):
-            xml = self._row_each(cells, fill)  # (a NaN or ±Inf makes the sum one; so may a huge sum)
+        numbers: Any = ()
+        if plan is not _ODD and plan[2] is not None:
+            floats = plan[2](cells)
+            if not _finite(sum(floats)):  # (a NaN or ±Inf makes the sum one; so may a huge sum)
+                plan = _ODD
+            elif 0.0 in floats and _NEGATIVE_ZERO in array("d", floats).tobytes():
+                numbers = [f"{v:.16g}" for v in floats]  # (-0.0 equals 0.0 as a key: spelled here)
+            else:
+                numbers = list(map(self._numbers.get, floats))
+                if None in numbers:
+                    self._new_numbers(floats, numbers)
+        if plan is _ODD:
+            xml = self._row_each(cells, fill)
         else:
             fmt, get_texts, _, get_others, order = plan
             words = get_texts(cells)
@@ -153,10 +169,24 @@ class XlsxWriter:
                     if tail is None:
                         tail = texts.get(words[k])
                         tails[k] = tail if tail is not None else self._text(words[k])
-            xml = fmt % order((self._row, *tails, *get_others(cells)))
+            xml = fmt % order((self._row, *tails, *numbers, *get_others(cells)))
         self._buf.append(xml)
         if len(self._buf) >= 256:
             self._flush()
+
+    def _new_numbers(self, floats: tuple, numbers: list[Optional[str]]) -> None:
+        """The ``%.16g`` texts of a row's finite floats not known yet, made into ``numbers`` and
+        remembered: most of a compare table's numbers recur (an op's output statistics are the next
+        op's input's, identical sides give the same statistics twice), and a lookup is a fraction of a
+        ``%.16g`` (the 20k noisy compare's workbook: 11 -> 9 us a row).  A row holding -0.0 (equal to
+        0.0 as a key) is never looked up (``row``)."""
+        known = self._numbers
+        for i, text in enumerate(numbers):
+            if text is None:
+                v = floats[i]
+                numbers[i] = known[v] = f"{v:.16g}"
+                if len(known) >= 4096:
+                    known.clear()
 
     def _plan(self, key: tuple, fill: Optional[str]) -> Any:
         """The template of rows of this shape: ``(format, texts getter, floats getter, others getter,
@@ -170,7 +200,7 @@ class XlsxWriter:
         text_at: list[int] = []
         float_at: list[int] = []
         other_at: list[int] = []
-        slots: list[tuple[int, int]] = []  # (0 for a text, 1 for another value; its rank among them)
+        slots: list[tuple[int, int]] = []  # (0 a text, 1 a float, 2 another value; its rank among them)
         for i, t in enumerate(key[1:]):
             if t is str:
                 parts.append(c + "%s")
@@ -180,10 +210,13 @@ class XlsxWriter:
             if t is _Slot:
                 parts.append(c + _SLOT_TEXT)
                 continue
-            if t is float or t is int:
+            if t is float:  # (its text: ``_new_numbers``)
+                parts.append(c + "><v>%s</v></c>")
+                slots.append((1, len(float_at)))
+                float_at.append(i)
+                continue
+            if t is int:
                 parts.append(c + "><v>%.16g</v></c>")
-                if t is float:
-                    float_at.append(i)
             elif t is bool:
                 parts.append(c + ' t="b"><v>%d</v></c>')
             elif t is type(None):
@@ -192,11 +225,11 @@ class XlsxWriter:
             else:
                 self._plans[key] = _ODD
                 return _ODD
-            slots.append((1, len(other_at)))
+            slots.append((2, len(other_at)))
             other_at.append(i)
         parts.append("</row>")
-        n_text = len(text_at)
-        order = _getter([0] + [1 + k if kind == 0 else 1 + n_text + k for kind, k in slots])
+        base = (1, 1 + len(text_at), 1 + len(text_at) + len(float_at))
+        order = _getter([0] + [base[kind] + k for kind, k in slots])
         # (no literal "%" in the parts: style numbers and tags only)
         plan = ("".join(parts), _getter(text_at), _getter(float_at) if float_at else None, _getter(other_at),
                 order)
@@ -237,17 +270,18 @@ class XlsxWriter:
         table's texts repeat: N/A, dtypes, verdicts, rules), else an inline one (tensor names)."""
         if not text:
             return ' t="inlineStr"/>'
-        if text in self._once:
+        element = self._once.get(text)
+        if element is not None:
             k = len(self._shared)
-            self._shared.append(text)
+            self._shared.append(element)
             tail = self._texts[text] = f' t="s"><v>{k}</v></c>'
             if len(self._shared) >= SHARED_MAX:  # the table is full: from now on the rest stay inline
                 self._once = _Never()
             return tail
         if len(self._once) >= SHARED_MAX:
             self._once.clear()
-        self._once[text] = None
-        return f' t="inlineStr"><is>{_t(text)}</is></c>'
+        element = self._once[text] = _t(text)
+        return f' t="inlineStr"><is>{element}</is></c>'
 
     def _other(self, v: Any) -> str:
         """Cells of the less common types: booleans, numpy numbers, anything else as its text."""
@@ -330,8 +364,8 @@ class XlsxWriter:
         z.writestr("xl/styles.xml", self._styles())
         with z.open("xl/sharedStrings.xml", "w", force_zip64=True) as out:
             out.write(f'{_HEAD}<sst xmlns="{_MAIN_NS}" uniqueCount="{len(self._shared)}">'.encode())
-            for k in range(0, len(self._shared), 1024):
-                out.write("".join(f"<si>{_t(text)}</si>" for text in self._shared[k:k + 1024]).encode("utf-8"))
+            for k in range(0, len(self._shared), 4096):
+                out.write(("<si>" + "</si><si>".join(self._shared[k:k + 4096]) + "</si>").encode("utf-8"))
             out.write(b"</sst>")
         z.writestr("_rels/.rels", f'{_HEAD}<Relationships xmlns="{_PKG_REL_NS}"><Relationship Id="rId1" '
                                   f'Type="{_REL_NS}/officeDocument" Target="xl/workbook.xml"/></Relationships>')
@@ -372,6 +406,8 @@ def _t(text: str) -> str:
     return f"<t>{text}</t>"
 
 
+#: the bytes of -0.0 in an array of doubles
+_NEGATIVE_ZERO = array("d", [-0.0]).tobytes()
 #: the plan of a row with a cell no template takes
 _ODD = object()
 #: a slot's XML until it is filled (after ``<c`` and its style)
