@@ -121,3 +121,28 @@ def test_table_stacks_are_shows(tmp_path_factory, tmp_path, monkeypatch, name, g
     with open(tmp_path / "new.csv", newline="", encoding="utf-8") as fh:
         cells = [r["NPU_Stack_Info"] for r in csv.DictReader(fh)]
     assert any(c != "N/A" for c in cells), "the dump has stacks: the check must see some"
+
+
+def test_a_tree_without_call_sites_skips_the_lookups(tmp_path_factory, tmp_path, monkeypatch):
+    """A CANN tree with no graph and no stack: ``has_call_sites`` says so, and the table asks no
+    ``call_sites`` (its cells are those of the per-op ``show`` lookup all the same); the real dumps with
+    stacks or source frames say they have some."""
+    from test_compare_batched import _tree
+
+    from dumpscope.core.engines.compare.places import compare_places
+
+    g = open_query(str(_tree(tmp_path / "g", "golden")), cache_directory=tmp_path / "cache")
+    t = open_query(str(_tree(tmp_path / "t", "target")), cache_directory=tmp_path / "cache")
+    assert not t.has_call_sites()
+    doc = compare_places(g, t)
+    table_file.write_csv(doc, str(tmp_path / "old.csv"), _show_stacks(t))
+
+    def refused(*_a, **_k):
+        raise AssertionError("call_sites asked of a tree that has none")
+
+    monkeypatch.setattr(type(t), "call_sites", refused)
+    monkeypatch.setattr(cr, "CHUNK_ROWS", 7)
+    table_file.write_csv(doc, str(tmp_path / "new.csv"), cr.describe_sides(doc, g, t))
+    assert (tmp_path / "new.csv").read_text(encoding="utf-8") == (tmp_path / "old.csv").read_text(encoding="utf-8")
+    for name, side in (("real_api_dumps", "msp_b"), ("real_ms210_source", "real_ms210_source/out")):
+        assert open_query(str(unpack_data(tmp_path_factory, name) / side)).has_call_sites(), name

@@ -81,6 +81,14 @@ class Documents:
             doc["user_frame"] = first_user_frame(source)
         return doc
 
+    def has_call_sites(self) -> bool:
+        """Whether any op of the index can have a call site for ``call_sites``: a graph joined to it, or
+        a tensor record holding a ``"stack"``.  Two queries that stop at the first hit: a table of a tree
+        with neither (a CANN dump without graphs) skips the lookups of every chunk of its rows."""
+        if self.index.query("SELECT 1 FROM ops WHERE joined IS NOT NULL LIMIT 1"):
+            return True
+        return bool(self.index.query("""SELECT 1 FROM units WHERE instr(tensors, '"stack"') > 0 LIMIT 1"""))
+
     def call_sites(self, op_ids: Iterable[int]) -> dict[int, tuple[list[dict[str, Any]], Optional[list]]]:
         """``show``'s ``(source, stack)`` of each op, by id, without the rest of ``show``, in a few
         queries: compare's table writes an op's stack on its first row, once per op of a place.

@@ -451,12 +451,18 @@ class _Stacks:
     def __init__(self, target_q: Optional["DumpQuery"]) -> None:
         self.q = target_q
         self.known: dict[int, Any] = {}
+        self.any: Optional[bool] = None  # whether the target has any call site at all (asked once)
 
     def prefetch(self, rows: list[dict[str, Any]]) -> None:
         self.known = {}
         if self.q is None:
             return
         ids = {int(r["target_op_id"]) for r in rows if r.get("target_op_id") is not None}
+        if self.any is None:
+            self.any = self.q.has_call_sites()
+        if not self.any:  # no graph joined, no stack recorded: every op's lookup would say so
+            self.known = dict.fromkeys(ids)
+            return
         sites = self.q.call_sites(ids)
         self.known = {i: _frames(*sites[i]) if i in sites else None for i in ids}
 
