@@ -163,7 +163,8 @@ def main() -> None:
     for op, fmt, _, orig, what in (() if args.only_new else cases):
         r = _child(str(step.parents[4]), op)
         mb = r["peak_kb"] / 1024
-        common.emit(f"stats peak RSS, {args.gib:g} GiB {fmt} float16 {orig} ({what}; {r['count']:,} elements)",
+        count = f"{r['count']:,} elements" if r.get("count") is not None else f"stats failed, exit {r['code']}"
+        common.emit(f"stats peak RSS, {args.gib:g} GiB {fmt} float16 {orig} ({what}; {count})",
                     round(mb), "MB", baseline=round(base / 1024), target="<= 600 MB",
                     met=mb <= 600 and r["code"] == 0)
     if not args.only_new:  # the tree compared with itself: both tensors of each pair streamed at once
