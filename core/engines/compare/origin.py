@@ -462,10 +462,19 @@ _UPDATING = ("apply", "assign", "scatter", "adam", "sgd", "momentum", "lamb", "l
 _UPDATING_WORDS = re.compile("|".join(map(re.escape, _UPDATING)))  # any of them, anywhere
 
 
+@lru_cache(maxsize=1024)
+def _updating_type(op_type: str) -> bool:
+    """Whether an op type names an in-place update (``_updates``): asked once a type, not once an op."""
+    return _UPDATING_WORDS.search(op_type.lower()) is not None
+
+
 def _updates(op: OpFacts) -> bool:
     """Ops that write one of their inputs in place (optimizer steps, Assign, Scatter*, a PyTorch ``x.add_``):
     an input equal to their output is that buffer.  A Reshape's input equals its output too, and is read."""
-    if _UPDATING_WORDS.search(f"{op.type} {op.name}".lower()):
+    if _updating_type(op.type):
+        return True
+    name = op.name.lower()
+    if any(w in name for w in _UPDATING):  # (``_UPDATING_WORDS``, a substring test a word: no regex pass a name)
         return True
     api = op.name.split(".")
     return len(api) > 1 and api[1].endswith("_") and not api[1].endswith("__")
