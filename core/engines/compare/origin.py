@@ -474,8 +474,9 @@ def _updates(op: OpFacts) -> bool:
     if _updating_type(op.type):
         return True
     name = op.name.lower()
-    if any(w in name for w in _UPDATING):  # (``_UPDATING_WORDS``, a substring test a word: no regex pass a name)
-        return True
+    for w in _UPDATING:  # (``_UPDATING_WORDS`` as substring tests: a plain loop, no regex or generator a name)
+        if w in name:
+            return True
     api = op.name.split(".")
     return len(api) > 1 and api[1].endswith("_") and not api[1].endswith("__")
 
