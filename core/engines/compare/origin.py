@@ -192,8 +192,19 @@ class Walk:
         """The op's compute precision: the coarser stored dtype of its outputs (of its rows if it has no
         float output); TF32 for a float32 matrix product, unless the pair has been bit-identical so far
         and this op's own inputs differ (then a change is judged at float32: no noise to hide in)."""
-        outs = [r.u for r in op.rows if r.io == OUTPUT and r.kind != "scalar" and r.u > 0]
-        u = max(outs) if outs else max((r.u for r in op.rows if r.kind != "scalar"), default=0.0)
+        # one pass (not two comprehensions an op): the largest float output's u, else the largest row's
+        u_out = u_any = 0.0
+        has_out = False
+        for r in op.rows:
+            if r.kind != "scalar":
+                u = r.u
+                if u > u_any:
+                    u_any = u
+                if r.io == OUTPUT and u > 0:
+                    has_out = True
+                    if u > u_out:
+                        u_out = u
+        u = u_out if has_out else u_any
         if 0 < u < TF32 and is_matrix_product(op.type, op.name):
             inputs_exact = all(r.err is None or r.err.exact for r in op.rows if r.io == INPUT and r.kind != "scalar")
             if not self.exact_so_far or inputs_exact:
