@@ -630,39 +630,39 @@ def _row(p: _Pair, head: tuple, source: Optional[dict[str, Any]]) -> dict[str, A
             gval, tval = plain((g_st or {}).get("max")), plain((t_st or {}).get("max"))
         else:
             gval = tval = None
-        mode = "stats" if r.stat_diffs is not None else "tensor"
-    else:
-        g_st = t_st = None
-        gval, tval = (plain(value[0]), plain(value[1])) if value is not None else (None, None)
-        mode = "value" if value is not None else "tensor"
-    if f is not None:
-        share = f.share
-        judgement, rel_err, allowed = f.judgement, _num(f.rel_err), _num(f.allowed)
-        share = _num(share) if share is not None else None
-        precision = f.dtype or None
-    else:
-        judgement = rel_err = allowed = share = precision = None
-    # one dict literal a row, every key in place (not a literal grown by 20 item stores: resized twice)
-    if r is not None:
         row = {"name": name, "io": g.io, "slot": g.slot, "step": step, "rank": rank,
                "cosine": m[0], "euc_dist": m[1], "max_abs_err": m[2], "max_rel_err": m[3],
                "one_thousandth_ratio": m[4], "five_thousandth_ratio": m[5], "verdict": p.verdict, "rule": p.rule,
-               "mode": mode, "match": p.match, "target_name": target_name, "golden_op_id": g_id,
-               "target_op_id": t_id, "exec_index": exec_index, "type": op_type, "kind": p.kind,
-               "origin": origin_kind, "origin_via": origin_via, "judgement": judgement, "rel_err": rel_err,
-               "allowed": allowed, "share_of_allowed": share, "precision": precision,
-               "golden": _side(g, g_st, gval), "target": _side(t, t_st, tval),
-               "source": plain(source) if source is not None else None}
-        if r.stat_diffs is not None:
-            row["stat_diffs"] = plain(r.stat_diffs)
-            row["stat_rel_errs"] = plain(r.stat_rel_errs)
-        return row
-    return {"name": name, "io": g.io, "slot": g.slot, "step": step, "rank": rank,
-            "cosine": None, "euc_dist": None, "max_abs_err": None, "max_rel_err": None,
-            "one_thousandth_ratio": None, "five_thousandth_ratio": None,
-            "mode": mode, "verdict": p.verdict, "rule": p.rule, "match": p.match, "target_name": target_name,
-            "golden_op_id": g_id, "target_op_id": t_id, "exec_index": exec_index, "type": op_type, "kind": p.kind,
-            "origin": origin_kind, "origin_via": origin_via, "judgement": judgement, "rel_err": rel_err,
-            "allowed": allowed, "share_of_allowed": share, "precision": precision,
-            "golden": _side(g, g_st, gval), "target": _side(t, t_st, tval),
-            "source": plain(source) if source is not None else None}
+               "mode": "stats" if r.stat_diffs is not None else "tensor"}
+    else:
+        g_st = t_st = None
+        gval, tval = (plain(value[0]), plain(value[1])) if value is not None else (None, None)
+        row = {"name": name, "io": g.io, "slot": g.slot, "step": step, "rank": rank,
+               "cosine": None, "euc_dist": None, "max_abs_err": None, "max_rel_err": None,
+               "one_thousandth_ratio": None, "five_thousandth_ratio": None,
+               "mode": "value" if value is not None else "tensor", "verdict": p.verdict, "rule": p.rule}
+    row["match"] = p.match
+    row["target_name"] = target_name
+    row["golden_op_id"] = g_id
+    row["target_op_id"] = t_id
+    row["exec_index"] = exec_index
+    row["type"] = op_type
+    row["kind"] = p.kind
+    row["origin"] = origin_kind
+    row["origin_via"] = origin_via
+    if f is not None:
+        share = f.share
+        row["judgement"] = f.judgement
+        row["rel_err"] = _num(f.rel_err)
+        row["allowed"] = _num(f.allowed)
+        row["share_of_allowed"] = _num(share) if share is not None else None
+        row["precision"] = f.dtype or None
+    else:
+        row["judgement"] = row["rel_err"] = row["allowed"] = row["share_of_allowed"] = row["precision"] = None
+    row["golden"] = _side(g, g_st, gval)
+    row["target"] = _side(t, t_st, tval)
+    row["source"] = plain(source) if source is not None else None
+    if r is not None and r.stat_diffs is not None:
+        row["stat_diffs"] = plain(r.stat_diffs)
+        row["stat_rel_errs"] = plain(r.stat_rel_errs)
+    return row
