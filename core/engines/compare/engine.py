@@ -272,8 +272,10 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
                 origins.append(origin)
                 _apply(op, dtypes)
                 # an origin needs a row in error, so only such ops can be shown with their source line
-                if any(p.verdict != vd.PASS for p in op.pairs):
-                    op.source = _user_frame(det, tensors)
+                for p in op.pairs:  # (a loop, not any() over a generator: once an op)
+                    if p.verdict != vd.PASS:
+                        op.source = _user_frame(det, tensors)
+                        break
                 row_at.append(len(rows))
                 rows.extend(_op_rows(op, origin))
                 op.n_rows = len(op.pairs)
@@ -470,6 +472,7 @@ def _row_facts(p: _Pair, is_produced: bool, th: vd.Thresholds, source: str = "")
     r = p.result
     if p.error is not None or p.value is not None or r is None:
         return org.RowFacts(p.g.io, p.g.slot, p.verdict, p.kind, is_produced, p.rule, source=source, fixed=True)
+    # positional below (RowFacts' fields in order, io .. sig): a keyword call costs twice as much a row
     dt, u = _judged_at(r.golden_dtype, r.target_dtype)
     # (``measure_many.judged`` / ``_judge_unloaded``; a float dtype replaced by the stored one is still
     # a float, which rule 1 lets through)
@@ -478,15 +481,16 @@ def _row_facts(p: _Pair, is_produced: bool, th: vd.Thresholds, source: str = "")
         if verdict == vd.WARNING and rule.startswith("shape"):
             p.shape_note = rule.split(":")[0]  # the same count in another shape: the values still judged
         else:
-            return org.RowFacts(p.g.io, p.g.slot, verdict, p.kind, is_produced, rule, source=source, dtype=dt, u=u,
-                                fixed=True)
+            return org.RowFacts(p.g.io, p.g.slot, verdict, p.kind, is_produced, rule, False, None, u, dt, True,
+                                source=source)
     err = pr.error_of(r)
     if err is None:
-        return org.RowFacts(p.g.io, p.g.slot, verdict, p.kind, is_produced, rule, source=source, dtype=dt, u=u,
-                            fixed=True)
+        return org.RowFacts(p.g.io, p.g.slot, verdict, p.kind, is_produced, rule, False, None, u, dt, True,
+                            source=source)
     g, t = r.golden_stats or {}, r.target_stats or {}
-    return org.RowFacts(p.g.io, p.g.slot, verdict, p.kind, is_produced, rule, source=source, dtype=dt, u=u, err=err,
-                        key=_identity(r, g, t), sig=(g.get("mean"), g.get("l2norm"), t.get("mean"), t.get("l2norm")))
+    return org.RowFacts(p.g.io, p.g.slot, verdict, p.kind, is_produced, rule, False, err, u, dt, False,
+                        _identity(r, g, t), (g.get("mean"), g.get("l2norm"), t.get("mean"), t.get("l2norm")),
+                        source=source)
 
 
 @lru_cache(maxsize=256)

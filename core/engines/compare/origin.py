@@ -192,8 +192,19 @@ class Walk:
         """The op's compute precision: the coarser stored dtype of its outputs (of its rows if it has no
         float output); TF32 for a float32 matrix product, unless the pair has been bit-identical so far
         and this op's own inputs differ (then a change is judged at float32: no noise to hide in)."""
-        outs = [r.u for r in op.rows if r.io == OUTPUT and r.kind != "scalar" and r.u > 0]
-        u = max(outs) if outs else max((r.u for r in op.rows if r.kind != "scalar"), default=0.0)
+        # one pass (not two comprehensions an op): the largest float output's u, else the largest row's
+        u_out = u_any = 0.0
+        has_out = False
+        for r in op.rows:
+            if r.kind != "scalar":
+                u = r.u
+                if u > u_any:
+                    u_any = u
+                if r.io == OUTPUT and u > 0:
+                    has_out = True
+                    if u > u_out:
+                        u_out = u
+        u = u_out if has_out else u_any
         if 0 < u < TF32 and is_matrix_product(op.type, op.name):
             inputs_exact = all(r.err is None or r.err.exact for r in op.rows if r.io == INPUT and r.kind != "scalar")
             if not self.exact_so_far or inputs_exact:
@@ -462,11 +473,21 @@ _UPDATING = ("apply", "assign", "scatter", "adam", "sgd", "momentum", "lamb", "l
 _UPDATING_WORDS = re.compile("|".join(map(re.escape, _UPDATING)))  # any of them, anywhere
 
 
+@lru_cache(maxsize=1024)
+def _updating_type(op_type: str) -> bool:
+    """Whether an op type names an in-place update (``_updates``): asked once a type, not once an op."""
+    return _UPDATING_WORDS.search(op_type.lower()) is not None
+
+
 def _updates(op: OpFacts) -> bool:
     """Ops that write one of their inputs in place (optimizer steps, Assign, Scatter*, a PyTorch ``x.add_``):
     an input equal to their output is that buffer.  A Reshape's input equals its output too, and is read."""
-    if _UPDATING_WORDS.search(f"{op.type} {op.name}".lower()):
+    if _updating_type(op.type):
         return True
+    name = op.name.lower()
+    for w in _UPDATING:  # (``_UPDATING_WORDS`` as substring tests: a plain loop, no regex or generator a name)
+        if w in name:
+            return True
     api = op.name.split(".")
     return len(api) > 1 and api[1].endswith("_") and not api[1].endswith("__")
 
