@@ -6,9 +6,9 @@ of a template made once per shape of row (its cells' types and fill), cell by ce
 other types or with a NaN/±Inf (the same XML either way).  It writes what the compare table needs and nothing more: sheets of rows whose
 cells are numbers, booleans or text, and one fill per row (msprobe's red error / yellow warning rows).
 
-Text is written as inline strings (``t="inlineStr"``), or, from its second use on, as a shared string
-(most of the table's texts repeat: N/A, dtypes, verdicts, rules; the shared table is bounded by
-``SHARED_MAX``): a cell is never a formula, whatever it starts with (the table's text is made inert
+Text is written as a shared string from its first use (nearly all the table's texts repeat: N/A,
+dtypes, verdicts, rules, each name twice in its row), or inline (``t="inlineStr"``) once the shared
+table, bounded by ``SHARED_MAX``, is full: a cell is never a formula, whatever it starts with (the table's text is made inert
 by ``core.inert`` as well).  Characters XML 1.0 cannot carry (control characters, lone surrogates
 from names that are not UTF-8) are written as ``\\xNN``/``\\uNNNN`` escapes, so a cell never breaks
 the file.  NaN and ±Inf, which a spreadsheet cannot hold as numbers, are the texts ``nan``/``inf``/
@@ -109,9 +109,6 @@ class XlsxWriter:
         self._row = 0
         self._shared: list[str] = []  # the shared strings' ``<t>`` elements, in their index order
         self._texts: dict[str, str] = {}  # shared text -> the rest of its cell
-        # texts seen once (a bounded window) -> their ``<t>`` element: shared when seen again, the
-        # element made once (the shared table's texts are most of a compare's names)
-        self._once: dict[str, str] = {}
         self._numbers: dict[float, str] = {}  # finite float -> its %.16g text (bounded: ``_new_numbers``)
         self._plans: dict[tuple, Any] = {}  # (fill, type of each cell) -> the row's template (``_plan``)
         self._defer = defer
@@ -266,22 +263,22 @@ class XlsxWriter:
         return "".join(parts)
 
     def _text(self, text: str) -> str:
-        """The rest of a text cell after ``<c …``: a shared string from its second use on (most of the
-        table's texts repeat: N/A, dtypes, verdicts, rules), else an inline one (tensor names)."""
+        """The rest of a text cell after ``<c …``: a shared string from its first use (a compare's texts
+        nearly all repeat: N/A, dtypes, verdicts, rules, and each name twice in its row, its data name in
+        the rows of its file's tensors); inline once the shared table is full (``SHARED_MAX``).
+
+        Shared from the first use rather than the second: one ``_text`` per text instead of two, and no
+        window of texts seen once to keep (the 20k noisy compare's workbook: ~1 us a row less)."""
         if not text:
             return ' t="inlineStr"/>'
-        element = self._once.get(text)
-        if element is not None:
-            k = len(self._shared)
-            self._shared.append(element)
-            tail = self._texts[text] = f' t="s"><v>{k}</v></c>'
-            if len(self._shared) >= SHARED_MAX:  # the table is full: from now on the rest stay inline
-                self._once = _Never()
-            return tail
-        if len(self._once) >= SHARED_MAX:
-            self._once.clear()
-        element = self._once[text] = _t(text)
-        return f' t="inlineStr"><is>{element}</is></c>'
+        element = _t(text)
+        shared = self._shared
+        if len(shared) >= SHARED_MAX:  # the table is full: the rest stay inline
+            return f' t="inlineStr"><is>{element}</is></c>'
+        k = len(shared)
+        shared.append(element)
+        tail = self._texts[text] = f' t="s"><v>{k}</v></c>'
+        return tail
 
     def _other(self, v: Any) -> str:
         """Cells of the less common types: booleans, numpy numbers, anything else as its text."""
@@ -428,16 +425,6 @@ def _getter(positions: list[int]) -> Any:
     if not positions:
         return lambda vals: ()
     return itemgetter(*positions)
-
-
-class _Never(dict):
-    """A ``_once`` that holds nothing: once the shared table is full no text is shared any more."""
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        pass
-
-    def __contains__(self, key: object) -> bool:
-        return False
 
 
 def _attr(text: str) -> str:
