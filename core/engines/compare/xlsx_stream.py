@@ -1,8 +1,8 @@
 """A streaming .xlsx writer in the standard library (zipfile + sheet XML written row by row).
 
 Why not openpyxl: it builds a cell object per value and serialises it through its XML layer, which
-made ``compare --output x.xlsx`` cost 2.15x the CPU of ``--json`` (issue 33); a row here is one ``%``
-of a template made once per shape of row (its cells' types and fill), cell by cell only for a row of
+made ``compare --output x.xlsx`` cost 2.15x the CPU of ``--json`` (issue 33); a row here is one join
+of a template's pieces made once per shape of row (its cells' types and fill), cell by cell only for a row of
 other types or with a NaN/±Inf (the same XML either way).  It writes what the compare table needs and nothing more: sheets of rows whose
 cells are numbers, booleans or text, and one fill per row (msprobe's red error / yellow warning rows).
 
@@ -30,7 +30,7 @@ import re
 from array import array
 import zipfile
 from numbers import Integral, Real
-from operator import itemgetter
+from operator import itemgetter, mod
 from typing import IO, Any, Callable, Iterable, Optional
 
 _MAIN_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
@@ -131,7 +131,7 @@ class XlsxWriter:
     def row(self, cells: Iterable[Any], fill: Optional[str] = None) -> None:
         """Append one row; ``None`` is an empty cell (in a filled row, an empty filled cell).
 
-        A row is one ``%`` of a template made once per shape of row (its cells' types and its fill), its
+        A row is one join of a template made once per shape of row (its cells' types and its fill), its
         values picked by C-level getters: integers, booleans and empty cells are the template's, a
         float's text is looked up (``_new_numbers``), and a text's in the shared table; only a text or a
         float seen for the first time takes Python code.
@@ -157,7 +157,7 @@ class XlsxWriter:
         if plan is _ODD:
             xml = self._row_each(cells, fill)
         else:
-            fmt, get_texts, _, get_others, order = plan
+            pieces, get_texts, _, get_others, order, other_formats = plan
             words = get_texts(cells)
             texts = self._texts
             tails = list(map(texts.get, words))
@@ -166,7 +166,9 @@ class XlsxWriter:
                     if tail is None:
                         tail = texts.get(words[k])
                         tails[k] = tail if tail is not None else self._text(words[k])
-            xml = fmt % order((self._row, *tails, *numbers, *get_others(cells)))
+            # the values between the template's fixed pieces, joined (a third of a ``%`` of the template)
+            pieces[1::2] = order((str(self._row), *tails, *numbers, *map(mod, other_formats, get_others(cells))))
+            xml = "".join(pieces)
         self._buf.append(xml)
         if len(self._buf) >= 256:
             self._flush()
@@ -186,17 +188,19 @@ class XlsxWriter:
                     known.clear()
 
     def _plan(self, key: tuple, fill: Optional[str]) -> Any:
-        """The template of rows of this shape: ``(format, texts getter, floats getter, others getter,
-        order)``: the format's values are ``order((row number, *text tails, *other values))``; ``_ODD``
+        """The template of rows of this shape: ``(pieces, texts getter, floats getter, others getter,
+        order, others' formats)``: the pieces' odd items are ``order((row number, *text tails, *float
+        texts, *other values' texts))``, the even ones the XML between them; ``_ODD``
         when a cell's type has no template (numpy numbers, other objects: written cell by cell)."""
         if len(self._plans) >= 4096:
             self._plans.clear()
         style = self._style.get(fill) if fill else None
         c = f'<c s="{style}"' if style else "<c"
-        parts = ['<row r="%d">']
+        parts = ['<row r="%s">']
         text_at: list[int] = []
         float_at: list[int] = []
         other_at: list[int] = []
+        other_formats: list[str] = []  # each other value's format (``%`` of it: int or bool)
         slots: list[tuple[int, int]] = []  # (0 a text, 1 a float, 2 another value; its rank among them)
         for i, t in enumerate(key[1:]):
             if t is str:
@@ -213,9 +217,11 @@ class XlsxWriter:
                 float_at.append(i)
                 continue
             if t is int:
-                parts.append(c + "><v>%.16g</v></c>")
+                parts.append(c + "><v>%s</v></c>")
+                other_formats.append("%.16g")
             elif t is bool:
-                parts.append(c + ' t="b"><v>%d</v></c>')
+                parts.append(c + ' t="b"><v>%s</v></c>')
+                other_formats.append("%d")
             elif t is type(None):
                 parts.append(c + "/>")
                 continue
@@ -227,9 +233,13 @@ class XlsxWriter:
         parts.append("</row>")
         base = (1, 1 + len(text_at), 1 + len(text_at) + len(float_at))
         order = _getter([0] + [base[kind] + k for kind, k in slots])
-        # (no literal "%" in the parts: style numbers and tags only)
-        plan = ("".join(parts), _getter(text_at), _getter(float_at) if float_at else None, _getter(other_at),
-                order)
+        # the fixed pieces between the values, a list whose odd items each row fills (no literal "%s" in the
+        # parts: style numbers and tags only)
+        fixed = "".join(parts).split("%s")
+        pieces: list[str] = [""] * (2 * len(fixed) - 1)
+        pieces[0::2] = fixed
+        plan = (pieces, _getter(text_at), _getter(float_at) if float_at else None, _getter(other_at),
+                order, tuple(other_formats))
         self._plans[key] = plan
         return plan
 
