@@ -30,7 +30,7 @@ import re
 from array import array
 import zipfile
 from numbers import Integral, Real
-from operator import itemgetter, mod
+from operator import itemgetter
 from typing import IO, Any, Callable, Iterable, Optional
 
 _MAIN_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
@@ -110,6 +110,7 @@ class XlsxWriter:
         self._shared: list[str] = []  # the shared strings' ``<t>`` elements, in their index order
         self._texts: dict[str, str] = {}  # shared text -> the rest of its cell
         self._numbers: dict[float, str] = {}  # finite float -> its %.16g text (bounded: ``_new_numbers``)
+        self._ints: dict[int, str] = {}  # integer -> its %.16g text (bounded: ``_new_others``)
         self._plans: dict[tuple, Any] = {}  # (fill, type of each cell) -> the row's template (``_plan``)
         self._defer = defer
         self._ranges: list[tuple[int, int]] = []  # each deferred sheet's bytes in ``defer``
@@ -157,7 +158,10 @@ class XlsxWriter:
         if plan is _ODD:
             xml = self._row_each(cells, fill)
         else:
-            pieces, get_texts, _, get_others, order, other_formats = plan
+            pieces, get_texts, _, get_others, order, other_texts = plan
+            others = list(map(dict.get, other_texts, get_others(cells)))
+            if None in others:
+                self._new_others(get_others(cells), others)
             words = get_texts(cells)
             texts = self._texts
             tails = list(map(texts.get, words))
@@ -167,7 +171,7 @@ class XlsxWriter:
                         tail = texts.get(words[k])
                         tails[k] = tail if tail is not None else self._text(words[k])
             # the values between the template's fixed pieces, joined (a third of a ``%`` of the template)
-            pieces[1::2] = order((str(self._row), *tails, *numbers, *map(mod, other_formats, get_others(cells))))
+            pieces[1::2] = order((str(self._row), *tails, *numbers, *others))
             xml = "".join(pieces)
         self._buf.append(xml)
         if len(self._buf) >= 256:
@@ -187,9 +191,21 @@ class XlsxWriter:
                 if len(known) >= 4096:
                     known.clear()
 
+    def _new_others(self, values: tuple, texts: list[Optional[str]]) -> None:
+        """The texts of a row's integers not known yet (``%.16g``, as a spreadsheet reads them back),
+        made into ``texts`` and remembered (a compare's are steps, ranks, slots and execution indexes:
+        a few values, a lookup a third of a ``%``)."""
+        known = self._ints
+        for i, text in enumerate(texts):
+            if text is None:
+                v = values[i]
+                texts[i] = known[v] = "%.16g" % v
+                if len(known) >= 4096:
+                    known.clear()
+
     def _plan(self, key: tuple, fill: Optional[str]) -> Any:
         """The template of rows of this shape: ``(pieces, texts getter, floats getter, others getter,
-        order, others' formats)``: the pieces' odd items are ``order((row number, *text tails, *float
+        order, others' texts)``: the pieces' odd items are ``order((row number, *text tails, *float
         texts, *other values' texts))``, the even ones the XML between them; ``_ODD``
         when a cell's type has no template (numpy numbers, other objects: written cell by cell)."""
         if len(self._plans) >= 4096:
@@ -200,7 +216,7 @@ class XlsxWriter:
         text_at: list[int] = []
         float_at: list[int] = []
         other_at: list[int] = []
-        other_formats: list[str] = []  # each other value's format (``%`` of it: int or bool)
+        other_texts: list[dict] = []  # each other value's texts by value (``_ints`` or ``_BOOL_TEXTS``)
         slots: list[tuple[int, int]] = []  # (0 a text, 1 a float, 2 another value; its rank among them)
         for i, t in enumerate(key[1:]):
             if t is str:
@@ -218,10 +234,10 @@ class XlsxWriter:
                 continue
             if t is int:
                 parts.append(c + "><v>%s</v></c>")
-                other_formats.append("%.16g")
+                other_texts.append(self._ints)
             elif t is bool:
                 parts.append(c + ' t="b"><v>%s</v></c>')
-                other_formats.append("%d")
+                other_texts.append(_BOOL_TEXTS)
             elif t is type(None):
                 parts.append(c + "/>")
                 continue
@@ -239,7 +255,7 @@ class XlsxWriter:
         pieces: list[str] = [""] * (2 * len(fixed) - 1)
         pieces[0::2] = fixed
         plan = (pieces, _getter(text_at), _getter(float_at) if float_at else None, _getter(other_at),
-                order, tuple(other_formats))
+                order, tuple(other_texts))
         self._plans[key] = plan
         return plan
 
@@ -415,6 +431,8 @@ def _t(text: str) -> str:
 
 #: the bytes of -0.0 in an array of doubles
 _NEGATIVE_ZERO = array("d", [-0.0]).tobytes()
+#: a boolean cell's value texts
+_BOOL_TEXTS = {False: "0", True: "1"}
 #: the plan of a row with a cell no template takes
 _ODD = object()
 #: a slot's XML until it is filled (after ``<c`` and its style)
