@@ -108,9 +108,9 @@ class XlsxWriter:
         self._buf: list[str] = []
         self._row = 0
         self._shared: list[str] = []  # the shared strings' ``<t>`` elements, in their index order
-        self._texts: dict[str, str] = {}  # shared text -> the rest of its cell
-        self._numbers: dict[float, str] = {}  # finite float -> its %.16g text (bounded: ``_new_numbers``)
-        self._ints: dict[int, str] = {}  # integer -> its %.16g text (bounded: ``_new_others``)
+        # shared text -> the rest of its cell; finite number -> its %.16g (bounded: ``_misses``)
+        self._known: dict[Any, str] = {}
+        self._number_keys: list[Any] = []  # the numbers in ``_known``
         self._plans: dict[tuple, Any] = {}  # (fill, type of each cell) -> the row's template (``_plan``)
         self._defer = defer
         self._ranges: list[tuple[int, int]] = []  # each deferred sheet's bytes in ``defer``
@@ -132,10 +132,10 @@ class XlsxWriter:
     def row(self, cells: Iterable[Any], fill: Optional[str] = None) -> None:
         """Append one row; ``None`` is an empty cell (in a filled row, an empty filled cell).
 
-        A row is one join of a template made once per shape of row (its cells' types and its fill), its
-        values picked by C-level getters: integers, booleans and empty cells are the template's, a
-        float's text is looked up (``_new_numbers``), and a text's in the shared table; only a text or a
-        float seen for the first time takes Python code.
+        A row is one join of a template's pieces made once per shape of row (its cells' types and its
+        fill) with its values' texts, all looked up at once (``_known``: a text's shared-string tail, a
+        number's ``%.16g``); only a value seen for the first time takes Python code (``_misses``), and
+        a row with a NaN, ±Inf or -0.0 is written cell by cell (the same XML either way).
         """
         self._row += 1
         if type(cells) is not list:
@@ -144,118 +144,91 @@ class XlsxWriter:
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plan(key, fill)
-        numbers: Any = ()
-        if plan is not _ODD and plan[2] is not None:
-            floats = plan[2](cells)
-            if not _finite(sum(floats)):  # (a NaN or ±Inf makes the sum one; so may a huge sum)
-                plan = _ODD
-            elif 0.0 in floats and _NEGATIVE_ZERO in array("d", floats).tobytes():
-                numbers = [f"{v:.16g}" for v in floats]  # (-0.0 equals 0.0 as a key: spelled here)
-            else:
-                numbers = list(map(self._numbers.get, floats))
-                if None in numbers:
-                    self._new_numbers(floats, numbers)
-        if plan is _ODD:
-            xml = self._row_each(cells, fill)
-        else:
-            pieces, get_texts, _, get_others, order, other_texts = plan
-            others = list(map(dict.get, other_texts, get_others(cells)))
-            if None in others:
-                self._new_others(get_others(cells), others)
-            words = get_texts(cells)
-            texts = self._texts
-            tails = list(map(texts.get, words))
-            if None in tails:  # each new text in turn, as if one by one (a text may be twice in a row)
-                for k, tail in enumerate(tails):
-                    if tail is None:
-                        tail = texts.get(words[k])
-                        tails[k] = tail if tail is not None else self._text(words[k])
-            # the values between the template's fixed pieces, joined (a third of a ``%`` of the template)
-            pieces[1::2] = order((str(self._row), *tails, *numbers, *others))
-            xml = "".join(pieces)
-        self._buf.append(xml)
+        if plan is not _ODD:
+            pieces, get_values, get_floats = plan
+            # (-0.0 equals 0.0 as a key: a row holding one is spelled cell by cell)
+            if get_floats is None or not (0.0 in (floats := get_floats(cells))
+                                          and _NEGATIVE_ZERO in array("d", floats).tobytes()):
+                values = get_values(cells)
+                texts = list(map(self._known.get, values))
+                if None not in texts or self._misses(values, texts):
+                    pieces[1] = str(self._row)
+                    pieces[3::2] = texts
+                    self._buf.append("".join(pieces))
+                    if len(self._buf) >= 256:
+                        self._flush()
+                    return
+        self._buf.append(self._row_each(cells, fill))
         if len(self._buf) >= 256:
             self._flush()
 
-    def _new_numbers(self, floats: tuple, numbers: list[Optional[str]]) -> None:
-        """The ``%.16g`` texts of a row's finite floats not known yet, made into ``numbers`` and
-        remembered: most of a compare table's numbers recur (an op's output statistics are the next
-        op's input's, identical sides give the same statistics twice), and a lookup is a fraction of a
-        ``%.16g`` (the 20k noisy compare's workbook: 11 -> 9 us a row).  A row holding -0.0 (equal to
-        0.0 as a key) is never looked up (``row``)."""
-        known = self._numbers
-        for i, text in enumerate(numbers):
-            if text is None:
-                v = floats[i]
-                numbers[i] = known[v] = f"{v:.16g}"
-                if len(known) >= 4096:
-                    known.clear()
+    def _misses(self, values: tuple, texts: list[Optional[str]]) -> bool:
+        """The texts of a row's values not known yet, made into ``texts`` in turn (a text may be twice in
+        a row) and remembered; False at a NaN or ±Inf (never remembered: the row goes cell by cell).
 
-    def _new_others(self, values: tuple, texts: list[Optional[str]]) -> None:
-        """The texts of a row's integers not known yet (``%.16g``, as a spreadsheet reads them back),
-        made into ``texts`` and remembered (a compare's are steps, ranks, slots and execution indexes:
-        a few values, a lookup a third of a ``%``)."""
-        known = self._ints
-        for i, text in enumerate(texts):
+        Numbers are remembered up to 4096 at a time (most of a compare's recur: an op's output
+        statistics are the next op's input's, steps, ranks and slots are few), texts as long as the
+        shared table takes them.  An int, a bool and a float equal as keys spell the same ``%.16g``
+        (``True``, ``1`` and ``1.0`` are all ``1``); a text never equals a number."""
+        known = self._known
+        for k, text in enumerate(texts):
+            if text is not None:
+                continue
+            v = values[k]
+            text = known.get(v)
             if text is None:
-                v = values[i]
-                texts[i] = known[v] = "%.16g" % v
-                if len(known) >= 4096:
-                    known.clear()
+                if type(v) is str:
+                    text = self._text(v)
+                else:
+                    if type(v) is float and not v - v == 0:
+                        return False
+                    text = known[v] = "%.16g" % v
+                    self._number_keys.append(v)
+                    if len(self._number_keys) >= 4096:
+                        for n in self._number_keys:
+                            known.pop(n, None)
+                        self._number_keys.clear()
+            texts[k] = text
+        return True
 
     def _plan(self, key: tuple, fill: Optional[str]) -> Any:
-        """The template of rows of this shape: ``(pieces, texts getter, floats getter, others getter,
-        order, others' texts)``: the pieces' odd items are ``order((row number, *text tails, *float
-        texts, *other values' texts))``, the even ones the XML between them; ``_ODD``
-        when a cell's type has no template (numpy numbers, other objects: written cell by cell)."""
+        """The template of rows of this shape: ``(pieces, values getter, floats getter)``: the pieces'
+        second item is the row number, its fourth, sixth … the texts of the values (every cell but the
+        empty and the slots) in turn, the others the XML between them; ``_ODD`` when a cell's type has
+        no template (numpy numbers, other objects: written cell by cell)."""
         if len(self._plans) >= 4096:
             self._plans.clear()
         style = self._style.get(fill) if fill else None
         c = f'<c s="{style}"' if style else "<c"
         parts = ['<row r="%s">']
-        text_at: list[int] = []
+        value_at: list[int] = []
         float_at: list[int] = []
-        other_at: list[int] = []
-        other_texts: list[dict] = []  # each other value's texts by value (``_ints`` or ``_BOOL_TEXTS``)
-        slots: list[tuple[int, int]] = []  # (0 a text, 1 a float, 2 another value; its rank among them)
         for i, t in enumerate(key[1:]):
             if t is str:
                 parts.append(c + "%s")
-                slots.append((0, len(text_at)))
-                text_at.append(i)
-                continue
-            if t is _Slot:
-                parts.append(c + _SLOT_TEXT)
-                continue
-            if t is float:  # (its text: ``_new_numbers``)
+            elif t is float or t is int:
                 parts.append(c + "><v>%s</v></c>")
-                slots.append((1, len(float_at)))
-                float_at.append(i)
-                continue
-            if t is int:
-                parts.append(c + "><v>%s</v></c>")
-                other_texts.append(self._ints)
+                if t is float:
+                    float_at.append(i)
             elif t is bool:
                 parts.append(c + ' t="b"><v>%s</v></c>')
-                other_texts.append(_BOOL_TEXTS)
+            elif t is _Slot:
+                parts.append(c + _SLOT_TEXT)
+                continue
             elif t is type(None):
                 parts.append(c + "/>")
                 continue
             else:
                 self._plans[key] = _ODD
                 return _ODD
-            slots.append((2, len(other_at)))
-            other_at.append(i)
+            value_at.append(i)
         parts.append("</row>")
-        base = (1, 1 + len(text_at), 1 + len(text_at) + len(float_at))
-        order = _getter([0] + [base[kind] + k for kind, k in slots])
-        # the fixed pieces between the values, a list whose odd items each row fills (no literal "%s" in the
-        # parts: style numbers and tags only)
+        # the fixed pieces between the values, a list whose odd items each row fills (no literal "%s" in
+        # the parts: style numbers and tags only)
         fixed = "".join(parts).split("%s")
         pieces: list[str] = [""] * (2 * len(fixed) - 1)
         pieces[0::2] = fixed
-        plan = (pieces, _getter(text_at), _getter(float_at) if float_at else None, _getter(other_at),
-                order, tuple(other_texts))
+        plan = (pieces, _getter(value_at), _getter(float_at) if float_at else None)
         self._plans[key] = plan
         return plan
 
@@ -266,7 +239,7 @@ class XlsxWriter:
         empty = c + "/>"
         parts = [f'<row r="{self._row}">']
         add = parts.append
-        texts = self._texts
+        texts = self._known
         for v in cells:
             t = type(v)
             if t is str:
@@ -303,7 +276,7 @@ class XlsxWriter:
             return f' t="inlineStr"><is>{element}</is></c>'
         k = len(shared)
         shared.append(element)
-        tail = self._texts[text] = f' t="s"><v>{k}</v></c>'
+        tail = self._known[text] = f' t="s"><v>{k}</v></c>'
         return tail
 
     def _other(self, v: Any) -> str:
@@ -431,18 +404,12 @@ def _t(text: str) -> str:
 
 #: the bytes of -0.0 in an array of doubles
 _NEGATIVE_ZERO = array("d", [-0.0]).tobytes()
-#: a boolean cell's value texts
-_BOOL_TEXTS = {False: "0", True: "1"}
 #: the plan of a row with a cell no template takes
 _ODD = object()
 #: a slot's XML until it is filled (after ``<c`` and its style)
 _SLOT_TEXT = SLOT_MARK.decode()
 #: bytes of a deferred sheet copied at a time
 _COPY_BYTES = 1 << 20
-
-
-def _finite(total: float) -> bool:
-    return total - total == 0
 
 
 def _getter(positions: list[int]) -> Any:
