@@ -62,8 +62,9 @@ def test_row_templates_write_what_cell_by_cell_writes(tmp_path, monkeypatch):
 
     from dumpscope.core.engines.compare import xlsx_stream
 
+    # (1, 1.0 and True, 0, 0.0 and False are equal as keys of the one lookup of a row's values' texts)
     values = [None, "", "x", "N/A", "a<b", " sp", "\x1b", "\ud800", "=1", 0, -5, 10 ** 20, True, False, 0.0, -0.0,
-              1.5, 1e-300, 1e308, math.inf, -math.inf, math.nan, 0.1 + 0.2]
+              1.5, 1e-300, 1e308, math.inf, -math.inf, math.nan, 0.1 + 0.2, 1, 1.0, 2 ** 53 + 1, "1"]
     r = random.Random(7)
     sheets = [(f"S{k}", [([r.choice(values) for _ in range(6)], r.choice([None, "error", "warning", "other"]))
                          for _ in range(300)]) for k in range(2)]

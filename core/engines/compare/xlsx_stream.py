@@ -1,14 +1,14 @@
 """A streaming .xlsx writer in the standard library (zipfile + sheet XML written row by row).
 
 Why not openpyxl: it builds a cell object per value and serialises it through its XML layer, which
-made ``compare --output x.xlsx`` cost 2.15x the CPU of ``--json`` (issue 33); a row here is one ``%``
-of a template made once per shape of row (its cells' types and fill), cell by cell only for a row of
+made ``compare --output x.xlsx`` cost 2.15x the CPU of ``--json`` (issue 33); a row here is one join
+of a template's pieces made once per shape of row (its cells' types and fill), cell by cell only for a row of
 other types or with a NaN/±Inf (the same XML either way).  It writes what the compare table needs and nothing more: sheets of rows whose
 cells are numbers, booleans or text, and one fill per row (msprobe's red error / yellow warning rows).
 
-Text is written as inline strings (``t="inlineStr"``), or, from its second use on, as a shared string
-(most of the table's texts repeat: N/A, dtypes, verdicts, rules; the shared table is bounded by
-``SHARED_MAX``): a cell is never a formula, whatever it starts with (the table's text is made inert
+Text is written as a shared string from its first use (nearly all the table's texts repeat: N/A,
+dtypes, verdicts, rules, each name twice in its row), or inline (``t="inlineStr"``) once the shared
+table, bounded by ``SHARED_MAX``, is full: a cell is never a formula, whatever it starts with (the table's text is made inert
 by ``core.inert`` as well).  Characters XML 1.0 cannot carry (control characters, lone surrogates
 from names that are not UTF-8) are written as ``\\xNN``/``\\uNNNN`` escapes, so a cell never breaks
 the file.  NaN and ±Inf, which a spreadsheet cannot hold as numbers, are the texts ``nan``/``inf``/
@@ -108,11 +108,9 @@ class XlsxWriter:
         self._buf: list[str] = []
         self._row = 0
         self._shared: list[str] = []  # the shared strings' ``<t>`` elements, in their index order
-        self._texts: dict[str, str] = {}  # shared text -> the rest of its cell
-        # texts seen once (a bounded window) -> their ``<t>`` element: shared when seen again, the
-        # element made once (the shared table's texts are most of a compare's names)
-        self._once: dict[str, str] = {}
-        self._numbers: dict[float, str] = {}  # finite float -> its %.16g text (bounded: ``_new_numbers``)
+        # shared text -> the rest of its cell; finite number -> its %.16g (bounded: ``_misses``)
+        self._known: dict[Any, str] = {}
+        self._number_keys: list[Any] = []  # the numbers in ``_known``
         self._plans: dict[tuple, Any] = {}  # (fill, type of each cell) -> the row's template (``_plan``)
         self._defer = defer
         self._ranges: list[tuple[int, int]] = []  # each deferred sheet's bytes in ``defer``
@@ -134,10 +132,10 @@ class XlsxWriter:
     def row(self, cells: Iterable[Any], fill: Optional[str] = None) -> None:
         """Append one row; ``None`` is an empty cell (in a filled row, an empty filled cell).
 
-        A row is one ``%`` of a template made once per shape of row (its cells' types and its fill), its
-        values picked by C-level getters: integers, booleans and empty cells are the template's, a
-        float's text is looked up (``_new_numbers``), and a text's in the shared table; only a text or a
-        float seen for the first time takes Python code.
+        A row is one join of a template's pieces made once per shape of row (its cells' types and its
+        fill) with its values' texts, all looked up at once (``_known``: a text's shared-string tail, a
+        number's ``%.16g``); only a value seen for the first time takes Python code (``_misses``), and
+        a row with a NaN, ±Inf or -0.0 is written cell by cell (the same XML either way).
         """
         self._row += 1
         if type(cells) is not list:
@@ -146,93 +144,91 @@ class XlsxWriter:
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plan(key, fill)
-        numbers: Any = ()
-        if plan is not _ODD and plan[2] is not None:
-            floats = plan[2](cells)
-            if not _finite(sum(floats)):  # (a NaN or ±Inf makes the sum one; so may a huge sum)
-                plan = _ODD
-            elif 0.0 in floats and _NEGATIVE_ZERO in array("d", floats).tobytes():
-                numbers = [f"{v:.16g}" for v in floats]  # (-0.0 equals 0.0 as a key: spelled here)
-            else:
-                numbers = list(map(self._numbers.get, floats))
-                if None in numbers:
-                    self._new_numbers(floats, numbers)
-        if plan is _ODD:
-            xml = self._row_each(cells, fill)
-        else:
-            fmt, get_texts, _, get_others, order = plan
-            words = get_texts(cells)
-            texts = self._texts
-            tails = list(map(texts.get, words))
-            if None in tails:  # each new text in turn, as if one by one (a text may be twice in a row)
-                for k, tail in enumerate(tails):
-                    if tail is None:
-                        tail = texts.get(words[k])
-                        tails[k] = tail if tail is not None else self._text(words[k])
-            xml = fmt % order((self._row, *tails, *numbers, *get_others(cells)))
-        self._buf.append(xml)
+        if plan is not _ODD:
+            pieces, get_values, get_floats = plan
+            # (-0.0 equals 0.0 as a key: a row holding one is spelled cell by cell)
+            if get_floats is None or not (0.0 in (floats := get_floats(cells))
+                                          and _NEGATIVE_ZERO in array("d", floats).tobytes()):
+                values = get_values(cells)
+                texts = list(map(self._known.get, values))
+                if None not in texts or self._misses(values, texts):
+                    pieces[1] = str(self._row)
+                    pieces[3::2] = texts
+                    self._buf.append("".join(pieces))
+                    if len(self._buf) >= 256:
+                        self._flush()
+                    return
+        self._buf.append(self._row_each(cells, fill))
         if len(self._buf) >= 256:
             self._flush()
 
-    def _new_numbers(self, floats: tuple, numbers: list[Optional[str]]) -> None:
-        """The ``%.16g`` texts of a row's finite floats not known yet, made into ``numbers`` and
-        remembered: most of a compare table's numbers recur (an op's output statistics are the next
-        op's input's, identical sides give the same statistics twice), and a lookup is a fraction of a
-        ``%.16g`` (the 20k noisy compare's workbook: 11 -> 9 us a row).  A row holding -0.0 (equal to
-        0.0 as a key) is never looked up (``row``)."""
-        known = self._numbers
-        for i, text in enumerate(numbers):
+    def _misses(self, values: tuple, texts: list[Optional[str]]) -> bool:
+        """The texts of a row's values not known yet, made into ``texts`` in turn (a text may be twice in
+        a row) and remembered; False at a NaN or ±Inf (never remembered: the row goes cell by cell).
+
+        Numbers are remembered up to 4096 at a time (most of a compare's recur: an op's output
+        statistics are the next op's input's, steps, ranks and slots are few), texts as long as the
+        shared table takes them.  An int, a bool and a float equal as keys spell the same ``%.16g``
+        (``True``, ``1`` and ``1.0`` are all ``1``); a text never equals a number."""
+        known = self._known
+        for k, text in enumerate(texts):
+            if text is not None:
+                continue
+            v = values[k]
+            text = known.get(v)
             if text is None:
-                v = floats[i]
-                numbers[i] = known[v] = f"{v:.16g}"
-                if len(known) >= 4096:
-                    known.clear()
+                if type(v) is str:
+                    text = self._text(v)
+                else:
+                    if type(v) is float and not v - v == 0:
+                        return False
+                    text = known[v] = "%.16g" % v
+                    self._number_keys.append(v)
+                    if len(self._number_keys) >= 4096:
+                        for n in self._number_keys:
+                            known.pop(n, None)
+                        self._number_keys.clear()
+            texts[k] = text
+        return True
 
     def _plan(self, key: tuple, fill: Optional[str]) -> Any:
-        """The template of rows of this shape: ``(format, texts getter, floats getter, others getter,
-        order)``: the format's values are ``order((row number, *text tails, *other values))``; ``_ODD``
-        when a cell's type has no template (numpy numbers, other objects: written cell by cell)."""
+        """The template of rows of this shape: ``(pieces, values getter, floats getter)``: the pieces'
+        second item is the row number, its fourth, sixth … the texts of the values (every cell but the
+        empty and the slots) in turn, the others the XML between them; ``_ODD`` when a cell's type has
+        no template (numpy numbers, other objects: written cell by cell)."""
         if len(self._plans) >= 4096:
             self._plans.clear()
         style = self._style.get(fill) if fill else None
         c = f'<c s="{style}"' if style else "<c"
-        parts = ['<row r="%d">']
-        text_at: list[int] = []
+        parts = ['<row r="%s">']
+        value_at: list[int] = []
         float_at: list[int] = []
-        other_at: list[int] = []
-        slots: list[tuple[int, int]] = []  # (0 a text, 1 a float, 2 another value; its rank among them)
         for i, t in enumerate(key[1:]):
             if t is str:
                 parts.append(c + "%s")
-                slots.append((0, len(text_at)))
-                text_at.append(i)
-                continue
-            if t is _Slot:
+            elif t is float or t is int:
+                parts.append(c + "><v>%s</v></c>")
+                if t is float:
+                    float_at.append(i)
+            elif t is bool:
+                parts.append(c + ' t="b"><v>%s</v></c>')
+            elif t is _Slot:
                 parts.append(c + _SLOT_TEXT)
                 continue
-            if t is float:  # (its text: ``_new_numbers``)
-                parts.append(c + "><v>%s</v></c>")
-                slots.append((1, len(float_at)))
-                float_at.append(i)
-                continue
-            if t is int:
-                parts.append(c + "><v>%.16g</v></c>")
-            elif t is bool:
-                parts.append(c + ' t="b"><v>%d</v></c>')
             elif t is type(None):
                 parts.append(c + "/>")
                 continue
             else:
                 self._plans[key] = _ODD
                 return _ODD
-            slots.append((2, len(other_at)))
-            other_at.append(i)
+            value_at.append(i)
         parts.append("</row>")
-        base = (1, 1 + len(text_at), 1 + len(text_at) + len(float_at))
-        order = _getter([0] + [base[kind] + k for kind, k in slots])
-        # (no literal "%" in the parts: style numbers and tags only)
-        plan = ("".join(parts), _getter(text_at), _getter(float_at) if float_at else None, _getter(other_at),
-                order)
+        # the fixed pieces between the values, a list whose odd items each row fills (no literal "%s" in
+        # the parts: style numbers and tags only)
+        fixed = "".join(parts).split("%s")
+        pieces: list[str] = [""] * (2 * len(fixed) - 1)
+        pieces[0::2] = fixed
+        plan = (pieces, _getter(value_at), _getter(float_at) if float_at else None)
         self._plans[key] = plan
         return plan
 
@@ -243,7 +239,7 @@ class XlsxWriter:
         empty = c + "/>"
         parts = [f'<row r="{self._row}">']
         add = parts.append
-        texts = self._texts
+        texts = self._known
         for v in cells:
             t = type(v)
             if t is str:
@@ -266,22 +262,22 @@ class XlsxWriter:
         return "".join(parts)
 
     def _text(self, text: str) -> str:
-        """The rest of a text cell after ``<c …``: a shared string from its second use on (most of the
-        table's texts repeat: N/A, dtypes, verdicts, rules), else an inline one (tensor names)."""
+        """The rest of a text cell after ``<c …``: a shared string from its first use (a compare's texts
+        nearly all repeat: N/A, dtypes, verdicts, rules, and each name twice in its row, its data name in
+        the rows of its file's tensors); inline once the shared table is full (``SHARED_MAX``).
+
+        Shared from the first use rather than the second: one ``_text`` per text instead of two, and no
+        window of texts seen once to keep (the 20k noisy compare's workbook: ~1 us a row less)."""
         if not text:
             return ' t="inlineStr"/>'
-        element = self._once.get(text)
-        if element is not None:
-            k = len(self._shared)
-            self._shared.append(element)
-            tail = self._texts[text] = f' t="s"><v>{k}</v></c>'
-            if len(self._shared) >= SHARED_MAX:  # the table is full: from now on the rest stay inline
-                self._once = _Never()
-            return tail
-        if len(self._once) >= SHARED_MAX:
-            self._once.clear()
-        element = self._once[text] = _t(text)
-        return f' t="inlineStr"><is>{element}</is></c>'
+        element = _t(text)
+        shared = self._shared
+        if len(shared) >= SHARED_MAX:  # the table is full: the rest stay inline
+            return f' t="inlineStr"><is>{element}</is></c>'
+        k = len(shared)
+        shared.append(element)
+        tail = self._known[text] = f' t="s"><v>{k}</v></c>'
+        return tail
 
     def _other(self, v: Any) -> str:
         """Cells of the less common types: booleans, numpy numbers, anything else as its text."""
@@ -416,10 +412,6 @@ _SLOT_TEXT = SLOT_MARK.decode()
 _COPY_BYTES = 1 << 20
 
 
-def _finite(total: float) -> bool:
-    return total - total == 0
-
-
 def _getter(positions: list[int]) -> Any:
     """``itemgetter`` of ``positions`` that always returns a tuple (itemgetter of one returns the item)."""
     if len(positions) == 1:
@@ -428,16 +420,6 @@ def _getter(positions: list[int]) -> Any:
     if not positions:
         return lambda vals: ()
     return itemgetter(*positions)
-
-
-class _Never(dict):
-    """A ``_once`` that holds nothing: once the shared table is full no text is shared any more."""
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        pass
-
-    def __contains__(self, key: object) -> bool:
-        return False
 
 
 def _attr(text: str) -> str:
