@@ -1,8 +1,8 @@
 """The compare table written fast (issue 33): the same bytes and cells as the plain way, on real dumps
 and on the rows that take the slow ways (formulas, control characters, NaN/Inf, odd types).
 
-``table_file.TableAlongside`` writes the table from the rows the ``--json`` print reads (one read of the spool for
-both): a pass left half-way leaves no file, a failing table does not stop the print.
+(``--json --output`` writes the table as the rows are made: tests/test_compare_table_as_made.py checks its
+half-way, failing and closed-pipe cases.)
 """
 
 from __future__ import annotations
@@ -121,73 +121,6 @@ def _leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name.endswith(".part"))
 
 
-@pytest.mark.parametrize("ext", [".csv", ".xlsx"])
-def test_one_pass_writes_the_same_table(tmp_path, ext):
-    doc = _doc()
-    plain = tmp_path / f"plain{ext}"
-    assert tf.write_table(doc, str(plain)) == 1200
-    teed = tmp_path / f"teed{ext}"
-    rows = tf.TableAlongside(doc, str(teed), None)
-    assert list(rows) == doc["rows"] and teed.exists()
-    inode = teed.stat().st_ino
-    assert rows.finish() == 1200 and list(rows) == doc["rows"]  # read again: plain rows, not written again
-    assert teed.stat().st_ino == inode
-    if ext == ".csv":
-        assert teed.read_bytes() == plain.read_bytes()
-    else:
-        openpyxl = pytest.importorskip("openpyxl")
-        a, b = openpyxl.load_workbook(plain), openpyxl.load_workbook(teed)
-        assert a.sheetnames == b.sheetnames
-        assert [[(c.value, c.fill.fgColor.rgb) for c in r] for r in a.active.iter_rows()] == \
-               [[(c.value, c.fill.fgColor.rgb) for c in r] for r in b.active.iter_rows()]
-    assert _leftovers(tmp_path) == []
-
-
-def test_a_pass_left_half_way_leaves_nothing(tmp_path):
-    doc = _doc()
-    out = tmp_path / "t.csv"
-    rows = tf.TableAlongside(doc, str(out), None)
-    assert any(r["name"] == "op300" for r in rows)  # stops at row 600, past a chunk written
-    assert not out.exists() and _leftovers(tmp_path) == []
-    it = iter(rows)
-    next(it)
-    rows.abandon()  # (the CLI's, when the print stops: a closed pipe)
-    del it
-    assert not out.exists() and _leftovers(tmp_path) == []
-    assert rows.finish() == 1200  # no pass wrote it: written now
-    assert out.read_bytes() == _plain(tmp_path, doc)
-
-
-def _plain(tmp_path: Path, doc: dict) -> bytes:
-    tf.write_csv(doc, str(tmp_path / "ref.csv"))
-    return (tmp_path / "ref.csv").read_bytes()
-
-
-def test_a_failing_table_does_not_stop_the_pass(tmp_path, monkeypatch):
-    doc = _doc()
-    out = tmp_path / "t.csv"
-    real_add = tf.TableFile.add
-    seen = []
-
-    def add(self, row):
-        seen.append(row)
-        if len(seen) == 700:
-            raise cr.ExportError(f"{out}: No space left on device")
-        real_add(self, row)
-
-    monkeypatch.setattr(tf.TableFile, "add", add)
-    rows = tf.TableAlongside(doc, str(out), None)
-    assert len(list(rows)) == 1200 and len(seen) == 700  # every row printed; the table stopped
-    with pytest.raises(cr.ExportError, match="No space left"):
-        rows.finish()
-    assert not out.exists() and _leftovers(tmp_path) == []
-    gone = tmp_path / "gone" / "t.csv"  # a folder removed after the check: the same, from the start
-    rows = tf.TableAlongside(doc, str(gone), None)
-    assert len(list(rows)) == 1200
-    with pytest.raises(cr.ExportError, match="gone"):
-        rows.finish()
-
-
 # -- the command line: --json and --output read the rows once ------------------------------------
 
 @pytest.mark.parametrize("ext", [".csv", ".xlsx"])
@@ -236,7 +169,5 @@ def test_the_count_is_the_tables_rows(tmp_path):
     """A scalar list argument is one table row per item: the count is the table's, not the document's."""
     doc = {"rows": [_row("s", kind="scalar", cosine=None, golden={"value": [1, 2, 3]}, target={"value": [1, 2]})]}
     out = tmp_path / "s.csv"
-    rows = tf.TableAlongside(doc, str(out), None)
-    list(rows)
-    assert rows.finish() == 3 and len(out.read_text().splitlines()) == 4
+    assert tf.write_csv(doc, str(out)) == 3 and len(out.read_text().splitlines()) == 4
     assert os.path.getsize(out) > 0

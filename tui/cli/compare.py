@@ -86,9 +86,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if isinstance(exc, (MappingFileError, PlaceError)):
             raise CliError(str(exc)) from None
         raise
-    # --json --output x.csv --export-config: the table is written from the rows the print reads
-    table = made if made is not None else _write_compare_output(
-        doc, out_path, golden, target, alongside=bool(args.json and not args.export_config)) if out_path else None
+    if out_path and made is None:  # --output x.json, or without --json or with --export-config: from the rows now
+        _write_compare_output(doc, out_path, golden, target)
     if args.export_config:
         from dumpscope.core.engines.compare import export_redump_config
         from dumpscope.core.engines.redump_config import RedumpConfigError
@@ -101,11 +100,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         try:
             print_json(doc)
         except BaseException:
-            if table is not None:  # a print stopped half-way (a closed pipe) leaves no half table
-                table.abandon()
+            if made is not None:  # a print stopped half-way (a closed pipe) leaves no half table
+                made.abandon()
             raise
-        if table is not None:
-            _finish_compare_output(table, out_path, doc)
+        if made is not None:
+            _finish_compare_output(made, out_path, doc)
         return exit_status(args, _diverged(doc) if args.exit_code else False)
     if args.csv:
         keys = ["name", "io", "slot", "step", "rank", "cosine", "euc_dist", "max_abs_err", "max_rel_err",
@@ -214,9 +213,9 @@ def _check_output(path: str, roots: Sequence[str]) -> str:
     return path
 
 
-def _write_compare_output(doc: dict[str, Any], path: str, golden, target, alongside: bool = False) -> Any:
-    """Write ``--output``; with ``alongside`` a table (.csv/.xlsx) is written by the next output that
-    reads all the rows (the ``--json`` print) and is returned, for ``_finish_compare_output``."""
+def _write_compare_output(doc: dict[str, Any], path: str, golden, target) -> None:
+    """Write ``--output`` from the document (``--json --output x.csv|.xlsx`` without ``--export-config``
+    writes its table as the rows are made instead: ``_table_as_made``)."""
     from dumpscope.core.engines.compare import report as cr
 
     try:
@@ -229,11 +228,6 @@ def _write_compare_output(doc: dict[str, Any], path: str, golden, target, alongs
                 dump(doc, fh.write)  # in parts, the rows read back one by one
                 fh.write("\n")
             n = len(doc.get("rows", []))
-        elif alongside:
-            from dumpscope.core.engines.compare.table_file import TableAlongside
-
-            doc["rows"] = table = TableAlongside(doc, path, cr.describe_sides(doc, golden, target))
-            return table
         else:
             from dumpscope.core.engines.compare.table_file import write_table
 
@@ -243,7 +237,6 @@ def _write_compare_output(doc: dict[str, Any], path: str, golden, target, alongs
     except cr.ExportError as exc:
         raise CliError(str(exc)) from None
     print(f"wrote {n} rows to {inert(path)}", file=sys.stderr)
-    return None
 
 
 def _table_as_made(path: str, golden, target) -> Any:
@@ -259,13 +252,11 @@ def _table_as_made(path: str, golden, target) -> Any:
 
 
 def _finish_compare_output(table: Any, path: str, doc: dict[str, Any]) -> None:
-    """The table left to the print (``TableAsMade``, ``TableAlongside``): in place (or written now), or
-    its error."""
+    """The table written as the rows were made (``TableAsMade``): in place, or its error."""
     from dumpscope.core.engines.compare import report as cr
-    from dumpscope.core.engines.compare.table_file import TableAsMade
 
     try:
-        n = table.finish(doc) if isinstance(table, TableAsMade) else table.finish()
+        n = table.finish(doc)
     except cr.ExportError as exc:
         raise CliError(str(exc)) from None
     print(f"wrote {n} rows to {inert(path)}", file=sys.stderr)

@@ -2,8 +2,7 @@
 
 ``compare --json --output x.csv`` read the rows back from the spool, decoded and filled them twice:
 once for the table, once for the print (a fifth of the table's cost, issue 33).  ``TableFile`` takes
-the rows one by one, so ``TableAlongside`` can write the table from the pass the print makes anyway;
-``write_rows`` is the table written on its own (``write_table``).  The cells are
+the rows one by one; ``write_rows`` is the table written on its own (``write_table``).  The cells are
 ``report.table_rows``'s; the CSV is ``csv.writer``'s, the workbook ``xlsx_stream``'s.
 
 ``TableAsMade`` writes it as the compare makes the rows (``compare --json --output``): the rows are then
@@ -26,7 +25,6 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 from dumpscope.core.engines.compare import report
 from dumpscope.core.engines.compare.report import (COLUMNS, ERROR_FILL, FIRST_KEYS, MAX_SHEET_ROWS, WARNING_FILL,
                                                    ExportError, TableCells, summary_rows)
-from dumpscope.core.support.row_spool import MappedRows
 
 
 class TableFile:
@@ -35,7 +33,7 @@ class TableFile:
     in place and returns its row count, :meth:`abort` leaves nothing.
 
     Rows are held a chunk at a time (their stacks looked up together), so an output that reads the
-    rows anyway can write the table on the way (``TableAlongside``).  The CSV is ``csv.writer``'s
+    rows anyway can write the table on the way (``TableAsMade``).  The CSV is ``csv.writer``'s
     (``writerows`` on each chunk); the workbook ``xlsx_stream``'s, error rows red and warning rows
     yellow, streamed: memory stays flat on a million-row compare.
 
@@ -411,73 +409,6 @@ def write_rows(doc: dict[str, Any], rows: Iterable[dict[str, Any]], path: str,
         table.abort()
         raise
     return table.close()
-
-
-class TableAlongside(MappedRows):
-    """A document's ``rows`` while its table is written from them by the next output that reads them
-    all (the ``--json`` print): the rows are read back from the spool, decoded and filled once for
-    both, not once each (reading them was a fifth of the table's cost, issue 33).
-
-    The first pass over the rows that reaches their end writes the table; a pass left half-way (an
-    ``any``) writes nothing and leaves nothing.  A failure of the table (disk full) does not stop the
-    pass: :meth:`finish` raises it.  :meth:`finish` writes the table on its own when no pass did.
-    """
-
-    def __init__(self, doc: dict[str, Any], path: str, stacks: Optional[Callable[[dict[str, Any]], Any]]) -> None:
-        super().__init__(doc.get("rows", []), _same)
-        self.doc, self.path, self.stacks = doc, path, stacks
-        self.written: Optional[int] = None
-        self.error: Optional[ExportError] = None
-        self._table: Optional[TableFile] = None  # the table of the pass under way
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        if self.written is not None or self.error is not None or self._table is not None:
-            return iter(self.rows)  # (written, failed, or a pass under way writes it)
-        return self._writing()
-
-    def _writing(self) -> Iterator[dict[str, Any]]:
-        try:
-            self._table = TableFile(self.doc, self.path, self.stacks)
-        except ExportError as exc:
-            self.error = exc
-            yield from self.rows
-            return
-        try:
-            for row in self.rows:
-                if self._table is not None:
-                    try:
-                        self._table.add(row)
-                    except ExportError as exc:
-                        self.abandon()  # (the table has removed its file: no harm done twice)
-                        self.error = exc
-                yield row
-            done, self._table = self._table, None
-            if done is not None:
-                try:
-                    self.written = done.close()
-                except ExportError as exc:
-                    self.error = exc
-        finally:
-            self.abandon()  # the pass stopped half-way (or failed): no half table
-
-    def abandon(self) -> None:
-        """A pass under way stops writing, and its file is removed (after a complete pass: nothing)."""
-        table, self._table = self._table, None
-        if table is not None:
-            table.abort()
-
-    def finish(self) -> int:
-        """The table's row count, once it is in place (written now if no pass wrote it); its
-        ``ExportError`` if it could not be written."""
-        if self.error is not None:
-            raise self.error
-        if self.written is None:
-            self.written = write_rows(self.doc, self.rows, self.path, self.stacks)
-        return self.written
-
-
-def _same(row: dict[str, Any]) -> dict[str, Any]:
-    return row
 
 
 class TableAsMade:
