@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from dumpscope.core.engines.compare import report
 from dumpscope.core.engines.compare.report import (COLUMNS, ERROR_FILL, FIRST_KEYS, MAX_SHEET_ROWS, WARNING_FILL,
-                                                   ExportError, TableCells, summary_rows)
+                                                   ExportError, TableCells, is_first, summary_rows)
 
 
 class TableFile:
@@ -208,9 +208,9 @@ class TableFile:
         found = list(found)
         if len(found) > 64:  # read in order, each block of rows once
             want = set(found)
-            picked = [i for i, row in enumerate(rows) if i in want and _is_first(row, items)]
+            picked = [i for i, row in enumerate(rows) if i in want and is_first(row, fd)]
         else:
-            picked = [i for i in found if _is_first(rows[i], items)]
+            picked = [i for i in found if is_first(rows[i], fd)]
         return _table_rows(picked, cells.spread)
 
     def _copy_part(self, fill: "_SlotFill") -> None:
@@ -345,11 +345,6 @@ class _CsvFloats:
 
 #: the bytes of -0.0 in an array of doubles
 _NEGATIVE_ZERO = array("d", [-0.0]).tobytes()
-
-
-def _is_first(row: dict[str, Any], items: list[tuple[str, Any]]) -> bool:
-    get = row.get
-    return all(get(k) == v for k, v in items)
 
 
 def _table_rows(picked: list[int], spread: list[tuple[int, int]]) -> list[int]:
