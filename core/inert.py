@@ -36,8 +36,10 @@ _STREAM_TABLE = {c: s for c, s in _TABLE.items() if c not in (0x0A, 0x09)}
 _STREAM_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
                             + _INVISIBLE_CLASS + "]")
 
-# What JSON leaves raw (it escapes C0 itself; C0 outside strings is its own whitespace).
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069" + _INVISIBLE_CLASS + "]")
+# What JSON leaves raw (it escapes C0 itself; C0 outside strings is its own whitespace), and the lone
+# surrogates a name from a dump can hold (a JSON "\\ud800" escape): no UTF-8 stream can write them raw.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff"
+                          + _INVISIBLE_CLASS + "]")
 
 # The tag grammar rich and Textual share: "[" then a letter, "#", "/" or "@" up to the next "]".
 _TAG = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
@@ -108,10 +110,11 @@ def json_unsafe_in(text: str) -> bool:
 
 
 def json_safe(doc_text: str) -> str:
-    """A JSON document with DEL and C1 characters written as ``\\u00XX`` escapes.
+    """A JSON document with DEL, C1, bidi controls and lone surrogates written as ``\\uXXXX`` escapes.
 
-    ``json.dumps(..., ensure_ascii=False)`` escapes C0 but leaves DEL/C1 raw; the escaped form
-    decodes to the very same string, so the document stays exact and the terminal stays safe.
+    ``json.dumps(..., ensure_ascii=False)`` escapes C0 but leaves the others raw; the escaped form
+    decodes to the very same string, so the document stays exact, the terminal stays safe, and the
+    text is valid UTF-8 (a raw lone surrogate made ``compare --json`` fail on writing it).
     """
     if doc_text.isascii() and "\x7f" not in doc_text:  # DEL is the one ASCII character of the class;
         return doc_text  # isascii is a flag read: a 60 MB compare document skips a regex pass

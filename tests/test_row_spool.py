@@ -116,3 +116,62 @@ def test_printed_rows_are_copied_into_the_document_as_the_listed_rows_print():
     printed.extra.update(target_rank=1)  # keys added as the rows are read: printed from the dicts instead
     assert row_spool.printed_parts(printed) is None
     assert json.loads(json_text.dumps({"rows": printed}))["rows"][0]["target_rank"] == 1
+
+
+def _printed_doc() -> tuple[dict, list]:
+    from dumpscope.tui import json_text
+
+    rows = [{"name": f"op\u0007{i}\ud800\u202e", "rule": f"rel err {i} \u2264 0.01", "cosine": float("nan") if i == 3
+             else 1.0 - i / 7, "rank": i} for i in range(2 * row_spool.BLOCK_ROWS + 5)]
+    printed = row_spool.PrintedRows(json_text.row_block_text)
+    printed.extend(rows)
+    return {"rows": printed, "first_divergence": None, "note": "end \u2264"}, rows
+
+
+def test_print_json_copies_printed_rows_to_a_utf8_byte_stream_as_the_text_path_prints_them(monkeypatch):
+    """``print_json`` to a UTF-8 stream with a byte buffer copies the stored blocks as bytes (no decoding,
+    no encoding again), after what was written as text before it: the same bytes as the text path (a
+    stream with no buffer) writes, encoded, for rows with a lone surrogate, bidi controls and a "≤"."""
+    import io
+    import sys
+
+    from dumpscope.tui import json_text
+    from dumpscope.tui.cli import output
+
+    doc, rows = _printed_doc()
+    text_out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", text_out)
+    output.print_json(doc)
+    copied: list[bool] = []
+    real = row_spool.PrintedRows.printed_blocks
+    monkeypatch.setattr(row_spool.PrintedRows, "printed_blocks",
+                        lambda self, as_bytes=False: (copied.append(as_bytes), real(self, as_bytes))[1])
+    binary = io.BytesIO()
+    stream = io.TextIOWrapper(binary, encoding="utf-8", errors="strict")
+    monkeypatch.setattr(sys, "stdout", stream)
+    stream.write("before\n")  # pending in the text layer: must come out first
+    output.print_json(doc)
+    stream.flush()
+    assert copied == [True]
+    assert binary.getvalue() == ("before\n" + text_out.getvalue()).encode("utf-8")
+    assert text_out.getvalue() == json_text.dumps({**doc, "rows": rows}) + "\n"
+    back = json.loads(text_out.getvalue())
+    assert back["rows"][1]["name"] == rows[1]["name"] and "\\ud800" in text_out.getvalue()
+
+
+def test_a_lone_surrogate_is_written_as_its_json_escape_on_a_strict_utf8_stream(monkeypatch):
+    """A name holding an unpaired surrogate (a "\\ud800" escape in an msprobe dump.json) made ``--json``
+    fail writing it raw to a UTF-8 stream; it is written as the JSON escape that reads back the same."""
+    import io
+    import sys
+
+    from dumpscope.tui.cli import output
+
+    for doc in ({"name": "a\ud800b"}, _printed_doc()[0]):
+        binary = io.BytesIO()
+        monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(binary, encoding="utf-8", errors="strict"))
+        output.print_json(doc)
+        sys.stdout.flush()
+        text = binary.getvalue().decode("utf-8")  # strict: valid UTF-8
+        assert "\\ud800" in text and json.loads(text)["rows" if "rows" in doc else "name"]
+    assert json.loads(binary.getvalue())["rows"][0]["name"] == "op\u00070\ud800\u202e"

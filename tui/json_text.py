@@ -66,9 +66,10 @@ _FLUSH_PIECES = 1 << 16
 class _Flushing(list):
     """The piece list of ``dump``: a list items are appended to, emptied into ``write`` between the
     items of a list (the rows of a compare) once it holds ``_FLUSH_PIECES``, and after each chunk of
-    rows printed column by column."""
+    rows printed column by column.  ``write_bytes`` (or None): where printed rows' UTF-8 blocks are
+    copied as they are stored (``_printed``)."""
 
-    __slots__ = ("write",)
+    __slots__ = ("write", "write_bytes")
 
     def flush(self) -> None:
         if self:
@@ -76,11 +77,13 @@ class _Flushing(list):
             self.clear()
 
 
-def dump(doc: Any, write: Callable[[str], Any]) -> None:
+def dump(doc: Any, write: Callable[[str], Any], write_bytes: Callable[[bytes], Any] | None = None) -> None:
     """The text of ``dumps(doc)`` handed to ``write`` in parts: a 63 MB compare document never sits in
-    memory whole (nor the millions of small pieces it is joined from)."""
+    memory whole (nor the millions of small pieces it is joined from).  ``write_bytes``: the same stream
+    as UTF-8 bytes (what ``write`` writes encoded), given the printed rows' blocks as they are stored."""
     out = _Flushing()
     out.write = write
+    out.write_bytes = write_bytes
     _value(doc, out, "\n")
     out.flush()
 
@@ -266,14 +269,21 @@ def row_block_text(rows: list) -> str:
 
 
 def _printed(parts: list, out: list[str], sep: str, inner: str) -> None:
-    """The blocks of printed rows (``row_block_text``'s texts), the first after ``sep``."""
+    """The blocks of printed rows (``row_block_text``'s texts), the first after ``sep``; as bytes to
+    ``write_bytes`` when ``_list`` asked for them (``_as_bytes``)."""
     flushing = type(out) is _Flushing
+    copy = out.write_bytes if flushing else None  # type: ignore[attr-defined]
     for blocks in parts:
         for text in blocks:
-            out.append(sep + text)
-            sep = "," + inner
-            if flushing:
+            if copy is not None:
+                out.append(sep)
                 out.flush()  # type: ignore[attr-defined]
+                copy(text)
+            else:
+                out.append(sep + text)
+                if flushing:
+                    out.flush()  # type: ignore[attr-defined]
+            sep = "," + inner
 
 
 def _list(items: Any, out: list[str], nl: str) -> None:
@@ -285,7 +295,7 @@ def _list(items: Any, out: list[str], nl: str) -> None:
     if inner == _ROWS_INNER and _is_rows(items):
         from dumpscope.core.support.row_spool import printed_parts
 
-        parts = printed_parts(items)
+        parts = printed_parts(items, as_bytes=type(out) is _Flushing and out.write_bytes is not None)  # type: ignore
         if parts is not None:  # rows printed as they were made, at this very place: copied
             _printed(parts, out, sep, inner)
             out.append(nl + "]")

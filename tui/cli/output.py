@@ -18,7 +18,8 @@ OTHER_DUMPS: list[dict] = []
 
 
 def print_json(doc: Any) -> None:
-    # exact: json escapes C0 itself, json_text (inert.json_safe) the DEL/C1/bidi characters it leaves raw
+    # exact: json escapes C0 itself, json_text (inert.json_safe) the DEL/C1/bidi characters and lone
+    # surrogates it leaves raw
     from dumpscope.tui.json_text import dump  # json.dumps of it with NaN/Inf as strings, faster
 
     if OTHER_DUMPS and isinstance(doc, dict) and "other_dumps" not in doc:
@@ -26,9 +27,39 @@ def print_json(doc: Any) -> None:
     # past the InertStream: the text holds nothing it changes (C0 other than newline is escaped by JSON
     # itself, DEL/C1/bidi by json_text, string by string), and its second pass over a 60 MB compare
     # document cost 4 %
-    write = raw(sys.stdout).write
-    dump(doc, write)  # in parts: a big document is never whole in memory
-    write("\n")
+    stream = raw(sys.stdout)
+    binary = utf8_buffer(stream)
+    if binary is None:
+        write = stream.write
+        dump(doc, write)  # in parts: a big document is never whole in memory
+        write("\n")
+        return
+    stream.flush()  # what was written as text comes first
+
+    def write_text(text: str) -> None:
+        # (json_text escapes lone surrogates: "backslashreplace" could only write one as the same escape)
+        binary.write(text.encode("utf-8", "backslashreplace"))
+
+    # compare's rows are stored printed in UTF-8 (row_spool.PrintedRows): copied as they are, not decoded
+    # and encoded again (0.1 s CPU of a compare of two 20k trees)
+    dump(doc, write_text, binary.write)
+    binary.write(b"\n")
+
+
+def utf8_buffer(stream: Any) -> Any:
+    """The byte stream under a text stream that writes UTF-8 as it is given (its ``buffer``), else None
+    (another encoding, or a system whose text streams write newlines as "\\r\\n")."""
+    import codecs
+    import os
+
+    binary = getattr(stream, "buffer", None)
+    encoding = getattr(stream, "encoding", None)
+    if binary is None or not isinstance(encoding, str) or not hasattr(binary, "write") or os.linesep != "\n":
+        return None
+    try:
+        return binary if codecs.lookup(encoding).name == "utf-8" else None
+    except LookupError:
+        return None
 
 
 class InertStream:
