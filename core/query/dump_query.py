@@ -27,13 +27,13 @@ from dumpscope.core.query.rows import (
     OpLookupError,
     OpRow,
     TensorRow,
+    add_unit_tensors,
     like_pattern,
     op_row,
     op_rows,
     in_slot_order,
     slot_key,
     tensors_of_unit,
-    unit_tensors,
 )
 
 
@@ -314,8 +314,7 @@ class DumpQuery(GraphQueries, Documents, StatsQueries):
         except ValueError:
             packed = None  # a damaged unit: decode one by one, so the error is the usual one
         if packed is not None and len(packed) == len(every):
-            for row, entries in zip(every, packed):
-                out[row[1]] += unit_tensors(row, entries)
+            add_unit_tensors(out, every, packed)
         else:
             for row in every:
                 out[row[1]] += tensors_of_unit(row)
