@@ -131,36 +131,27 @@ def tensors_of_unit(row: tuple) -> list[TensorRow]:
 
 
 #: one object for each equal string and shape of the tensors read (dtype, format, io, storage, a shape …):
-#: JSON and SQLite make a new one per tensor.  Shared, they cost less memory, and ``compare`` pickles its
-#: jobs to the pool in half the time (pickle writes a repeated object as a reference to the first: 69
-#: against 28 ms, 14.3 against 9.9 MB for the 20k-op pair; the workers unpickle in half the time too).
-#: Cleared when full: the values are immutable, sharing is only ever a saving.
+#: JSON and SQLite make a new one per tensor.  Shared, they take less memory, each hash is computed once
+#: (an interned dtype keys many dicts and caches downstream), and ``compare`` pickles its jobs to the pool
+#: in 28 against 69 ms (pickle writes a repeated object as a reference to the first: 9.9 against 14.3 MB
+#: for the 20k-op pair; the workers unpickle in half the time).  Compare of that pair, warm: ~0.15 s less
+#: CPU in the main process with the sharing than without.  Cleared when full: values are immutable.
 _SHARED: dict[Any, Any] = {}
 _SHARED_MAX = 1 << 16
 
 
 def unit_tensors(row: tuple, entries: list) -> list[TensorRow]:
     """``tensors_of_unit`` of a unit whose packed tensors are already decoded (``units.UnitRecord.tensors``'
-    lists), equal strings and shapes shared (``_SHARED``)."""
-    uid, op_id, path, storage, producer, ts, _packed = row
-    if len(_SHARED) > _SHARED_MAX:
-        _SHARED.clear()
-    s = _SHARED.setdefault
-    storage = s(storage, storage)
-    producer = s(producer, producer)
-    out = []
-    for k, (io, slot, dtype, shape, fmt, dshape, sdt, off, nb, subf, stats, extra) in enumerate(entries):
-        shape = tuple(shape)
-        dshape = tuple(dshape)
-        out.append(TensorRow((uid << 16) | k, op_id, s(io, io), slot, s(dtype, dtype), s(shape, shape), s(fmt, fmt),
-                             s(dshape, dshape), path, storage, s(sdt, sdt), off, nb, subf, producer, stats,
-                             extra or {}, ts))
-    return out
+    lists)."""
+    out: dict[int, list[TensorRow]] = {row[1]: []}
+    add_unit_tensors(out, [row], [entries])
+    return out[row[1]]
 
 
 def add_unit_tensors(out: dict[int, list[TensorRow]], rows: list[tuple], packed: list[list]) -> None:
-    """``unit_tensors`` of many units (``rows``, their packed tensors decoded in ``packed``) added to their
-    ops' lists in ``out``: one loop, not a call a unit (compare reads every unit of a place this way)."""
+    """The tensors of many units (``rows``, their packed tensors decoded in ``packed``) added to their ops'
+    lists in ``out``, equal strings and shapes shared (``_SHARED``): one loop, not a call and a list a unit
+    (compare reads every unit of a place this way)."""
     if len(_SHARED) > _SHARED_MAX:
         _SHARED.clear()
     s = _SHARED.setdefault
