@@ -137,7 +137,7 @@ def tensors_of_unit(row: tuple) -> list[TensorRow]:
 #: for the 20k-op pair; the workers unpickle in half the time).  Compare of that pair, warm: ~0.15 s less
 #: CPU in the main process with the sharing than without.  Cleared when full: values are immutable.
 _SHARED: dict[Any, Any] = {}
-_SHARED_MAX = 1 << 16
+_SHARED_MAX = 1 << 14  # a model has a few hundred distinct shapes; at most a few MB held
 
 
 def unit_tensors(row: tuple, entries: list) -> list[TensorRow]:
