@@ -247,6 +247,7 @@ _FORMATS = sorted(set(FORMAT_NAMES.values())) + ["UNKNOWN(77)", "", "nc1hwc0", "
 @settings(max_examples=200, deadline=None, phases=(Phase.explicit, Phase.reuse, Phase.generate))
 @example(fmt="FRACTAL_NZ", dev=[0, 0, 0, 0], orig=[0], extra=0, sub_format=0, target=None)
 @example(fmt="NC1HWC0", dev=[1, -1, 2, 2, 16], orig=[1, 3, 2, 2], extra=0, sub_format=0, target=None)
+@example(fmt="FRACTAL_Z", dev=[1, 1, 1, 1], orig=[0, 1, 1, 1], extra=0, sub_format=2, target=None)  # no channels
 @given(fmt=st.sampled_from(_FORMATS),
        dev=st.lists(st.integers(-1, 6), max_size=6), orig=st.lists(st.integers(-1, 6), max_size=6),
        extra=st.integers(-3, 40), sub_format=st.integers(-2, 5),

@@ -256,6 +256,9 @@ def _fractal_z_grouped(x: np.ndarray, dims: tuple[int, ...], groups: int) -> np.
     if n % groups:
         raise DeviceFormatError(f"grouped FRACTAL_Z: N={n} is not divisible by groups={groups}")
     cout = n // groups
+    if cout <= 0 or c <= 0 or c0 <= 0 or n0 <= 0:  # (the packing's least common multiples divide by them)
+        raise DeviceFormatError(f"grouped FRACTAL_Z: original shape {list(dims)} with groups={groups} holds no "
+                                f"channels to pack")
     e_mult, cin_opt, cout_opt, g_blocks = grouped_fz_params(cout, c, groups, c0, n0)
     c1 = cin_opt // c0
     want = (g_blocks * c1 * h * w, cout_opt // n0, n0, c0)
