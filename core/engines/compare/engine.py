@@ -62,6 +62,9 @@ class _Pair:
     facts: Optional[org.RowFacts] = None  # the walk's judgement of this pair
     shape_note: str = ""  # "shape (a) vs (b)" when the same count of values came in another shape
     loads: bool = False  # its tensors are read (set by ``_prepare``)
+    #: the measurement as a small block's row the fixed rules pass, no record made (``measure_many.judged``:
+    #: the :data:`small_pairs.COLUMNS`, then the ``SmallBlock``); ``result`` stays None
+    small: Optional[list] = None
 
 
 @dataclass(slots=True)
@@ -129,7 +132,11 @@ def _take(op: _Op, judged: Judged, th: vd.Thresholds) -> None:
     it = iter(judged)
     for p in op.pairs:
         if p.loads:
-            r, p.verdict, p.rule = next(it)
+            got = next(it)
+            if type(got) is list:  # a small block's row the fixed rules pass: read as its columns
+                p.small = got
+                continue
+            r, p.verdict, p.rule = got
             if isinstance(r, str):
                 p.error = r
             else:
@@ -156,7 +163,11 @@ def _side(t: "TensorRow", st: Optional[dict[str, Any]], value: Any) -> dict[str,
 
             st = {k: stat_value(t.stats, k) for k in ("max", "min", "mean", "l2norm")}
     get = st.get
-    hi, lo, mean, norm = get("max"), get("min"), get("mean"), get("l2norm")
+    return _side_of(t, get("max"), get("min"), get("mean"), get("l2norm"), value)
+
+
+def _side_of(t: "TensorRow", hi: Any, lo: Any, mean: Any, norm: Any, value: Any) -> dict[str, Any]:
+    """One side of a row from its statistics (max, min, mean, L2 norm; non-finite ones become null)."""
     if not _all_finite(hi, lo, mean, norm):
         hi, lo, mean, norm = _num(hi), _num(lo), _num(mean), _num(norm)
     return {"dtype": t.dtype, "shape": list(t.shape), "max": hi, "min": lo, "mean": mean, "l2norm": norm,
@@ -469,6 +480,8 @@ def _row_facts(p: _Pair, is_produced: bool, th: vd.Thresholds, source: str = "")
     """What the walk judges of one pair: its error at the stored precision, unless a fixed rule (dtype
     kind, shape, NaN/Inf, argument, ``--rtol/--atol``) or an unreadable tensor already decided it.
     ``source``: what feeds the input when it is no op's output (``_feeder``)."""
+    if p.small is not None:
+        return _small_row_facts(p, p.small, is_produced, source)
     r = p.result
     if p.error is not None or p.value is not None or r is None:
         return org.RowFacts(p.g.io, p.g.slot, p.verdict, p.kind, is_produced, p.rule, source=source, fixed=True)
@@ -491,6 +504,26 @@ def _row_facts(p: _Pair, is_produced: bool, th: vd.Thresholds, source: str = "")
     return org.RowFacts(p.g.io, p.g.slot, verdict, p.kind, is_produced, rule, False, err, u, dt, False,
                         _identity(r, g, t), (g.get("mean"), g.get("l2norm"), t.get("mean"), t.get("l2norm")),
                         source=source)
+
+
+def _small_row_facts(p: _Pair, s: list, is_produced: bool, source: str) -> org.RowFacts:
+    """``_row_facts`` of a pair measured as a small block's row the fixed rules pass (``_Pair.small``), read
+    from the row's columns as from the record ``SmallBlock.results`` would make (its count and size are
+    the block's ``n``; its golden max, min, mean and L2 norm columns 6-9, the target's 10-13)."""
+    block = s[16]
+    g, t = p.g, p.t
+    gd, td = g.dtype, t.dtype
+    if not _stored_floats(gd, td):  # (``_take``: else the values' dtypes)
+        gd, td = block.golden_dtype, block.target_dtype
+    dt, u = _judged_at(gd, td)
+    n = block.n
+    err = pr.tensor_error(s[9], s[1], n, s[2], s[14], s[15], s[6], s[7])
+    if err is None:
+        return org.RowFacts(g.io, g.slot, p.verdict, p.kind, is_produced, p.rule, False, None, u, dt, True,
+                            source=source)
+    # (``_identity`` and the signature; RowFacts' fields in order, io .. source)
+    return org.RowFacts(g.io, g.slot, p.verdict, p.kind, is_produced, p.rule, False, err, u, dt, False,
+                        (n, s[6], s[7], s[10], s[11]), (s[8], s[9], s[12], s[13]), None, None, None, False, source)
 
 
 @lru_cache(maxsize=256)
@@ -618,6 +651,26 @@ def _row(p: _Pair, head: tuple, source: Optional[dict[str, Any]]) -> dict[str, A
     (``row_spool.plain``): the same row whether it is spooled or listed."""
     name, step, rank, target_name, g_id, t_id, exec_index, op_type, origin_kind, origin_via = head
     g, t, r, f, value = p.g, p.t, p.result, p.facts, p.value
+    s = p.small
+    if s is not None and f is not None:  # a small block's row (``_Pair.small``): what its record would give
+        cos, euc, mab, mrel, r1, r5, gmax, gmin, gmean, gl2, tmax, tmin, tmean, tl2, _msc, _q90, block = s
+        if cos != cos:  # (``SmallBlock.results``: a NaN cosine is None)
+            cos = None
+        if not _all_finite(cos, euc, mab, mrel, r1, r5):
+            cos, euc, mab, mrel, r1, r5 = _num(cos), _num(euc), _num(mab), _num(mrel), _num(r1), _num(r5)
+        one = block.n <= 1  # a one-element tensor's value: its max
+        share = f.share
+        return {"name": name, "io": g.io, "slot": g.slot, "step": step, "rank": rank,
+                "cosine": cos, "euc_dist": euc, "max_abs_err": mab, "max_rel_err": mrel,
+                "one_thousandth_ratio": r1, "five_thousandth_ratio": r5, "verdict": p.verdict, "rule": p.rule,
+                "mode": "tensor", "match": p.match, "target_name": target_name, "golden_op_id": g_id,
+                "target_op_id": t_id, "exec_index": exec_index, "type": op_type, "kind": p.kind,
+                "origin": origin_kind, "origin_via": origin_via, "judgement": f.judgement,
+                "rel_err": _num(f.rel_err), "allowed": _num(f.allowed),
+                "share_of_allowed": _num(share) if share is not None else None, "precision": f.dtype or None,
+                "golden": _side_of(g, gmax, gmin, gmean, gl2, gmax if one else None),
+                "target": _side_of(t, tmax, tmin, tmean, tl2, tmax if one else None),
+                "source": plain(source) if source is not None else None}
     row: dict[str, Any]
     if r is not None:
         m = (r.cosine, r.euc_dist, r.max_abs_err, r.max_rel_err, r.one_thousandth_ratio, r.five_thousandth_ratio)

@@ -24,7 +24,8 @@ import numpy as np
 
 from dumpscope.core.engines.compare.metrics import CompareResult, Tolerance, measure_streams
 from dumpscope.core.engines.compare.small_pairs import SMALL_MAX, SmallBlock, as_stream, small_block, small_kind
-from dumpscope.core.engines.compare.verdict import ERROR, PASS, Context, Thresholds, element_rtol, fixed_verdict
+from dumpscope.core.engines.compare.verdict import (ERROR, PASS, Context, Thresholds, element_rtol, fixed_verdict,
+                                                   small_passes)
 from dumpscope.core.support.gc_pause import gc_paused
 from dumpscope.core.tensors.load import OnceReader, TensorLoadError, TensorRef, array_stream, value_chunks, value_dtype
 
@@ -37,8 +38,9 @@ Outcome = Union[CompareResult, str]
 #: what is sent for one op: its loaded pairs with each one's io and row kind
 OpJob = list[tuple[RefFields, RefFields, str, str]]
 #: what comes back for one op: per loaded pair (outcome, verdict, rule) — the fixed rules' verdict, or a pass
-#: for the walk to judge
-Judged = list[tuple[Outcome, str, str]]
+#: for the walk to judge — or, for a small block's row the fixed rules pass, that row (a list: the
+#: :data:`small_pairs.COLUMNS`, then its ``SmallBlock``; ``judged``)
+Judged = list[Union[tuple[Outcome, str, str], list]]
 #: what a batch's measurement is sent back as: per op, per loaded pair, its row in the batch's blocks
 #: (an int: the blocks' rows numbered on from block to block) or its outcome
 Packed = tuple[list[list[Union[int, Outcome]]], list[SmallBlock]]
@@ -65,16 +67,40 @@ def judge_batch(jobs: list[OpJob], th: Thresholds) -> Packed:
 def judged(packed: Packed, jobs: list[OpJob], th: Thresholds) -> list[Judged]:
     """The records of a batch with the fixed rules' verdicts (dtype kind, shape, NaN/Inf, argument,
     allclose: ``verdict.fixed_verdict``); what those leave open is judged by the engine's walk over the
-    ops in order (``origin.Walk``), so it is not judged here."""
+    ops in order (``origin.Walk``), so it is not judged here.
+
+    A small block's row whose fixed rules are known to answer None (``small_passes``: most pairs) gets
+    no record: it stays its row of the block's values (a list: the :data:`small_pairs.COLUMNS`, then the
+    block), and the engine reads it as the record would say it (``engine._take``)."""
     contexts: dict[str, Context] = {}
     out: list[Judged] = []
     slots, blocks = packed
     with gc_paused():
-        made = [r for b in blocks for r in b.results()] if blocks else []  # (``outcomes_of``)
+        # every block row numbered on from block to block (``measure_packed``): its values with its block,
+        # ``None`` where the fixed rules may answer (a record is made for it below)
+        lists: list[Optional[list]] = []
+        for b in blocks:
+            vals = b.values.tolist()
+            if small_passes(b.golden_dtype, b.target_dtype, th):
+                for at, shape, tshape in zip(vals, b.shapes, b.target_shapes):
+                    if shape == tshape:
+                        at.append(b)
+                        lists.append(at)
+                    else:
+                        lists.append(None)
+            else:
+                lists += [None] * len(vals)
+        made: Optional[list[CompareResult]] = None  # the blocks' records, made when one is needed
         for pairs, outcomes in zip(jobs, slots):
             row: Judged = []
             for (_g, _t, _io, kind), r in zip(pairs, outcomes):
                 if type(r) is int:
+                    small = lists[r]
+                    if small is not None and kind != "scalar":
+                        row.append(small)
+                        continue
+                    if made is None:
+                        made = [m for b in blocks for m in b.results()]
                     r = made[r]
                 elif isinstance(r, str):
                     row.append((r, ERROR, r))

@@ -127,22 +127,31 @@ def error_of(r: CompareResult) -> Optional[Err]:
     g = r.golden_stats or {}
     if r.stat_diffs is not None:
         return _stats_error(r, g)
-    norm, euc, n = g.get("l2norm"), r.euc_dist, r.count
+    return tensor_error(g.get("l2norm"), r.euc_dist, r.count, r.max_abs_err, r.max_scaled_err, r.rel_err_q90,
+                        g.get("max"), g.get("min"))
+
+
+def tensor_error(norm: Optional[float], euc: Optional[float], n: int, abs_max: Optional[float],
+                 scaled: Optional[float], q: Optional[float], hi: Optional[float], lo: Optional[float]
+                 ) -> Optional[Err]:
+    """``error_of`` a measured tensor pair from its numbers (``CompareResult``'s golden L2 norm, euc_dist,
+    count, max_abs_err, max_scaled_err, rel_err_q90, golden max and min), or ``None`` when nothing numeric
+    was compared: the engine asks it of a small block's row without making the record."""
     # (``_finite`` spelled out, here and below: x - x is NaN for NaN and ±Inf)
     if norm is None or not norm - norm == 0.0 or euc is None or not euc - euc == 0.0 or not n:
         return None
     root = math.sqrt(n)
     rms = norm / root
     abs_rms = euc / root
-    abs_max = r.max_abs_err
     if abs_max is None or not abs_max - abs_max == 0.0 or not abs_max:
         abs_max = 0.0
     e = abs_rms / rms if rms > 0 else (0.0 if abs_rms == 0 else math.inf)
-    scaled = r.max_scaled_err
     if scaled is None or not scaled - scaled == 0.0:
         scaled = abs_max / rms if rms > 0 else (0.0 if abs_max == 0 else math.inf)
-    q = r.rel_err_q90
-    return Err(e, scaled, rms, n, abs_rms, abs_max, _peak(g), q if q is not None and q - q == 0.0 else None)
+    a = abs(hi) if hi is not None and hi - hi == 0.0 else 0.0
+    b = abs(lo) if lo is not None and lo - lo == 0.0 else 0.0
+    return Err(e, scaled, rms, n, abs_rms, abs_max, b if b > a else a,  # (``_peak``)
+               q if q is not None and q - q == 0.0 else None)
 
 
 def _stats_error(r: CompareResult, g: dict) -> Optional[Err]:

@@ -283,6 +283,15 @@ def fixed_verdict(r: CompareResult, ctx: Context) -> Optional[Verdict]:
     return None
 
 
+def small_passes(golden_dtype: str, target_dtype: str, th: Thresholds) -> bool:
+    """Whether ``fixed_verdict`` answers None to every row of a ``small_pairs.SmallBlock`` of these value
+    dtypes whose two shapes agree, unless the row is an argument (kind "scalar"; ``measure_many.judged``
+    makes no record for the others).  A block row is measured (no statistics), finite on both sides (no
+    NaN/Inf apart) and, without --atol/--rtol, has no allclose count: what is left is rule 1's dtypes,
+    the same for the whole block (the common case ``fixed_verdict`` says at once)."""
+    return not th.allclose and _dtype_verdict(golden_dtype, target_dtype) is None
+
+
 def judge(r: CompareResult, ctx: Context) -> Verdict:
     """Run the rules in order on a measured pair; the first that answers decides."""
     v = _first(STATS_RULES if r.stat_diffs is not None else TENSOR_RULES, r, ctx)
