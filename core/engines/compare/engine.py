@@ -639,13 +639,14 @@ def _op_rows(op: _Op, origin: org.Origin) -> list[dict[str, Any]]:
     gop, top = op.gop, op.top
     head = (gop.name, shown_step(gop.step), gop.rank, top.name, gop.id, top.id, gop.exec_index, gop.type,
             origin.kind, origin.via)
-    return [_row(p, head, op.source) for p in op.pairs]
+    source = plain(op.source) if op.source is not None else None
+    return [_row(p, head, source) for p in op.pairs]
 
 
 def _row(p: _Pair, head: tuple, source: Optional[dict[str, Any]]) -> dict[str, Any]:
     """The row of a judged pair of an op the walk has judged (``head``: what its rows share, as
-    ``_op_rows`` lists it, with the op's origin; ``source``: the op's user source line), complete as it is
-    made: rows go to the spool, or the output, one op at a time.  Key order as CLI.md lists them
+    ``_op_rows`` lists it, with the op's origin; ``source``: the op's user source line, made plain),
+    complete as it is made: rows go to the spool, or the output, one op at a time.  Key order as CLI.md lists them
     (``metrics.to_row``'s keys, ``mode`` after the verdict when measured, before it when not).  The values
     a dump gives (argument values, source frames, statistics) are made plain, as JSON gives them back
     (``row_spool.plain``): the same row whether it is spooled or listed."""
@@ -654,11 +655,21 @@ def _row(p: _Pair, head: tuple, source: Optional[dict[str, Any]]) -> dict[str, A
     s = p.small
     if s is not None and f is not None:  # a small block's row (``_Pair.small``): what its record would give
         cos, euc, mab, mrel, r1, r5, gmax, gmin, gmean, gl2, tmax, tmin, tmean, tl2, _msc, _q90, block = s
-        if cos != cos:  # (``SmallBlock.results``: a NaN cosine is None)
-            cos = None
-        if not _all_finite(cos, euc, mab, mrel, r1, r5):
+        # every column is a Python float: their plain sum is finite only when each one is (``_all_finite``;
+        # one too large for the sum only sends them through ``_num``, which keeps finite values); a NaN
+        # cosine becomes null as ``SmallBlock.results``' None would
+        total = cos + euc + mab + mrel + r1 + r5
+        if not total - total == 0.0:
             cos, euc, mab, mrel, r1, r5 = _num(cos), _num(euc), _num(mab), _num(mrel), _num(r1), _num(r5)
         one = block.n <= 1  # a one-element tensor's value: its max
+        total = gmax + gmin + gmean + gl2
+        g_side = {"dtype": g.dtype, "shape": list(g.shape), "max": gmax, "min": gmin, "mean": gmean, "l2norm": gl2,
+                  "file": g.path, "value": gmax if one else None} if total - total == 0.0 else \
+            _side_of(g, gmax, gmin, gmean, gl2, gmax if one else None)
+        total = tmax + tmin + tmean + tl2
+        t_side = {"dtype": t.dtype, "shape": list(t.shape), "max": tmax, "min": tmin, "mean": tmean, "l2norm": tl2,
+                  "file": t.path, "value": tmax if one else None} if total - total == 0.0 else \
+            _side_of(t, tmax, tmin, tmean, tl2, tmax if one else None)
         share = f.share
         return {"name": name, "io": g.io, "slot": g.slot, "step": step, "rank": rank,
                 "cosine": cos, "euc_dist": euc, "max_abs_err": mab, "max_rel_err": mrel,
@@ -668,9 +679,7 @@ def _row(p: _Pair, head: tuple, source: Optional[dict[str, Any]]) -> dict[str, A
                 "origin": origin_kind, "origin_via": origin_via, "judgement": f.judgement,
                 "rel_err": _num(f.rel_err), "allowed": _num(f.allowed),
                 "share_of_allowed": _num(share) if share is not None else None, "precision": f.dtype or None,
-                "golden": _side_of(g, gmax, gmin, gmean, gl2, gmax if one else None),
-                "target": _side_of(t, tmax, tmin, tmean, tl2, tmax if one else None),
-                "source": plain(source) if source is not None else None}
+                "golden": g_side, "target": t_side, "source": source}
     row: dict[str, Any]
     if r is not None:
         m = (r.cosine, r.euc_dist, r.max_abs_err, r.max_rel_err, r.one_thousandth_ratio, r.five_thousandth_ratio)
@@ -714,7 +723,7 @@ def _row(p: _Pair, head: tuple, source: Optional[dict[str, Any]]) -> dict[str, A
         row["judgement"] = row["rel_err"] = row["allowed"] = row["share_of_allowed"] = row["precision"] = None
     row["golden"] = _side(g, g_st, gval)
     row["target"] = _side(t, t_st, tval)
-    row["source"] = plain(source) if source is not None else None
+    row["source"] = source
     if r is not None and r.stat_diffs is not None:
         row["stat_diffs"] = plain(r.stat_diffs)
         row["stat_rel_errs"] = plain(r.stat_rel_errs)

@@ -224,7 +224,7 @@ class Walk:
         s_in: list[tuple[float, int]] = []
         consts: list[RowFacts] = []  # changed arguments and constants (rows the loop below does not judge)
         has_input = False
-        outs: Optional[set] = None  # (made when an input has a key)
+        updates: Optional[bool] = None  # (``_updates``, asked when an input equals an output)
         for r in rows:
             if r.io != INPUT:
                 continue
@@ -235,13 +235,15 @@ class Walk:
                 continue
             # an input equal to an output of its own op is the buffer it updated in place (an optimizer's
             # weight, dumped after the update): it says what the op wrote, not what it computed from
-            if r.key is None:
-                r.inplace = False
-            else:
-                if outs is None:
-                    outs = {(o.key, o.sig) for o in rows if o.io == OUTPUT and o.key is not None} \
-                        if _updates(op) else set()
-                r.inplace = (r.key, r.sig) in outs
+            r.inplace = False
+            key = r.key
+            if key is not None:
+                for o in rows:  # (an output with the same key and signature, then whether the op updates)
+                    if o.io == OUTPUT and o.key == key and o.sig == r.sig:
+                        if updates is None:
+                            updates = _updates(op)
+                        r.inplace = updates
+                        break
             self._judge_input(op, r, u_op)
             if r.inplace:
                 if r.judgement in (CHANGED, INHERITED):
@@ -280,19 +282,10 @@ class Walk:
         e = r.err.typical
         return e, max(e, r.err.r if r.err.r is not None else e)
 
-    def _lookup(self, r: RowFacts) -> Optional[_Seen]:
-        """The earlier tensor this row is (``key`` equal, mean and norm within 2⁻⁶: a bfloat16 tensor's
-        mean and norm as msprobe computes them, or summed in another order, still match; a different
-        tensor with the same extremes does not)."""
-        if r.key is None:
-            return None
-        for seen in self._seen.get(r.key, ()):
-            if _same_sig(seen.sig, r.sig):
-                return seen
-        return None
-
     def _judge_input(self, op: OpFacts, r: RowFacts, u_op: float) -> None:
-        seen = self._lookup(r) if r.key is not None else None
+        key = r.key
+        same = self._seen.get(key) if key is not None else None  # (kept for ``_add_seen``)
+        seen = _find(same, r.sig) if same is not None else None
         if seen is not None and not r.fixed:
             r.verdict, r.rule, r.judgement = seen.verdict, seen.rule, seen.judgement
             r.rel_err, r.allowed, r.tainted = seen.rel_err, seen.allowed, seen.tainted
@@ -303,11 +296,13 @@ class Walk:
             elif _off(r) and self.diverged:
                 r.judgement, r.tainted = INHERITED, True
             return
-        self._note_exact(r.err)
+        err = r.err
+        if self.exact_so_far and not (err.abs_max == 0.0 and err.abs_rms == 0.0):  # (``Err.exact``)
+            self.exact_so_far = False
         u = max(u_op, r.u, self.u_run)
         lim = K_BORN * (self.noise_e + u)
         lim_r = K_BORN * (max(self.noise_r, self.noise_e) + u)
-        e, rr = r.err.e, (r.err.r if r.err.r is not None else r.err.e)
+        e, rr = err.e, (err.r if err.r is not None else err.e)
         r.rel_err, r.allowed = e, lim
         ratio = max(e / lim if lim else (math.inf if e else 0.0), rr / lim_r if lim_r else (math.inf if rr else 0.0))
         r.share = ratio
@@ -322,8 +317,9 @@ class Walk:
         else:
             r.verdict, r.judgement = PASS, NOISE
             r.rule = _noise_rule(e, lim, _prec(u, r.dtype), u)
-        self._near(op, r, e, lim, r.judgement or NOISE, ratio=ratio)
-        self._store(op, r, seen=False)  # (looked up above: not seen)
+        self._near(op, r, e, lim, r.judgement or NOISE, ratio)
+        if key is not None:  # (``_store`` of a row looked up above and not seen)
+            self._add_seen(op, r, key, same)
 
     def _judge_output(self, op: OpFacts, r: RowFacts, u_op: float, e_in: float, r_in: float,
                       s_in: list[tuple[float, int]], tainted_in: bool) -> None:
@@ -335,8 +331,9 @@ class Walk:
                 r.tainted = tainted_in
             self._store(op, r)
             return
-        self._note_exact(r.err)
         err = r.err
+        if self.exact_so_far and not (err.abs_max == 0.0 and err.abs_rms == 0.0):  # (``Err.exact``)
+            self.exact_so_far = False
         e, rr = err.e, (err.r if err.r is not None else err.e)
         a = K_BORN * (e_in + u_op)
         a_r = K_BORN * (max(r_in, e_in) + u_op)
@@ -367,19 +364,25 @@ class Walk:
             # judged against the size of the terms: the share is of what that allows
             ratio = max(err.abs_rms / (a * scale), err.abs_max / (a_r * scale)) if scale and a else ratio
         r.share = ratio
-        self._near(op, r, ratio * a if a else e, a, r.judgement or NOISE, ratio=ratio)
+        self._near(op, r, ratio * a if a else e, a, r.judgement or NOISE, ratio)
         self._store(op, r)
 
-    def _store(self, op: OpFacts, r: RowFacts, seen: Optional[bool] = None) -> None:
-        """Remember a judged tensor, unless it was seen before (``seen``: whether the caller's lookup of it
-        found it; None: not looked up)."""
-        if r.key is not None and not seen and (seen is False or self._lookup(r) is None):
-            self._seen.setdefault(r.key, []).append(
-                _Seen(r.sig, r.verdict, r.rule, r.judgement, r.rel_err, r.allowed, r.tainted, r.err, op.name))
+    def _store(self, op: OpFacts, r: RowFacts) -> None:
+        """Remember a judged tensor, unless it was seen before."""
+        key = r.key
+        if key is None:
+            return
+        same = self._seen.get(key)
+        if same is None or _find(same, r.sig) is None:
+            self._add_seen(op, r, key, same)
 
-    def _note_exact(self, err: Err) -> None:
-        if not err.exact:
-            self.exact_so_far = False
+    def _add_seen(self, op: OpFacts, r: RowFacts, key: tuple, same: Optional[list[_Seen]]) -> None:
+        """Remember a judged tensor not seen before; ``same``: the ones remembered under its key (None: none)."""
+        item = _Seen(r.sig, r.verdict, r.rule, r.judgement, r.rel_err, r.allowed, r.tainted, r.err, op.name)
+        if same is None:
+            self._seen[key] = [item]
+        else:
+            same.append(item)
 
     def _near(self, op: OpFacts, r: RowFacts, e: float, allowed: float, judgement: str,
               ratio: Optional[float] = None) -> None:
@@ -492,9 +495,19 @@ def _updates(op: OpFacts) -> bool:
     return len(api) > 1 and api[1].endswith("_") and not api[1].endswith("__")
 
 
+def _find(same: list[_Seen], sig: Optional[tuple]) -> Optional[_Seen]:
+    """The earlier tensor a row is, among those remembered under its key (``key`` equal, mean and norm within
+    2⁻⁶: a bfloat16 tensor's mean and norm as msprobe computes them, or summed in another order, still match;
+    a different tensor with the same extremes does not)."""
+    for seen in same:
+        if _same_sig(seen.sig, sig):
+            return seen
+    return None
+
+
 def _same_sig(a: Optional[tuple], b: Optional[tuple]) -> bool:
     """Whether two signatures (golden mean, golden L2 norm, target mean, target L2 norm) are of one tensor:
-    each side's norms within 2⁻⁶ of the larger, its means within 2⁻⁶ of the norm (``Walk._lookup``)."""
+    each side's norms within 2⁻⁶ of the larger, its means within 2⁻⁶ of the norm (``_find``)."""
     if a is None or b is None:
         return a is b
     if a == b:  # (the same tensor dumped twice, most often: equal numbers are within any tolerance)
@@ -541,8 +554,8 @@ def _prec(u: float, dtype: str) -> str:
 def _noise_rule(e: float, allowed: float, dtype: str, u: float, e_in: Optional[float] = None) -> str:
     if e == 0.0:
         return "pass (identical)"
-    carried = f", inputs carried {_fmt(e_in)}" if e_in else ""
-    return f"pass (rel err {_fmt(e)} ≤ {_fmt(allowed)}: {dtype or 'its'} rounding {fmt_u(u)}{carried})"
+    carried = f", inputs carried {e_in:.3g}" if e_in else ""  # (``_fmt``, here and below)
+    return f"pass (rel err {e:.3g} ≤ {allowed:.3g}: {dtype or 'its'} rounding {fmt_u(u)}{carried})"
 
 
 def trace(ops: Sequence[OpFacts]) -> list[Origin]:
