@@ -126,25 +126,22 @@ def _prepare(op: _Op) -> OpJob:
     return job
 
 
-def _take(op: _Op, judged: Judged, th: vd.Thresholds) -> None:
-    """An op's measured pairs with their fixed rules' verdicts (in the order ``_prepare`` listed them); the
-    others' fixed rules run here (``_judge_unloaded``).  The walk judges what the fixed rules left open."""
-    it = iter(judged)
-    for p in op.pairs:
-        if p.loads:
-            got = next(it)
-            if type(got) is list:  # a small block's row the fixed rules pass: read as its columns
-                p.small = got
-                continue
-            r, p.verdict, p.rule = got
-            if isinstance(r, str):
-                p.error = r
-            else:
-                p.result = r
-                if _stored_floats(p.g.dtype, p.t.dtype):
-                    r.golden_dtype, r.target_dtype = p.g.dtype, p.t.dtype
+def _take(p: _Pair, got: Any, th: vd.Thresholds) -> None:
+    """A pair's measurement with its fixed rules' verdict (``got``: what ``measure_many.judged`` made of it,
+    None for a pair whose tensors were not read: its fixed rules run here, ``_judge_unloaded``).  The walk
+    judges what the fixed rules left open."""
+    if got is None:
+        _judge_unloaded(p, th)
+    elif type(got) is list:  # a small block's row the fixed rules pass: read as its columns
+        p.small = got
+    else:
+        r, p.verdict, p.rule = got
+        if isinstance(r, str):
+            p.error = r
         else:
-            _judge_unloaded(p, th)
+            p.result = r
+            if _stored_floats(p.g.dtype, p.t.dtype):
+                r.golden_dtype, r.target_dtype = p.g.dtype, p.t.dtype
 
 
 @lru_cache(maxsize=256)
@@ -275,18 +272,13 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
         nonlocal counted
         for a, b, outcomes in measurer.ready(wait, keep):
             for op, got in zip(ops[a:b], outcomes):
-                _take(op, got, th)
                 det, tensors = details.pop(op.gop.id), g_tensors.pop(op.gop.id)
-                op.facts = _facts(op, det, joined_to_name, g_names, th, g_graph, g_params)
-                op.facts.saved_from = _forward_of(op.gop, g_names)
+                op.facts = _facts(op, got, det, joined_to_name, g_names, th, g_graph, g_params)
                 origin = walk.judge(op.facts)  # final: the walk never revisits an op it has judged
                 origins.append(origin)
-                _apply(op, dtypes)
                 # an origin needs a row in error, so only such ops can be shown with their source line
-                for p in op.pairs:  # (a loop, not any() over a generator: once an op)
-                    if p.verdict != vd.PASS:
-                        op.source = _user_frame(det, tensors)
-                        break
+                if _apply(op, dtypes):
+                    op.source = _user_frame(det, tensors)
                 row_at.append(len(rows))
                 rows.extend(_op_rows(op, origin))
                 op.n_rows = len(op.pairs)
@@ -424,11 +416,20 @@ def _judge_unloaded(p: _Pair, th: vd.Thresholds) -> None:
         p.result.verdict, p.result.rule = p.verdict, p.rule
 
 
-def _facts(op: _Op, det: dict[str, Any], joined_to_name: dict[str, str], g_names: set[str],
+def _facts(op: _Op, judged: Judged, det: dict[str, Any], joined_to_name: dict[str, str], g_names: set[str],
            th: vd.Thresholds, golden: "GraphLookup", g_params: set[str]) -> org.OpFacts:
+    """What the walk judges of an op, its pairs' measurements taken first (``judged``: those of its pairs
+    whose tensors were read, in the order ``_prepare`` listed them; ``_take``)."""
     inputs_from = det["inputs_from"]
     rows, input_producers = [], {}
+    it = iter(judged)
     for p in op.pairs:
+        got = next(it) if p.loads else None
+        if type(got) is list and not inputs_from:  # (most pairs: a small block's row, no graph to ask: ``_take``
+            p.small = got  # and ``_row_facts`` said at once)
+            rows.append(_small_row_facts(p, got, True, ""))
+            continue
+        _take(p, got, th)
         is_produced, source = True, ""
         if inputs_from and p.g.io == INPUT:
             src = inputs_from[p.g.slot] if p.g.slot < len(inputs_from) else ""
@@ -452,8 +453,9 @@ def _facts(op: _Op, det: dict[str, Any], joined_to_name: dict[str, str], g_names
         dumped = {p.g.slot for p in op.pairs if p.g.io == INPUT}
         undumped = {slot: feeder for slot, src in enumerate(inputs_from) if slot not in dumped and src
                     for feeder in [_feeder(src, produced(src), op.gop, golden, g_params)] if feeder[1]}
-    return org.OpFacts(op.gop.name, rows, is_aside(op.gop), producers, input_producers, type=op.gop.type or "",
-                       undumped=undumped)
+    # (positional: OpFacts' fields in order, name .. undumped)
+    return org.OpFacts(op.gop.name, rows, is_aside(op.gop), producers, input_producers,
+                       _forward_of(op.gop, g_names), op.gop.type or "", undumped)
 
 
 def _feeder(src: str, is_produced: bool, gop: "OpRow", golden: "GraphLookup", params: set[str]) -> tuple[str, str]:
@@ -547,11 +549,13 @@ def _identity(r: CompareResult, g: Optional[dict[str, Any]] = None, t: Optional[
     return None if key[1] is None and key[2] is None and key[3] is None and key[4] is None else key
 
 
-def _apply(op: _Op, dtypes: dict[str, dict[str, int]]) -> None:
+def _apply(op: _Op, dtypes: dict[str, dict[str, int]]) -> bool:
     """The walk's verdicts onto the pairs (their rows are made next); the stored dtypes counted by the
-    names the index gives (``_float_counts`` keeps the float ones, by canonical name)."""
+    names the index gives (``_float_counts`` keeps the float ones, by canonical name).  Returns whether
+    a row did not pass."""
     assert op.facts is not None
     golden, target = dtypes["golden"], dtypes["target"]
+    off = False
     for p, f in zip(op.pairs, op.facts.rows):
         p.verdict, p.rule = f.verdict, f.rule
         if p.shape_note:
@@ -560,10 +564,13 @@ def _apply(op: _Op, dtypes: dict[str, dict[str, int]]) -> None:
             else:
                 p.rule = f"{p.shape_note}; {p.rule}"
         p.facts = f
+        if p.verdict != vd.PASS:
+            off = True
         if p.kind != "scalar":
             gd, td = p.g.dtype, p.t.dtype
             golden[gd] = golden.get(gd, 0) + 1
             target[td] = target.get(td, 0) + 1
+    return off
 
 
 def _float_counts(raw: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
