@@ -254,13 +254,21 @@ class Walk:
             if r.tainted and carrier is None and r.judgement != CHANGED:
                 carrier = r
             e, rr = self._size_of(r)
-            e_in, r_in = max(e_in, e), max(r_in, rr)
+            # (``max(x, y)`` spelled ``y if y > x else x``, what it returns, NaN included: here and below,
+            # a few calls a row)
+            if e > e_in:
+                e_in = e
+            if rr > r_in:
+                r_in = rr
             if r.err is not None and r.err.peak > 0:
                 s_in.append((r.err.peak, r.err.n))
         saved_tainted = False
         if op.saved_from is not None and op.saved_from in self._op_err:
             e, rr, saved_tainted = self._op_err[op.saved_from]
-            e_in, r_in = max(e_in, e), max(r_in, rr)
+            if e > e_in:
+                e_in = e
+            if rr > r_in:
+                r_in = rr
         producer = None
         if not has_input:  # output-only dumps: the graph's producers stand in
             producer = next((p for p in op.producers if p != op.name and p in self.bad_ops), None)
@@ -279,8 +287,12 @@ class Walk:
             return (math.inf, math.inf) if _off(r) else (0.0, 0.0)
         if r.fixed and r.verdict == ERROR:
             return math.inf, math.inf
-        e = r.err.typical
-        return e, max(e, r.err.r if r.err.r is not None else e)
+        err = r.err
+        e, q = err.e, err.q
+        if q is not None and q > e:  # (``Err.typical``)
+            e = q
+        rr = err.r if err.r is not None else e
+        return e, (rr if rr > e else e)
 
     def _judge_input(self, op: OpFacts, r: RowFacts, u_op: float) -> None:
         key = r.key
@@ -299,12 +311,18 @@ class Walk:
         err = r.err
         if self.exact_so_far and not (err.abs_max == 0.0 and err.abs_rms == 0.0):  # (``Err.exact``)
             self.exact_so_far = False
-        u = max(u_op, r.u, self.u_run)
-        lim = K_BORN * (self.noise_e + u)
-        lim_r = K_BORN * (max(self.noise_r, self.noise_e) + u)
+        u = r.u if r.u > u_op else u_op  # (``max(u_op, r.u, self.u_run)``)
+        if self.u_run > u:
+            u = self.u_run
+        noise_e, noise_r = self.noise_e, self.noise_r
+        lim = K_BORN * (noise_e + u)
+        lim_r = K_BORN * ((noise_e if noise_e > noise_r else noise_r) + u)
         e, rr = err.e, (err.r if err.r is not None else err.e)
         r.rel_err, r.allowed = e, lim
-        ratio = max(e / lim if lim else (math.inf if e else 0.0), rr / lim_r if lim_r else (math.inf if rr else 0.0))
+        ratio = e / lim if lim else (math.inf if e else 0.0)
+        ratio_r = rr / lim_r if lim_r else (math.inf if rr else 0.0)
+        if ratio_r > ratio:
+            ratio = ratio_r
         r.share = ratio
         if e > lim or rr > lim_r:
             r.verdict = ERROR
@@ -336,7 +354,7 @@ class Walk:
             self.exact_so_far = False
         e, rr = err.e, (err.r if err.r is not None else err.e)
         a = K_BORN * (e_in + u_op)
-        a_r = K_BORN * (max(r_in, e_in) + u_op)
+        a_r = K_BORN * ((e_in if e_in > r_in else r_in) + u_op)
         r.rel_err, r.allowed = e, a
         beyond = e > a or rr > a_r
         scale = _input_scale(s_in, err.n)
@@ -358,8 +376,14 @@ class Walk:
             r.rule = (f"pass (abs err within the rounding noise of its inputs' size {_fmt(scale)})"
                       if explained or (beyond and own_noise) else _noise_rule(e, a, _prec(u_op, r.dtype), u_op, e_in))
             if not explained and not tainted_in:
-                self.noise_e, self.noise_r = max(self.noise_e, e), max(self.noise_r, rr)
-        ratio = max(e / a if a else (math.inf if e else 0.0), rr / a_r if a_r else (math.inf if rr else 0.0))
+                if e > self.noise_e:
+                    self.noise_e = e
+                if rr > self.noise_r:
+                    self.noise_r = rr
+        ratio = e / a if a else (math.inf if e else 0.0)
+        ratio_r = rr / a_r if a_r else (math.inf if rr else 0.0)
+        if ratio_r > ratio:
+            ratio = ratio_r
         if explained or (r.judgement == NOISE and beyond and own_noise):
             # judged against the size of the terms: the share is of what that allows
             ratio = max(err.abs_rms / (a * scale), err.abs_max / (a_r * scale)) if scale and a else ratio
@@ -410,8 +434,14 @@ class Walk:
                 continue
             err = r.err
             if err is not None:
-                e = max(e, err.typical)
-                rr = max(rr, err.r if err.r is not None else err.e)
+                t, q = err.e, err.q
+                if q is not None and q > t:  # (``Err.typical``)
+                    t = q
+                if t > e:
+                    e = t
+                t = err.r if err.r is not None else err.e
+                if t > rr:
+                    rr = t
             if r.tainted:
                 tainted = True
         self._op_err[op.name] = (e, rr, tainted)
