@@ -279,7 +279,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
                 # an origin needs a row in error, so only such ops can be shown with their source line
                 if _apply(op, dtypes):
                     op.source = _user_frame(det, tensors)
-                row_at.append(len(rows))
+                row_at.append(counted)  # (the rows so far: ``len(rows)``)
                 rows.extend(_op_rows(op, origin))
                 op.n_rows = len(op.pairs)
                 op.pairs = []  # the rows hold what is shown: a big place is not kept twice (tensors, results)
@@ -513,11 +513,8 @@ def _small_row_facts(p: _Pair, s: list, is_produced: bool, source: str) -> org.R
     from the row's columns as from the record ``SmallBlock.results`` would make (its count and size are
     the block's ``n``; its golden max, min, mean and L2 norm columns 6-9, the target's 10-13)."""
     block = s[16]
-    g, t = p.g, p.t
-    gd, td = g.dtype, t.dtype
-    if not _stored_floats(gd, td):  # (``_take``: else the values' dtypes)
-        gd, td = block.golden_dtype, block.target_dtype
-    dt, u = _judged_at(gd, td)
+    g = p.g
+    dt, u = _small_judged_at(g.dtype, p.t.dtype, block.golden_dtype, block.target_dtype)
     n = block.n
     err = pr.tensor_error(s[9], s[1], n, s[2], s[14], s[15], s[6], s[7])
     if err is None:
@@ -526,6 +523,13 @@ def _small_row_facts(p: _Pair, s: list, is_produced: bool, source: str) -> org.R
     # (``_identity`` and the signature; RowFacts' fields in order, io .. source)
     return org.RowFacts(g.io, g.slot, p.verdict, p.kind, is_produced, p.rule, False, err, u, dt, False,
                         (n, s[6], s[7], s[10], s[11]), (s[8], s[9], s[12], s[13]), None, None, None, False, source)
+
+
+@lru_cache(maxsize=256)
+def _small_judged_at(golden: str, target: str, golden_values: str, target_values: str) -> tuple[str, float]:
+    """``_judged_at`` of a small block's row: its stored dtypes where both are floats (``_take``), else its
+    values' dtypes (the block's).  One lookup a row."""
+    return _judged_at(golden, target) if _stored_floats(golden, target) else _judged_at(golden_values, target_values)
 
 
 @lru_cache(maxsize=256)
@@ -642,25 +646,20 @@ def _forward_of(op: "OpRow", names: set[str]) -> Optional[str]:
 
 
 def _op_rows(op: _Op, origin: org.Origin) -> list[dict[str, Any]]:
-    """The rows of an op the walk has judged (``_row``), what they share taken once."""
+    """The rows of an op the walk has judged (``_row``), what they share taken once; a small block's row
+    (``_Pair.small``) made here, as ``_row`` would make it from the record ``SmallBlock.results`` makes."""
     gop, top = op.gop, op.top
-    head = (gop.name, shown_step(gop.step), gop.rank, top.name, gop.id, top.id, gop.exec_index, gop.type,
-            origin.kind, origin.via)
+    name, step, rank, target_name, g_id, t_id = gop.name, shown_step(gop.step), gop.rank, top.name, gop.id, top.id
+    exec_index, op_type, origin_kind, origin_via = gop.exec_index, gop.type, origin.kind, origin.via
     source = plain(op.source) if op.source is not None else None
-    return [_row(p, head, source) for p in op.pairs]
-
-
-def _row(p: _Pair, head: tuple, source: Optional[dict[str, Any]]) -> dict[str, Any]:
-    """The row of a judged pair of an op the walk has judged (``head``: what its rows share, as
-    ``_op_rows`` lists it, with the op's origin; ``source``: the op's user source line, made plain),
-    complete as it is made: rows go to the spool, or the output, one op at a time.  Key order as CLI.md lists them
-    (``metrics.to_row``'s keys, ``mode`` after the verdict when measured, before it when not).  The values
-    a dump gives (argument values, source frames, statistics) are made plain, as JSON gives them back
-    (``row_spool.plain``): the same row whether it is spooled or listed."""
-    name, step, rank, target_name, g_id, t_id, exec_index, op_type, origin_kind, origin_via = head
-    g, t, r, f, value = p.g, p.t, p.result, p.facts, p.value
-    s = p.small
-    if s is not None and f is not None:  # a small block's row (``_Pair.small``): what its record would give
+    out: list[dict[str, Any]] = []
+    for p in op.pairs:
+        s, f = p.small, p.facts
+        if s is None:
+            out.append(_row(p, (name, step, rank, target_name, g_id, t_id, exec_index, op_type, origin_kind,
+                                origin_via), source))
+            continue
+        g, t = p.g, p.t
         cos, euc, mab, mrel, r1, r5, gmax, gmin, gmean, gl2, tmax, tmin, tmean, tl2, _msc, _q90, block = s
         # every column is a Python float: their plain sum is finite only when each one is (``_all_finite``;
         # one too large for the sum only sends them through ``_num``, which keeps finite values); a NaN
@@ -678,15 +677,28 @@ def _row(p: _Pair, head: tuple, source: Optional[dict[str, Any]]) -> dict[str, A
                   "file": t.path, "value": tmax if one else None} if total - total == 0.0 else \
             _side_of(t, tmax, tmin, tmean, tl2, tmax if one else None)
         share = f.share
-        return {"name": name, "io": g.io, "slot": g.slot, "step": step, "rank": rank,
-                "cosine": cos, "euc_dist": euc, "max_abs_err": mab, "max_rel_err": mrel,
-                "one_thousandth_ratio": r1, "five_thousandth_ratio": r5, "verdict": p.verdict, "rule": p.rule,
-                "mode": "tensor", "match": p.match, "target_name": target_name, "golden_op_id": g_id,
-                "target_op_id": t_id, "exec_index": exec_index, "type": op_type, "kind": p.kind,
-                "origin": origin_kind, "origin_via": origin_via, "judgement": f.judgement,
-                "rel_err": _num(f.rel_err), "allowed": _num(f.allowed),
-                "share_of_allowed": _num(share) if share is not None else None, "precision": f.dtype or None,
-                "golden": g_side, "target": t_side, "source": source}
+        out.append({"name": name, "io": g.io, "slot": g.slot, "step": step, "rank": rank,
+                    "cosine": cos, "euc_dist": euc, "max_abs_err": mab, "max_rel_err": mrel,
+                    "one_thousandth_ratio": r1, "five_thousandth_ratio": r5, "verdict": p.verdict, "rule": p.rule,
+                    "mode": "tensor", "match": p.match, "target_name": target_name, "golden_op_id": g_id,
+                    "target_op_id": t_id, "exec_index": exec_index, "type": op_type, "kind": p.kind,
+                    "origin": origin_kind, "origin_via": origin_via, "judgement": f.judgement,
+                    "rel_err": _num(f.rel_err), "allowed": _num(f.allowed),
+                    "share_of_allowed": _num(share) if share is not None else None, "precision": f.dtype or None,
+                    "golden": g_side, "target": t_side, "source": source})
+    return out
+
+
+def _row(p: _Pair, head: tuple, source: Optional[dict[str, Any]]) -> dict[str, Any]:
+    """The row of a judged pair of an op the walk has judged (``head``: what its rows share, as
+    ``_op_rows`` lists it, with the op's origin; ``source``: the op's user source line, made plain),
+    complete as it is made: rows go to the spool, or the output, one op at a time.  Key order as CLI.md
+    lists them (``metrics.to_row``'s keys, ``mode`` after the verdict when measured, before it when not).
+    The values a dump gives (argument values, source frames, statistics) are made plain, as JSON gives
+    them back (``row_spool.plain``): the same row whether it is spooled or listed.  (A small block's row,
+    ``_Pair.small``, is made by ``_op_rows``.)"""
+    name, step, rank, target_name, g_id, t_id, exec_index, op_type, origin_kind, origin_via = head
+    g, t, r, f, value = p.g, p.t, p.result, p.facts, p.value
     row: dict[str, Any]
     if r is not None:
         m = (r.cosine, r.euc_dist, r.max_abs_err, r.max_rel_err, r.one_thousandth_ratio, r.five_thousandth_ratio)
