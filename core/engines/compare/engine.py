@@ -646,19 +646,25 @@ def _forward_of(op: "OpRow", names: set[str]) -> Optional[str]:
 
 
 def _op_rows(op: _Op, origin: org.Origin) -> list[dict[str, Any]]:
-    """The rows of an op the walk has judged (``_row``), what they share taken once; a small block's row
-    (``_Pair.small``) made here, as ``_row`` would make it from the record ``SmallBlock.results`` makes."""
+    """The rows of an op the walk has judged (``_row``), what they share taken once."""
     gop, top = op.gop, op.top
-    name, step, rank, target_name, g_id, t_id = gop.name, shown_step(gop.step), gop.rank, top.name, gop.id, top.id
-    exec_index, op_type, origin_kind, origin_via = gop.exec_index, gop.type, origin.kind, origin.via
+    head = (gop.name, shown_step(gop.step), gop.rank, top.name, gop.id, top.id, gop.exec_index, gop.type,
+            origin.kind, origin.via)
     source = plain(op.source) if op.source is not None else None
-    out: list[dict[str, Any]] = []
-    for p in op.pairs:
-        s, f = p.small, p.facts
-        if s is None:
-            out.append(_row(p, (name, step, rank, target_name, g_id, t_id, exec_index, op_type, origin_kind,
-                                origin_via), source))
-            continue
+    return [_row(p, head, source) for p in op.pairs]
+
+
+def _row(p: _Pair, head: tuple, source: Optional[dict[str, Any]]) -> dict[str, Any]:
+    """The row of a judged pair of an op the walk has judged (``head``: what its rows share, as
+    ``_op_rows`` lists it, with the op's origin; ``source``: the op's user source line, made plain),
+    complete as it is made: rows go to the spool, or the output, one op at a time.  Key order as CLI.md
+    lists them (``metrics.to_row``'s keys, ``mode`` after the verdict when measured, before it when not).
+    The values a dump gives (argument values, source frames, statistics) are made plain, as JSON gives
+    them back (``row_spool.plain``): the same row whether it is spooled or listed.  A small block's row
+    (``_Pair.small``) is made as from the record ``SmallBlock.results`` would make."""
+    name, step, rank, target_name, g_id, t_id, exec_index, op_type, origin_kind, origin_via = head
+    s, f = p.small, p.facts
+    if s is not None:
         g, t = p.g, p.t
         cos, euc, mab, mrel, r1, r5, gmax, gmin, gmean, gl2, tmax, tmin, tmean, tl2, _msc, _q90, block = s
         # every column is a Python float: their plain sum is finite only when each one is (``_all_finite``;
@@ -676,29 +682,18 @@ def _op_rows(op: _Op, origin: org.Origin) -> list[dict[str, Any]]:
         t_side = {"dtype": t.dtype, "shape": list(t.shape), "max": tmax, "min": tmin, "mean": tmean, "l2norm": tl2,
                   "file": t.path, "value": tmax if one else None} if total - total == 0.0 else \
             _side_of(t, tmax, tmin, tmean, tl2, tmax if one else None)
+        assert f is not None  # (``_apply``)
         share = f.share
-        out.append({"name": name, "io": g.io, "slot": g.slot, "step": step, "rank": rank,
-                    "cosine": cos, "euc_dist": euc, "max_abs_err": mab, "max_rel_err": mrel,
-                    "one_thousandth_ratio": r1, "five_thousandth_ratio": r5, "verdict": p.verdict, "rule": p.rule,
-                    "mode": "tensor", "match": p.match, "target_name": target_name, "golden_op_id": g_id,
-                    "target_op_id": t_id, "exec_index": exec_index, "type": op_type, "kind": p.kind,
-                    "origin": origin_kind, "origin_via": origin_via, "judgement": f.judgement,
-                    "rel_err": _num(f.rel_err), "allowed": _num(f.allowed),
-                    "share_of_allowed": _num(share) if share is not None else None, "precision": f.dtype or None,
-                    "golden": g_side, "target": t_side, "source": source})
-    return out
-
-
-def _row(p: _Pair, head: tuple, source: Optional[dict[str, Any]]) -> dict[str, Any]:
-    """The row of a judged pair of an op the walk has judged (``head``: what its rows share, as
-    ``_op_rows`` lists it, with the op's origin; ``source``: the op's user source line, made plain),
-    complete as it is made: rows go to the spool, or the output, one op at a time.  Key order as CLI.md
-    lists them (``metrics.to_row``'s keys, ``mode`` after the verdict when measured, before it when not).
-    The values a dump gives (argument values, source frames, statistics) are made plain, as JSON gives
-    them back (``row_spool.plain``): the same row whether it is spooled or listed.  (A small block's row,
-    ``_Pair.small``, is made by ``_op_rows``.)"""
-    name, step, rank, target_name, g_id, t_id, exec_index, op_type, origin_kind, origin_via = head
-    g, t, r, f, value = p.g, p.t, p.result, p.facts, p.value
+        return {"name": name, "io": g.io, "slot": g.slot, "step": step, "rank": rank,
+                "cosine": cos, "euc_dist": euc, "max_abs_err": mab, "max_rel_err": mrel,
+                "one_thousandth_ratio": r1, "five_thousandth_ratio": r5, "verdict": p.verdict, "rule": p.rule,
+                "mode": "tensor", "match": p.match, "target_name": target_name, "golden_op_id": g_id,
+                "target_op_id": t_id, "exec_index": exec_index, "type": op_type, "kind": p.kind,
+                "origin": origin_kind, "origin_via": origin_via, "judgement": f.judgement,
+                "rel_err": _num(f.rel_err), "allowed": _num(f.allowed),
+                "share_of_allowed": _num(share) if share is not None else None, "precision": f.dtype or None,
+                "golden": g_side, "target": t_side, "source": source}
+    g, t, r, value = p.g, p.t, p.result, p.value
     row: dict[str, Any]
     if r is not None:
         m = (r.cosine, r.euc_dist, r.max_abs_err, r.max_rel_err, r.one_thousandth_ratio, r.five_thousandth_ratio)
