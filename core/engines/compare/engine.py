@@ -25,7 +25,7 @@ from dumpscope.core.engines.compare import verdict as vd
 from dumpscope.core.engines.compare.api_mapping import match_across_frameworks
 from dumpscope.core.engines.compare.match import OpRef, match_ops, pair_slots
 from dumpscope.core.engines.compare import measure_many  # noqa: I001 (module and names)
-from dumpscope.core.engines.compare.measure_many import Judged, Measurer, OpJob, ref_fields
+from dumpscope.core.engines.compare.measure_many import Judged, Measurer, OpJob
 from dumpscope.core.engines.compare.metrics import CompareResult, measure_stats
 from dumpscope.core.support.gc_pause import gc_paused
 from dumpscope.core.layouts.py_stack import source_from_stack
@@ -122,7 +122,7 @@ def _prepare(op: _Op) -> OpJob:
             p.result = measure_stats(_stats_doc(g), _stats_doc(t))
         else:
             p.loads = True  # not a value argument, not statistics only: its tensors are read
-            job.append((ref_fields(g), ref_fields(t), g.io, p.kind))
+            job.append((g, t, g.io, p.kind))
     return job
 
 
@@ -235,7 +235,8 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     if rtol is not None or atol is not None:
         th = vd.Thresholds(**{**{k: getattr(th, k) for k in th.__slots__}, "rtol": rtol, "atol": atol})
     if golden.count_ops(g_rank, g_step, kind="all") >= measure_many.POOL_MIN_OPS:
-        measure_many.prestart(workers)  # forked while this process is small (a shared pool only)
+        # forked while this process is small (a shared pool only), the place's readers imported first
+        measure_many.prestart(workers, measure_many.place_storages(golden, g_rank, g_step))
     g_ops = golden.ops(g_rank, g_step, kind="all")  # parameters are compared too (after the ops)
     t_ops = target.ops(t_rank, t_step, kind="all")
     g_by_id = {o.id: o for o in g_ops}

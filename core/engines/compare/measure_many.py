@@ -18,25 +18,31 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Iterable, Iterator, Optional, Union
 
 import numpy as np
 
 from dumpscope.core.engines.compare.metrics import CompareResult, Tolerance, measure_streams
-from dumpscope.core.engines.compare.small_pairs import SMALL_MAX, SmallBlock, as_stream, small_block, small_kind
+from dumpscope.core.engines.compare.small_pairs import (SMALL_MAX, SmallBlock, as_stream, rows_exact, small_block,
+                                                        small_kind)
 from dumpscope.core.engines.compare.verdict import (ERROR, PASS, Context, Thresholds, element_rtol, fixed_verdict,
                                                    small_passes)
 from dumpscope.core.support.gc_pause import gc_paused
-from dumpscope.core.tensors.load import OnceReader, TensorLoadError, TensorRef, array_stream, value_chunks, value_dtype
+from dumpscope.core.tensors.load import (OnceReader, TensorLoadError, TensorRef, array_stream, import_readers,
+                                         value_chunks, value_dtype)
 
 #: ``TensorRef``'s fields in order (a tuple pickles twenty times faster than the dataclass)
 RefFields = tuple
 #: one op's loaded pairs (golden, target), in row order
-Pairs = list[tuple[RefFields, RefFields]]
+Pairs = list[tuple[TensorRef, TensorRef]]
 #: per pair: the measurement, or the one-line reason the tensors could not be read
 Outcome = Union[CompareResult, str]
-#: what is sent for one op: its loaded pairs with each one's io and row kind
-OpJob = list[tuple[RefFields, RefFields, str, str]]
+#: one op's loaded pairs as the index's tensor rows (``query.TensorRow``: golden, target) with each one's
+#: io and row kind; a pool worker is sent them as a ``Wire``
+OpJob = list[tuple[Any, Any, str, str]]
+#: a batch as a pool worker is sent it (``wire``): each layout once, and per op its two files and per
+#: pair the number of its layout (or, when that cannot say it, the pair's ``RefFields``)
+Wire = tuple[list[tuple], list[tuple]]
 #: what comes back for one op: per loaded pair (outcome, verdict, rule) — the fixed rules' verdict, or a pass
 #: for the walk to judge — or, for a small block's row the fixed rules pass, that row (a list: the
 #: :data:`small_pairs.COLUMNS`, then its ``SmallBlock``; ``judged``)
@@ -57,11 +63,75 @@ SMALL_BLOCK = 1 << 15
 
 
 def judge_batch(jobs: list[OpJob], th: Thresholds) -> Packed:
-    """``measure_packed`` of consecutive ops (the unit of work of a pool worker); the process that uses
-    the records makes them and runs their fixed rules (``judged``)."""
-    allclose = (th.atol or 0.0, th.rtol or 0.0) if th.allclose else None
+    """``measure_packed`` of consecutive ops, in this process; the process that uses the records makes
+    them and runs their fixed rules (``judged``)."""
     with gc_paused():  # results are small records without cycles (see gc_pause)
-        return measure_packed([[(g, t) for g, t, _io, _kind in pairs] for pairs in jobs], allclose)
+        return measure_packed([[(_ref(g), _ref(t)) for g, t, _io, _kind in pairs] for pairs in jobs], _allclose(th))
+
+
+def judge_wire(batch: Wire, allclose: Optional[tuple[float, float]]) -> Packed:
+    """``judge_batch`` of a batch sent as a ``Wire`` (the unit of work of a pool worker)."""
+    return measure_packed(unwire(batch), allclose)
+
+
+def _allclose(th: Thresholds) -> Optional[tuple[float, float]]:
+    return (th.atol or 0.0, th.rtol or 0.0) if th.allclose else None
+
+
+def _ref(t: Any) -> TensorRef:
+    return TensorRef(t.path, t.storage, t.io, t.slot, t.dtype, t.stored_dtype, t.shape, t.format, t.device_shape,
+                     t.offset, t.nbytes, t.sub_format, t.extra)
+
+
+def wire(jobs: list[OpJob]) -> Wire:
+    """Consecutive ops' jobs as a pool worker is sent them: what a 40,000-pair compare pickled as two
+    ``RefFields`` a pair (14 MB: each file's path twice, every dtype name and shape a new string or
+    tuple, so pickle could not share them) is each op's two paths and per pair the number of its layout
+    (every field of ``TensorRef`` but the path; the two sides' the same, nothing in ``extra``), each
+    layout sent once a batch: a fifth of the CPU to pickle and unpickle.  A pair that is not so (its
+    own files, sides laid out apart, an ``extra``) goes as its two ``RefFields``; ``unwire`` makes the
+    same ``TensorRef``s of either."""
+    layouts: dict[tuple, int] = {}
+    ops: list[tuple] = []
+    for job in jobs:
+        if not job:
+            ops.append(())
+            continue
+        gp, tp = job[0][0].path, job[0][1].path
+        entries: list[Any] = []
+        for g, t, _io, _kind in job:
+            key = (g.storage, g.io, g.slot, g.dtype, g.stored_dtype, g.shape, g.format, g.device_shape, g.offset,
+                   g.nbytes, g.sub_format)
+            if (g.path == gp and t.path == tp and not g.extra and not t.extra and type(g.extra) is dict
+                    and type(t.extra) is dict and key == (t.storage, t.io, t.slot, t.dtype, t.stored_dtype, t.shape,
+                                                          t.format, t.device_shape, t.offset, t.nbytes, t.sub_format)):
+                k = layouts.get(key)
+                if k is None:
+                    k = layouts[key] = len(layouts)
+                entries.append(k)
+            else:
+                entries.append((ref_fields(g), ref_fields(t)))
+        ops.append((gp, tp, entries))
+    return list(layouts), ops
+
+
+def unwire(batch: Wire) -> list[Pairs]:
+    """The ``TensorRef`` pairs of each op of a ``wire`` batch (each its own ``extra`` dict, as from the rows)."""
+    layouts, ops = batch
+    out: list[Pairs] = []
+    for op in ops:
+        pairs: Pairs = []
+        if op:
+            gp, tp, entries = op
+            for e in entries:
+                if type(e) is int:
+                    st, io, slot, dt, sdt, shape, fmt, dshape, off, nb, sub = layouts[e]
+                    pairs.append((TensorRef(gp, st, io, slot, dt, sdt, shape, fmt, dshape, off, nb, sub, {}),
+                                  TensorRef(tp, st, io, slot, dt, sdt, shape, fmt, dshape, off, nb, sub, {})))
+                else:
+                    pairs.append((TensorRef(*e[0]), TensorRef(*e[1])))
+        out.append(pairs)
+    return out
 
 
 def judged(packed: Packed, jobs: list[OpJob], th: Thresholds) -> list[Judged]:
@@ -133,8 +203,7 @@ def measure_packed(jobs: list[Pairs], allclose: Optional[tuple[float, float]], t
     reference the batched results are tested against), whose rows stay columns."""
     out: list[list[Any]] = [[] for _ in jobs]
     groups: dict[tuple, list[tuple[int, int, np.ndarray, np.ndarray]]] = {}
-    for i, fields in enumerate(jobs):
-        job = [(TensorRef(*g), TensorRef(*t)) for g, t in fields]
+    for i, job in enumerate(jobs):
         reader = OnceReader([r for pair in job for r in pair])
         row = out[i]
         for g, t in job:
@@ -143,7 +212,7 @@ def measure_packed(jobs: list[Pairs], allclose: Optional[tuple[float, float]], t
                     and small_kind(ga.dtype) and small_kind(ta.dtype)):
                 gdt, tdt = value_dtype(ga.dtype), value_dtype(ta.dtype)
                 groups.setdefault((ga.size, gdt, tdt, _tolerance(gdt, tdt, allclose)), []).append(
-                    (i, len(row), _detached(ga), _detached(ta)))
+                    (i, len(row), _detached(ga), _detached(ta), g.shape, t.shape))
                 row.append(None)  # filled below, in place
                 continue
             try:
@@ -159,9 +228,14 @@ def measure_packed(jobs: list[Pairs], allclose: Optional[tuple[float, float]], t
         for k in range(0, len(members), step):
             part = members[k:k + step]
             block, at = small_block([(m[2], m[3]) for m in part], tol)
-            for (i, j, g, t), r in zip(part, at):
+            for (i, j, g, t, _gs, _ts), r in zip(part, at):
                 out[i][j] = rows + r if r >= 0 else measure_streams(as_stream(g), as_stream(t), tol)
             if block is not None:
+                # the shapes as the refs hold them (``OnceReader.array`` returns only arrays of the ref's
+                # shape): the same tuple objects for every pair of a layout, so a worker pickles each once
+                kept = [m for m, r in zip(part, at) if r >= 0]
+                block.shapes = [m[4] if type(m[4]) is tuple else m[2].shape for m in kept]
+                block.target_shapes = [m[5] if type(m[5]) is tuple else m[3].shape for m in kept]
                 blocks.append(block)
                 rows += len(block.shapes)
     return out, blocks
@@ -186,13 +260,10 @@ def ref_fields(t: Any) -> RefFields:
             t.nbytes, t.sub_format, t.extra)
 
 
-_NBYTES = 10  # position of ``nbytes`` in RefFields
-
-
 def _job_bytes(job: OpJob) -> int:
     total = 0
     for g, t, _io, _kind in job:
-        total += max(0, g[_NBYTES] or 0) + max(0, t[_NBYTES] or 0)
+        total += max(0, g.nbytes or 0) + max(0, t.nbytes or 0)
     return total
 
 
@@ -203,7 +274,7 @@ def batches(jobs: list[OpJob]) -> list[tuple[int, int]]:
     for i, job in enumerate(jobs):
         pairs += len(job)
         for g, t, _io, _kind in job:  # (``_job_bytes``)
-            size += max(0, g[_NBYTES] or 0) + max(0, t[_NBYTES] or 0)
+            size += max(0, g.nbytes or 0) + max(0, t.nbytes or 0)
         if pairs >= BATCH_PAIRS or size >= BATCH_BYTES:
             out.append((start, i + 1))
             start, pairs, size = i + 1, 0, 0
@@ -243,12 +314,16 @@ def _worker_start() -> None:
     gc.disable()
 
 
-def prestart(workers: Optional[int] = None) -> None:
+def prestart(workers: Optional[int] = None, storages: Iterable[str] = ()) -> None:
     """Inside ``shared_pool``: start the pool's workers now, before the caller loads a big place's ops.
     Forked later, each worker began as a copy of a parent holding every op of both sides (a 100k-op
-    place: ~385 MB a worker, half of it soon private as refcounts touch the pages)."""
+    place: ~385 MB a worker, half of it soon private as refcounts touch the pages).  What every worker
+    would do first is done here once, before the fork: the readers of ``storages`` (the place's, see
+    ``place_storages``) imported and the small-pair kernel's check run (``rows_exact``)."""
     if _SHARED is None or workers == 1 or _SHARED.get(workers) is not None:  # (``Measurer``'s conditions)
         return
+    import_readers(storages)
+    rows_exact()
     pool = _pool(workers)
     if pool is None:
         return
@@ -258,6 +333,13 @@ def prestart(workers: Optional[int] = None) -> None:
         pool.shutdown(wait=False, cancel_futures=True)
         return
     _SHARED[workers] = pool
+
+
+def place_storages(q: Any, rank: int, step: int) -> list[str]:
+    """How the first tensor file stored at a place holds its tensors (``model.STORAGE_*``): what
+    ``prestart`` imports readers for.  One indexed row: a place mixing storages gets the others'
+    readers imported by the workers that need them, as before."""
+    return [s for (s,) in q.index.query("SELECT storage FROM units WHERE rank=? AND step=? LIMIT 1", (rank, step))]
 
 
 class Measurer:
@@ -294,7 +376,7 @@ class Measurer:
             fut: Any = None
             if self._pool is not None:
                 try:
-                    fut = self._pool.submit(judge_batch, part, self.th)
+                    fut = self._pool.submit(judge_wire, wire(part), _allclose(self.th))
                 except Exception:  # no process can be started here: measure the rest in this process
                     self._give_up()
             if fut is None and self._threads is not None and _job_bytes_all(part) >= THREAD_MIN_BYTES * max(

@@ -34,11 +34,12 @@ COLUMNS = ("cosine", "euc_dist", "max_abs_err", "max_rel_err", "one_thousandth_r
 def rows_exact() -> bool:
     """Whether numpy's row-wise sums ("ij,ij->i" einsum, ``add.reduce`` on axis 1) are the 1-D sums of
     each row bit for bit (the same kernel over the same contiguous elements), checked once per process
-    on awkward sizes and magnitudes; if not, ``measure_small_many`` measures pair by pair."""
-    rng = np.random.default_rng(12345)
+    on awkward sizes and magnitudes; if not, ``measure_small_many`` measures pair by pair.  The values
+    are scrambled from ``arange`` (``_scrambled``), not drawn from ``numpy.random``: importing that costs
+    each pool worker more than this check."""
     for n in (1, 3, 7, 8, 9, 15, 16, 17, 100, 127, 128, 129, 255, 256, 1000, 1023, 1024, 1025, 4097, SMALL_MAX):
-        m = rng.standard_normal((3, n)) * np.exp(rng.uniform(-30, 30, (3, n)))
-        e = rng.standard_normal((3, n))
+        m = (_scrambled(3 * n, 1.0) - 0.5).reshape(3, n) * np.exp(60.0 * _scrambled(3 * n, 2.0) - 30.0).reshape(3, n)
+        e = (_scrambled(3 * n, 3.0) - 0.5).reshape(3, n)
         dots, gt, sums = np.einsum("ij,ij->i", m, m), np.einsum("ij,ij->i", m, e), np.add.reduce(m, axis=1)
         for k in range(3):
             if (float(np.einsum("i,i->", m[k], m[k])) != float(dots[k])
@@ -46,6 +47,13 @@ def rows_exact() -> bool:
                     or float(np.add.reduce(m[k])) != float(sums[k])):
                 return False
     return True
+
+
+def _scrambled(count: int, seed: float) -> np.ndarray:
+    """``count`` values spread over [0, 1) without a pattern a sum could exploit (the fractional part of a
+    large multiple of a sine: the classic shader hash), the same on every run."""
+    x = np.sin(np.arange(count) * 12.9898 + seed * 78.233) * 43758.5453
+    return x - np.floor(x)
 
 
 def small_kind(dt: np.dtype) -> bool:
