@@ -90,9 +90,9 @@ def wire(jobs: list[OpJob]) -> Wire:
     ``RefFields`` a pair (14 MB: each file's path twice, every dtype name and shape a new string or
     tuple, so pickle could not share them) is each op's two paths and per pair the number of its layout
     (every field of ``TensorRef`` but the path; the two sides' the same, nothing in ``extra``), each
-    layout sent once a batch: a fifth of the CPU to pickle and unpickle.  A pair that is not so (its
-    own files, sides laid out apart, an ``extra``) goes as its two ``RefFields``; ``unwire`` makes the
-    same ``TensorRef``s of either."""
+    layout sent once a batch: 7.7 MB, pickled and unpickled in ~20 ms CPU, not ~100 (with making the
+    refs on both ends, ~155 -> ~80 ms).  A pair that is not so (its own files, sides laid out apart, an
+    ``extra``) goes as its two ``RefFields``; ``unwire`` makes the same ``TensorRef``s of either."""
     layouts: dict[tuple, int] = {}
     ops: list[tuple] = []
     for job in jobs:
