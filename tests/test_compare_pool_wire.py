@@ -48,9 +48,10 @@ def test_a_wired_batch_gives_the_refs_of_its_rows():
     got = mm.unwire(pickle.loads(pickle.dumps(sent)))
     want = [[(mm._ref(g), mm._ref(t)) for g, t, _io, _kind in job] for job in jobs]
     assert got == want
-    # the first op's four layouts (not the third's again) and the npy op's first pair (in the op's files)
-    assert len(sent[0]) == 5
-    assert [type(e) for e in sent[1][3][2]] == [int, tuple]  # its second pair: other files, sent whole
+    # the first op's four layouts (not the third's again) and the npy op's two
+    assert len(sent[0]) == 6
+    assert sent[1][3][2] == [4, ("/g/y.npy", "/t/y.npy", 5)]  # its second pair: its own files, the layout number
+    assert [len(e) for e in sent[1][4][2] + sent[1][5][2]] == [2, 2, 2]  # the rest: their RefFields
     refs = [r for op in got for pair in op for r in pair]
     assert len({id(r.extra) for r in refs}) == len(refs)  # each ref its own dict, as from the rows
 

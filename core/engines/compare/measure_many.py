@@ -91,8 +91,9 @@ def wire(jobs: list[OpJob]) -> Wire:
     tuple, so pickle could not share them) is each op's two paths and per pair the number of its layout
     (every field of ``TensorRef`` but the path; the two sides' the same, nothing in ``extra``), each
     layout sent once a batch: 7.7 MB, pickled and unpickled in ~20 ms CPU, not ~100 (with making the
-    refs on both ends, ~155 -> ~80 ms).  A pair that is not so (its own files, sides laid out apart, an
-    ``extra``) goes as its two ``RefFields``; ``unwire`` makes the same ``TensorRef``s of either."""
+    refs on both ends, ~155 -> ~80 ms).  A pair in files other than the op's first pair's (a ``.npy``
+    a tensor) goes as its two paths and its layout number; one whose sides are laid out apart or that
+    has an ``extra`` as its two ``RefFields``.  ``unwire`` makes the same ``TensorRef``s of each."""
     layouts: dict[tuple, int] = {}
     ops: list[tuple] = []
     for job in jobs:
@@ -104,13 +105,13 @@ def wire(jobs: list[OpJob]) -> Wire:
         for g, t, _io, _kind in job:
             key = (g.storage, g.io, g.slot, g.dtype, g.stored_dtype, g.shape, g.format, g.device_shape, g.offset,
                    g.nbytes, g.sub_format)
-            if (g.path == gp and t.path == tp and not g.extra and not t.extra and type(g.extra) is dict
-                    and type(t.extra) is dict and key == (t.storage, t.io, t.slot, t.dtype, t.stored_dtype, t.shape,
-                                                          t.format, t.device_shape, t.offset, t.nbytes, t.sub_format)):
+            if (not g.extra and not t.extra and type(g.extra) is dict and type(t.extra) is dict
+                    and key == (t.storage, t.io, t.slot, t.dtype, t.stored_dtype, t.shape, t.format, t.device_shape,
+                                t.offset, t.nbytes, t.sub_format)):
                 k = layouts.get(key)
                 if k is None:
                     k = layouts[key] = len(layouts)
-                entries.append(k)
+                entries.append(k if g.path == gp and t.path == tp else (g.path, t.path, k))
             else:
                 entries.append((ref_fields(g), ref_fields(t)))
         ops.append((gp, tp, entries))
@@ -127,11 +128,15 @@ def unwire(batch: Wire) -> list[Pairs]:
             gp, tp, entries = op
             for e in entries:
                 if type(e) is int:
-                    st, io, slot, dt, sdt, shape, fmt, dshape, off, nb, sub = layouts[e]
-                    pairs.append((TensorRef(gp, st, io, slot, dt, sdt, shape, fmt, dshape, off, nb, sub, {}),
-                                  TensorRef(tp, st, io, slot, dt, sdt, shape, fmt, dshape, off, nb, sub, {})))
+                    g, t = gp, tp
+                elif len(e) == 3:  # files of its own
+                    g, t, e = e
                 else:
                     pairs.append((TensorRef(*e[0]), TensorRef(*e[1])))
+                    continue
+                st, io, slot, dt, sdt, shape, fmt, dshape, off, nb, sub = layouts[e]
+                pairs.append((TensorRef(g, st, io, slot, dt, sdt, shape, fmt, dshape, off, nb, sub, {}),
+                              TensorRef(t, st, io, slot, dt, sdt, shape, fmt, dshape, off, nb, sub, {})))
         out.append(pairs)
     return out
 
