@@ -58,9 +58,10 @@ BATCH_PAIRS = 256
 BATCH_BYTES = 64 << 20
 #: in-process threads only pay off when numpy's long loops (big tensors) dominate
 THREAD_MIN_BYTES = 1 << 20
-#: elements of one (pairs × n) block of the small-pair kernel: its six buffers (``small_pairs._workspace``,
-#: 3 MB) still fit beside another worker's in the shared cache, and a block of 2**16 took 4-6 % less CPU
-#: than one of 2**15 on both 20k pairs (2**14: 5-8 % more; 2**17 about as 2**16)
+#: elements of one (pairs × n) block of the small-pair kernel (its six buffers, ``small_pairs._workspace``:
+#: 2.6 MB a process): fewer numpy calls a pair; measuring both 20k pairs' 40,000 pairs took 4-6 % less CPU
+#: at 2**16 than at 2**15 (2**14: 5-8 % more; 2**17 about as 2**16), and no less in the main process
+#: beside two workers at 2**14 (blocks within a core's cache)
 SMALL_BLOCK = 1 << 16
 
 
