@@ -323,6 +323,17 @@ class DumpQuery(GraphQueries, Documents, StatsQueries):
                 tensors.sort(key=slot_key)
         return out
 
+    def place_storages(self, rank: int, step: int) -> list[str]:
+        """How the first tensor file stored at one rank/step holds its tensors (``model.STORAGE_*``): a hint
+        for compare's pool, which imports that reader once before it forks.  One indexed row: a place
+        mixing storages gets the others' readers imported by the workers that need them (and so does a
+        place this cannot ask: an empty list)."""
+        try:
+            return [s for (s,) in self.index.query("SELECT storage FROM units WHERE rank=? AND step=? LIMIT 1",
+                                                   (rank, step))]
+        except Exception:  # only a hint: the workers import what they need
+            return []
+
     def place_dtypes(self, rank: int, step: int) -> set[str]:
         """Every tensor dtype name recorded at one rank/step (compare: the precision the run stored in),
         read inside SQLite from the packed tensor lists (``units.tensors``: [io, slot, dtype, …] each).

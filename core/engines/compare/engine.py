@@ -236,7 +236,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
         th = vd.Thresholds(**{**{k: getattr(th, k) for k in th.__slots__}, "rtol": rtol, "atol": atol})
     if golden.count_ops(g_rank, g_step, kind="all") >= measure_many.POOL_MIN_OPS:
         # forked while this process is small (a shared pool only), the place's readers imported first
-        measure_many.prestart(workers, measure_many.place_storages(golden, g_rank, g_step))
+        measure_many.prestart(workers, golden.place_storages(g_rank, g_step))
     g_ops = golden.ops(g_rank, g_step, kind="all")  # parameters are compared too (after the ops)
     t_ops = target.ops(t_rank, t_step, kind="all")
     g_by_id = {o.id: o for o in g_ops}

@@ -327,7 +327,7 @@ def prestart(workers: Optional[int] = None, storages: Iterable[str] = ()) -> Non
     Forked later, each worker began as a copy of a parent holding every op of both sides (a 100k-op
     place: ~385 MB a worker, half of it soon private as refcounts touch the pages).  What every worker
     would do first is done here once, before the fork: the readers of ``storages`` (the place's, see
-    ``place_storages``) imported and the small-pair kernel's check run (``rows_exact``)."""
+    ``DumpQuery.place_storages``) imported and the small-pair kernel's check run (``rows_exact``)."""
     if _SHARED is None or workers == 1 or _SHARED.get(workers) is not None:  # (``Measurer``'s conditions)
         return
     import_readers(storages)
@@ -341,17 +341,6 @@ def prestart(workers: Optional[int] = None, storages: Iterable[str] = ()) -> Non
         pool.shutdown(wait=False, cancel_futures=True)
         return
     _SHARED[workers] = pool
-
-
-def place_storages(q: Any, rank: int, step: int) -> list[str]:
-    """How the first tensor file stored at a place holds its tensors (``model.STORAGE_*``): what
-    ``prestart`` imports readers for.  One indexed row: a place mixing storages gets the others'
-    readers imported by the workers that need them, as before (and so does any place this cannot ask)."""
-    try:
-        return [s for (s,) in q.index.query("SELECT storage FROM units WHERE rank=? AND step=? LIMIT 1",
-                                            (rank, step))]
-    except Exception:  # only a hint: the workers import what they need
-        return []
 
 
 class Measurer:
