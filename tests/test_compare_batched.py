@@ -152,6 +152,28 @@ def test_small_many_without_exact_row_sums_measures_pair_by_pair(monkeypatch):
     assert all(_same(r, real(_one(g), _one(t), Tolerance())) for (g, t), r in zip(pairs, got))
 
 
+def test_row_counts_by_set_bits_are_the_byte_sums(monkeypatch):
+    """``_count`` of rows of whole 8-byte words (set bits of the words) counts what adding the bytes counts,
+    on rows of every density and on rows it must leave to the byte sum (a length not a multiple of 8,
+    a strided mask); the set-bit path is taken where it can be (numpy >= 2.0)."""
+    rng = np.random.default_rng(12)
+    seen: list[int] = []
+    if small_pairs._POPCOUNT:
+        real = np.bitwise_count
+        monkeypatch.setattr(np, "bitwise_count", lambda a: seen.append(a.shape[-1]) or real(a))
+    for n in (8, 16, 1024, 2048, 4096, 1, 7, 9, 1023, 1025):
+        for p in (0.0, 0.001, 0.5, 0.999, 1.0):
+            mask = rng.random((5, n)) < p
+            want = np.array([int(np.sum(r, dtype=np.int64)) for r in mask], np.int64)
+            for m, w in ((mask, want), (mask[::2], want[::2])):  # (every other row: not contiguous)
+                got = small_pairs._count(m)
+                assert got.dtype == np.int64 and got.tolist() == w.tolist(), (n, p)
+        strided = np.zeros((3, 2 * n), np.bool_)[:, ::2]
+        assert small_pairs._count(strided).tolist() == [0, 0, 0]
+    if small_pairs._POPCOUNT:
+        assert set(seen) == {1, 2, 128, 256, 512}  # whole-word rows only, each a word per 8 elements
+
+
 # --------------------------------------------------------------------------------------------
 # layout plans
 

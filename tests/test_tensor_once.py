@@ -164,3 +164,36 @@ def test_value_chunks_same_as_the_streaming_path(tmp_path, monkeypatch):
         want, got = np.concatenate(list(make_e())), np.concatenate(list(make()))
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("first", [16, "size-1", "size", "size+1", None])
+def test_a_file_longer_than_the_first_read_is_read_whole(tmp_path, monkeypatch, first):
+    """``OnceReader`` reads a file in one ``read`` when it is shorter than its first read (no fstat), and
+    asks the size of one that fills it: the values are ``load_tensor``'s either way, still one open, and
+    a size limit below the file still leaves it to the canonical loader."""
+    p, refs = _cann_file(tmp_path)
+    size = p.stat().st_size
+    if first is not None:
+        monkeypatch.setattr(tensor_io, "ONCE_FIRST_READ", {"size-1": size - 1, "size": size,
+                                                           "size+1": size + 1}.get(first, first))
+    expected = [load_tensor(r) for r in refs]
+    stats: list[int] = []
+    real_fstat = os.fstat
+    monkeypatch.setattr(os, "fstat", lambda fd: stats.append(fd) or real_fstat(fd))
+    opened = _count_opens(monkeypatch)
+    monkeypatch.setattr(tensor_io, "load_tensor", lambda ref: pytest.fail("fell back to load_tensor"))
+    reader = OnceReader(refs)
+    for e, r in zip(expected, refs):
+        g = reader.load(r)
+        assert e.dtype == g.dtype and e.shape == g.shape
+        np.testing.assert_array_equal(e, g)
+    assert opened == [str(p)]
+    assert len(stats) == (1 if first in (16, "size-1", "size") else 0)
+    monkeypatch.undo()
+    calls: list[TensorRef] = []
+    real = tensor_io.load_tensor
+    monkeypatch.setattr(tensor_io, "load_tensor", lambda ref: calls.append(ref) or real(ref))
+    small = OnceReader(refs, max_bytes=size - 1)
+    for e, r in zip(expected, refs):
+        np.testing.assert_array_equal(small.load(r), e)
+    assert calls == refs

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Optional
 import numpy as np
 
 from dumpscope.core.formats.shapes import element_count, impossible_header
-from dumpscope.core.tensors.layout_plans import cann_groups, learn_plan, planned
+from dumpscope.core.tensors.layout_plans import cann_groups, entry_planned, learn_plan
 from dumpscope.core.model import (STORAGE_CANN, STORAGE_H5, STORAGE_NONE, STORAGE_NPY, STORAGE_PT, STORAGE_RAW,
                                   STORAGE_VALUE)
 
@@ -165,6 +165,8 @@ _UNREAD = object()  # a file ``OnceReader`` has not opened yet
 
 #: files up to this size are read whole, once, by ``OnceReader`` (cann_dump memory-maps payloads from 4 MiB)
 ONCE_MAX_BYTES = 4 << 20
+#: ``OnceReader``'s first read of a file: most dump files of a model are a few KB
+ONCE_FIRST_READ = 64 << 10
 
 
 class OnceReader:
@@ -234,19 +236,25 @@ class OnceReader:
         self._files[ref.path] = None
         fd = os.open(ref.path, _READ_FLAGS)
         try:
-            size = os.fstat(fd).st_size
-            if size > self.max_bytes:
-                return None
-            parts, have = [], 0
-            while have < size:
-                chunk = os.read(fd, size - have)
-                if not chunk:
-                    return None  # shrunk since fstat: the canonical loader says what is left
-                parts.append(chunk)
-                have += len(chunk)
+            # a read of a regular file stops short only at its end: a file smaller than the first read
+            # is read whole without asking its size (an fstat less a file: ~3 % of compare's workers)
+            data = os.read(fd, ONCE_FIRST_READ)
+            if len(data) == ONCE_FIRST_READ:
+                size = os.fstat(fd).st_size
+                if size > self.max_bytes or size < len(data):
+                    return None
+                parts, have = [data], len(data)
+                while have < size:
+                    chunk = os.read(fd, size - have)
+                    if not chunk:
+                        return None  # shrunk since fstat: the canonical loader says what is left
+                    parts.append(chunk)
+                    have += len(chunk)
+                data = b"".join(parts)
         finally:
             os.close(fd)
-        data = parts[0] if len(parts) == 1 else b"".join(parts)  # b"" for an empty file
+        if len(data) > self.max_bytes:
+            return None
         if ref.storage == STORAGE_CANN:
             header = cann_groups(ref.path, data)
         else:
@@ -261,13 +269,13 @@ class OnceReader:
             group = header[0] if ref.io == "input" else header[1]
             if ref.slot >= len(group):
                 return None
-            t, key = group[ref.slot]
-            arr = planned(t, data, key)
+            e = group[ref.slot]
+            arr = entry_planned(e, data)
             if arr is None:
                 from dumpscope.core.formats.cann_dump import load_tensor as load_cann
 
-                arr = load_cann(ref.path, t, data=data)
-                learn_plan(t, arr, data)
+                arr = load_cann(ref.path, e.tensor, data=data)
+                learn_plan(e.tensor, arr, data)
             return arr
         if header is None:
             return None

@@ -211,18 +211,24 @@ def measure_packed(jobs: list[Pairs], allclose: Optional[tuple[float, float]], t
     reference the batched results are tested against), whose rows stay columns."""
     out: list[list[Any]] = [[] for _ in jobs]
     groups: dict[tuple, list[tuple[int, int, np.ndarray, np.ndarray]]] = {}
+    # per (size, golden dtype, target dtype) as read: its group's members, or None (not for the batched
+    # kernel); the group's key (value dtypes, tolerance: a dataclass hashed field by field) is made and
+    # hashed once per batch, not once per pair
+    member_lists: dict[tuple, Optional[list]] = {}
     for i, job in enumerate(jobs):
         reader = OnceReader([r for pair in job for r in pair])
         row = out[i]
         for g, t in job:
             ga, ta = reader.array(g), reader.array(t)  # (never raises: None streams)
-            if (together and ga is not None and ta is not None and 0 < ga.size == ta.size <= SMALL_MAX
-                    and small_kind(ga.dtype) and small_kind(ta.dtype)):
-                gdt, tdt = value_dtype(ga.dtype), value_dtype(ta.dtype)
-                groups.setdefault((ga.size, gdt, tdt, _tolerance(gdt, tdt, allclose)), []).append(
-                    (i, len(row), _detached(ga), _detached(ta), g.shape, t.shape))
-                row.append(None)  # filled below, in place
-                continue
+            if together and ga is not None and ta is not None and ga.size == ta.size:
+                kind = (ga.size, ga.dtype, ta.dtype)
+                members = member_lists.get(kind, _UNSEEN)
+                if members is _UNSEEN:
+                    members = member_lists[kind] = _group_of(groups, ga.size, ga.dtype, ta.dtype, allclose)
+                if members is not None:
+                    members.append((i, len(row), _detached(ga), _detached(ta), g.shape, t.shape))
+                    row.append(None)  # filled below, in place
+                    continue
             try:
                 gs = array_stream(ga) if ga is not None else value_chunks(g)
                 ts = array_stream(ta) if ta is not None else value_chunks(t)
@@ -247,6 +253,20 @@ def measure_packed(jobs: list[Pairs], allclose: Optional[tuple[float, float]], t
                 blocks.append(block)
                 rows += len(block.shapes)
     return out, blocks
+
+
+_UNSEEN: Any = object()
+
+
+def _group_of(groups: dict[tuple, list], size: int, gdt: np.dtype, tdt: np.dtype,
+              allclose: Optional[tuple[float, float]]) -> Optional[list]:
+    """The members list of the batched kernel's group for pairs of ``size`` elements a side read as
+    ``gdt``/``tdt``, made on first use; None when such pairs are measured alone (no elements, too
+    many, or a dtype the kernel does not take)."""
+    if not (0 < size <= SMALL_MAX and small_kind(gdt) and small_kind(tdt)):
+        return None
+    gv, tv = value_dtype(gdt), value_dtype(tdt)
+    return groups.setdefault((size, gv, tv, _tolerance(gv, tv, allclose)), [])
 
 
 @lru_cache(maxsize=256)

@@ -210,7 +210,10 @@ def _columns(G: np.ndarray, T: np.ndarray, sgg: np.ndarray, stt: np.ndarray, n: 
     np.abs(D, out=D)
     D.max(axis=1, out=V[:, 2])
     np.abs(G, out=W)
-    np.add(W, np.sqrt(sgg / n)[:, None], out=S)
+    # |g| + rms: the row's rms spread over S, then |g| added in place (x + y is y + x bit for bit; every
+    # value here is finite): a third less time than adding a broadcast column to W
+    np.copyto(S, np.sqrt(sgg / n)[:, None])
+    np.add(S, W, out=S)
     np.divide(D, S, out=S)
     msc = np.fmax.reduce(S, axis=1)
     V[:, 14] = np.where(msc != msc, 0.0, msc)  # all 0/0: the single pass says 0.0
@@ -276,8 +279,16 @@ def _workspace(size: int) -> tuple[np.ndarray, ...]:
 
 
 def _count(mask: np.ndarray) -> np.ndarray:
-    """True elements per row (``count_nonzero(axis=1)`` is a third as fast: it casts to intp first)."""
+    """True elements per row (``count_nonzero(axis=1)`` is a third as fast: it casts to intp first).  A
+    bool is one byte, 0 or 1, so where a row is whole 8-byte words its count is the sum of the words'
+    set bits (``bitwise_count``): 3x faster than adding the bytes widened to int64."""
+    if _POPCOUNT and mask.shape[-1] % 8 == 0 and mask.flags.c_contiguous:
+        return np.add.reduce(np.bitwise_count(mask.view(np.uint64)), axis=1, dtype=np.int64)
     return np.add.reduce(mask.view(np.uint8), axis=1, dtype=np.int64)
+
+
+#: numpy >= 2.0 counts set bits
+_POPCOUNT = hasattr(np, "bitwise_count")
 
 
 def _hists(D: np.ndarray, moved: np.ndarray, scratch: np.ndarray) -> dict[int, dict[int, int]]:
