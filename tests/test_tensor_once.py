@@ -197,3 +197,35 @@ def test_a_file_longer_than_the_first_read_is_read_whole(tmp_path, monkeypatch, 
     for e, r in zip(expected, refs):
         np.testing.assert_array_equal(small.load(r), e)
     assert calls == refs
+
+
+def test_flat_values_are_the_arrays_values(tmp_path, monkeypatch):
+    """``OnceReader.flat`` (what compare's batches read) gives ``array``'s values 1-D in C order, same
+    dtype, for tensors the canonical decoder reads (the first file of a layout, ``.npy`` in both orders)
+    and for those a learnt plan gathers (the next files), and None wherever ``array`` gives None (a
+    shape the index does not hold); ``detached`` of it holds nothing of the file's bytes."""
+    from dumpscope.core.tensors import layout_plans
+
+    monkeypatch.setattr(layout_plans, "PLANS", {})
+    cann = []
+    for k in range(3):
+        _p, refs = _cann_file(tmp_path, f"Conv2D.op.{k}.0.170000000000000{k}")
+        shapes = [load_tensor(r).shape for r in refs]
+        cann += [TensorRef(r.path, r.storage, r.io, r.slot, "", "", s) for r, s in zip(refs, shapes)]
+    npy = [TensorRef(r.path, r.storage, r.io, r.slot, "", "", load_tensor(r).shape) for r in _npy_files(tmp_path)]
+    wrong = [TensorRef(r.path, r.storage, r.io, r.slot, "", "", (7,) + tuple(r.shape)) for r in cann[3:6] + npy[:1]]
+    for refs in ([cann[i:i + 3] for i in (0, 3, 6)] + [npy, wrong]):
+        by_array = [OnceReader(refs).array(r) for r in refs]
+        reader = OnceReader(refs)
+        for r, want in zip(refs, by_array):
+            got = reader.flat(r)
+            if want is None:
+                assert got is None and r in wrong
+                continue
+            assert got.ndim == 1 and got.dtype == want.dtype and got.tobytes() == np.ascontiguousarray(want).tobytes()
+            kept = tensor_io.detached(got)
+            root = kept
+            while isinstance(root.base, np.ndarray):
+                root = root.base
+            assert root.base is None
+    assert [p is not None for p in layout_plans.PLANS.values()] == [True, False, True]  # f16/f32 NC1HWC0 planned

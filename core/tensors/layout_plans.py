@@ -104,17 +104,31 @@ def planned(t, data: bytes, key: Optional[tuple] = None) -> Optional[np.ndarray]
 
 def entry_planned(e: Entry, data: bytes) -> Optional[np.ndarray]:
     """``planned(e.tensor, data, e.key)``, the plan kept on the entry once found."""
+    plan = _entry_plan(e)
+    if plan is None or e.tensor.offset + plan.nbytes > len(data):
+        return None
+    flat = np.frombuffer(data, plan.dtype, plan.count, e.tensor.offset)
+    return (flat if plan.index is None else flat.take(plan.index)).reshape(plan.shape)
+
+
+def entry_flat(e: Entry, data: bytes) -> Optional[tuple[np.ndarray, tuple[int, ...]]]:
+    """``entry_planned``'s values in C order and 1-D (a view of ``data`` where the plan moves nothing),
+    with the shape it would give them; None where it gives None."""
+    plan = _entry_plan(e)
+    if plan is None or e.tensor.offset + plan.nbytes > len(data):
+        return None
+    flat = np.frombuffer(data, plan.dtype, plan.count, e.tensor.offset)
+    return (flat if plan.index is None else flat.take(plan.index)), plan.shape
+
+
+def _entry_plan(e: Entry) -> Optional[Plan]:
     plan = e.plan
     if plan is None or e.plans is not PLANS:  # (a test swaps PLANS for an empty one)
         plan = PLANS.get(e.key)
         if plan is None:
             return None
         e.plan, e.plans = plan, PLANS
-    t = e.tensor
-    if t.offset + plan.nbytes > len(data):
-        return None
-    flat = np.frombuffer(data, plan.dtype, plan.count, t.offset)
-    return (flat if plan.index is None else flat.take(plan.index)).reshape(plan.shape)
+    return plan
 
 
 def learn_plan(t, arr: np.ndarray, data: bytes) -> None:

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Optional
 import numpy as np
 
 from dumpscope.core.formats.shapes import element_count, impossible_header
-from dumpscope.core.tensors.layout_plans import cann_groups, entry_planned, learn_plan
+from dumpscope.core.tensors.layout_plans import cann_groups, entry_flat, entry_planned, learn_plan
 from dumpscope.core.model import (STORAGE_CANN, STORAGE_H5, STORAGE_NONE, STORAGE_NPY, STORAGE_PT, STORAGE_RAW,
                                   STORAGE_VALUE)
 
@@ -212,6 +212,42 @@ class OnceReader:
             return None
         return arr
 
+    def flat(self, ref: TensorRef) -> Optional[np.ndarray]:
+        """``array(ref)``'s values as a 1-D C-order array (a view of the file's buffer where the values
+        lie in it as they are: ``detached`` copies those, a gathered array has no ``base``), or None
+        where ``array`` gives None: the batched kernel takes rows, so a tensor its layout's plan
+        gathers is not shaped only to be flattened again."""
+        path = ref.path
+        left = self._left.get(path)
+        if left is None:
+            return None
+        try:
+            got = self._files.get(path, _UNREAD)
+            if got is _UNREAD:
+                got = self._open(ref)
+            if got is None:
+                return None
+            if ref.storage == STORAGE_CANN:
+                group = got[1][0] if ref.io == "input" else got[1][1]
+                if ref.slot >= len(group):
+                    return None
+                made = entry_flat(group[ref.slot], got[0])
+                if made is not None:
+                    shape = ref.shape
+                    return made[0] if made[1] == (shape if type(shape) is tuple else tuple(shape)) else None
+            arr = self._decode(ref, got)  # no plan (yet): the canonical decoder
+            if arr is None or arr.shape != tuple(ref.shape):
+                return None
+            return arr.reshape(-1)
+        except Exception:  # the canonical loader says what is wrong (or reads what this one would not)
+            return None
+        finally:
+            if left > 1:
+                self._left[path] = left - 1
+            else:
+                del self._left[path]
+                self._files.pop(path, None)
+
     def _buffered(self, ref: TensorRef) -> Optional[np.ndarray]:
         """The tensor decoded from its file's one buffer, or None: the existing path must load it."""
         path = ref.path
@@ -285,6 +321,14 @@ class OnceReader:
             count *= d
         arr = np.frombuffer(data, dtype=dt, count=count, offset=offset) if count else np.zeros(0, dt)
         return _words_decoded(ref, arr.reshape(shape[::-1]).transpose() if fortran else arr.reshape(shape))
+
+
+def detached(a: np.ndarray) -> np.ndarray:
+    """``a`` without a hold on its file's buffer (a plain-layout tensor is a view of the bytes read)."""
+    root = a
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    return a.copy() if root.base is not None else a
 
 
 @lru_cache(maxsize=64)

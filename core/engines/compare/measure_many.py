@@ -28,8 +28,8 @@ from dumpscope.core.engines.compare.small_pairs import (SMALL_MAX, SmallBlock, a
 from dumpscope.core.engines.compare.verdict import (ERROR, PASS, Context, Thresholds, element_rtol, fixed_verdict,
                                                    small_passes)
 from dumpscope.core.support.gc_pause import gc_paused
-from dumpscope.core.tensors.load import (OnceReader, TensorLoadError, TensorRef, array_stream, import_readers,
-                                         value_chunks, value_dtype)
+from dumpscope.core.tensors.load import (OnceReader, TensorLoadError, TensorRef, array_stream, detached,
+                                         import_readers, value_chunks, value_dtype)
 
 #: ``TensorRef``'s fields in order (a tuple pickles twenty times faster than the dataclass)
 RefFields = tuple
@@ -219,19 +219,22 @@ def measure_packed(jobs: list[Pairs], allclose: Optional[tuple[float, float]], t
         reader = OnceReader([r for pair in job for r in pair])
         row = out[i]
         for g, t in job:
-            ga, ta = reader.array(g), reader.array(t)  # (never raises: None streams)
+            # (never raises: None streams) the values 1-D: ``_shaped`` gives them back their shape (the
+            # ref's, which ``OnceReader`` checked); kept, they are ``detached`` from the file's buffer
+            ga, ta = reader.flat(g), reader.flat(t)
             if together and ga is not None and ta is not None and ga.size == ta.size:
                 kind = (ga.size, ga.dtype, ta.dtype)
                 members = member_lists.get(kind, _UNSEEN)
                 if members is _UNSEEN:
                     members = member_lists[kind] = _group_of(groups, ga.size, ga.dtype, ta.dtype, allclose)
                 if members is not None:
-                    members.append((i, len(row), _detached(ga), _detached(ta), g.shape, t.shape))
+                    members.append((i, len(row), ga if ga.base is None else detached(ga),
+                                    ta if ta.base is None else detached(ta), g.shape, t.shape))
                     row.append(None)  # filled below, in place
                     continue
             try:
-                gs = array_stream(ga) if ga is not None else value_chunks(g)
-                ts = array_stream(ta) if ta is not None else value_chunks(t)
+                gs = array_stream(_shaped(ga, g.shape)) if ga is not None else value_chunks(g)
+                ts = array_stream(_shaped(ta, t.shape)) if ta is not None else value_chunks(t)
                 row.append(measure_streams(gs, ts, _tolerance(gs[2], ts[2], allclose)))
             except TensorLoadError as exc:
                 row.append(f"unreadable: {exc}")
@@ -242,14 +245,15 @@ def measure_packed(jobs: list[Pairs], allclose: Optional[tuple[float, float]], t
         for k in range(0, len(members), step):
             part = members[k:k + step]
             block, at = small_block([(m[2], m[3]) for m in part], tol)
-            for (i, j, g, t, _gs, _ts), r in zip(part, at):
-                out[i][j] = rows + r if r >= 0 else measure_streams(as_stream(g), as_stream(t), tol)
+            for (i, j, g, t, gs, ts), r in zip(part, at):
+                out[i][j] = rows + r if r >= 0 else measure_streams(as_stream(_shaped(g, gs)),
+                                                                    as_stream(_shaped(t, ts)), tol)
             if block is not None:
-                # the shapes as the refs hold them (``OnceReader.array`` returns only arrays of the ref's
+                # the shapes as the refs hold them (``OnceReader.flat`` gives only values of the ref's
                 # shape): the same tuple objects for every pair of a layout, so a worker pickles each once
                 kept = [m for m, r in zip(part, at) if r >= 0]
-                block.shapes = [m[4] if type(m[4]) is tuple else m[2].shape for m in kept]
-                block.target_shapes = [m[5] if type(m[5]) is tuple else m[3].shape for m in kept]
+                block.shapes = [m[4] if type(m[4]) is tuple else tuple(m[4]) for m in kept]
+                block.target_shapes = [m[5] if type(m[5]) is tuple else tuple(m[5]) for m in kept]
                 blocks.append(block)
                 rows += len(block.shapes)
     return out, blocks
@@ -274,12 +278,9 @@ def _tolerance(gdt: np.dtype, tdt: np.dtype, allclose: Optional[tuple[float, flo
     return Tolerance(rtol=element_rtol(str(gdt), str(tdt)), allclose=allclose)
 
 
-def _detached(a: np.ndarray) -> np.ndarray:
-    """``a`` without a hold on its file's buffer (a plain-layout tensor is a view of the bytes read)."""
-    root = a
-    while isinstance(root.base, np.ndarray):
-        root = root.base
-    return a.copy() if root.base is not None else a
+def _shaped(flat: np.ndarray, shape: Any) -> np.ndarray:
+    """``OnceReader.flat``'s values in the shape ``OnceReader.array`` gives them (the ref's)."""
+    return flat.reshape(shape if type(shape) is tuple else tuple(shape))
 
 
 def ref_fields(t: Any) -> RefFields:

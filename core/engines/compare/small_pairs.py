@@ -123,8 +123,9 @@ def small_block(pairs: list[tuple[np.ndarray, np.ndarray]], tol: Tolerance
     size = k_rows * n
     G, T, D, W, S, B = (a[:size].reshape(k_rows, n) for a in _workspace(size))
     # one cast per side (a cast call costs microseconds before its first element)
-    np.concatenate([g.reshape(-1) for g, _ in pairs], out=G.reshape(-1), casting="unsafe")
-    np.concatenate([t.reshape(-1) for _, t in pairs], out=T.reshape(-1), casting="unsafe")
+    # (compare's reader gives 1-D values: not reshaped again)
+    np.concatenate([g if g.ndim == 1 else g.reshape(-1) for g, _ in pairs], out=G.reshape(-1), casting="unsafe")
+    np.concatenate([t if t.ndim == 1 else t.reshape(-1) for _, t in pairs], out=T.reshape(-1), casting="unsafe")
     with np.errstate(all="ignore"):
         sgg = np.einsum("ij,ij->i", G, G)
         stt = np.einsum("ij,ij->i", T, T)
