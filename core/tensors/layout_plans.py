@@ -45,14 +45,14 @@ def cann_groups(path: str, data: bytes) -> tuple[list[Entry], list[Entry]]:
     tensors say is the header's layout, offsets (8 + H on) and truncation (the file's size), nothing
     else, so the key holds exactly those; the layout object is kept with its entry so its id is not
     reused while the entry lives."""
-    from dumpscope.core.formats.cann_dump import build_header, fields_from_bytes
+    from dumpscope.core.formats.cann_dump import build_header, fields_from_bytes, layout_from_bytes
 
-    h, fields = fields_from_bytes(path, data)
-    lay = fields.layout
+    h, lay = layout_from_bytes(path, data)
     key = (id(lay), h, len(data))
     got = GROUPS.get(key)
     if got is not None and got[0] is lay:
         return got[1]
+    h, fields = fields_from_bytes(path, data)  # (once a layout: the header object wants the op's name)
     header = build_header(path, len(data), h, fields)
     groups = ([Entry(t) for t in header.inputs], [Entry(t) for t in header.outputs])
     with _PLAN_LOCK:
