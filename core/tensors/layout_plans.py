@@ -18,8 +18,8 @@ import numpy as np
 from dumpscope.core.formats.shapes import element_count
 
 
-#: per (header layout, header length, file size): the file's inputs and outputs as ``(CannTensor, plan
-#: key)``; every file of an op with the same shapes has the same ones (``cann_dump.TensorLayout``),
+#: per (header layout, header length, file size): the file's inputs and outputs as ``Entry``s (tensor,
+#: plan key, plan); every file of an op with the same shapes has the same ones (``cann_dump.TensorLayout``),
 #: and building them costs what parsing the header does
 GROUPS: dict[tuple[int, int, int], tuple[Any, tuple[list, list]]] = {}
 GROUPS_MAX = 1024
@@ -35,12 +35,9 @@ class Entry:
     def __init__(self, tensor: Any) -> None:
         self.tensor, self.key, self.plan, self.plans = tensor, plan_key(tensor), None, None
 
-    def __iter__(self):  # ``t, key = entry``
-        return iter((self.tensor, self.key))
-
 
 def cann_groups(path: str, data: bytes) -> tuple[list[Entry], list[Entry]]:
-    """``header_from_bytes(path, data)``'s inputs and outputs, each an ``Entry`` (``(CannTensor, plan_key)``): the
+    """``header_from_bytes(path, data)``'s inputs and outputs, each an ``Entry`` (its ``CannTensor``, plan key): the
     header is parsed (and checked) for every file, the tensors built once per layout.  What the
     tensors say is the header's layout, offsets (8 + H on) and truncation (the file's size), nothing
     else, so the key holds exactly those; the layout object is kept with its entry so its id is not
