@@ -279,14 +279,16 @@ class OnceReader:
                 size = os.fstat(fd).st_size
                 if size > self.max_bytes or size < len(data):
                     return None
-                parts, have = [data], len(data)
-                while have < size:
-                    chunk = os.read(fd, size - have)
-                    if not chunk:
-                        return None  # shrunk since fstat: the canonical loader says what is left
-                    parts.append(chunk)
-                    have += len(chunk)
-                data = b"".join(parts)
+                if size > len(data):  # read again whole from the start: one buffer, no copy of the parts
+                    os.lseek(fd, 0, os.SEEK_SET)
+                    parts, have = [], 0
+                    while have < size:
+                        chunk = os.read(fd, size - have)
+                        if not chunk:
+                            return None  # shrunk since fstat: the canonical loader says what is left
+                        parts.append(chunk)
+                        have += len(chunk)
+                    data = parts[0] if len(parts) == 1 else b"".join(parts)
         finally:
             os.close(fd)
         if len(data) > self.max_bytes:
