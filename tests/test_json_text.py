@@ -253,6 +253,14 @@ _COLUMN_KINDS = [_TEXT, _FLOAT, _INT, st.none(), st.booleans(), st.one_of(_TEXT,
                  st.lists(st.one_of(st.dictionaries(_TEXT, _ROW_LEAF, max_size=2), _ROW_LEAF), max_size=3)]
 
 
+#: strings that repeat (each printed once a chunk: ``_str_texts``), escaped ones and ``%`` among them
+_REPEATED = st.sampled_from(["float16", "a%sb", "%", "\x7f", "é\u2028", "/d/Op.1.0", "≤ 0.5"])
+#: a column of dicts inside a column of dicts (a row's golden/target with a dict of their own), keys with ``%``
+_NESTED_KINDS = [_REPEATED, st.one_of(_REPEATED, st.none()),
+                 st.fixed_dictionaries({"%s": _ROW_LEAF, "d": st.fixed_dictionaries({"x%": _FLOAT, "y": _REPEATED})}),
+                 st.fixed_dictionaries({"%(a)s": _REPEATED, "100%": st.one_of(_FLOAT, st.none())})]
+
+
 @st.composite
 def _table(draw):
     """A list of dicts sharing a tuple of keys (sometimes not), each key's values of one kind: rows."""
@@ -260,7 +268,7 @@ def _table(draw):
     keys = draw(st.lists(key, min_size=0, max_size=6, unique_by=lambda k: (type(k), repr(k))))
     kinds = [draw(st.sampled_from(_COLUMN_KINDS)) for _ in keys]
     nested_keys = draw(st.lists(_TEXT, min_size=0, max_size=4, unique=True))
-    nested_kinds = [draw(st.sampled_from(_COLUMN_KINDS[:8])) for _ in nested_keys]
+    nested_kinds = [draw(st.sampled_from(_COLUMN_KINDS[:8] + _NESTED_KINDS)) for _ in nested_keys]
     nested = draw(st.sampled_from(["always", "never", "sometimes"]))
     n = draw(st.integers(0, 40))
     rows = []
@@ -285,6 +293,27 @@ def test_any_table_of_rows_prints_as_the_standard_library_prints_it_cleaned(rows
         spool = RowSpool()
         spool.extend(rows)
         _same(dumps({"rows": spool}), _stdlib({"rows": list(spool)}))
+
+
+def test_a_rows_dicts_of_dicts_are_printed_in_its_template(monkeypatch):
+    """A compare row's golden and target (dicts sharing keys, one with a dict of its own) are printed in
+    the row's one template: their keys (``%`` in them) and values where they belong, one ``%`` a row;
+    a column whose first value is a float or a string and another is not (None) by the types of all."""
+    from dumpscope.tui import json_text
+
+    monkeypatch.setattr(json_text, "_CHUNK", 256)
+
+    def side(i):
+        return {"dtype": "float16" if i % 3 else "bf%16", "shape": [1, i % 4], "max%": 1 / (i + 1) if i % 7 else None,
+                "file": f"/d/Op.{i // 2}.0", "inner": {"%s": i, "%(x)s": "≤" if i % 2 else None, "f": i * 0.5}}
+
+    rows = [{"name%d": f"net/Op-{i // 2}", "cosine": 1 / (i + 3), "golden": side(i), "target": side(i + 1),
+             "rule": None if i == 5 else "pass (rel err ≤ 0.5%)", "x": float("nan") if i == 9 else 0.25}
+            for i in range(300)]
+    before, chunks = json_text.spliced_columns, json_text.column_chunks
+    _same(dumps({"rows": rows}), _stdlib({"rows": rows}))
+    assert json_text.spliced_columns == before + 2 * 2 * 2  # golden, target and their inner: 2 chunks
+    assert json_text.column_chunks == chunks + 2  # not one row at a time after a failed template
 
 
 def test_a_long_list_of_leaves_is_printed_by_the_c_encoder_and_nan_by_the_python_writer(monkeypatch):

@@ -377,6 +377,23 @@ def _dicts_text(ds: list[dict], nl: str) -> list[str] | None:
     over all of them (``float.__repr__``, the C string encoder...) and one ``%`` per dict, instead of a
     Python step per value (a column of other values: one ``_value`` each); None (nothing done)
     unless they share one tuple of ``str`` keys."""
+    parts = _dicts_parts(ds, nl)
+    if parts is None:
+        return None
+    template, texts = parts
+    return list(map(template.__mod__, zip(*texts)))
+
+
+#: how many columns of dicts were printed in their rows' template (a test's seam: the fast path is taken)
+spliced_columns = 0
+
+
+def _dicts_parts(ds: Any, nl: str) -> tuple[str, list] | None:
+    """The template of ``ds`` (dicts sitting after ``nl`` sharing one tuple of ``str`` keys) and its
+    columns of texts, one ``%s`` of the template each; None unless they share one tuple of keys.  A
+    column of dicts that share keys too (a compare row's golden and target) is not printed apart: its
+    template is spliced into this one and its columns added (one ``%`` a row, not three: 0.47 -> 0.43 s
+    CPU for the 40,000 rows of two 20k trees)."""
     keys = tuple(ds[0])
     if not keys:
         return None
@@ -386,7 +403,23 @@ def _dicts_text(ds: list[dict], nl: str) -> list[str] | None:
     if not plain or list(map(tuple, ds)).count(keys) != len(ds):
         return None
     texts: list[Any] = []
-    for column in zip(*map(dict.values, ds)):
+    pieces: list[str] = []
+    for prefix, column in zip(prefixes, zip(*map(dict.values, ds))):
+        pieces.append(prefix.replace("%", "%%"))
+        first = type(column[0])
+        if first is float or first is str:  # guessed from the first value: a TypeError if another is not one
+            try:
+                if first is float:
+                    floats = list(map(_float_repr, column))  # (a float subclass's value: as the CLI cleans it)
+                    if "nan" in floats or "inf" in floats or "-inf" in floats:
+                        floats = [_NONFINITE.get(t, t) for t in floats]
+                    texts.append(floats)
+                else:
+                    texts.append(_str_texts(column))
+                pieces.append("%s")
+                continue
+            except TypeError:  # None among them...: by the types of all
+                pass
         kinds = set(map(type, column))
         if len(kinds) == 1:
             kind = kinds.pop()
@@ -404,8 +437,15 @@ def _dicts_text(ds: list[dict], nl: str) -> list[str] | None:
             elif kind is bool:
                 texts.append(map(_BOOL_TEXT.__getitem__, column))
             elif kind is dict:
-                nested = _dicts_text(column, inner)  # type: ignore[arg-type]
-                texts.append([_text(v, inner) for v in column] if nested is None else nested)
+                nested = _dicts_parts(column, inner)
+                if nested is None:
+                    texts.append([_text(v, inner) for v in column])
+                else:  # its template in this one, its columns among these
+                    global spliced_columns
+                    spliced_columns += 1
+                    pieces.append(nested[0])
+                    texts.extend(nested[1])
+                    continue
             elif kind is list:
                 texts.append(_lists_text(column, inner))
             else:
@@ -414,16 +454,24 @@ def _dicts_text(ds: list[dict], nl: str) -> list[str] | None:
             texts.append(_leaves_text(column))
         else:
             texts.append([_text(v, inner) for v in column])
-    template = "".join(p.replace("%", "%%") + "%s" for p in prefixes) + nl + "}"
-    return list(map(template.__mod__, zip(*texts)))
+        pieces.append("%s")
+    pieces.append(nl + "}")
+    return "".join(pieces), texts
 
 
 def _str_texts(column: tuple) -> list[str]:
     """The JSON texts of a column of strings: the C encoder's, escaped (``_safe``) only where the
     column holds a character to escape (one join, one scan where it is not plain ASCII: every rule of
-    a compare holds a "≤")."""
-    texts = list(map(_encode_str, column))
-    joined = "".join(texts)
+    a compare holds a "≤"); each distinct string encoded once where at most half are distinct (a
+    compare's rules and files: 0.032 -> 0.024 s for the 40,000 rows of the 20k noisy pair)."""
+    distinct = dict.fromkeys(column)
+    if len(distinct) * 2 <= len(column):  # each once (a compare's files: a CANN op's inputs and outputs share one)
+        known = dict(zip(distinct, map(_encode_str, distinct)))
+        texts = list(map(known.__getitem__, column))
+        joined = "".join(known.values())
+    else:
+        texts = list(map(_encode_str, column))
+        joined = "".join(texts)
     if (joined.isascii() and "\x7f" not in joined) or not json_unsafe_in(joined):
         return texts
     return list(map(_safe, texts))
