@@ -316,6 +316,24 @@ def test_a_rows_dicts_of_dicts_are_printed_in_its_template(monkeypatch):
     assert json_text.column_chunks == chunks + 2  # not one row at a time after a failed template
 
 
+def test_columns_of_repeated_floats_print_each_value_as_itself(monkeypatch):
+    """A column of few distinct floats prints each distinct value once (``_float_texts``): 0.0 and -0.0
+    (one dict key), NaN and ±Inf, numpy and subclassed floats equal to plain ones keep their own texts."""
+    from dumpscope.tui import json_text
+
+    monkeypatch.setattr(json_text, "_CHUNK", 256)
+    nan = float("nan")
+    columns = {"ones": [1.0, 1.0, 0.5], "zeros": [0.0, -0.0, 1.0, 0.0], "late_zero": [2.0] * 20 + [-0.0],
+               "nan": [nan, 1.5, float("nan"), -float("inf")], "numpy": [np.float64(2.5), 2.5, np.float64(-0.0)],
+               "sub": [_Float(0.1), 0.1, _Float("nan")], "pairs": [k // 2 / 3 for k in range(40)]}
+    rows = [{k: v[i % len(v)] for k, v in columns.items()} for i in range(300)]
+    before = json_text.float_dedupes
+    _same(dumps({"rows": rows}), _stdlib({"rows": rows}))
+    # ones and nan in both chunks, sub in the second (its first value a plain float); the others hold a zero
+    # (pairs, the zeros) or begin with a value of another type (numpy)
+    assert json_text.float_dedupes - before == 5
+
+
 def test_a_long_list_of_leaves_is_printed_by_the_c_encoder_and_nan_by_the_python_writer(monkeypatch):
     from dumpscope.tui import json_text
     from dumpscope.tui.json_text import dump
