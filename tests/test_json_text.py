@@ -316,6 +316,28 @@ def test_a_rows_dicts_of_dicts_are_printed_in_its_template(monkeypatch):
     assert json_text.column_chunks == chunks + 2  # not one row at a time after a failed template
 
 
+def test_columns_of_one_text_are_printed_in_the_template(monkeypatch):
+    """A column whose rows all print the same text (a compare's mode, dtype, null source) becomes part of
+    the rows' template: ``%`` in it, a dict whose columns all fold, a column equal at both ends but not
+    between, an op's tensors (the template path of ``_dicts_text``) keep their texts."""
+    from dumpscope.tui import json_text
+
+    monkeypatch.setattr(json_text, "_CHUNK", 256)
+
+    def tensor(i, j):
+        return {"io": "%s", "dtype": "50%", "slot": j, "none": None, "shape": [1, 2]}
+
+    rows = [{"mode": "tensor %s %%", "i": i, "same": 0, "ends": 1 if i in (0, 255, 256, 299) else 2, "none": None,
+             "golden": {"dtype": "float16", "v": None, "x%": 1.5}, "target": {"dtype": "%(a)s", "v": i % 2 or None},
+             "tensors": [tensor(i, j) for j in range(3)], "flag": True, "f": 0.25, "nan": float("nan")}
+            for i in range(300)]
+    before, chunks = json_text.folded_columns, json_text.column_chunks
+    _same(dumps({"rows": rows}), _stdlib({"rows": rows}))
+    _same(dumps({"ops": rows[:3], "x": rows[5:17]}), _stdlib({"ops": rows[:3], "x": rows[5:17]}))
+    assert json_text.column_chunks == chunks + 2 + 1  # 256 + 44 rows, then rows 5-16 (rows 0-2: one by one)
+    assert json_text.folded_columns > before + 2 * 10
+
+
 def test_columns_of_repeated_floats_print_each_value_as_itself(monkeypatch):
     """A column of few distinct floats prints each distinct value once (``_float_texts``): 0.0 and -0.0
     (one dict key), NaN and ±Inf, numpy and subclassed floats equal to plain ones keep their own texts."""
@@ -378,18 +400,18 @@ def test_ops_and_their_tensors_are_printed_column_by_column(monkeypatch):
 
     monkeypatch.setattr(json_text, "_CHUNK", 256)
     ops = [{"name": f"net/Op-op{i}", "exec_index": i, "tensors": [tensor(i, j) for j in range(i % 4)]} for i in range(300)]
-    real = json_text._dicts_text
+    real = json_text._dicts_parts
     sizes: list[int] = []
 
     def spying(ds, nl):
         sizes.append(len(ds))
         return real(ds, nl)
 
-    json_text._dicts_text = spying
+    json_text._dicts_parts = spying
     try:
         _same(dumps({"ops": ops}), _stdlib({"ops": ops}))
     finally:
-        json_text._dicts_text = real
+        json_text._dicts_parts = real
     assert sizes == [256, 384, 44, 66]  # ops 0-255 and their 384 tensors, then ops 256-299 and theirs
 
 
