@@ -498,16 +498,20 @@ def _float_texts(column: tuple) -> list[str]:
     each distinct value's once where the first ``_SAMPLE`` hold at most half as many (a compare's ratios,
     its bit-identical rows' zeros and ones, a tensor's statistics on the rows of its producer and its
     consumer): ``dict.fromkeys`` hashes a float in a tenth of what ``float.__repr__`` takes.  Not with a
-    zero among them (0.0 and -0.0 are one key but two texts).  Counted by a test (``float_dedupes``)."""
+    zero among them (0.0 and -0.0 are one key but two texts), nor with another type (1 and True are 1.0's key).  Counted by a test (``float_dedupes``)."""
     global float_dedupes
     sample = column[:_SAMPLE]
     if len(set(sample)) * 2 <= len(sample):
         distinct = dict.fromkeys(column)
-        if 0.0 not in distinct:
+        # (every value a float: an int or a bool equal to one is its key, and would print as that float)
+        if 0.0 not in distinct and set(map(type, column)) == _FLOAT_ONLY:
             float_dedupes += 1
             return list(map(dict(zip(distinct, map(_float_repr, distinct))).__getitem__, column))
     return list(map(_float_repr, column))
 
+
+_FLOAT_ONLY = {float}
+_STR_ONLY = {str}
 
 #: how many of a column's values tell whether its values repeat (``_float_texts``)
 _SAMPLE = 16
@@ -520,7 +524,7 @@ def _str_texts(column: tuple) -> list[str]:
     a compare holds a "≤"); each distinct string encoded once where at most half are distinct (a
     compare's rules and files: 0.032 -> 0.024 s for the 40,000 rows of the 20k noisy pair)."""
     distinct = dict.fromkeys(column)
-    if len(distinct) * 2 <= len(column):  # each once (a compare's files: a CANN op's inputs and outputs share one)
+    if len(distinct) * 2 <= len(column) and set(map(type, column)) == _STR_ONLY:  # each once (a compare's files: a CANN op's inputs and outputs share one)
         known = dict(zip(distinct, map(_encode_str, distinct)))
         texts = list(map(known.__getitem__, column))
         joined = "".join(known.values())
