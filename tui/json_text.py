@@ -12,8 +12,9 @@ Rows: a list's dicts that share one tuple of ``str`` keys (a compare's rows, an 
 tensors) are printed column by column, 64 at a time (``_dicts_parts``): per key one ``map`` over all
 of them (``float.__repr__``, the C string encoder, ``int.__repr__``; nested dicts' keys alike, in their
 row's columns), a column of one text a row folded into the text between columns, and the chunk joined
-at once (``_dicts_block``; a list's dicts inside a row: one ``%`` of a template each, ``_dicts_text``).  Anything else is printed one value at a time,
-appending to one list (``_dict``: a dict's key prefixes ``,\n<indent>"key": `` are kept per key tuple).
+at once (``_dicts_block``; a list's dicts inside a row: one ``%`` of a template each, ``_dicts_text``).
+Anything else is printed one value at a time, appending to one list (``_dict``: a dict's key
+prefixes ``,\n<indent>"key": `` are kept per key tuple).
 
 Why not the C encoder for all of it (``json.encoder.c_make_encoder`` with ``item_separator=",\n" +
 indent`` prints a dict or list of *leaves* as ``indent=1`` does, brackets aside): on Python 3.11 it
@@ -498,7 +499,8 @@ def _float_texts(column: tuple) -> list[str]:
     each distinct value's once where the first ``_SAMPLE`` hold at most half as many (a compare's ratios,
     its bit-identical rows' zeros and ones, a tensor's statistics on the rows of its producer and its
     consumer): ``dict.fromkeys`` hashes a float in a tenth of what ``float.__repr__`` takes.  Not with a
-    zero among them (0.0 and -0.0 are one key but two texts), nor with another type (1 and True are 1.0's key).  Counted by a test (``float_dedupes``)."""
+    zero among them (0.0 and -0.0 are one key but two texts), nor with another type (1 and True are
+    1.0's key).  Counted for a test (``float_dedupes``)."""
     global float_dedupes
     sample = column[:_SAMPLE]
     if len(set(sample)) * 2 <= len(sample):
@@ -524,7 +526,9 @@ def _str_texts(column: tuple) -> list[str]:
     a compare holds a "≤"); each distinct string encoded once where at most half are distinct (a
     compare's rules and files: 0.032 -> 0.024 s for the 40,000 rows of the 20k noisy pair)."""
     distinct = dict.fromkeys(column)
-    if len(distinct) * 2 <= len(column) and set(map(type, column)) == _STR_ONLY:  # each once (a compare's files: a CANN op's inputs and outputs share one)
+    # (a compare's files: a CANN op's inputs and outputs share one; every value a str: an object equal
+    # to one is no JSON value)
+    if len(distinct) * 2 <= len(column) and set(map(type, column)) == _STR_ONLY:
         known = dict(zip(distinct, map(_encode_str, distinct)))
         texts = list(map(known.__getitem__, column))
         joined = "".join(known.values())
