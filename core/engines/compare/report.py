@@ -156,7 +156,8 @@ class TableCells:
     unusual value takes the per-cell way; the few-valued texts (dtypes, shapes, rules) are made once.
 
     ``float_texts``: a row's metrics and statistics, when all are floats, are given as it returns them
-    (the CSV's texts of them, looked up: ``table_file._CsvFloats``).
+    (the CSV's texts of them, looked up: ``table_file._CsvFloats``), and its ``rel_err`` and ``allowed``
+    with them when both are floats.
 
     ``first_slot``: the rows are made before the first divergence is known (``table_file.TableAsMade``):
     every row's ``first_divergence`` cell is ``first_slot``, filled when the table is finished, and each
@@ -238,8 +239,12 @@ class TableCells:
                 miss = "unsupported" if scalar else na
                 metrics = [miss if v is None else v for v in metrics]
             elif ftext is not None and floats_only(map(type, metrics)) and floats_only(map(type, stats)):
-                both = ftext(metrics + stats)  # (the CSV's texts of them, looked up)
-                metrics, stats = both[:6], both[6:]
+                if type(rel_err) is float and type(allowed) is float:  # (with the judgement's, in one call)
+                    both = ftext(metrics + stats + [rel_err, allowed])  # (the CSV's texts of them, looked up)
+                    metrics, stats, rel_err, allowed = both[:6], both[6:14], both[14], both[15]
+                else:
+                    both = ftext(metrics + stats)
+                    metrics, stats = both[:6], both[6:]
             if type(name) is not str:
                 name = str(name)
             tname = target_name or name
