@@ -413,9 +413,13 @@ class _CsvFloats:
             return values
         texts = list(map(self.known.get, values))
         if None in texts:
-            for i, text in enumerate(texts):
-                if text is None:
+            i = texts.index(None)
+            try:
+                while True:
                     texts[i] = self._new(values[i])
+                    i = texts.index(None, i + 1)
+            except ValueError:  # (no miss left)
+                pass
         return texts
 
     def _new(self, v: float) -> str:

@@ -171,25 +171,27 @@ class XlsxWriter:
         shared table takes them.  An int, a bool and a float equal as keys spell the same ``%.16g``
         (``True``, ``1`` and ``1.0`` are all ``1``); a text never equals a number."""
         known = self._known
-        for k, text in enumerate(texts):
-            if text is not None:
-                continue
-            v = values[k]
-            text = known.get(v)
-            if text is None:
-                if type(v) is str:
-                    text = self._text(v)
-                else:
-                    if type(v) is float and not v - v == 0:
-                        return False
-                    text = known[v] = "%.16g" % v
-                    self._number_keys.append(v)
-                    if len(self._number_keys) >= 4096:
-                        for n in self._number_keys:
-                            known.pop(n, None)
-                        self._number_keys.clear()
-            texts[k] = text
-        return True
+        k = texts.index(None)  # (the misses found by C-level scans: a row has a few among ~40 cells)
+        try:
+            while True:
+                v = values[k]
+                text = known.get(v)
+                if text is None:
+                    if type(v) is str:
+                        text = self._text(v)
+                    else:
+                        if type(v) is float and not v - v == 0:
+                            return False
+                        text = known[v] = "%.16g" % v
+                        self._number_keys.append(v)
+                        if len(self._number_keys) >= 4096:
+                            for n in self._number_keys:
+                                known.pop(n, None)
+                            self._number_keys.clear()
+                texts[k] = text
+                k = texts.index(None, k + 1)
+        except ValueError:  # (no miss left)
+            return True
 
     def _plan(self, key: tuple, fill: Optional[str]) -> Any:
         """The template of rows of this shape: ``(pieces, values getter, floats getter)``: the pieces'
