@@ -311,7 +311,7 @@ class _CsvLines:
     (8.3 of ~17 us a row on the 20k noisy compare: it scans every character of every cell).
 
     A row of texts, ints and None only (the CSV's floats are texts already: ``_CsvFloats``) is one
-    lookup of its cells' fields (``known``: a text quoted if it holds a comma, quote, CR or LF, its
+    lookup of its cells' fields (``_CsvFields``: a text quoted if it holds a comma, quote, CR or LF, its
     quotes doubled; an int as ``str``; None empty), joined; only a cell seen for the first time (a
     tensor's name, a new number) takes Python code.  Keys are texts, ints and None only, so no two
     keys of different types are equal (``1``, ``1.0`` and ``True`` would be).  Any other row (a
@@ -319,47 +319,44 @@ class _CsvLines:
     ±Inf as `` inf``/`` -inf``.  ``_CSV_FAST`` checks once that ``csv.writer`` spells a sample of
     fields so on this Python; if not, the table is ``csv.writer``'s alone."""
 
-    __slots__ = ("lines", "writerow", "known")
+    __slots__ = ("lines", "writerow", "fields")
 
     def __init__(self, lines: list[str], writerow: Callable[[list[Any]], Any]) -> None:
         self.lines = lines
         self.writerow = writerow
-        self.known: dict[Any, str] = {None: ""}
+        self.fields = _CsvFields()
 
     def add(self, made: Iterable[tuple[list[Any], Optional[str]]]) -> int:
         """The lines of ``made``'s rows; their number."""
-        known = self.known
-        get, add, fast, quote = known.get, self.lines.append, _FAST_TYPES.issuperset, _CSV_QUOTE
+        fields = self.fields
+        field, add, fast = fields.__getitem__, self.lines.append, _FAST_TYPES.issuperset
         n = 0
         for cells, _ in made:
             n += 1
-            if not fast(map(type, cells)):
+            if fast(map(type, cells)):
+                add(",".join(map(field, cells)) + "\r\n")
+            else:
                 self.writerow(_csv_row(cells))
-                continue
-            texts = list(map(get, cells))
-            if None in texts:
-                i = texts.index(None)
-                try:
-                    while True:
-                        v = cells[i]
-                        f = get(v)  # (a text twice in a row: stored at its first)
-                        if f is None:
-                            if type(v) is int:
-                                f = str(v)
-                            elif quote(v):
-                                f = '"' + v.replace('"', '""') + '"'
-                            else:
-                                f = v
-                            known[v] = f
-                        texts[i] = f
-                        i = texts.index(None, i + 1)
-                except ValueError:  # (no miss left)
-                    pass
-                if len(known) >= _CSV_KNOWN_MAX:  # (each tensor's name is new: memory stays bounded)
-                    known.clear()
-                    known[None] = ""
-            add(",".join(texts) + "\r\n")
+        if len(fields) >= _CSV_KNOWN_MAX:  # (each tensor's name is new: memory stays bounded)
+            fields.clear()
         return n
+
+
+class _CsvFields(dict):
+    """A text's, an int's or None's CSV field, made at its first lookup (``__missing__``: a C-level
+    lookup for every cell, Python code for a new one only) and remembered."""
+
+    def __missing__(self, v: Any) -> str:
+        if v is None:
+            f = ""
+        elif type(v) is int:
+            f = str(v)
+        elif _CSV_QUOTE(v):
+            f = '"' + v.replace('"', '""') + '"'
+        else:
+            f = v
+        self[v] = f
+        return f
 
 
 def _csv_row(cells: list[Any]) -> list[Any]:
@@ -406,29 +403,24 @@ class _CsvFloats:
     ``%.16g`` texts gained nothing this way.)"""
 
     def __init__(self) -> None:
-        self.known: dict[float, str] = {}
+        self.known = _FloatTexts()
 
     def __call__(self, values: list[float]) -> list[Any]:
-        if _NEGATIVE_ZERO in array("d", values).tobytes():
+        if 0.0 in values and _NEGATIVE_ZERO in array("d", values).tobytes():
             return values
-        texts = list(map(self.known.get, values))
-        if None in texts:
-            i = texts.index(None)
-            try:
-                while True:
-                    texts[i] = self._new(values[i])
-                    i = texts.index(None, i + 1)
-            except ValueError:  # (no miss left)
-                pass
-        return texts
+        return list(map(self.known.__getitem__, values))
 
-    def _new(self, v: float) -> str:
+
+class _FloatTexts(dict):
+    """A float's CSV text, made at its first lookup (``__missing__``) and remembered (a NaN is not: it
+    equals no key), up to 4096 at a time."""
+
+    def __missing__(self, v: float) -> str:
         text = repr(v) if v - v == 0 else ("nan" if v != v else (" inf" if v > 0 else " -inf"))
         if v == v:
-            known = self.known
-            if len(known) >= 4096:
-                known.clear()
-            known[v] = text
+            if len(self) >= 4096:
+                self.clear()
+            self[v] = text
         return text
 
 
