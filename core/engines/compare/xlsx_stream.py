@@ -108,9 +108,8 @@ class XlsxWriter:
         self._buf: list[str] = []
         self._row = 0
         self._shared: list[str] = []  # the shared strings' ``<t>`` elements, in their index order
-        # shared text -> the rest of its cell; finite number -> its %.16g (bounded: ``_misses``)
-        self._known: dict[Any, str] = {}
-        self._number_keys: list[Any] = []  # the numbers in ``_known``
+        # shared text -> the rest of its cell; finite number -> its %.16g (bounded: ``_Known``)
+        self._known = _Known(self._text)
         self._plans: dict[tuple, Any] = {}  # (fill, type of each cell) -> the row's template (``_plan``)
         self._defer = defer
         self._ranges: list[tuple[int, int]] = []  # each deferred sheet's bytes in ``defer``
@@ -134,7 +133,7 @@ class XlsxWriter:
 
         A row is one join of a template's pieces made once per shape of row (its cells' types and its
         fill) with its values' texts, all looked up at once (``_known``: a text's shared-string tail, a
-        number's ``%.16g``); only a value seen for the first time takes Python code (``_misses``), and
+        number's ``%.16g``); only a value seen for the first time takes Python code (``_Known``), and
         a row with a NaN, ±Inf or -0.0 is written cell by cell (the same XML either way).
         """
         self._row += 1
@@ -149,11 +148,12 @@ class XlsxWriter:
             # (-0.0 equals 0.0 as a key: a row holding one is spelled cell by cell)
             if get_floats is None or not (0.0 in (floats := get_floats(cells))
                                           and _NEGATIVE_ZERO in array("d", floats).tobytes()):
-                values = get_values(cells)
-                texts = list(map(self._known.get, values))
-                if None not in texts or self._misses(values, texts):
+                try:
+                    pieces[3::2] = map(self._known.__getitem__, get_values(cells))
+                except _NotFinite:  # (the row goes cell by cell)
+                    pass
+                else:
                     pieces[1] = str(self._row)
-                    pieces[3::2] = texts
                     self._buf.append("".join(pieces))
                     if len(self._buf) >= 256:
                         self._flush()
@@ -161,37 +161,6 @@ class XlsxWriter:
         self._buf.append(self._row_each(cells, fill))
         if len(self._buf) >= 256:
             self._flush()
-
-    def _misses(self, values: tuple, texts: list[Optional[str]]) -> bool:
-        """The texts of a row's values not known yet, made into ``texts`` in turn (a text may be twice in
-        a row) and remembered; False at a NaN or ±Inf (never remembered: the row goes cell by cell).
-
-        Numbers are remembered up to 4096 at a time (most of a compare's recur: an op's output
-        statistics are the next op's input's, steps, ranks and slots are few), texts as long as the
-        shared table takes them.  An int, a bool and a float equal as keys spell the same ``%.16g``
-        (``True``, ``1`` and ``1.0`` are all ``1``); a text never equals a number."""
-        known = self._known
-        k = texts.index(None)  # (the misses found by C-level scans: a row has a few among ~40 cells)
-        try:
-            while True:
-                v = values[k]
-                text = known.get(v)
-                if text is None:
-                    if type(v) is str:
-                        text = self._text(v)
-                    else:
-                        if type(v) is float and not v - v == 0:
-                            return False
-                        text = known[v] = "%.16g" % v
-                        self._number_keys.append(v)
-                        if len(self._number_keys) >= 4096:
-                            for n in self._number_keys:
-                                known.pop(n, None)
-                            self._number_keys.clear()
-                texts[k] = text
-                k = texts.index(None, k + 1)
-        except ValueError:  # (no miss left)
-            return True
 
     def _plan(self, key: tuple, fill: Optional[str]) -> Any:
         """The template of rows of this shape: ``(pieces, values getter, floats getter)``: the pieces'
@@ -402,6 +371,42 @@ def _t(text: str) -> str:
     if text[:1].isspace() or text[-1:].isspace():
         return f'<t xml:space="preserve">{text}</t>'
     return f"<t>{text}</t>"
+
+
+class _NotFinite(Exception):
+    """A row's NaN or ±Inf, which ``_Known`` does not spell (the row is written cell by cell)."""
+
+
+class _Known(dict):
+    """A value's XML in a row's template (after ``<c …``): a text's shared-string tail (``text``, which
+    remembers it here as long as the shared table takes it), a number's ``%.16g``; made at its first
+    lookup (``__missing__``: one C-level lookup a cell, Python code for a new value only).
+
+    Numbers are remembered up to 4096 at a time (most of a compare's recur: an op's output statistics
+    are the next op's input's, steps, ranks and slots are few).  An int, a bool and a float equal as
+    keys spell the same ``%.16g`` (``True``, ``1`` and ``1.0`` are all ``1``); a text never equals a
+    number; a NaN or ±Inf raises ``_NotFinite``."""
+
+    __slots__ = ("text", "numbers")
+
+    def __init__(self, text: Callable[[str], str]) -> None:
+        super().__init__()
+        self.text = text
+        self.numbers: list[Any] = []  # the numbers remembered
+
+    def __missing__(self, v: Any) -> str:
+        if type(v) is str:
+            return self.text(v)
+        if type(v) is float and not v - v == 0:
+            raise _NotFinite
+        text = self[v] = "%.16g" % v
+        numbers = self.numbers
+        numbers.append(v)
+        if len(numbers) >= 4096:
+            for n in numbers:
+                self.pop(n, None)
+            numbers.clear()
+        return text
 
 
 #: the bytes of -0.0 in an array of doubles
