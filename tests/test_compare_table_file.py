@@ -171,3 +171,28 @@ def test_the_count_is_the_tables_rows(tmp_path):
     out = tmp_path / "s.csv"
     assert tf.write_csv(doc, str(out)) == 3 and len(out.read_text().splitlines()) == 4
     assert os.path.getsize(out) > 0
+
+
+def test_csv_lines_made_by_lookups_are_csv_writers():
+    """A row of texts, ints and None is made by lookups of its cells' fields (issue 33), any other row by
+    csv.writer: every line is csv.writer's (±Inf as msprobe's), whichever way, in any order: a field
+    remembered from one row (1) is never another type's (1.0, True) in the next."""
+    import random
+
+    import numpy as np
+
+    values = [None, "", "x", "N/A", "a,b", 'q"q', '"', "r\rr", "n\nn", "\r\n", "\x00", " sp ", "\t", "é ≤ 2^-11",
+              "[1, 16, 8, 8]", "=1", 0, 1, -5, 10 ** 20, True, False, 0.0, -0.0, 1.0, 1.5, math.inf, -math.inf,
+              math.nan, np.int64(1), np.float32(2.5), [1, 2]]
+    r = random.Random(11)
+    rows = [[r.choice(values) for _ in range(8)] for _ in range(3000)]
+    rows += [[1, "a", None], [1.0, "a", None], [True, "a", None], [1, "a", None]]
+    expected = io.StringIO(newline="")
+    w = csv.writer(expected)
+    for cells in rows:
+        w.writerow([(" inf" if v > 0 else " -inf") if isinstance(v, float) and math.isinf(v) else v for v in cells])
+    lines: list[str] = []
+    made = tf._CsvLines(lines, csv.writer(tf._Lines(lines.append)).writerow)
+    assert made.add((cells, None) for cells in rows) == len(rows)
+    assert "".join(lines) == expected.getvalue()
+    assert tf._CSV_FAST  # (this Python's csv.writer spells fields as the lookups do)
