@@ -230,28 +230,34 @@ class TableCells:
             except KeyError:
                 dt_g, sh_g, *g_stats, f_g = map(golden.get, _SIDE_KEYS)
             stats += g_stats
-            if not plain(map(type, stats)):
+            stat_floats = floats_only(map(type, stats))  # (the common case: no None, nothing to make inert)
+            if stat_floats:
+                pass
+            elif not plain(map(type, stats)):
                 stats = [_stat(v) for v in stats]
             elif None in stats:
                 stats = [na if v is None else v for v in stats]
             scalar = kind == "scalar"
-            if None in metrics:
+            if floats_only(map(type, metrics)):  # (no None)
+                if ftext is not None and stat_floats:
+                    if type(rel_err) is float and type(allowed) is float:  # (with the judgement's, in one call)
+                        both = ftext(metrics + stats + [rel_err, allowed])  # (the CSV's texts of them, looked up)
+                        metrics, stats, rel_err, allowed = both[:6], both[6:14], both[14], both[15]
+                    else:
+                        both = ftext(metrics + stats)
+                        metrics, stats = both[:6], both[6:]
+            elif None in metrics:
                 miss = "unsupported" if scalar else na
                 metrics = [miss if v is None else v for v in metrics]
-            elif ftext is not None and floats_only(map(type, metrics)) and floats_only(map(type, stats)):
-                if type(rel_err) is float and type(allowed) is float:  # (with the judgement's, in one call)
-                    both = ftext(metrics + stats + [rel_err, allowed])  # (the CSV's texts of them, looked up)
-                    metrics, stats, rel_err, allowed = both[:6], both[6:14], both[14], both[15]
-                else:
-                    both = ftext(metrics + stats)
-                    metrics, stats = both[:6], both[6:]
             if type(name) is not str:
                 name = str(name)
             tname = target_name or name
             if type(tname) is not str:
                 tname = str(tname)
             suffix = f".{io}.{slot}"
-            bench = _cell_text(name + suffix)
+            bench = name + suffix
+            if not (bench.isascii() and bench.isprintable()) or bench[:1] in _ASCII_FORMULA_START:
+                bench = _cell_text(bench)  # (else it is its own cell text: ``_cell_text``'s first test)
             rg_t, rg_g = target.get("requires_grad", na), golden.get("requires_grad", na)
             if stacks is not None:
                 op_key = (op_id, target_name or name, step, rank)
@@ -289,8 +295,8 @@ class TableCells:
                 bench,
                 (few_get(dt_t) or text(dt_t)) if dt_t else na,
                 (few_get(dt_g) or text(dt_g)) if dt_g else na,
-                (few_get(tuple(sh_t)) if type(sh_t) is list else None) or shape(sh_t),
-                (few_get(tuple(sh_g)) if type(sh_g) is list else None) or shape(sh_g),
+                shape_t := (few_get(tuple(sh_t)) if type(sh_t) is list else None) or shape(sh_t),
+                shape_t if sh_g == sh_t else (few_get(tuple(sh_g)) if type(sh_g) is list else None) or shape(sh_g),
                 rg_t,
                 rg_g,
                 *metrics,
