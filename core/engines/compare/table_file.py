@@ -3,7 +3,8 @@
 ``compare --json --output x.csv`` read the rows back from the spool, decoded and filled them twice:
 once for the table, once for the print (a fifth of the table's cost, issue 33).  ``TableFile`` takes
 the rows one by one; ``write_rows`` is the table written on its own (``write_table``).  The cells are
-``report.table_rows``'s; the CSV is ``csv.writer``'s, the workbook ``xlsx_stream``'s.
+``report.table_rows``'s; the CSV is ``csv.writer``'s (its lines made by lookups where the cells
+allow: ``_CsvLines``), the workbook ``xlsx_stream``'s.
 
 ``TableAsMade`` writes it as the compare makes the rows (``compare --json --output``): the rows are then
 kept only as the document prints them, never JSON-encoded into the spool and decoded again (12.5 + 6.7
@@ -33,9 +34,9 @@ class TableFile:
     in place and returns its row count, :meth:`abort` leaves nothing.
 
     Rows are held a chunk at a time (their stacks looked up together), so an output that reads the
-    rows anyway can write the table on the way (``TableAsMade``).  The CSV is ``csv.writer``'s
-    (``writerows`` on each chunk); the workbook ``xlsx_stream``'s, error rows red and warning rows
-    yellow, streamed: memory stays flat on a million-row compare.
+    rows anyway can write the table on the way (``TableAsMade``).  The CSV is ``csv.writer``'s (each
+    chunk's lines made by ``_CsvLines``, the same bytes); the workbook ``xlsx_stream``'s, error rows
+    red and warning rows yellow, streamed: memory stays flat on a million-row compare.
 
     ``deferred`` (no ``doc`` yet: ``TableAsMade``): the rows are written to a temporary part, each
     first-divergence cell a slot (a NUL byte: ``_SlotFill``), and :meth:`close` is given the document:
