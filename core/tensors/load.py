@@ -217,39 +217,31 @@ class OnceReader:
         lie in it as they are: ``detached`` copies those, a gathered array has no ``base``), or None
         where ``array`` gives None: the batched kernel takes rows, so a tensor its layout's plan
         gathers is not shaped only to be flattened again."""
-        path = ref.path
-        left = self._left.get(path)
-        if left is None:
-            return None
-        try:
-            got = self._files.get(path, _UNREAD)
-            if got is _UNREAD:
-                got = self._open(ref)
-            if got is None:
+        return self._from_file(ref, self._flat)
+
+    def _flat(self, ref: TensorRef, got) -> Optional[np.ndarray]:
+        if ref.storage == STORAGE_CANN:
+            group = got[1][0] if ref.io == "input" else got[1][1]
+            if ref.slot >= len(group):
                 return None
-            if ref.storage == STORAGE_CANN:
-                group = got[1][0] if ref.io == "input" else got[1][1]
-                if ref.slot >= len(group):
-                    return None
-                made = entry_flat(group[ref.slot], got[0])
-                if made is not None:
-                    shape = ref.shape
-                    return made[0] if made[1] == (shape if type(shape) is tuple else tuple(shape)) else None
-            arr = self._decode(ref, got)  # no plan (yet): the canonical decoder
-            if arr is None or arr.shape != tuple(ref.shape):
-                return None
-            return arr.reshape(-1)
-        except Exception:  # the canonical loader says what is wrong (or reads what this one would not)
+            made = entry_flat(group[ref.slot], got[0])
+            if made is not None:
+                shape = ref.shape
+                return made[0] if made[1] == (shape if type(shape) is tuple else tuple(shape)) else None
+        arr = self._decode(ref, got)  # no plan (yet): the canonical decoder
+        if arr is None or arr.shape != tuple(ref.shape):
             return None
-        finally:
-            if left > 1:
-                self._left[path] = left - 1
-            else:
-                del self._left[path]
-                self._files.pop(path, None)
+        return arr.reshape(-1)
 
     def _buffered(self, ref: TensorRef) -> Optional[np.ndarray]:
         """The tensor decoded from its file's one buffer, or None: the existing path must load it."""
+        return self._from_file(ref, self._decode)
+
+    def _from_file(self, ref: TensorRef,
+                   use: Callable[[TensorRef, Any], Optional[np.ndarray]]) -> Optional[np.ndarray]:
+        """``use(ref, (bytes, header))`` of the file's one buffer (read at its first tensor), or None: the
+        existing path must load it.  Either way the file's count of tensors to come goes down, and its
+        buffer is dropped with its last tensor."""
         path = ref.path
         left = self._left.get(path)
         if left is None:
@@ -258,7 +250,7 @@ class OnceReader:
             got = self._files.get(path, _UNREAD)
             if got is _UNREAD:
                 got = self._open(ref)
-            return self._decode(ref, got) if got is not None else None
+            return use(ref, got) if got is not None else None
         except Exception:  # the canonical loader says what is wrong (or reads what this one would not)
             return None
         finally:
