@@ -163,9 +163,11 @@ def _side(t: "TensorRow", st: Optional[dict[str, Any]], value: Any) -> dict[str,
     return _side_of(t, get("max"), get("min"), get("mean"), get("l2norm"), value)
 
 
-def _side_of(t: "TensorRow", hi: Any, lo: Any, mean: Any, norm: Any, value: Any) -> dict[str, Any]:
-    """One side of a row from its statistics (max, min, mean, L2 norm; non-finite ones become null)."""
-    if not _all_finite(hi, lo, mean, norm):
+def _side_of(t: "TensorRow", hi: Any, lo: Any, mean: Any, norm: Any, value: Any,
+             finite: Optional[bool] = None) -> dict[str, Any]:
+    """One side of a row from its statistics (max, min, mean, L2 norm; non-finite ones become null).
+    ``finite``: whether all four are finite, when the caller knows (``_all_finite`` otherwise)."""
+    if not (_all_finite(hi, lo, mean, norm) if finite is None else finite):
         hi, lo, mean, norm = _num(hi), _num(lo), _num(mean), _num(norm)
     return {"dtype": t.dtype, "shape": list(t.shape), "max": hi, "min": lo, "mean": mean, "l2norm": norm,
             "file": t.path, "value": value}
@@ -675,14 +677,9 @@ def _row(p: _Pair, head: tuple, source: Optional[dict[str, Any]]) -> dict[str, A
         if not total - total == 0.0:
             cos, euc, mab, mrel, r1, r5 = _num(cos), _num(euc), _num(mab), _num(mrel), _num(r1), _num(r5)
         one = block.n <= 1  # a one-element tensor's value: its max
-        total = gmax + gmin + gmean + gl2
-        g_side = {"dtype": g.dtype, "shape": list(g.shape), "max": gmax, "min": gmin, "mean": gmean, "l2norm": gl2,
-                  "file": g.path, "value": gmax if one else None} if total - total == 0.0 else \
-            _side_of(g, gmax, gmin, gmean, gl2, gmax if one else None)
-        total = tmax + tmin + tmean + tl2
-        t_side = {"dtype": t.dtype, "shape": list(t.shape), "max": tmax, "min": tmin, "mean": tmean, "l2norm": tl2,
-                  "file": t.path, "value": tmax if one else None} if total - total == 0.0 else \
-            _side_of(t, tmax, tmin, tmean, tl2, tmax if one else None)
+        g_total, t_total = gmax + gmin + gmean + gl2, tmax + tmin + tmean + tl2  # (finite as above)
+        g_side = _side_of(g, gmax, gmin, gmean, gl2, gmax if one else None, g_total - g_total == 0.0)
+        t_side = _side_of(t, tmax, tmin, tmean, tl2, tmax if one else None, t_total - t_total == 0.0)
         assert f is not None  # (``_apply``)
         share = f.share
         return {"name": name, "io": g.io, "slot": g.slot, "step": step, "rank": rank,
