@@ -46,7 +46,7 @@ def test_a_wired_batch_gives_the_refs_of_its_rows():
     jobs = _jobs()
     sent = mm.wire(jobs)
     got = mm.unwire(pickle.loads(pickle.dumps(sent)))
-    want = [[(mm._ref(g), mm._ref(t)) for g, t, _io, _kind in job] for job in jobs]
+    want = [[(g.ref(), t.ref()) for g, t, _io, _kind in job] for job in jobs]  # (each row's own TensorRef)
     assert got == want
     # the first op's four layouts (not the third's again) and the npy op's two
     assert len(sent[0]) == 6

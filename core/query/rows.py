@@ -93,10 +93,9 @@ class TensorRow:
     def ref(self) -> "TensorRef":
         from dumpscope.core.tensors.load import TensorRef
 
-        return TensorRef(path=self.path, storage=self.storage, io=self.io, slot=self.slot, dtype=self.dtype,
-                         stored_dtype=self.stored_dtype, shape=self.shape, format=self.format,
-                         device_shape=self.device_shape, offset=self.offset, nbytes=self.nbytes,
-                         sub_format=self.sub_format, extra=self.extra)
+        # (positional, TensorRef's fields in order: compare makes one a tensor it measures)
+        return TensorRef(self.path, self.storage, self.io, self.slot, self.dtype, self.stored_dtype, self.shape,
+                         self.format, self.device_shape, self.offset, self.nbytes, self.sub_format, self.extra)
 
     @property
     def label(self) -> str:

@@ -69,7 +69,7 @@ def judge_batch(jobs: list[OpJob], th: Thresholds) -> Packed:
     """``measure_packed`` of consecutive ops, in this process; the process that uses the records makes
     them and runs their fixed rules (``judged``)."""
     with gc_paused():  # results are small records without cycles (see gc_pause)
-        return measure_packed([[(_ref(g), _ref(t)) for g, t, _io, _kind in pairs] for pairs in jobs], _allclose(th))
+        return measure_packed([[(g.ref(), t.ref()) for g, t, _io, _kind in pairs] for pairs in jobs], _allclose(th))
 
 
 def judge_wire(batch: Wire, allclose: Optional[tuple[float, float]]) -> Packed:
@@ -79,11 +79,6 @@ def judge_wire(batch: Wire, allclose: Optional[tuple[float, float]]) -> Packed:
 
 def _allclose(th: Thresholds) -> Optional[tuple[float, float]]:
     return (th.atol or 0.0, th.rtol or 0.0) if th.allclose else None
-
-
-def _ref(t: Any) -> TensorRef:
-    return TensorRef(t.path, t.storage, t.io, t.slot, t.dtype, t.stored_dtype, t.shape, t.format, t.device_shape,
-                     t.offset, t.nbytes, t.sub_format, t.extra)
 
 
 def wire(jobs: list[OpJob]) -> Wire:
@@ -302,8 +297,7 @@ def batches(jobs: list[OpJob]) -> list[tuple[int, int]]:
     start = pairs = size = 0
     for i, job in enumerate(jobs):
         pairs += len(job)
-        for g, t, _io, _kind in job:  # (``_job_bytes``)
-            size += max(0, g.nbytes or 0) + max(0, t.nbytes or 0)
+        size += _job_bytes(job)
         if pairs >= BATCH_PAIRS or size >= BATCH_BYTES:
             out.append((start, i + 1))
             start, pairs, size = i + 1, 0, 0
