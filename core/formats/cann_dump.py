@@ -227,40 +227,38 @@ def _tensor_desc(t, has_op: bool) -> tuple:
 
 
 def _decode(path: str, buf: bytes, h: int) -> HeaderFields:
-    """Parse the DumpData protobuf; tensor descriptions come from the layout cache.
-
-    Reading every tensor attribute through upb costs four times the parse itself, so the
-    parsed message minus ``op_name``/``dump_time`` is re-serialised as the cache key.
-    """
-    msg = _DumpData()
-    try:
-        msg.ParseFromString(buf[8:8 + h])  # a slice of a small header beats a memoryview
-    except Exception as exc:  # protobuf raises DecodeError (and others on junk)
-        raise _not_protobuf(path, exc) from None
+    """Parse the DumpData protobuf; tensor descriptions come from the layout cache (``_layout_of``)."""
+    msg = _parsed(path, buf, h)
     op_name, dump_time = msg.op_name, msg.dump_time
-    msg.ClearField("op_name")
-    msg.ClearField("dump_time")
-    key = msg.SerializeToString()  # DumpData has no map fields: serialisation is already canonical
-    layout = _LAYOUTS.get(key)
-    if layout is None:
-        layout = _new_layout(key, msg)
-    return HeaderFields(dump_time, op_name, layout)
+    return HeaderFields(dump_time, op_name, _layout_of(msg))
 
 
 def layout_from_bytes(path: str, data: bytes, max_header_bytes: int = 64 << 20) -> tuple[int, TensorLayout]:
     """``(H, layout)`` of a file read whole: ``fields_from_bytes`` without the op name and dump time,
     which compare's reader does not need (the same checks and layout object, ~15 % less time)."""
     h = _header_length(path, len(data), data, max_header_bytes)
+    return h, _layout_of(_parsed(path, data, h))
+
+
+def _parsed(path: str, buf: bytes, h: int):
+    """The DumpData message of the header in ``buf`` (``H`` bytes after the length), or the one-line error."""
     msg = _DumpData()
     try:
-        msg.ParseFromString(data[8:8 + h])
-    except Exception as exc:
+        msg.ParseFromString(buf[8:8 + h])  # a slice of a small header beats a memoryview
+    except Exception as exc:  # protobuf raises DecodeError (and others on junk)
         raise _not_protobuf(path, exc) from None
+    return msg
+
+
+def _layout_of(msg) -> TensorLayout:
+    """The layout of a parsed header, from the cache.  Reading every tensor attribute through upb costs four
+    times the parse itself, so the message minus ``op_name``/``dump_time`` (cleared here: read them first)
+    is re-serialised as the cache key."""
     msg.ClearField("op_name")
     msg.ClearField("dump_time")
-    key = msg.SerializeToString()
+    key = msg.SerializeToString()  # DumpData has no map fields: serialisation is already canonical
     layout = _LAYOUTS.get(key)
-    return h, layout if layout is not None else _new_layout(key, msg)
+    return layout if layout is not None else _new_layout(key, msg)
 
 
 def _not_protobuf(path: str, exc: Exception) -> DumpFormatError:
