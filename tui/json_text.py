@@ -438,18 +438,19 @@ def _dicts_parts(ds: Any, nl: str) -> tuple[list[str], list[list[str]]] | None:
         first = type(column[0])
         if first is float or first is str:  # guessed from the first value: a TypeError if another is not one
             try:
-                col = _float_texts(column) if first is float else _str_texts(column)
-            except TypeError:  # None among them...: by the types of all
+                # (each float's own text: printing a repeated value once made the bench trees' rows 0.12 s
+                # cheaper only because they repeat 167 distinct floats in 660k; real statistics differ)
+                col = list(map(_float_repr, column)) if first is float else _str_texts(column)
+            except TypeError:  # None among them...: by the types of all (never all floats or all str)
                 pass
+            else:
+                if first is float and ("nan" in col or "inf" in col or "-inf" in col):
+                    col = [_NONFINITE.get(t, t) for t in col]
         if col is None:
             kinds = set(map(type, column))
             if len(kinds) == 1:
                 kind = kinds.pop()
-                if kind is str:
-                    col = _str_texts(column)
-                elif kind is float:
-                    col = list(map(_float_repr, column))
-                elif kind is int:
+                if kind is int:
                     col = list(map(_int_repr, column))
                 elif kind is _NONE_TYPE:
                     col = ["null"]
@@ -474,14 +475,10 @@ def _dicts_parts(ds: Any, nl: str) -> tuple[list[str], list[list[str]]] | None:
                     col = _lists_text(column, inner)
                 else:
                     col = [_text(v, inner) for v in column]
-                if kind is float and ("nan" in col or "inf" in col or "-inf" in col):
-                    col = [_NONFINITE.get(t, t) for t in col]
             elif kinds <= _LEAF_TYPES:  # str or None, float or None...: one C call, or here with a NaN
                 col = _leaves_text(column)
             else:
                 col = [_text(v, inner) for v in column]
-        elif first is float and ("nan" in col or "inf" in col or "-inf" in col):
-            col = [_NONFINITE.get(t, t) for t in col]
         text = col[0]
         if text == col[-1] and col.count(text) == len(col):  # one text in every row (a compare's mode, dtype,
             folded_columns += 1  # null source...): in the template, not a column
@@ -492,14 +489,6 @@ def _dicts_parts(ds: Any, nl: str) -> tuple[list[str], list[list[str]]] | None:
             lit = ""
     pieces.append(lit + nl + "}")
     return pieces, texts
-
-
-def _float_texts(column: tuple) -> list[str]:
-    """``float.__repr__`` of each of a column of floats (a float subclass's value: as the CLI cleans it).
-    Each value's own, even where a column repeats values: printing a distinct value once (hashed in a
-    tenth of a ``repr``) made the bench trees' rows 0.12 s cheaper only because they repeat 167 distinct
-    floats in 660k, and no cheaper where every value differs, as real statistics do."""
-    return list(map(_float_repr, column))
 
 
 _STR_ONLY = {str}
