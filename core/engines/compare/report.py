@@ -231,12 +231,11 @@ class TableCells:
                 dt_g, sh_g, *g_stats, f_g = map(golden.get, _SIDE_KEYS)
             stats += g_stats
             stat_floats = floats_only(map(type, stats))  # (the common case: no None, nothing to make inert)
-            if stat_floats:
-                pass
-            elif not plain(map(type, stats)):
-                stats = [_stat(v) for v in stats]
-            elif None in stats:
-                stats = [na if v is None else v for v in stats]
+            if not stat_floats:
+                if not plain(map(type, stats)):
+                    stats = [_stat(v) for v in stats]
+                elif None in stats:
+                    stats = [na if v is None else v for v in stats]
             scalar = kind == "scalar"
             if floats_only(map(type, metrics)):  # (no None)
                 if ftext is not None and stat_floats:
@@ -255,9 +254,7 @@ class TableCells:
             if type(tname) is not str:
                 tname = str(tname)
             suffix = f".{io}.{slot}"
-            bench = name + suffix
-            if not (bench.isascii() and bench.isprintable()) or bench[:1] in _ASCII_FORMULA_START:
-                bench = _cell_text(bench)  # (else it is its own cell text: ``_cell_text``'s first test)
+            bench = _cell_text(name + suffix)
             rg_t, rg_g = target.get("requires_grad", na), golden.get("requires_grad", na)
             if stacks is not None:
                 op_key = (op_id, target_name or name, step, rank)
