@@ -457,11 +457,16 @@ class _SlotFill:
 
             self.no, self.yes = slot_tail(""), slot_tail("yes")
         self.first = first
+        self.last = first[-1] + 1 if first else 0  # the slots from here on are all ``no``
         self.k = 0  # slots filled so far
 
     def __call__(self, data: bytes) -> bytes:
-        n = data.count(_CSV_SLOT_BYTE)
         k0, first = self.k, self.first
+        if k0 >= self.last and len(self.no) != 1:  # past the first divergence: the slots counted by the
+            out = data.replace(_CSV_SLOT_BYTE, self.no)  # length the replacing adds (no second pass)
+            self.k += (len(out) - len(data)) // (len(self.no) - 1)
+            return out
+        n = data.count(_CSV_SLOT_BYTE)
         self.k += n
         lo, hi = bisect.bisect_left(first, k0), bisect.bisect_left(first, k0 + n)
         if lo == hi:
