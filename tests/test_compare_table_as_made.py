@@ -121,16 +121,22 @@ def test_no_rows_is_the_plain_tables_header(tmp_path, ext):
         assert _cells(tmp_path / "made.xlsx") == _cells(tmp_path / "plain.xlsx")
 
 
-def test_a_nul_in_a_cell_of_its_own_is_copied_as_it_is(tmp_path):
+@pytest.mark.parametrize("late", [False, True])
+def test_a_nul_in_a_cell_of_its_own_is_copied_as_it_is(tmp_path, monkeypatch, late):
     """A slot is a NUL byte; a cell that holds one itself (no compare row does: texts are inert, and the
-    raw cells are the engine's words) sends the copy the slow way, with the same bytes."""
+    raw cells are the engine's words) sends the copy the slow way, with the same bytes.  ``late``: one
+    far past the first divergence, in a block whose slots are counted by what filling them adds."""
     doc = _doc(700)
     doc["rows"][5]["verdict"] = "pa\x00ss"
     doc["rows"][11]["origin"] = "\x00"
+    if late:
+        monkeypatch.setattr(tf, "_COPY_BYTES", 4096)
+        doc["rows"][650]["origin"] = "\x00\x00"
     tf.write_csv(json.loads(json.dumps(doc)), str(tmp_path / "plain.csv"))
     _made(doc, tmp_path / "made.csv")
     data = (tmp_path / "made.csv").read_bytes()
-    assert data == (tmp_path / "plain.csv").read_bytes() and data.count(b"\x00") == 2 and b",yes," in data
+    assert data == (tmp_path / "plain.csv").read_bytes() and data.count(b"\x00") == 2 + 2 * late
+    assert b",yes," in data
 
 
 def test_the_rows_are_filled_before_they_are_printed_or_tabled(tmp_path):
