@@ -366,6 +366,28 @@ def test_columns_of_repeated_floats_print_each_value_as_itself(monkeypatch):
     _same(dumps({"rows": rows}), _stdlib({"rows": rows}))
 
 
+def test_a_column_of_one_float_is_printed_once_and_only_when_every_row_prints_it(monkeypatch):
+    """A chunk's column of one float (identical pairs' cosines and errors, a dtype's allowed error) is
+    printed once into the template; one that merely compares equal throughout is not: a -0.0 among
+    zeros, an int or a bool among floats, a float subclass, NaNs that are different objects."""
+    from dumpscope.tui import json_text
+
+    monkeypatch.setattr(json_text, "_CHUNK", 64)
+    nan = float("nan")
+    near = {"zeros": [0.0] * 63 + [-0.0], "ints": [1.0] * 63 + [1], "bools": [True] + [1.0] * 63,
+            "sub": [_Float(0.5)] + [0.5] * 63, "nans": [float("nan") for _ in range(64)],
+            "np": [np.float64(2.5)] * 64}
+    one = {"one": [1.0] * 64, "zero": [0.0] * 64, "negzero": [-0.0] * 64, "nan": [nan] * 64, "inf": [-math.inf] * 64,
+           "tiny": [5e-324] * 64}
+    for columns in (near, one):
+        rows = [{k: v[i] for k, v in columns.items()} for i in range(64)]
+        before = json_text.folded_columns
+        _same(dumps({"rows": rows}), _stdlib({"rows": rows}))
+        assert json_text.folded_columns - before == (len(one) if columns is one else 3)  # (nans, np, sub: by text)
+    assert [k for k, v in {**near, **one}.items() if json_text._one_float(tuple(v))] == \
+        ["one", "zero", "nan", "inf", "tiny"]  # (-0.0 throughout: by its text)
+
+
 def test_a_long_list_of_leaves_is_printed_by_the_c_encoder_and_nan_by_the_python_writer(monkeypatch):
     from dumpscope.tui import json_text
     from dumpscope.tui.json_text import dump
