@@ -63,8 +63,19 @@ def _rows(idx: DumpIndex) -> dict[str, list[tuple]]:
         "exec_orders": table("exec_orders", (), by_dir),
         "graph_files": table("graph_files", (), by_dir),
         "overflow": table("overflow", (), by_dir),
+        # a folder read in chunks records each chunk's dtypes (index/place_dtypes): their union is the folder's
+        "dir_dtypes": _dtype_records(idx, dirs),
         "meta": sorted(_meta(k, v, dirs) for k, v in idx.query("SELECT key, value FROM meta") if k != "next_unit"),
     }
+
+
+def _dtype_records(idx: DumpIndex, dirs: dict) -> list[tuple]:
+    union: dict[tuple, object] = {}
+    for d, rank, step, names in idx.query("SELECT dir_id, rank, step, names FROM dir_dtypes"):
+        key = (dirs[d], rank, step)
+        have = union.get(key, ())
+        union[key] = None if names is None or have is None else tuple(sorted({*have, *json.loads(names)}))
+    return sorted(union.items(), key=repr)
 
 
 def _meta(key: str, value: str, dirs: dict) -> tuple:

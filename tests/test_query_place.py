@@ -1,6 +1,6 @@
 """One place's ops read in index order (``DumpQuery.ops`` with a rank and a step: ``_place_rows``) are the
-rows, in the order, of the one sorted query it replaced; a place's dtypes are kept in ``meta`` until the
-next finalize drops them."""
+rows, in the order, of the one sorted query it replaced; a place's dtypes read from its units (where the
+folders' records cannot say: tests/test_place_dtypes.py) are kept in ``meta`` until the next finalize drops them."""
 
 from __future__ import annotations
 
@@ -14,6 +14,11 @@ from conftest import SAMPLES
 from dumpscope.core.index.schema import PLACE_DTYPES
 from dumpscope.core.query import open_query
 from dumpscope.core.query.rows import KINDS, OP_COLS, op_rows
+
+
+def _read_from_units(q) -> None:
+    """Every folder's dtype record unknown, as after statistics were merged into payload twins."""
+    q.index.query("UPDATE dir_dtypes SET names=NULL")
 
 
 def _sorted_query(q, rank, step, grep, graph_only, kind):
@@ -46,6 +51,7 @@ def test_place_dtypes_are_kept_until_the_next_finalize(tmp_path):
     shutil.copytree(SAMPLES / "compare_golden", tree)
     q = open_query(str(tree), cache_directory=tmp_path / "cache")
     key = f"{PLACE_DTYPES}0:0"
+    _read_from_units(q)
     first = q.place_dtypes(0, 0)
     assert first and q.index.query("SELECT value FROM meta WHERE key=?", (key,))
     # what is kept is what is read: a value put there by hand comes back
@@ -56,11 +62,14 @@ def test_place_dtypes_are_kept_until_the_next_finalize(tmp_path):
     victim.rename(victim.with_name(victim.name + ".moved"))  # the folder changed: read again, finalized
     again = open_query(str(tree), cache_directory=tmp_path / "cache")
     assert not again.index.query("SELECT value FROM meta WHERE key=?", (key,))
+    _read_from_units(again)
     assert again.place_dtypes(0, 0) == first
+    assert again.index.query("SELECT value FROM meta WHERE key=?", (key,))
 
 
 def test_place_dtypes_while_another_connection_writes_are_read_not_kept(tmp_path):
     q = open_query(str(SAMPLES / "compare_golden"), cache_directory=tmp_path / "cache")
+    _read_from_units(q)
     other = sqlite3.connect(q.index.db_path, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")  # a build holding the write lock
     try:
@@ -97,6 +106,7 @@ def test_place_dtypes_of_a_cache_that_cannot_be_written_are_still_read(tmp_path)
     want = {str(r[0]) for r in q.index.query(
         "SELECT DISTINCT json_extract(j.value, '$[2]') FROM units u JOIN ops o ON u.op_id = o.id, "
         "json_each(u.tensors) j WHERE o.rank=0 AND o.step=0")}
+    _read_from_units(q)
     q.index.conn.execute("PRAGMA query_only=1")  # every write refused, as on a read-only cache file
     assert q.place_dtypes(0, 0) == want and want
     q.index.conn.execute("PRAGMA query_only=0")

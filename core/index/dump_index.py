@@ -31,7 +31,9 @@ from dumpscope.core.errors import IndexCancelled  # noqa: F401  (raised here; ca
 from dumpscope.core.index.cache import index_path
 from dumpscope.core.index.lock import writer_lock
 from dumpscope.core.index import finalize as finalizing
-from dumpscope.core.index import freshness
+from dumpscope.core.index import freshness, place_dtypes
+from dumpscope.core.index.dump_roots import ASIDE_TABLES
+from dumpscope.core.index.place_dtypes import PlaceDtypes
 from dumpscope.core.index.schema import (
     SCHEMA,
     ANALYSIS_LIMIT,
@@ -465,9 +467,9 @@ class DumpIndex:
         row = cur.execute("SELECT first_unit, last_unit FROM dirs WHERE id=?", (dir_id,)).fetchone()
         if row is not None and row[0] is not None:  # a folder's units have consecutive ids
             cur.execute("DELETE FROM units WHERE id BETWEEN ? AND ? AND dir_id=?", (row[0], row[1], dir_id))
-        for table in ("exec_orders", "graph_files", "problems", "overflow", "files"):
+        for table in ("exec_orders", "graph_files", "problems", "overflow", "files", "dir_dtypes"):
             cur.execute(f"DELETE FROM {table} WHERE dir_id=?", (dir_id,))
-        for table in ("units", "exec_orders", "graph_files", "problems", "overflow"):  # core.dump_roots
+        for table in ASIDE_TABLES:  # core.dump_roots
             cur.execute(f"DELETE FROM aside_{table} WHERE dir_id=?", (dir_id,))
         cur.execute("DELETE FROM aside_dirs WHERE dir_id=?", (dir_id,))
 
@@ -519,6 +521,9 @@ class DumpIndex:
                 elif isinstance(it, GraphFile):
                     cur.execute("INSERT INTO graph_files VALUES(?,?,?,?,?)",
                                 (dir_id, it.path, it.kind, it.rank, it.graph))
+                elif isinstance(it, PlaceDtypes):
+                    cur.execute("INSERT INTO dir_dtypes VALUES(?,?,?,?)",
+                                (dir_id, it.rank, it.step, place_dtypes.stored_text(it.names)))
                 elif isinstance(it, OverflowEvidence):
                     cur.execute("INSERT INTO overflow VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
                                 (dir_id, it.path, it.rank, it.step, it.graph, it.task, it.stream, it.status,

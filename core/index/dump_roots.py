@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 TREE_LEVEL = re.compile(r"^(?:rank_?\d+|\d{14}|worldsize\d+_global_rank\d+|step_?\d+|device_\d+|proc\d+)$")
 
 #: per-folder tables whose rows a set-aside folder moves to ``aside_<table>``
-ASIDE_TABLES = ("units", "exec_orders", "graph_files", "problems", "overflow")
+ASIDE_TABLES = ("units", "exec_orders", "graph_files", "problems", "overflow", "dir_dtypes")
 
 
 def _levels_below(dirpath: str, index_root: str) -> tuple[list[str], Optional[int]]:

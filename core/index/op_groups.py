@@ -86,7 +86,7 @@ def merge_stats_only(index: "DumpIndex") -> None:
     The payload record keeps the CSV statistics (so a first look needs no decoding).
     A stats-only unit holds one tensor, or the rows of one per-op CSV; payload units (a CANN
     file) may hold several.  A stats-only tensor with a payload twin leaves its unit; a unit
-    left empty is dropped.
+    left empty is dropped, and its place's dtypes are no longer known per folder (``place_dtypes``).
     """
     if not index.query("SELECT 1 FROM meta WHERE key='stats_only'") or \
             not index.query("SELECT 1 FROM units WHERE storage='none' LIMIT 1") or \
@@ -102,6 +102,7 @@ def merge_stats_only(index: "DumpIndex") -> None:
     drop: list[tuple[int]] = []
     rewrite: dict[int, list[list]] = {}
     shrink: list[tuple] = []
+    changed: set[tuple[int, int]] = set()  # places whose stored units are no longer the ones packed
     for group in by_key.values():
         payload = {r[0]: json.loads(r[6]) for r in group if r[5] != "none"}
         where = {(e[0], e[1]): (uid, e) for uid, entries in payload.items() for e in entries}
@@ -119,6 +120,8 @@ def merge_stats_only(index: "DumpIndex") -> None:
                 if target[10] is None and entry[10] is not None:
                     target[10] = entry[10]
                     rewrite[uid] = payload[uid]
+            if len(left) < len(stats_only):
+                changed.add((r[1], r[2]))
             if not left:
                 drop.append((r[0],))
             elif len(left) < len(stats_only):
@@ -134,6 +137,8 @@ def merge_stats_only(index: "DumpIndex") -> None:
             cur.executemany("UPDATE units SET tensors=?, ntensors=?, slots=?, nan=?, posinf=?, neginf=? WHERE id=?",
                             shrink)
             cur.executemany("DELETE FROM units WHERE id=?", drop)
+            # a dropped tensor's dtype may be no other's: those places' dtypes are read from their units
+            cur.executemany("UPDATE dir_dtypes SET names=NULL WHERE rank=? AND step=?", sorted(changed))
             cur.execute("COMMIT")
 
 

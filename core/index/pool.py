@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 from dumpscope.core.errors import IndexCancelled
+from dumpscope.core.index import place_dtypes
 from dumpscope.core.layouts import all_layouts
 from dumpscope.core.layouts.base import DirListing, Item
 from dumpscope.core.layouts.walk import Scanned
@@ -41,20 +42,28 @@ TASKS_AHEAD_PER_WORKER = 4
 
 
 
-def _pack_items(items: Iterable[Item]) -> tuple[list[tuple], list[Item]]:
-    """Units as plain row tuples (cheap to pickle and to store), and every other item.
+def _pack_items(items: Iterable[Item]) -> tuple[list[tuple], list[Item | place_dtypes.PlaceDtypes]]:
+    """Units as plain row tuples (cheap to pickle and to store), and every other item, with the dtypes of
+    each place's units (``place_dtypes.PlaceDtypes``: the index stores them per folder).
 
     A ``UnitRecord`` (a whole CANN file) is one unit; any other tensor record is a unit of its own.
     """
     units: list[tuple] = []
-    others: list[Item] = []
+    others: list[Item | place_dtypes.PlaceDtypes] = []
+    packed: set[tuple[int, int, str]] = set()  # distinct (rank, step, tensors): see ``place_dtypes``
+    lone: set[tuple[int, int, object, str]] = set()
     for it in items:
         if isinstance(it, UnitRecord):
             units.append(tuple(it))
+            packed.add((it.rank, it.step, it.tensors))
         elif isinstance(it, TensorRecord):
-            units.append(tuple(pack([it])))
+            unit = pack([it])
+            units.append(tuple(unit))
+            lone.add((it.rank, it.step, it.dtype, unit.tensors))
         else:
             others.append(it)
+    if units:
+        others.extend(place_dtypes.records(packed, lone))
     return units, others
 
 

@@ -12,7 +12,8 @@ import sqlite3
 #: 15: ops_watch, ops_joined_at partial (an index file of 14 lacks them: rebuilt, like any other version's)
 #: 16: MindSpore joins checked by their tensors (index/shape_guard): an index of 15 may hold the old swapped joins
 #: 17: ops_order ends in seq (a place's ops are read in index order, no sort)
-SCHEMA_VERSION = 17
+#: 18: dir_dtypes, each folder's tensor dtypes per place (index/place_dtypes): an index of 17 has none to read
+SCHEMA_VERSION = 18
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
@@ -26,6 +27,11 @@ CREATE TABLE IF NOT EXISTS units(id INTEGER PRIMARY KEY, op_id INTEGER, dir_id I
     op_type TEXT, op_name TEXT, file_name TEXT, rank INTEGER, step INTEGER, graph TEXT, task INTEGER,
     stream INTEGER, ts INTEGER, storage TEXT, order_hint REAL, ntensors INTEGER, tensors TEXT, slots TEXT,
     scope TEXT, nan INTEGER, posinf INTEGER, neginf INTEGER);
+-- the tensor dtypes of a folder's units per rank/step (core/index/place_dtypes: names a JSON list, NULL
+-- where the units are to be read instead), one row per place and pool task
+CREATE TABLE IF NOT EXISTS dir_dtypes(dir_id INTEGER, rank INTEGER, step INTEGER, names TEXT);
+CREATE INDEX IF NOT EXISTS dir_dtypes_dir ON dir_dtypes(dir_id);
+CREATE INDEX IF NOT EXISTS dir_dtypes_place ON dir_dtypes(rank, step);
 CREATE TABLE IF NOT EXISTS exec_orders(dir_id INTEGER, rank INTEGER, graph TEXT, source TEXT, names TEXT);
 CREATE TABLE IF NOT EXISTS graph_files(dir_id INTEGER, path TEXT, kind TEXT, rank INTEGER, graph TEXT);
 CREATE TABLE IF NOT EXISTS problems(dir_id INTEGER, path TEXT, error TEXT);
@@ -49,6 +55,7 @@ CREATE TABLE IF NOT EXISTS aside_exec_orders AS SELECT * FROM exec_orders WHERE 
 CREATE TABLE IF NOT EXISTS aside_graph_files AS SELECT * FROM graph_files WHERE 0;
 CREATE TABLE IF NOT EXISTS aside_problems AS SELECT * FROM problems WHERE 0;
 CREATE TABLE IF NOT EXISTS aside_overflow AS SELECT * FROM overflow WHERE 0;
+CREATE TABLE IF NOT EXISTS aside_dir_dtypes AS SELECT * FROM dir_dtypes WHERE 0;
 """
 
 #: secondary indexes, dropped while a table is bulk-loaded and built once afterwards (a sorted
