@@ -28,7 +28,7 @@ from dumpscope.core.query.rows import (
     OpLookupError,
     OpRow,
     TensorRow,
-    add_unit_tensors,
+    add_units_of_texts,
     like_pattern,
     op_row,
     op_rows,
@@ -292,7 +292,7 @@ class DumpQuery(GraphQueries, Documents, StatsQueries):
         """``tensors(op_id)`` of many ops in a few queries (compare reads every op of a place, 256 at a time).
 
         The units come back sorted by id (what ``tensors`` orders them by) and their packed tensors are
-        decoded as one JSON document (the decoder's per-call cost once, not per unit); an op's tensors are
+        decoded as one JSON document, each text once (``rows.add_units_of_texts``); an op's tensors are
         sorted inputs first only when they are not already (a unit is packed that way: most never are)."""
         out: dict[int, list[TensorRow]] = {op_id: [] for op_id in op_ids}
         ids = list(out)
@@ -311,12 +311,9 @@ class DumpQuery(GraphQueries, Documents, StatsQueries):
                 f"SELECT {U_COLS} FROM units WHERE op_id IN ({marks}) AND op_id != id", part + part)
         every.sort()  # by unit id (unique: the rest of a row is never compared)
         try:
-            packed = json.loads("[" + ",".join([row[6] for row in every]) + "]")
-        except ValueError:
-            packed = None  # a damaged unit: decode one by one, so the error is the usual one
-        if packed is not None and len(packed) == len(every):
-            add_unit_tensors(out, every, packed)
-        else:
+            add_units_of_texts(out, every)
+        except (TypeError, ValueError):  # a damaged unit: decode one by one, so the error is the usual one
+            out = {op_id: [] for op_id in out}
             for row in every:
                 out[row[1]] += tensors_of_unit(row)
         for tensors in out.values():

@@ -139,32 +139,74 @@ _SHARED: dict[Any, Any] = {}
 _SHARED_MAX = 1 << 14  # a model has a few hundred distinct shapes; at most a few MB held
 
 
+#: a unit's packed text -> its entries as ``add_unit_tensors`` takes them, for texts whose every tensor has
+#: no statistics and no extras (nothing mutable: a CANN file, a plain npy file).  Such units repeat their text
+#: (the CANN indexer gives every file of one tensor layout the same one: 44 texts in the 20k-file bench tree;
+#: MindSpore's npy units 9-37 % distinct in tests/data's real dumps), so ``tensors_of`` decodes each once;
+#: statistics (msprobe, most units distinct) are decoded per unit as before.  Cleared when full.
+_PLAIN_TEXTS: dict[str, list[tuple]] = {}
+_PLAIN_TEXTS_MAX = 4096
+
+
+def entry_forms(entries: list[list]) -> list[tuple]:
+    """A unit's decoded entries as ``add_unit_tensors`` takes them: shapes as tuples, equal strings and shapes
+    one object (``_SHARED``)."""
+    if len(_SHARED) > _SHARED_MAX:
+        _SHARED.clear()
+    s = _SHARED.setdefault
+    out = []
+    for io, slot, dtype, shape, fmt, dshape, sdt, off, nb, subf, stats, extra in entries:
+        shape = tuple(shape)
+        dshape = tuple(dshape)
+        out.append((s(io, io), slot, s(dtype, dtype), s(shape, shape), s(fmt, fmt), s(dshape, dshape), s(sdt, sdt),
+                    off, nb, subf, stats, extra))
+    return out
+
+
 def unit_tensors(row: tuple, entries: list) -> list[TensorRow]:
     """``tensors_of_unit`` of a unit whose packed tensors are already decoded (``units.UnitRecord.tensors``'
     lists)."""
     out: dict[int, list[TensorRow]] = {row[1]: []}
-    add_unit_tensors(out, [row], [entries])
+    add_unit_tensors(out, [row], [entry_forms(entries)])
     return out[row[1]]
 
 
-def add_unit_tensors(out: dict[int, list[TensorRow]], rows: list[tuple], packed: list[list]) -> None:
-    """The tensors of many units (``rows``, their packed tensors decoded in ``packed``) added to their ops'
-    lists in ``out``, equal strings and shapes shared (``_SHARED``): one loop, not a call and a list a unit
-    (compare reads every unit of a place this way)."""
+def add_units_of_texts(out: dict[int, list[TensorRow]], rows: list[tuple]) -> None:
+    """``add_unit_tensors`` of units as the index gives them (``U_COLS``): a text met before without
+    statistics or extras is not decoded again (``_PLAIN_TEXTS``), the others are decoded as one JSON document
+    (the decoder's per-call cost once, not per unit).  Raises ``ValueError`` where a text is not JSON."""
+    memo = _PLAIN_TEXTS
+    texts = [row[6] for row in rows]
+    forms: list[Any] = list(map(memo.get, texts))
+    if None in forms:
+        todo = [k for k, f in enumerate(forms) if f is None]
+        decoded = json.loads("[" + ",".join([texts[k] for k in todo]) + "]")
+        if len(decoded) != len(todo):
+            raise ValueError("a unit's packed tensors are not one JSON list")
+        if len(memo) + len(todo) > _PLAIN_TEXTS_MAX:
+            memo.clear()
+        for k, entries in zip(todo, decoded):
+            forms[k] = form = entry_forms(entries)
+            if all(e[10] is None and not e[11] for e in form):
+                memo[texts[k]] = form
+    add_unit_tensors(out, rows, forms)
+
+
+def add_unit_tensors(out: dict[int, list[TensorRow]], rows: list[tuple], forms: list[list[tuple]]) -> None:
+    """The tensors of many units (``rows``, their entries in ``forms``: ``entry_forms``) added to their ops'
+    lists in ``out``: one loop, not a call and a list a unit (compare reads every unit of a place this way).
+    A tensor's extras are its own dict (an entry's may be shared by units of one text)."""
     if len(_SHARED) > _SHARED_MAX:
         _SHARED.clear()
     s = _SHARED.setdefault
-    for (uid, op_id, path, storage, producer, ts, _packed), entries in zip(rows, packed):
+    for (uid, op_id, path, storage, producer, ts, _packed), entries in zip(rows, forms):
         storage = s(storage, storage)
         producer = s(producer, producer)
         add = out[op_id].append
         uid <<= 16
         for k, (io, slot, dtype, shape, fmt, dshape, sdt, off, nb, subf, stats, extra) in enumerate(entries):
-            shape = tuple(shape)
-            dshape = tuple(dshape)
-            add(TensorRow(uid | k, op_id, s(io, io), slot, s(dtype, dtype), s(shape, shape), s(fmt, fmt),
-                          s(dshape, dshape), path, storage, s(sdt, sdt), off, nb, subf, producer, stats, extra or {},
-                          ts))
+            add(TensorRow(uid | k, op_id, io, slot, dtype, shape, fmt, dshape, path, storage, sdt, off, nb, subf,
+                          producer, stats, extra or {}, ts))
 
 
 def slot_key(t: TensorRow) -> tuple[bool, int]:
