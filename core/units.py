@@ -62,11 +62,20 @@ def execution_key(unit: tuple) -> tuple:
 
 
 _PLAIN_KEY = operator.itemgetter(5, 6, 7, 10, 12, 3)
+_TS = operator.itemgetter(10)
+_PLACE = operator.itemgetter(5, 6, 7)
 
 
 def in_execution_order(units: list[tuple]) -> list[tuple]:
-    """``units`` sorted by ``execution_key`` (stable).  Most folders have every timestamp and
-    hint, so a C-level key is tried first; a missing one makes it raise and the full key decides."""
+    """``units`` sorted by ``execution_key`` (stable).  A folder's units nearly always share one rank, step
+    and graph and have distinct integer timestamps (a CANN file's): the timestamp alone then decides (no tie
+    reaches the hint or the name), and a sort on an int costs a third of one on the six-field key.  Else
+    most folders have every timestamp and hint, so a C-level key is tried first; a missing one makes it
+    raise and the full key decides."""
+    if len(units) > 1:
+        ts = list(map(_TS, units))
+        if len(set(ts)) == len(ts) and set(map(type, ts)) == {int} and len(set(map(_PLACE, units))) == 1:
+            return sorted(units, key=_TS)
     try:
         return sorted(units, key=_PLAIN_KEY)
     except TypeError:  # None against a number: some unit has no timestamp or hint

@@ -286,6 +286,31 @@ def test_units_sort_in_execution_order_with_or_without_timestamps():
     assert [u[1] for u in in_execution_order(twins)] == ["first", "second"]  # ties keep their order
 
 
+def test_a_folder_of_distinct_integer_timestamps_sorts_as_by_the_full_key():
+    """One place and distinct int timestamps (sorted on the timestamp alone), and each way out of that
+    case (a tie, a float or bool timestamp, a missing one, a second graph): the order ``execution_key`` gives."""
+    import random
+
+    from dumpscope.core.units import UNIT_COLUMNS, execution_key, in_execution_order
+
+    def unit(k, ts, graph="g"):
+        u = dict.fromkeys(UNIT_COLUMNS)
+        u.update(path=f"p{k}", op_name=f"op{k % 7}", ts=ts, order_hint=float(k % 3), rank=0, step=0, graph=graph)
+        return tuple(u[c] for c in UNIT_COLUMNS)
+
+    rng = random.Random(7)
+    stamps = rng.sample(range(10**15, 10**15 + 10**6), 300)
+    cases = {"distinct": [unit(k, t) for k, t in enumerate(stamps)]}
+    cases["tie"] = cases["distinct"] + [unit(300, stamps[5]), unit(301, stamps[5])]
+    cases["float"] = cases["distinct"] + [unit(302, float(stamps[0]) + 0.5)]
+    cases["bool"] = [unit(0, True), unit(1, 0), unit(2, 2)]
+    cases["missing"] = cases["distinct"] + [unit(303, None)]
+    cases["graphs"] = cases["distinct"] + [unit(304, 1, graph="f"), unit(305, 2**62, graph="f")]
+    for name, units in cases.items():
+        rng.shuffle(units)
+        assert in_execution_order(units) == sorted(units, key=execution_key), name
+
+
 def test_a_partial_finalize_during_the_build_and_early_ops_agree(tmp_path, monkeypatch):
     """The explorer's partial results (a finalize while folders are still being read) and early
     ops must not both write a place: here a partial finalize runs just before the walk ends."""
