@@ -1,12 +1,13 @@
 """A place's tensor dtypes (``DumpQuery.place_dtypes``, compare's precision) come from what each folder's
 reader recorded (``dir_dtypes``), never from a JSON walk of every unit, and are what that walk gives: on
 every sample layout, with folders read in pool chunks, re-read, removed or set aside as another dump, and
-where the records cannot say (statistics merged into payload twins, non-finite statistics) from the walk."""
+where the records cannot say (statistics merged into payload twins) from the walk; non-finite statistics
+included (SQLite's own JSON walk, before 3.42, found no dtype at all there)."""
 
 from __future__ import annotations
 
+import json
 import shutil
-import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -21,16 +22,14 @@ from synth.cann_writer import SynthTensor, write_dump
 from synth.job_tree import write_cann_job
 from synth.stats_csv_writer import write_cann_stats_csv
 
-#: what place_dtypes read for every place before the records (and still reads where they cannot say)
-WALK = ("SELECT DISTINCT json_extract(j.value, '$[2]') FROM units u JOIN ops o ON u.op_id = o.id, "
-        "json_each(u.tensors) j WHERE o.rank=? AND o.step=?")
-
-
 def _walk(q: DumpQuery, rank: int, step: int) -> set[str]:
-    try:
-        return {str(r[0]) for r in q.index.query(WALK, (rank, step)) if r[0]}
-    except sqlite3.Error:  # text this SQLite does not take as JSON: the walk's answer was no dtype
-        return set()
+    """Every non-empty string dtype of every packed tensor of the place's ops, read with Python's JSON (which
+    takes the NaN and Infinity statistics of a non-finite tensor, as SQLite before 3.42 does not)."""
+    names: set[str] = set()
+    for (text,) in q.index.query("SELECT u.tensors FROM units u JOIN ops o ON u.op_id = o.id "
+                                 "WHERE o.rank=? AND o.step=?", (rank, step)):
+        names |= {e[2] for e in json.loads(text) if isinstance(e[2], str) and e[2]}
+    return names
 
 
 def _asked(q: DumpQuery, rank: int, step: int) -> tuple[set[str], list[str]]:
@@ -150,9 +149,10 @@ def test_statistics_merged_into_payload_twins_leave_the_place_to_the_walk(tmp_pa
 
 
 @pytest.mark.parametrize("rows", [1, 2])
-def test_non_finite_statistics_leave_the_place_to_the_walk(tmp_path, rows):
+def test_non_finite_statistics_give_the_dtypes_on_any_sqlite(tmp_path, rows):
     """A CSV of one row is a tensor record packed alone, of two a unit of its own (``stats_tree``): either
-    way a NaN maximum in its statistics is text SQLite may not read as JSON, so the place is read as before."""
+    way a NaN maximum in its statistics is packed as NaN, which SQLite before 3.42 does not read as JSON.
+    The place's dtypes are the recorded ones, and the walk (statistics merged away) reads them alike."""
     folder = tmp_path / "job" / "20240701000000" / "0" / "model" / "1" / "0"
     ones = np.ones(2, np.float32)
     for k, (op_type, dtype) in enumerate((("Mul", "float32"), ("Add", "int8"))):
@@ -166,5 +166,8 @@ def test_non_finite_statistics_leave_the_place_to_the_walk(tmp_path, rows):
     q = _build(tmp_path / "job", tmp_path / "c")
     assert q.index.query("SELECT ntensors FROM units") == [(rows,), (rows,)]  # a unit a row, or a CSV
     assert "NaN" in q.index.query("SELECT tensors FROM units ORDER BY id LIMIT 1")[0][0]
-    assert _records(q, 0, 0) == [(None,)]
-    assert q.place_dtypes(0, 0) == _walk(q, 0, 0)
+    assert _records(q, 0, 0) == [('["float32", "int8"]',)]
+    assert q.place_dtypes(0, 0) == {"float32", "int8"} == _walk(q, 0, 0)
+    q.index.query("UPDATE dir_dtypes SET names=NULL")  # (as merged statistics leave it): the units are read
+    got, queries = _asked(q, 0, 0)
+    assert got == {"float32", "int8"} and any("FROM units" in sql for sql in queries)

@@ -51,15 +51,14 @@ def _pack_items(items: Iterable[Item]) -> tuple[list[tuple], list[Item | place_d
     units: list[tuple] = []
     others: list[Item | place_dtypes.PlaceDtypes] = []
     packed: set[tuple[int, int, str]] = set()  # distinct (rank, step, tensors): see ``place_dtypes``
-    lone: set[tuple[int, int, object, str]] = set()
+    lone: set[tuple[int, int, object]] = set()
     for it in items:
         if isinstance(it, UnitRecord):
             units.append(tuple(it))
             packed.add((it.rank, it.step, it.tensors))
         elif isinstance(it, TensorRecord):
-            unit = pack([it])
-            units.append(tuple(unit))
-            lone.add((it.rank, it.step, it.dtype, unit.tensors))
+            units.append(tuple(pack([it])))
+            lone.add((it.rank, it.step, it.dtype))
         else:
             others.append(it)
     if units:
