@@ -44,19 +44,22 @@ def timed(args: list[str], env: dict, python: str = sys.executable) -> tuple[flo
 
 def bench(workdir: str, n_files: int, reps: int, ext: str, baseline: str = "") -> tuple[float, float]:
     g, t = one_step_tree(workdir, n_files, "golden"), one_step_tree(workdir, n_files, "target")
-    cache = Path(workdir) / "cache-compare-output"
-    env = common.fresh_cache_env(cache)
-    for tree in (g, t):  # warm indexes: the figures are the compare and its output
-        subprocess.run([sys.executable, "-m", "dumpscope", "summary", str(tree), "--json"], check=True, env=env,
-                       stdout=subprocess.DEVNULL)
+    pythons = {"": sys.executable, **({"baseline ": baseline} if baseline else {})}
+    # each interpreter its own index cache: a checkout of another index schema would rebuild the other's
+    # index at every run (its "warm" figures would then hold a cold build)
+    envs = {who: common.fresh_cache_env(Path(workdir) / f"cache-compare-output{'-baseline' if who else ''}")
+            for who in pythons}
+    for who, python in pythons.items():
+        for tree in (g, t):  # warm indexes: the figures are the compare and its output
+            subprocess.run([python, "-m", "dumpscope", "summary", str(tree), "--json"], check=True, env=envs[who],
+                           stdout=subprocess.DEVNULL)
     out = Path(workdir) / f"compare-output{ext}"
     plain = ["compare", str(g), str(t), "--json"]
-    pythons = {"": sys.executable, **({"baseline ": baseline} if baseline else {})}
     best = {who + key: (float("inf"), float("inf")) for who in pythons for key in ("json", "output")}
     for _ in range(max(1, reps)):
         for who, python in pythons.items():
             for key, args in (("json", plain), ("output", plain + ["--output", str(out)])):
-                w, c = timed(args, env, python)
+                w, c = timed(args, envs[who], python)
                 best[who + key] = (min(best[who + key][0], w), min(best[who + key][1], c))
     if baseline:
         ratio = round(best["baseline output"][1] / best["baseline json"][1], 2)
