@@ -22,12 +22,12 @@ from typing import Iterable, NamedTuple, Optional
 
 
 class PlaceDtypes(NamedTuple):
-    """The distinct dtype names of the units of one rank/step read from one folder (or chunk of it);
-    ``names`` None: not known here, the place's units are read instead."""
+    """The distinct dtype names of the units of one rank/step read from one folder (or chunk of it).  (Its
+    stored row says NULL once ``op_groups.merge_stats_only`` changed the place's units: read them instead.)"""
 
     rank: int
     step: int
-    names: Optional[tuple[str, ...]]
+    names: tuple[str, ...]
 
 
 #: dtype names of a packed tensor list (``UnitRecord.tensors``), by its text: the CANN layout hands the
@@ -67,8 +67,8 @@ def records(packed: Iterable[tuple[int, int, str]], lone: Iterable[tuple[int, in
     return [PlaceDtypes(rank, step, tuple(sorted(names))) for (rank, step), names in found.items()]
 
 
-def stored_text(names: Optional[tuple[str, ...]]) -> Optional[str]:
-    return json.dumps(names) if names is not None else None
+def stored_text(names: tuple[str, ...]) -> str:
+    return json.dumps(names)
 
 
 def union(rows: Iterable[tuple[Optional[str]]]) -> Optional[set[str]]:
