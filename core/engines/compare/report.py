@@ -201,6 +201,7 @@ class TableCells:
         """``(cells, verdict)`` of each of ``rows`` (a scalar list argument: one per item)."""
         fd_items, stacks, text, shape = self.fd_items, self.stacks, self.text, self.shape
         plain, na, few_get = _PLAIN.issuperset, NA, self.few.get
+        formula_start = _ASCII_FORMULA_START
         pending = self.first_slot
         ftext, floats_only = self.float_texts, _FLOATS.issuperset
         keys = self.keys
@@ -254,7 +255,9 @@ class TableCells:
             if type(tname) is not str:
                 tname = str(tname)
             suffix = f".{io}.{slot}"
-            bench = _cell_text(name + suffix)
+            bench = name + suffix  # (``_cell_text``'s test of the common text, without its call)
+            if not (bench.isascii() and bench.isprintable() and bench[:1] not in formula_start):
+                bench = _cell_text(bench)
             rg_t, rg_g = target.get("requires_grad", na), golden.get("requires_grad", na)
             if stacks is not None:
                 op_key = (op_id, target_name or name, step, rank)
