@@ -111,13 +111,15 @@ class TableFile:
                     self._csv.writerows(self._csv_cells(self._cells.of(chunk)))
                 self._put_lines()
             else:
-                book, rows = self._book, self.rows
-                for cells, verdict in self._cells.of(chunk):
-                    if rows % MAX_SHEET_ROWS == 0:  # the first row, and one past each sheet's last
+                made = list(self._cells.of(chunk))
+                i = 0
+                while i < len(made):  # (written column by column: ``XlsxWriter.rows``)
+                    if self.rows % MAX_SHEET_ROWS == 0:  # the first row, and one past each sheet's last
                         self._new_sheet()
-                    book.row(cells, verdict)
-                    rows += 1
-                    self.rows = rows
+                    take = min(len(made) - i, MAX_SHEET_ROWS - self.rows % MAX_SHEET_ROWS)
+                    self._book.rows(made[i:i + take] if take < len(made) else made)
+                    i += take
+                    self.rows += take
         except OSError as exc:
             self.abort()
             raise ExportError(f"{self.path}: {exc.strerror or exc}") from None

@@ -1,0 +1,134 @@
+"""``XlsxWriter.rows`` (a chunk of rows written column by column, issue 33) writes the very bytes that
+``XlsxWriter.row`` writes row by row: the sheets' XML and the shared strings, in the same order."""
+
+from __future__ import annotations
+
+import io
+import math
+import struct
+import zipfile
+
+import numpy as np
+import pytest
+
+from dumpscope.core.engines.compare import xlsx_stream
+from dumpscope.core.engines.compare.xlsx_stream import SLOT, XlsxWriter, slot_tail
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+FILLS = {"error": "FFFF0000", "warning": "FFFF00"}
+TEXTS = ["", "N/A", "x", "a<b>&c", " sp", "sp ", "\t", "\x1b[31m", "\x00", "\ud800", "=1", "é ≤ 2^-11", "1",
+         "[1, 16, 8, 8]", "\x7f", "\u3000", "'a', 'b'"]
+FLOATS = [0.0, -0.0, 1.0, 1.5, 0.1, 0.1 + 0.2, 1e-300, 1e308, -2.5, math.nan, math.inf, -math.inf]
+
+
+def _fill_slots(data: bytes) -> bytes:
+    return data.replace(b"\x00", slot_tail("yes"))
+
+
+def _book(sheets: list[list[tuple[list, object]]], blocks: list[int] | None) -> dict[str, bytes]:
+    """The book's parts (uncompressed) written deferred, each sheet's rows in blocks of these sizes in
+    turn (``rows``), or row by row (``blocks`` None)."""
+    fh = io.BytesIO()
+    book = XlsxWriter(fh, FILLS, defer=io.BytesIO())
+    for k, lines in enumerate(sheets):
+        book.sheet(f"S{k}")
+        if blocks is None:
+            for cells, fill in lines:
+                book.row(cells, fill)
+            continue
+        i = j = 0
+        while i < len(lines):
+            size = blocks[j % len(blocks)]
+            book.rows(lines[i:i + size])
+            i, j = i + size, j + 1
+    book.close(_fill_slots)
+    z = zipfile.ZipFile(io.BytesIO(fh.getvalue()))
+    return {n: z.read(n) for n in z.namelist()}
+
+
+def _value(kind: str, clean: bool = False):
+    """Values of one kind of column (``mixed``: of any); ``clean``: texts of ASCII letters and spaces only."""
+    texts = st.text("ab ", max_size=3) if clean else (st.sampled_from(TEXTS) | st.text(max_size=5)
+                                                       | st.text("ab <&", max_size=4))
+    floats = st.sampled_from(FLOATS) | st.floats()
+    ints = st.sampled_from([0, 1, -1, 2 ** 53 + 1, 10 ** 20]) | st.integers(-10 ** 30, 10 ** 30)
+    numpy = st.sampled_from([np.float64(0.5), np.float32(1.5), np.int64(7), np.bool_(True), np.float64(-0.0),
+                             np.float64(math.nan)])
+    kinds = {"text": texts, "float": floats, "int": ints, "number": ints | floats, "bool": st.booleans(),
+             "none": st.none(), "slot": st.just(SLOT), "numpy": numpy}
+    if kind == "mixed":
+        return st.one_of(*kinds.values())
+    return kinds[kind]
+
+
+@st.composite
+def tables(draw):
+    """Sheets of rows: columns of one kind each (texts, floats, ints, ints and floats, bools, empty, slots;
+    now and then numpy numbers or anything), in some tables a cell of another kind now and then, runs of
+    one fill, now and then a row of another width."""
+    plain = ["text", "text", "text", "float", "float", "int", "number", "bool", "none", "slot"]
+    kinds = draw(st.lists(st.sampled_from(plain * 3 + ["numpy", "mixed"]), min_size=1, max_size=7))
+    odd = draw(st.sampled_from([0, 0, 0, 15, 60]))  # one cell in this many of another kind (0: none)
+    clean = draw(st.booleans())
+    sheets = []
+    for _ in range(draw(st.integers(1, 2))):
+        lines = []
+        for _ in range(draw(st.integers(0, 4))):  # runs of one fill
+            fill = draw(st.sampled_from([None, None, "error", "warning", "other"]))
+            for _ in range(draw(st.integers(1, 30))):
+                if odd and draw(st.integers(0, 2 * odd)) == 0:  # a row of another width
+                    cells = draw(st.lists(_value("mixed"), max_size=3))
+                else:
+                    cells = [draw(_value("mixed") if odd and draw(st.integers(0, odd)) == 0 else _value(kind, clean))
+                             for kind in kinds]
+                lines.append((cells, fill))
+        sheets.append(lines)
+    return sheets
+
+
+@settings(max_examples=300, deadline=None)
+@given(tables(), st.lists(st.integers(1, 40), min_size=1, max_size=4), st.sampled_from([1, 3, 8, 1 << 16]))
+def test_rows_in_blocks_are_the_bytes_of_rows_one_by_one(sheets, blocks, shared_max):
+    saved = xlsx_stream.SHARED_MAX
+    xlsx_stream.SHARED_MAX = shared_max  # (a full shared table: later texts inline, in both ways alike)
+    try:
+        assert _book(sheets, blocks) == _book(sheets, None)
+    finally:
+        xlsx_stream.SHARED_MAX = saved
+
+
+def test_plain_runs_are_written_column_by_column(monkeypatch):
+    """The property above is not about a path never taken: runs of plain cells never reach ``row``; a run
+    holding a NaN, a -0.0 or a numpy number does, and its bytes are still ``row``'s."""
+    names = [f"op{k}.input.0" for k in range(200)]
+    # (a 0.0 then a double whose lowest byte is 0x80: -0.0's bytes across the two, not a -0.0)
+    low_80 = struct.unpack("<d", b"\x80\x00\x00\x00\x00\x00\xf0\x3f")[0]
+    plain = [([names[k], names[k], "float16", 0.5 * k, k, k % 2 == 0, None, SLOT, "N/A", 1.0, low_80 if k % 2 else 0.0],
+              "error" if 50 <= k < 60 else None) for k in range(200)]
+    one_by_one = _book([plain], None)
+    calls = []
+    real_row = XlsxWriter.row
+    monkeypatch.setattr(XlsxWriter, "row",
+                        lambda self, cells, fill=None: calls.append(1) or real_row(self, cells, fill))
+    assert _book([plain], [128]) == one_by_one
+    assert calls == []
+    for odd in (math.nan, -0.0, np.float64(2.0), math.inf):
+        lines = [(list(cells), fill) for cells, fill in plain]
+        lines[70][0][3] = odd
+        want = _book([lines], None)
+        calls.clear()
+        assert _book([lines], [128]) == want
+        assert len(calls) == 68  # (rows 60..127: the run of one fill holding the odd cell, row by row)
+    text = one_by_one["xl/sharedStrings.xml"]
+    assert text.index(b"<t>op0.input.0</t>") < text.index(b"<t>float16</t>") < text.index(b"<t>op1.input.0</t>")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text("ab \t<&é\x00\x7f", min_size=1, max_size=4) | st.sampled_from(TEXTS[1:]), max_size=6))
+def test_texts_made_in_bulk_are_each_texts_own(texts):
+    """New shared texts are made together (``_elements``: by concatenation when a few scans of them all
+    find nothing to escape and no edge space); each is what ``_t`` makes of it alone."""
+    assert xlsx_stream._elements(texts) == list(map(xlsx_stream._t, texts))
