@@ -113,3 +113,30 @@ def test_a_header_that_changes_while_it_is_read_is_no_verdict(tmp_path, monkeypa
 
     monkeypatch.setattr(index_faults, "header_problem", growing)
     assert index_faults.settled_problem(db) is None
+
+
+def test_a_wal_removed_while_the_header_is_read_is_no_error(tmp_path, monkeypatch):
+    """A writer's close removes the WAL at any moment: seen there at one look and gone at the next, it is
+    no reason to raise (which made the explorer's open say the index 'is not usable (no such file or
+    directory)' and fall back to memory: CI caught it once beside a writer under load)."""
+    db = tmp_path / "index.sqlite"
+    head = bytearray(b"SQLite format 3\x00" + b"\x40\x00" + b"\x00" * 82)
+    head[28:32] = (4).to_bytes(4, "big")  # four pages of 16 KiB promised...
+    head[92:96] = head[24:28]
+    db.write_bytes(bytes(head) + b"\x00" * (16384 - 100))  # ...one written: the rest lie in the WAL
+    wal = Path(str(db) + "-wal")
+    wal.write_bytes(b"w" * 4096)
+    real_stat = Path.stat
+    looks = {"n": 0}
+
+    def stat(self, *a, **k):
+        if self == wal:
+            looks["n"] += 1
+            if looks["n"] > 1:  # there at the first look, removed by the writer's close just after
+                raise FileNotFoundError(2, "No such file or directory", str(self))
+        return real_stat(self, *a, **k)
+
+    monkeypatch.setattr(Path, "stat", stat)
+    assert index_faults.header_problem(db) is None  # the WAL holds the promised pages
+    looks["n"] = 1  # from now on the WAL is gone
+    assert index_faults.header_problem(db) is not None  # and without it the file is short: damage

@@ -59,8 +59,11 @@ def header_problem(path: Path) -> Optional[str]:
         return "bad page size in its header"
     pages = int.from_bytes(head[28:32], "big")
     valid = head[24:28] == head[92:96]
-    wal = Path(str(path) + "-wal")
-    if size % page or (valid and pages * page > size and not (wal.exists() and wal.stat().st_size)):
+    try:  # (one look: a writer's close removes the WAL at any moment, between an exists and a stat too)
+        wal_size = Path(str(path) + "-wal").stat().st_size
+    except OSError:
+        wal_size = 0
+    if size % page or (valid and pages * page > size and not wal_size):
         return f"file is {size} bytes, its header promises {pages * page if valid else 'whole pages'}"
     return None
 
