@@ -81,6 +81,14 @@ def test_odd_values_become_inert_cells():
     assert c[ix["Requires_grad Consistent"]] == "N/A" and c[ix["Data_name"]] == "['N/A', 'a.npy']"
 
 
+@pytest.mark.parametrize("name", ["=cmd|' /C calc'!A0", "+1", "-x", "@SUM(A1)"])
+def test_an_op_named_like_a_formula_is_inert_text_in_both_name_cells(name):
+    """The bench name (and the NPU name, the same text when the names are equal) is checked for a formula
+    start in ``TableCells.of`` itself: a dump's op name never becomes a spreadsheet formula."""
+    cells = [c for c, _ in cr.table_rows({"rows": [_row(name)]})][0]
+    assert cells[cr._IX["Bench Name"]] == cells[cr._IX["NPU Name"]] == "'" + name + ".input.0"
+
+
 def test_data_name_follows_each_rows_files():
     """An op's tensors in one file (CANN) share their Data_name; the next files get their own."""
     files = [("/t/op1", "/g/op1"), ("/t/op1", "/g/op1"), ("/t/op1", "/g/op2"), (None, "/g/op2"), (None, None),
