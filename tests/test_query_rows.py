@@ -68,3 +68,7 @@ def test_a_unit_text_without_statistics_is_decoded_once_and_each_tensor_keeps_it
     assert len({id(t.extra) for t in tensors}) == len(tensors)
     stats = [t.stats for t in tensors if t.stats is not None]
     assert len({id(s) for s in stats}) == len(stats)
+    monkeypatch.setattr(Q, "_PLAIN_TEXT_CHARS", 0)  # no text short enough: none kept (memory stays bounded)
+    Q._PLAIN_TEXTS.clear()
+    q.tensors_of([op.id for op in ops])
+    assert Q._PLAIN_TEXTS == {}

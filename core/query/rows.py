@@ -146,6 +146,9 @@ _SHARED_MAX = 1 << 14  # a model has a few hundred distinct shapes; at most a fe
 #: statistics (msprobe, most units distinct) are decoded per unit as before.  Cleared when full.
 _PLAIN_TEXTS: dict[str, list[tuple]] = {}
 _PLAIN_TEXTS_MAX = 4096
+#: the longest text kept (a unit of a few tens of tensors; a CANN file of two is ~250): with the count, what is
+#: kept stays a few tens of MB whatever a unit holds
+_PLAIN_TEXT_CHARS = 4096
 
 
 def entry_forms(entries: list[list]) -> list[tuple]:
@@ -187,7 +190,7 @@ def add_units_of_texts(out: dict[int, list[TensorRow]], rows: list[tuple]) -> No
             memo.clear()
         for k, entries in zip(todo, decoded):
             forms[k] = form = entry_forms(entries)
-            if all(e[10] is None and not e[11] for e in form):
+            if len(texts[k]) <= _PLAIN_TEXT_CHARS and all(e[10] is None and not e[11] for e in form):
                 memo[texts[k]] = form
     add_unit_tensors(out, rows, forms)
 
