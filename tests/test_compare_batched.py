@@ -295,6 +295,14 @@ def _tree(root, side: str):
     return root
 
 
+def _pair_queries(tmp_path):
+    """The queries of a golden and a target ``_tree`` (one index cache), as the compare tests open them."""
+    from dumpscope.core.query import open_query
+
+    return (open_query(str(_tree(tmp_path / "g", "golden")), cache_directory=tmp_path / "cache"),
+            open_query(str(_tree(tmp_path / "t", "target")), cache_directory=tmp_path / "cache"))
+
+
 class _Pool:
     """A real process pool (fork), counting what it was given."""
 
@@ -313,10 +321,8 @@ class _Pool:
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
 def test_pool_and_batches_give_the_per_pair_answer(tmp_path, monkeypatch):
     from dumpscope.core.engines.compare import compare_dumps, engine
-    from dumpscope.core.query import open_query
 
-    g = open_query(str(_tree(tmp_path / "g", "golden")), cache_directory=tmp_path / "cache")
-    t = open_query(str(_tree(tmp_path / "t", "target")), cache_directory=tmp_path / "cache")
+    g, t = _pair_queries(tmp_path)
     cut = next((tmp_path / "t").rglob("*block37*"))
     cut.write_bytes(cut.read_bytes()[:-40])  # shortened after indexing: its rows are "unreadable"
     pools: list[_Pool] = []
@@ -449,10 +455,8 @@ def test_only_a_few_ops_wait_for_their_measurement(tmp_path, monkeypatch):
     oldest batch once ``_AHEAD_OPS`` ops are handed in and not made rows (a 100k-op place held every op's
     records at once), and the answer is the inline one."""
     from dumpscope.core.engines.compare import compare_dumps, engine
-    from dumpscope.core.query import open_query
 
-    g = open_query(str(_tree(tmp_path / "g", "golden")), cache_directory=tmp_path / "cache")
-    t = open_query(str(_tree(tmp_path / "t", "target")), cache_directory=tmp_path / "cache")
+    g, t = _pair_queries(tmp_path)
     reference = compare_dumps(g, t, workers=1)
     monkeypatch.setattr(mm, "BATCH_PAIRS", 4)
     monkeypatch.setattr(mm, "POOL_MIN_OPS", 1)

@@ -8,7 +8,7 @@ import pickle
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 
-from test_compare_batched import _tree
+from test_compare_batched import _pair_queries
 
 from dumpscope.core.engines.compare import measure_many as mm
 from dumpscope.core.query.rows import TensorRow
@@ -88,10 +88,8 @@ class _DeadWorker:
 
 def _compare(tmp_path, monkeypatch, pool):
     from dumpscope.core.engines.compare import compare_dumps, engine
-    from dumpscope.core.query import open_query
 
-    g = open_query(str(_tree(tmp_path / "g", "golden")), cache_directory=tmp_path / "cache")
-    t = open_query(str(_tree(tmp_path / "t", "target")), cache_directory=tmp_path / "cache")
+    g, t = _pair_queries(tmp_path)
     reference = compare_dumps(g, t, workers=1)
     monkeypatch.setattr(mm, "BATCH_PAIRS", 16)
     monkeypatch.setattr(mm, "POOL_MIN_OPS", 1)

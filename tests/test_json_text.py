@@ -76,11 +76,9 @@ def test_odd_document_prints_the_same():
 
 def test_a_compare_document_prints_the_same(tmp_path):
     from dumpscope.core.engines.compare import compare_dumps
-    from dumpscope.core.query import open_query
-    from test_compare_batched import _tree
+    from test_compare_batched import _pair_queries
 
-    g = open_query(str(_tree(tmp_path / "g", "golden")), cache_directory=tmp_path / "cache")
-    t = open_query(str(_tree(tmp_path / "t", "target")), cache_directory=tmp_path / "cache")
+    g, t = _pair_queries(tmp_path)
     doc = compare_dumps(g, t, workers=1)
     assert len(doc["rows"]) > 100
     _same(dumps(doc), _stdlib(doc))

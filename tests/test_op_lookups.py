@@ -127,12 +127,11 @@ def test_a_tree_without_call_sites_skips_the_lookups(tmp_path_factory, tmp_path,
     """A CANN tree with no graph and no stack: ``has_call_sites`` says so, and the table asks no
     ``call_sites`` (its cells are those of the per-op ``show`` lookup all the same); the real dumps with
     stacks or source frames say they have some."""
-    from test_compare_batched import _tree
+    from test_compare_batched import _pair_queries
 
     from dumpscope.core.engines.compare.places import compare_places
 
-    g = open_query(str(_tree(tmp_path / "g", "golden")), cache_directory=tmp_path / "cache")
-    t = open_query(str(_tree(tmp_path / "t", "target")), cache_directory=tmp_path / "cache")
+    g, t = _pair_queries(tmp_path)
     assert not t.has_call_sites()
     doc = compare_places(g, t)
     table_file.write_csv(doc, str(tmp_path / "old.csv"), _show_stacks(t))
