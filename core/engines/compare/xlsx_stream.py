@@ -160,7 +160,7 @@ class XlsxWriter:
             pieces, get_values, get_floats = plan
             # (-0.0 equals 0.0 as a key: a row holding one is spelled cell by cell)
             if get_floats is None or not (0.0 in (floats := get_floats(cells))
-                                          and _NEGATIVE_ZERO in array("d", floats).tobytes()):
+                                          and _has_negative_zero(floats)):
                 try:
                     pieces[3::2] = map(self._known.__getitem__, get_values(cells))
                 except _NotFinite:  # (the row goes cell by cell)
