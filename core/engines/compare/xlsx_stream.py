@@ -68,7 +68,7 @@ SLOT = _Slot()
 def slot_tail(text: str) -> bytes:
     """What fills a slot: the rest of an inline text cell after ``<c`` and its style (the text of a
     cell read back is the same, inline or shared)."""
-    return (f' t="inlineStr"><is>{_t(text)}</is></c>' if text else ' t="inlineStr"/>').encode("utf-8")
+    return (_INLINE_TAIL.format(_t(text)) if text else _EMPTY_TAIL).encode("utf-8")
 
 
 #: texts in the shared table at most (and texts remembered as seen once): memory stays bounded on a
@@ -116,7 +116,7 @@ class XlsxWriter:
         self._shared: list[str] = []  # the shared strings' ``<t>`` elements, in their index order
         # shared text -> the rest of its cell; finite number -> its %.16g (bounded: ``_Known``)
         self._known = _Known(self._text)
-        self._known[""] = ' t="inlineStr"/>'  # (the empty text: no shared string)
+        self._known[""] = _EMPTY_TAIL  # (the empty text: no shared string)
         self._plans: dict[tuple, Any] = {}  # (fill, type of each cell) -> the row's template (``_plan``)
         self._last_types: tuple = ()  # the last row's key, and its plan
         self._last_plan: Any = None
@@ -301,10 +301,10 @@ class XlsxWriter:
         inline: list[str] = []
         if len(fresh) > room:
             fresh, inline = fresh[:room], fresh[room:]
-            known.update(zip(inline, [' t="inlineStr"><is>' + e + "</is></c>" for e in _elements(inline)]))
+            known.update(zip(inline, map(_INLINE_TAIL.format, _elements(inline))))
         if fresh:
             shared.extend(_elements(fresh))
-            known.update(zip(fresh, [' t="s"><v>' + n + "</v></c>" for n in map(str, range(k, k + len(fresh)))]))
+            known.update(zip(fresh, map(_SHARED_TAIL.format, range(k, k + len(fresh)))))
         return inline
 
     def _plan(self, key: tuple, fill: Optional[str]) -> Any:
@@ -385,11 +385,11 @@ class XlsxWriter:
         Shared from the first use rather than the second: one ``_text`` per text instead of two, and no
         window of texts seen once to keep (the 20k noisy compare's workbook: ~1 us a row less)."""
         if not text:
-            return ' t="inlineStr"/>'
+            return _EMPTY_TAIL
         element = _t(text)
         shared = self._shared
         if len(shared) >= SHARED_MAX:  # the table is full: the rest stay inline
-            return f' t="inlineStr"><is>{element}</is></c>'
+            return _INLINE_TAIL.format(element)
         k = len(shared)
         shared.append(element)
         tail = self._known[text] = _SHARED_TAIL.format(k)
@@ -565,6 +565,9 @@ _SLOT_TEXT = SLOT_MARK.decode()
 _COPY_BYTES = 1 << 20
 #: a shared text's cell after ``<c …``
 _SHARED_TAIL = ' t="s"><v>{}</v></c>'
+#: an inline text's cell after ``<c …`` (its ``<t>`` element), and the empty text's
+_INLINE_TAIL = ' t="inlineStr"><is>{}</is></c>'
+_EMPTY_TAIL = ' t="inlineStr"/>'
 #: the ASCII characters ``_t`` may change (control characters, markup: more than it does, not fewer) or that
 #: may make a text's edge a space
 _ASCII_SPECIAL = bytes(range(32)) + b"\x7f&<>"
