@@ -315,11 +315,12 @@ def test_a_partial_finalize_during_the_build_and_early_ops_agree(tmp_path, monke
     """The explorer's partial results (a finalize while folders are still being read) and early
     ops must not both write a place: here a partial finalize runs just before the walk ends."""
     import dumpscope.core.index.dump_index as index_mod
+    from dumpscope.core.index.early_ops import _EarlyOps  # imported by the build that makes early ops
 
     root = tmp_path / "dump"
     trees.write_big_cann_tree(root, 500, ops_per_step=100)
     calls = []
-    real_walk_done = index_mod._EarlyOps.walk_done
+    real_walk_done = _EarlyOps.walk_done
 
     def walk_done(self, pending_parts):
         self.index._partial_finalize(index_mod.Progress(), lambda prog: calls.append(prog.phase))
@@ -327,7 +328,7 @@ def test_a_partial_finalize_during_the_build_and_early_ops_agree(tmp_path, monke
 
     made_early = []
     real_early = fin.finalize_early
-    monkeypatch.setattr(index_mod._EarlyOps, "walk_done", walk_done)
+    monkeypatch.setattr(_EarlyOps, "walk_done", walk_done)
     monkeypatch.setattr(fin, "finalize_early", lambda *args: made_early.append(args) or real_early(*args))
     idx, _kept = _pooled_build(root, tmp_path / "p", monkeypatch)
     plain = DumpIndex.open(str(root), cache_directory=tmp_path / "plain", update=False)

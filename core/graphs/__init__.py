@@ -11,16 +11,34 @@ Every parser raises only :class:`GraphParseError` for bad input.
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from dumpscope.core.model import Graph
 from dumpscope.core.names import sanitize_name
 
 from .common import GraphParseError
-from .ge_text import parse_ge_json, parse_ge_onnx, parse_ge_text
-from .ms_ir import parse_ir
+
+if TYPE_CHECKING:
+    from .ge_text import parse_ge_json, parse_ge_onnx, parse_ge_text
+    from .ms_ir import parse_ir
+
+#: the parsers' modules, imported on first use (PEP 562): every ``core.graphs.*`` import runs this
+#: package first, and most commands never parse a graph (a warm index has the joins stored), while
+#: the parsers' regexes and records cost every process ~4 ms of start-up
+_LAZY = {"parse_ge_json": ".ge_text", "parse_ge_onnx": ".ge_text", "parse_ge_text": ".ge_text", "parse_ir": ".ms_ir"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "GraphParseError",
@@ -92,13 +110,14 @@ def load_graph_file(path: str | os.PathLike[str], kind: Optional[str] = None, *,
     spath = os.fspath(path)
     kind = kind or detect_graph_kind(spath)
     if kind == "ms_ir":
+        from .ms_ir import parse_ir
+
         return [parse_ir(path, warnings=warnings)]
-    if kind == "ge_text":
-        return parse_ge_text(path, warnings=warnings)
-    if kind == "ge_json":
-        return parse_ge_json(path, warnings=warnings)
-    if kind == "ge_onnx":
-        return parse_ge_onnx(path, warnings=warnings)
+    if kind in ("ge_text", "ge_json", "ge_onnx"):
+        from . import ge_text
+
+        parse = {"ge_text": ge_text.parse_ge_text, "ge_json": ge_text.parse_ge_json, "ge_onnx": ge_text.parse_ge_onnx}
+        return parse[kind](path, warnings=warnings)
     if kind == "ms_pb":
         from .ms_pb import parse_ms_pb
 

@@ -26,12 +26,11 @@ import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
 from dumpscope.core.errors import IndexCancelled  # noqa: F401  (raised here; callers catch it by this name too)
 from dumpscope.core.index.cache import index_path
 from dumpscope.core.index.lock import writer_lock
-from dumpscope.core.index import finalize as finalizing
 from dumpscope.core.index import freshness, place_dtypes
 from dumpscope.core.index.dump_roots import ASIDE_TABLES
 from dumpscope.core.index.place_dtypes import PlaceDtypes
@@ -56,12 +55,14 @@ from dumpscope.core.model import (
 )
 from dumpscope.core.units import UNIT_COLUMNS, in_execution_order
 from dumpscope.core.layouts.walk import Scanned, listing_of, scan_tree
-from dumpscope.core.index.early_ops import _EarlyOps
 from dumpscope.core.index.pool import (
     _pack_items,
     _Pool,
     scan_listing,
 )
+
+if TYPE_CHECKING:
+    from dumpscope.core.index.early_ops import _EarlyOps
 
 #: a build still running after this long shows what it has found so far (``update(partial=…)``)
 PARTIAL_AFTER_S = 2.0
@@ -308,6 +309,8 @@ class DumpIndex:
         self.early.clear()
         self.early_seq = 0
         if bulk:
+            from dumpscope.core.index.early_ops import _EarlyOps  # a build's (with finalize): a warm reopen needs neither
+
             self._bulk_load(start=True)
             self._early_ops = _EarlyOps(self)
             self.early_only = not self.query("SELECT 1 FROM ops LIMIT 1")
@@ -401,6 +404,8 @@ class DumpIndex:
             prog.phase = "joining"
             if progress is not None:
                 progress(prog)
+            from dumpscope.core.index import finalize as finalizing  # with the graph parsers: builds only
+
             finalizing.finalize(self)
             with self._lock:
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES('finalized', '1')")
@@ -447,6 +452,8 @@ class DumpIndex:
 
         phase = prog.phase
         prog.phase = "joining (partial)"
+        from dumpscope.core.index import finalize as finalizing
+
         finalizing.finalize(self)
         prog.phase = phase
         partial(prog)

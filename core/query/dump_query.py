@@ -6,7 +6,6 @@ plain dataclasses (``rows``); ``*_json`` helpers give the exact documents of ``C
 
 from __future__ import annotations
 
-import difflib
 import json
 import sqlite3
 from typing import Any, Callable, Optional
@@ -437,6 +436,8 @@ class DumpQuery(GraphQueries, Documents, StatsQueries):
         if len(rows) > 1:
             raise OpLookupError(f"op {text!r} is ambiguous at rank {rank} step {step}: {len(rows)} ops",
                                 [r[4] for r in rows[:8]])
+        import difflib  # only when a name is not found
+
         close = difflib.get_close_matches(text, names, n=5, cutoff=0.5)
         if not close:
             low = text.lower()

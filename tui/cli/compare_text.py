@@ -12,8 +12,6 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Iterable, Optional
 
-from rich.cells import cell_len, chop_cells
-
 from dumpscope.core.inert import inert
 
 #: up to this many rows the rich table is printed (it sizes its columns to what they hold)
@@ -34,6 +32,8 @@ def _fold(text: str, width: int) -> list[str]:
         if len(text) <= width:
             return [text.ljust(width)]
         return [text[i:i + width].ljust(width) for i in range(0, len(text), width)]
+    from rich.cells import cell_len, chop_cells  # here: a --json compare imports this module and never folds
+
     lines = chop_cells(text, width) or [""]
     return [line + " " * (width - cell_len(line)) for line in lines]
 

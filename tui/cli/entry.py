@@ -14,15 +14,22 @@ from typing import Callable, Optional, Sequence
 
 from dumpscope.core.inert import inert
 from dumpscope.core.support import gc_pause
-from dumpscope.tui.cli import common, compare, completion, convert, explore, listing, output, overflow, triage, watch
+from dumpscope.tui.cli import common, compare, convert, explore, listing, output, overflow, triage, watch
 from dumpscope.tui.cli.parser import COMMANDS, build_parser, cmd_help
+
+
+def _cmd_completion(args: argparse.Namespace) -> int:
+    from dumpscope.tui.cli.completion import cmd_completion  # imported by its own command only
+
+    return cmd_completion(args)
+
 
 #: the handler of each subcommand (a test swaps one for a careless command)
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "triage": triage.cmd_triage, "summary": listing.cmd_summary, "ops": listing.cmd_ops, "show": listing.cmd_show,
     "stats": listing.cmd_stats, "convert": convert.cmd_convert, "overflow": overflow.cmd_overflow,
     "watch": watch.cmd_watch, "trend": watch.cmd_trend, "compare": compare.cmd_compare,
-    "explore": explore.cmd_explore, "serve": explore.cmd_serve, "completion": completion.cmd_completion,
+    "explore": explore.cmd_explore, "serve": explore.cmd_serve, "completion": _cmd_completion,
     "help": cmd_help,
 }
 
@@ -47,7 +54,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "-V", "--version")):
         argv = ["explore", *argv]
-    parser = build_parser()
+    parser = build_parser(argv[0] if argv[0] in COMMANDS else None)  # -h/-V: the whole command line
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help

@@ -4,6 +4,7 @@ them, each with an example at the end of its help."""
 from __future__ import annotations
 
 import argparse
+from typing import Optional
 
 from dumpscope.tui.cli import compare, convert, explore, listing, overflow, triage, watch
 from dumpscope.tui.cli.common import CliError
@@ -31,7 +32,24 @@ EXAMPLES = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: the commands each family adds (``None`` in :func:`build_parser`: all of them, in ``--help``'s order)
+_FAMILIES = (
+    (("explore",), explore.add_explore_parser),
+    (("triage",), triage.add_parsers),
+    (("summary", "ops", "show", "stats"), listing.add_parsers),
+    (("convert",), convert.add_parsers),
+    (("overflow",), overflow.add_parsers),
+    (("trend", "watch"), watch.add_parsers),
+    (("compare",), compare.add_parsers),
+    (("serve",), explore.add_serve_parser),
+)
+
+
+def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
+    """The whole command line, or, with ``command``, the top level and that command's family only: a
+    process runs one command, and argparse makes a help formatter (a terminal-size call) and gettext
+    look-ups for every option it adds: ~3 ms of every command for the thirteen it does not run.  The
+    parsers are made by the same calls either way, so the command's options, help and errors are the same."""
     from dumpscope import __version__
 
     parser = argparse.ArgumentParser(
@@ -43,24 +61,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-V", "--version", action="version", version=f"dumpscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    explore.add_explore_parser(sub)
-    triage.add_parsers(sub)
-    listing.add_parsers(sub)
-    convert.add_parsers(sub)
-    overflow.add_parsers(sub)
-    watch.add_parsers(sub)
-    compare.add_parsers(sub)
-    explore.add_serve_parser(sub)
-
-    p = sub.add_parser("completion", help="print a shell completion script (bash, zsh or fish)",
-                       description="Print a completion script generated from this command line.\n"
-                                   "  bash: source <(dumpscope completion bash)   (e.g. in ~/.bashrc)\n"
-                                   "  zsh:  dumpscope completion zsh > ~/.zfunc/_dumpscope  (a folder in $fpath)\n"
-                                   "  fish: dumpscope completion fish > ~/.config/fish/completions/dumpscope.fish")
-    p.add_argument("shell", choices=("bash", "zsh", "fish"))
-
-    p = sub.add_parser("help", help="show the help of a command")
-    p.add_argument("topic", nargs="?", metavar="COMMAND")
+    for names, add in _FAMILIES:
+        if command is None or command in names:
+            add(sub)
+    if command in (None, "completion"):
+        p = sub.add_parser("completion", help="print a shell completion script (bash, zsh or fish)",
+                           description="Print a completion script generated from this command line.\n"
+                                       "  bash: source <(dumpscope completion bash)   (e.g. in ~/.bashrc)\n"
+                                       "  zsh:  dumpscope completion zsh > ~/.zfunc/_dumpscope  (a folder in $fpath)\n"
+                                       "  fish: dumpscope completion fish > ~/.config/fish/completions/dumpscope.fish")
+        p.add_argument("shell", choices=("bash", "zsh", "fish"))
+    if command in (None, "help"):
+        p = sub.add_parser("help", help="show the help of a command")
+        p.add_argument("topic", nargs="?", metavar="COMMAND")
     add_examples(sub)
     return parser
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 from typing import Any, Callable
 
@@ -82,6 +81,8 @@ def cmd_triage(args: argparse.Namespace) -> int:
     elif args.md:
         sys.stdout.write(markdown(doc))
     else:
+        import shutil  # here: every command imports this module (the parser), few print triage's text
+
         width = shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else 80
         sys.stdout.write(text(doc, min(80, width)))
     if doc["verdict"] == tr.INCOMPLETE:
