@@ -9,6 +9,7 @@ from dumpscope.core.engines.compare.match import (
     OpRef,
     match_ops,
     pair_slots,
+    same_slots,
     normalize_name,
     op_token,
 )
@@ -133,3 +134,33 @@ def test_generated_ops_that_do_not_line_up_stay_unmatched():
     res = match_ops(g, t)
     assert len(res.pairs) == 1
     assert len(res.unmatched_golden) == 2 and len(res.unmatched_target) == 1
+
+
+_IOS = st.sampled_from(["input", "output", "workspace"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_IOS, st.integers(0, 3)), max_size=6), st.booleans(),
+       st.lists(st.tuples(_IOS, st.integers(0, 3)), max_size=6))
+def test_same_slots_is_pair_slots_when_it_answers(g_keys, like_golden, t_keys):
+    """``same_slots`` (compare's usual op: both sides in the same slots, listed in pair order) gives what
+    ``pair_slots`` of the keyed tensors gives; for anything else it gives None, never other pairs."""
+    from types import SimpleNamespace
+
+    from dumpscope.core.query.rows import slot_key
+
+    def tensors(keys, side):
+        out = [SimpleNamespace(io=io, slot=slot, side=side, k=k) for k, (io, slot) in enumerate(keys)]
+        out.sort(key=slot_key)  # as ``tensors_of`` lists an op's
+        return out
+
+    g = tensors(g_keys, "g")
+    t = tensors(g_keys if like_golden else t_keys, "t")
+    got = same_slots(g, t)
+    keyed, missing = pair_slots({(x.io, x.slot): x for x in g}, {(x.io, x.slot): x for x in t})
+    if got is not None:
+        assert got == [(a, b) for _, a, b in keyed] and not missing
+    keys = [(x.io, x.slot) for x in g]
+    plain = len(set(keys)) == len(keys) and len({slot_key(x) for x in g}) == len(g)
+    if like_golden and plain:  # the usual op always takes the short way
+        assert got is not None

@@ -114,3 +114,20 @@ def test_place_dtypes_of_a_cache_that_cannot_be_written_are_still_read(tmp_path)
     q.index.query("INSERT INTO meta VALUES('place_dtypes:0:0', 'not json')")  # not what it stores: read again
     assert q.place_dtypes(0, 0) == want
     assert q.index.query("SELECT value FROM meta WHERE key='place_dtypes:0:0'")[0][0] != "not json"
+
+
+@pytest.mark.parametrize("sample", ["mindspore_lenet_sync", "compare_golden", "torchair_2rank"])
+def test_place_ops_are_the_place_s_ops_in_compare_s_columns(tmp_path, sample):
+    """``place_ops`` (what compare reads of a place) lists ``ops(kind="all")``'s ops in their order, each field
+    it keeps equal to the OpRow's; a field it does not keep is an AttributeError, never a wrong value."""
+    from dumpscope.core.query.rows import PLACE_OP_COLS
+
+    q = open_query(str(SAMPLES / sample), cache_directory=tmp_path / "cache")
+    fields = [c.strip() for c in PLACE_OP_COLS.split(",")]
+    for rank, step in q.index.query("SELECT DISTINCT rank, step FROM ops WHERE step >= 0") + [(0, 7)]:
+        full, lean = q.ops(rank, step, kind="all"), q.place_ops(rank, step)
+        assert [[getattr(o, f) for f in fields] for o in lean] == [[getattr(o, f) for f in fields] for o in full]
+        if lean:
+            with pytest.raises(AttributeError):
+                lean[0].folder  # noqa: B018
+    assert any(q.place_ops(r, s) for r, s in q.index.query("SELECT DISTINCT rank, step FROM ops WHERE step >= 0"))

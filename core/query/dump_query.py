@@ -23,15 +23,18 @@ from dumpscope.core.query.rows import (
     AT_STEP,
     KINDS,
     OP_COLS,
+    PLACE_OP_COLS,
     U_COLS,
     OpLookupError,
     OpRow,
+    PlaceOp,
     TensorRow,
     add_units_of_texts,
     like_pattern,
     op_row,
     op_rows,
     in_slot_order,
+    place_op_rows,
     slot_key,
     tensors_of_unit,
 )
@@ -246,7 +249,12 @@ class DumpQuery(GraphQueries, Documents, StatsQueries):
             params += [limit, offset]
         return op_rows(self.index.query(sql, params))
 
-    def _place_rows(self, rank: int, step: int, grep: Optional[str], graph_only: bool, kind: str) -> list[tuple]:
+    def place_ops(self, rank: int, step: int) -> list[PlaceOp]:
+        """``ops(rank, step, kind="all")`` as ``compare`` reads them: its columns only (``PlaceOp``)."""
+        return place_op_rows(self._place_rows(rank, step, None, False, "all", PLACE_OP_COLS))
+
+    def _place_rows(self, rank: int, step: int, grep: Optional[str], graph_only: bool, kind: str,
+                    cols: str = OP_COLS) -> list[tuple]:
         """``ops``' rows of one rank/step in its order (the step's ops, then the constants of no step; each
         executed ones by execution index and ``seq``, then the rest by ``seq``), read in index order
         (``ops_order`` ends in ``seq``) a part at a time: no sort of the whole place in a temporary B-tree."""
@@ -257,7 +265,7 @@ class DumpQuery(GraphQueries, Documents, StatsQueries):
         parts.sort(key=lambda p: (p[0] < 0, p[0]))
         rows: list[tuple] = []
         for at, only in parts:
-            head = f"SELECT {OP_COLS} FROM ops{where} AND step=?{only} AND exec_index IS "
+            head = f"SELECT {cols} FROM ops{where} AND step=?{only} AND exec_index IS "
             rows += self.index.query(head + "NOT NULL ORDER BY exec_index, seq", params + [at])
             rows += self.index.query(head + "NULL ORDER BY seq", params + [at])
         return rows

@@ -23,7 +23,7 @@ from dumpscope.core.engines.compare import origin as org
 from dumpscope.core.engines.compare import precision as pr
 from dumpscope.core.engines.compare import verdict as vd
 from dumpscope.core.engines.compare.api_mapping import match_across_frameworks
-from dumpscope.core.engines.compare.match import OpRef, match_ops, pair_slots
+from dumpscope.core.engines.compare.match import OpRef, match_ops, pair_slots, same_slots
 from dumpscope.core.engines.compare import measure_many  # noqa: I001 (module and names)
 from dumpscope.core.engines.compare.measure_many import Judged, Measurer, OpJob
 from dumpscope.core.engines.compare.metrics import CompareResult, measure_stats
@@ -35,7 +35,8 @@ from dumpscope.core.support.row_spool import PrintedRows, RowSpool, plain
 from dumpscope.core.graphs.source_frames import first_user_frame
 
 if TYPE_CHECKING:
-    from dumpscope.core.query import DumpQuery, OpRow, TensorRow
+    from dumpscope.core.query import DumpQuery, TensorRow
+    from dumpscope.core.query.rows import PlaceOp
     from dumpscope.core.query.graph_lookup import GraphLookup
 
 STORAGE_VALUE = "value"  # INTERFACES.md §3: a non-tensor argument kept in its slot
@@ -48,8 +49,8 @@ _LITERAL = re.compile(r"^[A-Za-z0-9_]*\(")  # graph literals: F32(1e-05), I64(-1
 
 @dataclass(slots=True)
 class _Pair:
-    gop: "OpRow"
-    top: "OpRow"
+    gop: "PlaceOp"
+    top: "PlaceOp"
     match: str
     g: "TensorRow"
     t: "TensorRow"
@@ -69,8 +70,8 @@ class _Pair:
 
 @dataclass(slots=True)
 class _Op:
-    gop: "OpRow"
-    top: "OpRow"
+    gop: "PlaceOp"
+    top: "PlaceOp"
     match: str
     pairs: list[_Pair] = field(default_factory=list)  # emptied once the op's rows are made
     facts: Optional[org.OpFacts] = None
@@ -78,12 +79,12 @@ class _Op:
     source: Optional[dict[str, Any]] = None  # the user's source line, for an op with a row that did not pass
 
 
-def is_parameter(op: "OpRow") -> bool:
-    """MindSpore ``Parameter.*`` dumps (``OpRow.kind``; older indexes: the type)."""
+def is_parameter(op: "PlaceOp") -> bool:
+    """MindSpore ``Parameter.*`` dumps (``PlaceOp.kind``; older indexes: the type)."""
     return op.kind == "parameter" or op.type == "Parameter"
 
 
-def is_aside(op: "OpRow") -> bool:
+def is_aside(op: "PlaceOp") -> bool:
     """Parameters and constants live beside the ops: compared, never where an error is born."""
     return is_parameter(op) or op.kind == "constant"
 
@@ -201,7 +202,7 @@ def _user_frame(details: dict[str, Any], tensors: list["TensorRow"]) -> Optional
     return first_user_frame(frames)
 
 
-def _position(op: "OpRow") -> int:
+def _position(op: "PlaceOp") -> int:
     """Execution index; parameters and constants (none: they did not run) come after every op."""
     return op.exec_index if op.exec_index is not None else 1 << 30
 
@@ -239,8 +240,8 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     if golden.count_ops(g_rank, g_step, kind="all") >= measure_many.POOL_MIN_OPS:
         # forked while this process is small (a shared pool only), the place's readers imported first
         measure_many.prestart(workers, golden.place_storages(g_rank, g_step))
-    g_ops = golden.ops(g_rank, g_step, kind="all")  # parameters are compared too (after the ops)
-    t_ops = target.ops(t_rank, t_step, kind="all")
+    g_ops = golden.place_ops(g_rank, g_step)  # parameters are compared too (after the ops)
+    t_ops = target.place_ops(t_rank, t_step)
     g_by_id = {o.id: o for o in g_ops}
     t_by_id = {o.id: o for o in t_ops}
     match = match_across_frameworks(golden, target, g_ops, t_ops, layer_mapping, api_mapping, _position) or \
@@ -299,12 +300,15 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
             new_ops: list[_Op] = []
             for gref, tref, rule in chunk:
                 gop, top = g_by_id[gref.key], t_by_id[tref.key]
-                gts_list = g_all[gop.id]
+                gts_list, tts_list = g_all[gop.id], t_all[top.id]
                 g_tensors[gop.id] = gts_list
-                pairs, missing = pair_slots({(x.io, x.slot): x for x in gts_list},
-                                            {(x.io, x.slot): x for x in t_all[top.id]})
-                unmatched_tensors += [f"{gop.name} {io}.{slot}" for io, slot in missing]
-                new_ops.append(_Op(gop, top, rule, [_Pair(gop, top, rule, g, t) for _, g, t in pairs]))
+                pairs = same_slots(gts_list, tts_list)
+                if pairs is None:
+                    keyed, missing = pair_slots({(x.io, x.slot): x for x in gts_list},
+                                                {(x.io, x.slot): x for x in tts_list})
+                    pairs = [(g, t) for _, g, t in keyed]
+                    unmatched_tensors += [f"{gop.name} {io}.{slot}" for io, slot in missing]
+                new_ops.append(_Op(gop, top, rule, [_Pair(gop, top, rule, g, t) for g, t in pairs]))
             small_output_seen = _classify(new_ops, details, small_output_seen)
             ops.extend(new_ops)
             total_pairs += sum(len(op.pairs) for op in new_ops)
@@ -349,7 +353,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     }
 
 
-def _target_only_feeders(unmatched: list[OpRef], top: Optional["OpRow"], target: "DumpQuery") -> list[tuple[int, str]]:
+def _target_only_feeders(unmatched: list[OpRef], top: Optional["PlaceOp"], target: "DumpQuery") -> list[tuple[int, str]]:
     """The target-only ops whose outputs the first divergence reads, by the target's own graph: (input slot,
     op name).  A data edge says what made the difference where order can only suggest it (a custom bprop's
     ``Mul`` feeds the gradient that first differs, whatever the golden did instead, dumped or not); without
@@ -361,7 +365,7 @@ def _target_only_feeders(unmatched: list[OpRef], top: Optional["OpRow"], target:
     return [(slot, _strip_port(src)) for slot, src in enumerate(inputs_from) if _strip_port(src) in only]
 
 
-def _target_only_before(unmatched: list[OpRef], top: Optional["OpRow"], rule: str) -> str:
+def _target_only_before(unmatched: list[OpRef], top: Optional["PlaceOp"], rule: str) -> str:
     """Where a divergence shows in an input that no dumped golden op explains: the ops the target ran just
     before it that the golden did not (a custom bprop, an extra op, a wrong kernel's helper) are named."""
     if top is None or "already differs" not in rule and "differs and no dumped op" not in rule:
@@ -461,7 +465,7 @@ def _facts(op: _Op, judged: Judged, det: dict[str, Any], joined_to_name: dict[st
                        _forward_of(op.gop, g_names), op.gop.type or "", undumped)
 
 
-def _feeder(src: str, is_produced: bool, gop: "OpRow", golden: "GraphLookup", params: set[str]) -> tuple[str, str]:
+def _feeder(src: str, is_produced: bool, gop: "PlaceOp", golden: "GraphLookup", params: set[str]) -> tuple[str, str]:
     """What feeds an input that is no op's output (``Parameter conv2.weight``), when the dump can say.
 
     A weight reaches its kernel through a ``Load`` of the Parameter (``query.loaded_parameter``).  Only a
@@ -634,7 +638,7 @@ def evidence_of(walk: org.Walk, first: Optional[dict[str, Any]]) -> dict[str, An
 _API_PRODUCERS = ("msprobe", "troubleshooter")
 
 
-def _forward_of(op: "OpRow", names: set[str]) -> Optional[str]:
+def _forward_of(op: "PlaceOp", names: set[str]) -> Optional[str]:
     """API dumps: the forward call of a backward call (msprobe ``X.N.backward`` ↔ ``X.N.forward``,
     modules ``M.backward.N`` ↔ ``M.forward.N``, Troubleshooter ``X_N_backward`` ↔ ``X_N_forward``),
     when it was dumped."""

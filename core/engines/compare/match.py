@@ -227,3 +227,22 @@ def pair_slots(golden: dict[tuple[str, int], Any], target: dict[tuple[str, int],
         else:
             missing.append(key)
     return pairs, missing
+
+
+def same_slots(golden: list[Any], target: list[Any]) -> Optional[list[tuple[Any, Any]]]:
+    """``pair_slots``' pairs (golden, target) of two ops' tensors (records with ``io`` and ``slot``) when the
+    target holds its tensors in the golden's slots, listed alike in pair order (inputs first, each kind by
+    slot: how ``DumpQuery.tensors_of`` lists an op's), else None (then ``pair_slots`` pairs them).  The usual
+    op of a compare: one pass over the two lists, no keyed dicts and sort an op."""
+    if len(golden) != len(target):
+        return None
+    prev: Optional[tuple[bool, int]] = None
+    for g, t in zip(golden, target):
+        io, slot = g.io, g.slot
+        if io != t.io or slot != t.slot:
+            return None
+        key = (io != "input", slot)  # pair order; strictly rising: no key twice, none out of order
+        if prev is not None and not prev < key:
+            return None
+        prev = key
+    return list(zip(golden, target))
