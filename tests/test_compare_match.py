@@ -164,3 +164,47 @@ def test_same_slots_is_pair_slots_when_it_answers(g_keys, like_golden, t_keys):
     plain = len(set(keys)) == len(keys) and len({slot_key(x) for x in g}) == len(g)
     if like_golden and plain:  # the usual op always takes the short way
         assert got is not None
+
+
+def _pair_by_reference(golden, target, keyfn, rule, pairs, unique_only=False, equal_counts_only=False):
+    """``_pair_by`` as it was before its one-key-a-side way (a list of ops per key, pairs by occurrence)."""
+    from collections import defaultdict
+
+    gk, tk = defaultdict(list), defaultdict(list)
+    for side, ops_ in ((gk, golden), (tk, target)):
+        for op in ops_:
+            k = keyfn(op)
+            if k is not None:
+                side[k].append(op)
+    used = set()
+    for k, gops in gk.items():
+        tops = tk.get(k)
+        if not tops or (unique_only and (len(gops) != 1 or len(tops) != 1)) or \
+                (equal_counts_only and len(gops) != len(tops)):
+            continue
+        for g, t in zip(gops, tops):
+            pairs.append((g, t, rule))
+            used.update((id(g), id(t)))
+    return [o for o in golden if id(o) not in used], [o for o in target if id(o) not in used]
+
+
+_NAMES = st.lists(st.sampled_from(["a", "b", "c", "d", "e", "-"]), max_size=8)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_NAMES, _NAMES, st.booleans(), st.booleans(), st.booleans())
+def test_pair_by_is_the_occurrence_pairing(g_names, t_names, unique_fold, unique_only, equal_counts_only):
+    """``_pair_by``'s way for keys that occur once a side gives the pairs and leftovers, in their order, of
+    the pairing by occurrence (``-``: an op with no key)."""
+    from dumpscope.core.engines.compare.match import _pair_by
+
+    if unique_fold:  # most places: each name once a side
+        g_names, t_names = list(dict.fromkeys(g_names)), list(dict.fromkeys(t_names))
+    g, t = ops(*[(n, "Add") for n in g_names]), ops(*[(n, "Add") for n in t_names])
+    key = lambda o: None if o.name == "-" else o.name  # noqa: E731
+    got_pairs, want_pairs = [], []
+    got = _pair_by(g, t, key, "name", got_pairs, unique_only, equal_counts_only)
+    want = _pair_by_reference(g, t, key, "name", want_pairs, unique_only, equal_counts_only)
+    assert [(a.exec_index, b.exec_index) for a, b, _ in got_pairs] == \
+        [(a.exec_index, b.exec_index) for a, b, _ in want_pairs]
+    assert [[o.exec_index for o in side] for side in got] == [[o.exec_index for o in side] for side in want]

@@ -35,6 +35,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Callable, Hashable, Optional
 
 from dumpscope.core.names import OP_COUNTER
@@ -83,6 +84,22 @@ def _pair_by(
     equal_counts_only: bool = False,
 ) -> tuple[list[OpRef], list[OpRef]]:
     """Pair ops whose keys agree (occurrence by occurrence); return what is left of each side."""
+    g_keys, t_keys = list(map(keyfn, golden)), list(map(keyfn, target))
+    if len(set(g_keys)) == len(g_keys) and len(set(t_keys)) == len(t_keys):
+        # each key once a side (the usual place: no name repeats): the pairs below without a list a key
+        # (a one-to-one pairing meets ``unique_only`` and ``equal_counts_only`` alike)
+        by_key = dict(zip(t_keys, target))
+        paired: set[Hashable] = set()
+        for k, g in zip(g_keys, golden):
+            if k is not None:
+                t = by_key.get(k)
+                if t is not None:
+                    pairs.append((g, t, rule))
+                    paired.add(k)
+        if not paired:
+            return golden, target
+        return ([o for o, k in zip(golden, g_keys) if k not in paired],
+                [o for o, k in zip(target, t_keys) if k not in paired])
     gk: dict[Hashable, list[OpRef]] = defaultdict(list)
     tk: dict[Hashable, list[OpRef]] = defaultdict(list)
     for op in golden:
@@ -130,7 +147,7 @@ def match_ops(golden: list[OpRef], target: list[OpRef]) -> MatchResult:
     g = [o for o in g_all if id(o) not in generated]
     t = [o for o in t_all if id(o) not in generated]
     pairs: list[tuple[OpRef, OpRef, str]] = []
-    g, t = _pair_by(g, t, lambda o: o.name, RULE_NAME, pairs)
+    g, t = _pair_by(g, t, attrgetter("name"), RULE_NAME, pairs)
     g, t = _pair_by(g, t, lambda o: normalize_name(o.name), RULE_NORMALIZED, pairs)
     g, t = _pair_by(g, t, lambda o: op_token(o.name), RULE_NORMALIZED, pairs, unique_only=True)
     g_gen, t_gen = _pair_generated(g_all, t_all, g_gen, t_gen, pairs)
