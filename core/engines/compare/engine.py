@@ -44,6 +44,9 @@ _CHUNK_OPS = 256  # ops prepared (queried, paired, classified) and handed to the
 #: ops handed to the measurer and not yet made rows: preparing outruns measuring, and each waiting op
 #: holds both sides' tensor records and graph details (a place of 100k ops held them all)
 _AHEAD_OPS = 16 * _CHUNK_OPS
+#: what compare reads of ``graph_details`` (``graph_lookup.empty_details``) for an op joined to no graph
+#: node: asked of the joined ops only, the others share this (read, never changed)
+_NO_GRAPH: dict[str, Any] = {"inputs_from": (), "source": ()}
 _LITERAL = re.compile(r"^[A-Za-z0-9_]*\(")  # graph literals: F32(1e-05), I64(-1), Bool(1), Tensor(...), (..)
 
 
@@ -276,7 +279,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
         nonlocal counted
         for a, b, outcomes in measurer.ready(wait, keep):
             for op, got in zip(ops[a:b], outcomes):
-                det, tensors = details.pop(op.gop.id), g_tensors.pop(op.gop.id)
+                det, tensors = details.pop(op.gop.id, _NO_GRAPH), g_tensors.pop(op.gop.id)
                 op.facts = _facts(op, got, det, joined_to_name, g_names, th, g_graph, g_params)
                 origin = walk.judge(op.facts)  # final: the walk never revisits an op it has judged
                 origins.append(origin)
@@ -294,12 +297,14 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     try:
         for k in range(0, len(matched), _CHUNK_OPS):
             chunk = matched[k:k + _CHUNK_OPS]
-            g_all = golden.tensors_of([g_by_id[gref.key].id for gref, _, _ in chunk])
-            t_all = target.tensors_of([t_by_id[tref.key].id for _, tref, _ in chunk])
-            details.update(g_graph.details_of([g_by_id[gref.key] for gref, _, _ in chunk]))
+            g_chunk = [g_by_id[gref.key] for gref, _, _ in chunk]
+            t_chunk = [t_by_id[tref.key] for _, tref, _ in chunk]
+            g_all = golden.tensors_of([o.id for o in g_chunk])
+            t_all = target.tensors_of([o.id for o in t_chunk])
+            # (an op joined to no graph node has none of its details: ``_NO_GRAPH``)
+            details.update(g_graph.details_of([o for o in g_chunk if o.joined]))
             new_ops: list[_Op] = []
-            for gref, tref, rule in chunk:
-                gop, top = g_by_id[gref.key], t_by_id[tref.key]
+            for gop, top, (_, _, rule) in zip(g_chunk, t_chunk, chunk):
                 gts_list, tts_list = g_all[gop.id], t_all[top.id]
                 g_tensors[gop.id] = gts_list
                 pairs = same_slots(gts_list, tts_list)
@@ -382,7 +387,7 @@ def _classify(ops: list[_Op], details: dict[int, dict[str, Any]], small_output_s
     ``small_output_seen``: whether an earlier op had a one-element output (returned updated, so the
     ops can be classified a chunk at a time)."""
     for op in ops:
-        inputs_from = details[op.gop.id]["inputs_from"]
+        inputs_from = details.get(op.gop.id, _NO_GRAPH)["inputs_from"]
         graph = bool(inputs_from)
         parameter, constant = is_parameter(op.gop), op.gop.kind == "constant"
         for p in op.pairs:
@@ -405,10 +410,7 @@ def _classify(ops: list[_Op], details: dict[int, dict[str, Any]], small_output_s
 
 
 def _size(shape: tuple[int, ...]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
+    return math.prod(shape)  # (1 for a scalar's empty shape)
 
 
 def _judge_unloaded(p: _Pair, th: vd.Thresholds) -> None:
