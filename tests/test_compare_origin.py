@@ -20,7 +20,11 @@ def o(slot, verdict, rule=""):
 
 def walk(ops):
     origins = trace(ops)
-    return [x.kind for x in origins], first_divergence(ops, origins)
+    fd = first_divergence(ops, origins)
+    # looked at only where a row did not pass (as compare hands them), the answer is the same
+    erred = [k for k, x in enumerate(ops) if any(r.verdict != "pass" for r in x.rows)]
+    assert first_divergence(ops, origins, erred) == fd
+    return [x.kind for x in origins], fd
 
 
 def test_born_then_inherited():

@@ -65,7 +65,7 @@ class _Pair:
     rule: str = ""
     facts: Optional[org.RowFacts] = None  # the walk's judgement of this pair
     shape_note: str = ""  # "shape (a) vs (b)" when the same count of values came in another shape
-    loads: bool = False  # its tensors are read (set by ``_prepare``)
+    loads: bool = False  # its tensors are read (set by ``_classify``)
     #: the measurement as a small block's row the fixed rules pass, no record made (``measure_many.judged``:
     #: the :data:`small_pairs.COLUMNS`, then the ``SmallBlock``); ``result`` stays None
     small: Optional[list] = None
@@ -113,21 +113,6 @@ def _stats_doc(t: "TensorRow") -> dict[str, Any]:
     doc.setdefault("dtype", t.dtype)
     doc.setdefault("shape", list(t.shape))
     return doc
-
-
-def _prepare(op: _Op) -> OpJob:
-    """Values and statistics-only pairs measured here; the job of the pairs whose tensors are read."""
-    job: OpJob = []
-    for p in op.pairs:
-        g, t = p.g, p.t
-        if p.kind == "scalar" and (g.storage == STORAGE_VALUE or t.storage == STORAGE_VALUE):
-            p.value = (_value(g), _value(t))
-        elif g.storage == "none" or t.storage == "none":
-            p.result = measure_stats(_stats_doc(g), _stats_doc(t))
-        else:
-            p.loads = True  # not a value argument, not statistics only: its tensors are read
-            job.append((g, t, g.io, p.kind))
-    return job
 
 
 def _take(p: _Pair, got: Any, th: vd.Thresholds) -> None:
@@ -268,6 +253,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     rows: Any = (PrintedRows(row_printer, row_sink) if row_printer is not None else RowSpool(row_sink)) \
         if spool_rows or row_sink is not None else []
     row_at: list[int] = []  # first row of each op
+    erred: list[int] = []  # the ops with a row that did not pass (``first_divergence`` looks at no other)
     total_pairs = counted = 0
     # the coarsest precision either run stored a tensor in at this place: what a weight no dumped op
     # produced may differ by (``origin.Walk.u_run``)
@@ -286,6 +272,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
                 # an origin needs a row in error, so only such ops can be shown with their source line
                 if _apply(op, dtypes):
                     op.source = _user_frame(det, tensors)
+                    erred.append(len(origins) - 1)
                 row_at.append(counted)  # (the rows so far: ``len(rows)``)
                 rows.extend(_op_rows(op, origin))
                 op.n_rows = len(op.pairs)
@@ -314,15 +301,15 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
                     pairs = [(g, t) for _, g, t in keyed]
                     unmatched_tensors += [f"{gop.name} {io}.{slot}" for io, slot in missing]
                 new_ops.append(_Op(gop, top, rule, [_Pair(gop, top, rule, g, t) for g, t in pairs]))
-            small_output_seen = _classify(new_ops, details, small_output_seen)
+            small_output_seen, jobs = _classify(new_ops, details, small_output_seen)
             ops.extend(new_ops)
             total_pairs += sum(len(op.pairs) for op in new_ops)
-            measurer.submit([_prepare(op) for op in new_ops])
+            measurer.submit(jobs)
             finish(wait=False, keep=_AHEAD_OPS)  # waits for the oldest beyond that many ops
         finish(wait=True)
     finally:
         measurer.close()
-    fd = org.first_divergence([op.facts for op in ops], origins)
+    fd = org.first_divergence([op.facts for op in ops], origins, erred)
     fd_row: Optional[dict[str, Any]] = None
     if fd is not None and fd.row < ops[fd.op].n_rows:
         fd_row = rows[row_at[fd.op] + fd.row]
@@ -382,31 +369,52 @@ def _target_only_before(unmatched: list[OpRef], top: Optional["PlaceOp"], rule: 
     return f"the target ran ops the golden did not before it: {', '.join(before[-3:])}"
 
 
-def _classify(ops: list[_Op], details: dict[int, dict[str, Any]], small_output_seen: bool) -> bool:
+def _classify(ops: list[_Op], details: dict[int, dict[str, Any]], small_output_seen: bool
+              ) -> tuple[bool, list[OpJob]]:
     """Row kinds: parameter (Parameter dumps), scalar (arguments; constants with no producer), tensor.
     ``small_output_seen``: whether an earlier op had a one-element output (returned updated, so the
-    ops can be classified a chunk at a time)."""
+    ops can be classified a chunk at a time).  In the same pass over the pairs, values and
+    statistics-only pairs are measured here, and each op's job lists the pairs whose tensors are read."""
+    jobs: list[OpJob] = []
     for op in ops:
-        inputs_from = details.get(op.gop.id, _NO_GRAPH)["inputs_from"]
+        gop = op.gop
+        inputs_from = details.get(gop.id, _NO_GRAPH)["inputs_from"]
         graph = bool(inputs_from)
-        parameter, constant = is_parameter(op.gop), op.gop.kind == "constant"
+        parameter, constant = is_parameter(gop), gop.kind == "constant"
+        small_output = False
+        job: OpJob = []
         for p in op.pairs:
+            g, t = p.g, p.t
+            value_arg = g.storage == STORAGE_VALUE or t.storage == STORAGE_VALUE
+            kind = "tensor"
             if parameter:
-                p.kind = "parameter"
+                kind = "parameter"
             elif constant:
-                p.kind = "scalar" if _size(p.g.shape) <= 1 else "tensor"
-            elif p.g.storage == STORAGE_VALUE or p.t.storage == STORAGE_VALUE:
-                p.kind = "scalar"
-            elif p.g.io == INPUT and _size(p.g.shape) <= 1 and _size(p.t.shape) <= 1:
+                if _size(g.shape) <= 1:
+                    kind = "scalar"
+            elif value_arg:
+                kind = "scalar"
+            elif g.io == INPUT and _size(g.shape) <= 1 and _size(t.shape) <= 1:
                 if graph:
-                    src = inputs_from[p.g.slot] if p.g.slot < len(inputs_from) else ""
+                    src = inputs_from[g.slot] if g.slot < len(inputs_from) else ""
                     if src and not produced(src) and not src.startswith("param:"):
-                        p.kind = "scalar"
-                elif not small_output_seen and op.gop.producer not in _API_PRODUCERS:
-                    p.kind = "scalar"  # no graph: a 1-element input nothing before produced
-        if any(p.g.io == OUTPUT and _size(p.g.shape) <= 1 for p in op.pairs):
+                        kind = "scalar"
+                elif not small_output_seen and gop.producer not in _API_PRODUCERS:
+                    kind = "scalar"  # no graph: a 1-element input nothing before produced
+            p.kind = kind
+            if not small_output and g.io == OUTPUT and _size(g.shape) <= 1:
+                small_output = True
+            if kind == "scalar" and value_arg:
+                p.value = (_value(g), _value(t))
+            elif g.storage == "none" or t.storage == "none":
+                p.result = measure_stats(_stats_doc(g), _stats_doc(t))
+            else:
+                p.loads = True  # not a value argument, not statistics only: its tensors are read
+                job.append((g, t, g.io, kind))
+        if small_output:
             small_output_seen = True
-    return small_output_seen
+        jobs.append(job)
+    return small_output_seen, jobs
 
 
 def _size(shape: tuple[int, ...]) -> int:
@@ -428,7 +436,7 @@ def _judge_unloaded(p: _Pair, th: vd.Thresholds) -> None:
 def _facts(op: _Op, judged: Judged, det: dict[str, Any], joined_to_name: dict[str, str], g_names: set[str],
            th: vd.Thresholds, golden: "GraphLookup", g_params: set[str]) -> org.OpFacts:
     """What the walk judges of an op, its pairs' measurements taken first (``judged``: those of its pairs
-    whose tensors were read, in the order ``_prepare`` listed them; ``_take``)."""
+    whose tensors were read, in the order ``_classify`` listed them; ``_take``)."""
     inputs_from = det["inputs_from"]
     rows, input_producers = [], {}
     it = iter(judged)

@@ -594,12 +594,17 @@ def trace(ops: Sequence[OpFacts]) -> list[Origin]:
     return [walk.judge(op) for op in ops]
 
 
-def first_divergence(ops: Sequence[OpFacts], origins: Sequence[Origin]) -> Optional[FirstDivergence]:
-    """The first op where an error is born (module docstring), or ``None`` when nothing erred."""
+def first_divergence(ops: Sequence[OpFacts], origins: Sequence[Origin],
+                     erred: Optional[Sequence[int]] = None) -> Optional[FirstDivergence]:
+    """The first op where an error is born (module docstring), or ``None`` when nothing erred.  ``erred``:
+    the positions, in order, of the ops that may have a row in error (at least all that do: compare lists
+    the ops with a row that did not pass); no other op can answer, so only those are looked at."""
     fallback: Optional[FirstDivergence] = None
     param_fd: Optional[FirstDivergence] = None
-    differing = {op.name for op in ops if op.parameter and any(r.verdict == ERROR for r in op.rows)}
-    for i, (op, org) in enumerate(zip(ops, origins)):
+    at = range(len(ops)) if erred is None else erred
+    differing = {ops[i].name for i in at if ops[i].parameter and any(r.verdict == ERROR for r in ops[i].rows)}
+    for i in at:
+        op, org = ops[i], origins[i]
         fd = divergence_of(i, op, org, differing)
         if fd is None:
             continue
