@@ -118,3 +118,30 @@ def test_same_sig_equal_signatures_answer_as_the_side_by_side_checks():
         sides = _same_side(a[0], a[1], b[0], b[1]) and _same_side(a[2], a[3], b[2], b[3])
         assert _same_sig(a, b) == sides, (a, b)
     assert _same_sig(None, None) and not _same_sig(None, (1.0, 1.0, 1.0, 1.0))
+
+
+def test_a_walk_told_the_forward_calls_remembers_only_theirs_and_judges_alike():
+    """A backward call carries what its forward call's tensors carry (``saved_from``); compare tells the walk
+    which calls some backward call names (``forward_calls``) and only those are remembered: the same
+    origins and first divergence as a walk that remembers every op."""
+    from dumpscope.core.engines.compare.origin import Walk
+
+    def ops():
+        fwd = op("L.0.forward", i(0, "error"), o(0, "error"))
+        other = op("M.0.forward", i(0, "pass"), o(0, "pass"))
+        bwd = op("L.0.backward", i(0, "pass"), o(0, "error"))
+        bwd.saved_from = "L.0.forward"
+        return [fwd, other, bwd]
+
+    def judged(forward_calls):
+        w = Walk()
+        w.forward_calls = forward_calls
+        facts = ops()
+        origins = [w.judge(x) for x in facts]
+        return [(x.kind, x.via) for x in origins], first_divergence(facts, origins), sorted(w._op_err)
+
+    every = judged(None)
+    told = judged({"L.0.forward"})
+    assert told[:2] == every[:2] and told[2] == ["L.0.forward"]
+    assert every[0][2] == ("inherited", "saved tensors of L.0.forward")
+    assert judged(set())[0] != every[0]  # (what is remembered is what the backward call is judged by)

@@ -248,6 +248,9 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     # next chunks, the finished ones are judged and their rows made (origins filled in at the end)
     measurer = Measurer(th, workers, pool=len(matched) >= measure_many.POOL_MIN_OPS)
     walk = org.Walk()
+    # the forward calls a backward call's ``saved_from`` names (``_forward_of``: API dumps only)
+    walk.forward_calls = {f for o in g_ops if o.producer in _API_PRODUCERS
+                          for f in [_forward_of(o, g_names)] if f is not None}
     origins: list[org.Origin] = []
     dtypes: dict[str, dict[str, int]] = {"golden": {}, "target": {}}
     rows: Any = (PrintedRows(row_printer, row_sink) if row_printer is not None else RowSpool(row_sink)) \

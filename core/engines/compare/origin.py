@@ -185,6 +185,9 @@ class Walk:
         self.nearest: list[Near] = []  # a min-heap of the rows nearest the line
         self._keep = keep_nearest
         self.largest: Optional[Near] = None  # the largest relative error seen (whatever its allowance)
+        #: the ops a later op's ``saved_from`` may name (set by the caller: compare knows every backward call's
+        #: forward call ahead of the walk); only theirs are remembered.  None: every op's
+        self.forward_calls: Optional[set[str]] = None
 
     # -- precision of an op ------------------------------------------------------------------------
 
@@ -276,7 +279,8 @@ class Walk:
         for r in rows:
             if r.io == OUTPUT:
                 self._judge_output(op, r, u_op, e_in, r_in, s_in, tainted)
-        self._remember(op, e_in, r_in)
+        if self.forward_calls is None or op.name in self.forward_calls:
+            self._remember(op, e_in, r_in)
         return self._origin(op, consts, changed, carrier, saved_tainted, producer)
 
     def _size_of(self, r: RowFacts) -> tuple[float, float]:
