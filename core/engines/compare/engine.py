@@ -348,7 +348,8 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     }
 
 
-def _target_only_feeders(unmatched: list[OpRef], top: Optional["PlaceOp"], target: "DumpQuery") -> list[tuple[int, str]]:
+def _target_only_feeders(unmatched: list[OpRef], top: Optional["PlaceOp"], target: "DumpQuery"
+                         ) -> list[tuple[int, str]]:
     """The target-only ops whose outputs the first divergence reads, by the target's own graph: (input slot,
     op name).  A data edge says what made the difference where order can only suggest it (a custom bprop's
     ``Mul`` feeds the gradient that first differs, whatever the golden did instead, dumped or not); without
