@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from dumpscope.core.graphs.source_frames import mark_frames
 from dumpscope.core.names import sanitize_name
-from dumpscope.core.query.graph_lookup import GraphLookup, details_doc, empty_details, loaded_from
+from dumpscope.core.query.graph_lookup import AnyOp, GraphLookup, details_doc, empty_details, loaded_from
 from dumpscope.core.query.rows import OP_COLS, U_COLS, OpRow, chunks, op_row, tensors_of_unit
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ class GraphQueries:
 
     index: "DumpIndex"
 
-    def graph_details(self, op: OpRow) -> dict[str, Any]:
+    def graph_details(self, op: AnyOp) -> dict[str, Any]:
         """What the joined graph says about ``op`` (CLI.md ``show`` fields): three queries; many ops of a
         place at once through ``graph_lookup``."""
         if not op.joined:
@@ -39,13 +39,13 @@ class GraphQueries:
         this index (compare's place): a few queries a chunk instead of three an op."""
         return GraphLookup(self)
 
-    def loaded_parameter(self, op: OpRow, node: str) -> Optional[str]:
+    def loaded_parameter(self, op: AnyOp, node: str) -> Optional[str]:
         """The Parameter a MindSpore ``Load`` node of ``op``'s graph reads (``param:conv2.weight`` → the
         name), or None: a weight reaches its kernel through a Load, which is no dumped op."""
         gkey = self.graph_key(op)
         return loaded_from(self.graph_node(gkey, node) if gkey is not None else None)
 
-    def graph_key(self, op: OpRow) -> Optional[str]:
+    def graph_key(self, op: AnyOp) -> Optional[str]:
         """The key of the graph joined to ``op``'s rank and graph (one parsed graph can serve several ranks),
         or None when no graph was joined."""
         rows = self.index.query("SELECT value FROM meta WHERE key=?", (f"gkey:{op.rank}:{op.graph}",))

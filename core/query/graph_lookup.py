@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
 from dumpscope.core.graphs.source_frames import is_user_file, mark_frames
-from dumpscope.core.query.rows import OpRow
+from dumpscope.core.query.rows import OpRow, PlaceOp
 
 if TYPE_CHECKING:
     from dumpscope.core.query.graph import GraphQueries
@@ -23,15 +23,17 @@ if TYPE_CHECKING:
 #: node names an ``IN (…)`` asks at once, with the graph key under SQLite's 999 parameters
 _NAMES_AT_ONCE = 900
 _PORT = re.compile(r":\d+$")
+#: an op as ``show`` reads it or as compare reads a whole place of them: what is read here both hold
+AnyOp = Union[OpRow, PlaceOp]
 
 
-def empty_details(op: OpRow) -> dict[str, Any]:
+def empty_details(op: AnyOp) -> dict[str, Any]:
     """``graph_details`` of an op no graph node describes."""
     return {"inputs_from": [], "control_from": [], "consumers": [], "attrs": {}, "source": [],
             "graph": None, "input_descs": [], "output_descs": [], "join_rule": op.join_rule}
 
 
-def details_doc(op: OpRow, data: dict[str, Any], source: list[dict[str, Any]],
+def details_doc(op: AnyOp, data: dict[str, Any], source: list[dict[str, Any]],
                 graph: Optional[tuple[str, str]]) -> dict[str, Any]:
     """``graph_details`` of ``op`` from its node's stored fields ``data``, its marked ``source`` frames and
     its graph's (name, file)."""
@@ -68,11 +70,11 @@ class GraphLookup:
         self._loads: dict[tuple[str, str], Optional[str]] = {}  # (gkey, Load node) -> Parameter or None
         self._user: dict[str, bool] = {}  # is_user_file of a frame's file (the same few files in every op)
 
-    def details_of(self, ops: Iterable[OpRow]) -> dict[int, dict[str, Any]]:
+    def details_of(self, ops: Iterable[AnyOp]) -> dict[int, dict[str, Any]]:
         """``graph_details(op)`` of each op, by id: one query a graph for the nodes (per 900 names), the
         graph's key and name once a pass; the Load nodes their inputs name read alongside."""
         out: dict[int, dict[str, Any]] = {}
-        wanted: dict[str, dict[str, list[OpRow]]] = {}  # gkey -> node name -> its ops
+        wanted: dict[str, dict[str, list[AnyOp]]] = {}  # gkey -> node name -> its ops
         for op in ops:
             gkey = self._gkey(op) if op.joined else None
             if gkey is None:
@@ -94,7 +96,7 @@ class GraphLookup:
             self._read_loads(gkey, loads)
         return out
 
-    def loaded_parameter(self, op: OpRow, node: str) -> Optional[str]:
+    def loaded_parameter(self, op: AnyOp, node: str) -> Optional[str]:
         """``GraphQueries.loaded_parameter``: from the Load nodes ``details_of`` read, else asked."""
         gkey = self._gkey(op)
         if gkey is None:
@@ -105,13 +107,13 @@ class GraphLookup:
 
     # -- the reads ---------------------------------------------------------------------
 
-    def _gkey(self, op: OpRow) -> Optional[str]:
+    def _gkey(self, op: AnyOp) -> Optional[str]:
         place = (op.rank, op.graph)
         if place not in self._gkeys:
             self._gkeys[place] = self._q.graph_key(op)
         return self._gkeys[place]
 
-    def _graph(self, op: OpRow) -> Optional[tuple[str, str]]:
+    def _graph(self, op: AnyOp) -> Optional[tuple[str, str]]:
         place = (op.rank, op.graph)
         if place not in self._graphs:
             rows = self._q.index.query("SELECT name, path FROM graphs WHERE gkey=?", (f"{op.rank}:{op.graph}",))
