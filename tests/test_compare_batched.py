@@ -490,3 +490,46 @@ def test_pool_workers_run_without_the_cycle_collector():
     finally:
         pool.shutdown()
     assert gc.isenabled()
+
+
+def test_stored_tensors_of_mixed_plans_are_the_single_pair_pass(tmp_path, monkeypatch):
+    """Undecoded CANN tensors (``OnceReader.stored``) of several plans with one element count, some
+    padded (C not a multiple of C0), some gathered, some with NaN/Inf, interleaved op by op: the
+    batched kernel (grouped by plan, gathered together) gives every pair's record bit for bit."""
+    rng = np.random.default_rng(5)
+    layouts = [((1, 20, 3, 3), "NC1HWC0"), ((180,), "ND"), ((1, 5, 6, 6), "NC1HWC0"), ((12, 15), "FRACTAL_NZ"),
+               ((1, 45, 2, 2), "NC1HWC0")]
+    monkeypatch.setattr(layout_plans, "PLANS", {})
+    jobs = []
+    for k in range(40):
+        shape, fmt = layouts[k % len(layouts)]
+        other_shape, other_fmt = layouts[(k * 3 + 1) % len(layouts)]
+        sides = []
+        for side in ("g", "t"):
+            a = rng.standard_normal(shape).astype(np.float32) * 10.0 ** int(rng.integers(-3, 4))
+            b = rng.standard_normal(other_shape).astype(np.float32)
+            if side == "t":
+                a = a + rng.standard_normal(shape).astype(np.float32) * (1e-3 if k % 2 else 0.2)
+                if k % 7 == 3:
+                    a.reshape(-1)[k % 11] = (np.nan, np.inf)[k % 2]
+            p = tmp_path / side / f"Op.op{k}.{k}.0.17000000000000{k:02d}"
+            p.parent.mkdir(exist_ok=True)
+            p.write_bytes(encode_dump(f"net/op{k}", [SynthTensor(a, "float16", fmt)],
+                                      [SynthTensor(b, "float16", other_fmt)], 1700000000000000 + k))
+            sides.append(str(p))
+        jobs.append([(TensorRef(sides[0], STORAGE_CANN, "input", 0, "", "", shape),
+                      TensorRef(sides[1], STORAGE_CANN, "input", 0, "", "", shape)),
+                     (TensorRef(sides[0], STORAGE_CANN, "output", 0, "", "", other_shape),
+                      TensorRef(sides[1], STORAGE_CANN, "output", 0, "", "", other_shape))])
+    mm.measure_packed(jobs[:len(layouts)], None)  # the first files of each layout teach the plans
+    stored: list[int] = []
+    real_fill = small_pairs._fill
+    monkeypatch.setattr(small_pairs, "_fill", lambda out, items: stored.append(
+        sum(type(x) is tuple for x in items)) or real_fill(out, items))
+    for allclose in (None, (1e-5, 1e-3)):
+        together = mm.measure_batch(jobs, allclose)
+        alone = mm.measure_batch(jobs, allclose, together=False)
+        assert [[repr(dataclasses.astuple(r)) for r in op] for op in together] == \
+            [[repr(dataclasses.astuple(r)) for r in op] for op in alone]
+    assert sum(stored) == 2 * 2 * 80  # every tensor went to the kernel undecoded
+    assert sum(1 for op in together for r in op if r.target_nan or r.target_inf) > 0

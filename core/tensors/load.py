@@ -13,12 +13,13 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional, Union
 
 import numpy as np
 
 from dumpscope.core.formats.shapes import element_count, impossible_header
-from dumpscope.core.tensors.layout_plans import cann_groups, entry_flat, entry_planned, learn_plan
+from dumpscope.core.tensors.layout_plans import (Plan, cann_groups, entry_flat, entry_plan, entry_planned,
+                                                 learn_plan)
 from dumpscope.core.model import (STORAGE_CANN, STORAGE_H5, STORAGE_NONE, STORAGE_NPY, STORAGE_PT, STORAGE_RAW,
                                   STORAGE_VALUE)
 
@@ -167,6 +168,10 @@ _UNREAD = object()  # a file ``OnceReader`` has not opened yet
 ONCE_MAX_BYTES = 4 << 20
 #: ``OnceReader``'s first read of a file: most dump files of a model are a few KB
 ONCE_FIRST_READ = 64 << 10
+#: ``OnceReader.stored`` keeps a file's own bytes up to this size (a tensor's bytes copied out beyond)
+STORED_WHOLE = 16 << 10
+#: a CANN tensor as ``OnceReader.stored`` gives it undecoded: (buffer, offset, plan)
+Stored = tuple[Any, int, Plan]
 
 
 class OnceReader:
@@ -232,6 +237,32 @@ class OnceReader:
         if arr is None or arr.shape != tuple(ref.shape):
             return None
         return arr.reshape(-1)
+
+    def stored(self, ref: TensorRef) -> Union[np.ndarray, Stored, None]:
+        """``flat(ref)``, except that a CANN tensor its layout's plan reads is given undecoded, as
+        ``(buffer, offset, plan)`` (``layout_plans.planned_flat`` of it is ``flat``'s array): compare's
+        small-pair kernel gathers the tensors of one plan together, one ``take`` for many, straight
+        into its block.  The buffer is the file's bytes when the file is small (``STORED_WHOLE``), else
+        a copy of the tensor's, so a kept tuple holds little."""
+        return self._from_file(ref, self._stored)
+
+    def _stored(self, ref: TensorRef, got) -> Union[np.ndarray, Stored, None]:
+        if ref.storage == STORAGE_CANN:
+            group = got[1][0] if ref.io == "input" else got[1][1]
+            if ref.slot >= len(group):
+                return None
+            e = group[ref.slot]
+            data = got[0]
+            plan = entry_plan(e, data)
+            if plan is not None:
+                shape = ref.shape
+                if plan.shape != (shape if type(shape) is tuple else tuple(shape)):
+                    return None
+                offset = e.tensor.offset
+                if len(data) > STORED_WHOLE:
+                    return data[offset:offset + plan.nbytes], 0, plan
+                return data, offset, plan
+        return self._flat(ref, got)
 
     def _buffered(self, ref: TensorRef) -> Optional[np.ndarray]:
         """The tensor decoded from its file's one buffer, or None: the existing path must load it."""

@@ -24,10 +24,11 @@ import numpy as np
 
 from dumpscope.core.engines.compare.metrics import CompareResult, Tolerance, measure_streams
 from dumpscope.core.engines.compare.small_pairs import (SMALL_MAX, SmallBlock, as_stream, rows_exact, small_block,
-                                                        small_kind)
+                                                        small_kind, values_of)
 from dumpscope.core.engines.compare.verdict import (ERROR, PASS, Context, Thresholds, element_rtol, fixed_verdict,
                                                    small_passes)
 from dumpscope.core.support.gc_pause import gc_paused
+from dumpscope.core.tensors.layout_plans import planned_flat
 from dumpscope.core.tensors.load import (OnceReader, TensorLoadError, TensorRef, array_stream, detached,
                                          import_readers, value_chunks, value_dtype)
 
@@ -214,19 +215,37 @@ def measure_packed(jobs: list[Pairs], allclose: Optional[tuple[float, float]], t
         reader = OnceReader([r for pair in job for r in pair])
         row = out[i]
         for g, t in job:
-            # (never raises: None streams) the values 1-D: ``_shaped`` gives them back their shape (the
-            # ref's, which ``OnceReader`` checked); kept, they are ``detached`` from the file's buffer
-            ga, ta = reader.flat(g), reader.flat(t)
-            if together and ga is not None and ta is not None and ga.size == ta.size:
-                kind = (ga.size, ga.dtype, ta.dtype)
-                members = member_lists.get(kind, _UNSEEN)
-                if members is _UNSEEN:
-                    members = member_lists[kind] = _group_of(groups, ga.size, ga.dtype, ta.dtype, allclose)
-                if members is not None:
-                    members.append((i, len(row), ga if ga.base is None else detached(ga),
-                                    ta if ta.base is None else detached(ta), g.shape, t.shape))
-                    row.append(None)  # filled below, in place
-                    continue
+            # (never raises: None streams) the values 1-D (``_shaped`` gives them back their shape: the
+            # ref's, which ``OnceReader`` checked), or a CANN tensor undecoded (``Stored``: its plan
+            # says its size and dtype, ``small_block`` gathers it); kept, arrays are ``detached`` from
+            # the file's buffer
+            ga, ta = reader.stored(g), reader.stored(t)
+            if together and ga is not None and ta is not None:
+                if type(ga) is tuple:
+                    gn, gdt = ga[2].size, ga[2].dtype
+                else:
+                    gn, gdt = ga.size, ga.dtype
+                    if ga.base is not None:
+                        ga = detached(ga)
+                if type(ta) is tuple:
+                    tn, tdt = ta[2].size, ta[2].dtype
+                else:
+                    tn, tdt = ta.size, ta.dtype
+                    if ta.base is not None:
+                        ta = detached(ta)
+                if gn == tn:
+                    kind = (gn, gdt, tdt)
+                    members = member_lists.get(kind, _UNSEEN)
+                    if members is _UNSEEN:
+                        members = member_lists[kind] = _group_of(groups, gn, gdt, tdt, allclose)
+                    if members is not None:
+                        members.append((i, len(row), ga, ta, g.shape, t.shape))
+                        row.append(None)  # filled below, in place
+                        continue
+            if type(ga) is tuple:
+                ga = planned_flat(*ga)
+            if type(ta) is tuple:
+                ta = planned_flat(*ta)
             try:
                 gs = array_stream(_shaped(ga, g.shape)) if ga is not None else value_chunks(g)
                 ts = array_stream(_shaped(ta, t.shape)) if ta is not None else value_chunks(t)
@@ -237,12 +256,16 @@ def measure_packed(jobs: list[Pairs], allclose: Optional[tuple[float, float]], t
     rows = 0
     for (n, _gdt, _tdt, tol), members in groups.items():
         step = max(1, SMALL_BLOCK // n)
+        # a plan's tensors side by side, gathered together (``small_pairs._fill``): each row is measured
+        # on its own (``rows_exact``), so where it lies in which block changes none of its values, and
+        # ``out`` numbers the rows as they come
+        members.sort(key=_plans_of)
         for k in range(0, len(members), step):
             part = members[k:k + step]
             block, at = small_block([(m[2], m[3]) for m in part], tol)
             for (i, j, g, t, gs, ts), r in zip(part, at):
-                out[i][j] = rows + r if r >= 0 else measure_streams(as_stream(_shaped(g, gs)),
-                                                                    as_stream(_shaped(t, ts)), tol)
+                out[i][j] = rows + r if r >= 0 else measure_streams(as_stream(_shaped(values_of(g), gs)),
+                                                                    as_stream(_shaped(values_of(t), ts)), tol)
             if block is not None:
                 # the shapes as the refs hold them (``OnceReader.flat`` gives only values of the ref's
                 # shape): the same tuple objects for every pair of a layout, so a worker pickles each once
@@ -255,6 +278,12 @@ def measure_packed(jobs: list[Pairs], allclose: Optional[tuple[float, float]], t
 
 
 _UNSEEN: Any = object()
+
+
+def _plans_of(member: tuple) -> tuple[int, int]:
+    """A group member's order: by its sides' plans (``id``; 0: an array)."""
+    g, t = member[2], member[3]
+    return (id(g[2]) if type(g) is tuple else 0, id(t[2]) if type(t) is tuple else 0)
 
 
 def _group_of(groups: dict[tuple, list], size: int, gdt: np.dtype, tdt: np.dtype,

@@ -14,12 +14,16 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 
 from dumpscope.core.engines.compare.metrics import (_DOT_ROW, HIST_SHIFT, CompareResult, Stream,
                                                     Tolerance, _dtype_name, _eps, measure_streams, q90_index)
+from dumpscope.core.tensors.layout_plans import planned_flat
+
+#: a pair side: its values, or a CANN tensor undecoded (``load.Stored``: buffer, offset, plan)
+Values = Union[np.ndarray, tuple]
 
 #: tensors below one dot-product row (each sum is then one einsum call) can be measured together
 SMALL_MAX = _DOT_ROW - 1
@@ -101,10 +105,12 @@ class SmallBlock:
         return out
 
 
-def small_block(pairs: list[tuple[np.ndarray, np.ndarray]], tol: Tolerance
+def small_block(pairs: list[tuple[Values, Values]], tol: Tolerance
                 ) -> tuple[Optional[SmallBlock], list[int]]:
     """``measure_streams`` of many in-memory pairs at once, bit for bit: the block of the finite pairs
     and, per pair, its row there or -1 (NaN/Inf, or numpy's row sums not exact here: measure it alone).
+    A side is an array or a ``Stored`` tensor (``OnceReader.stored``: gathered here, a plan's
+    consecutive tensors together).
 
     Every pair has the same element count ``n`` (1..``SMALL_MAX``) on both sides, every golden the
     same dtype, every target the same dtype, both real (``small_kind``).  The elementwise steps and the
@@ -117,15 +123,13 @@ def small_block(pairs: list[tuple[np.ndarray, np.ndarray]], tol: Tolerance
     if not rows_exact():
         return None, [-1] * len(pairs)
     g0, t0 = pairs[0]
-    gdt, tdt = np.dtype(g0.dtype.name), np.dtype(t0.dtype.name)
-    n = int(g0.size)
+    gdt, tdt = np.dtype(_dtype_of(g0).name), np.dtype(_dtype_of(t0).name)
+    n = _size_of(g0)
     k_rows = len(pairs)
     size = k_rows * n
     G, T, D, W, S, B = (a[:size].reshape(k_rows, n) for a in _workspace(size))
-    # one cast per side (a cast call costs microseconds before its first element)
-    # (compare's reader gives 1-D values: not reshaped again)
-    np.concatenate([g if g.ndim == 1 else g.reshape(-1) for g, _ in pairs], out=G.reshape(-1), casting="unsafe")
-    np.concatenate([t if t.ndim == 1 else t.reshape(-1) for _, t in pairs], out=T.reshape(-1), casting="unsafe")
+    _fill(G, [g for g, _ in pairs])
+    _fill(T, [t for _, t in pairs])
     with np.errstate(all="ignore"):
         sgg = np.einsum("ij,ij->i", G, G)
         stt = np.einsum("ij,ij->i", T, T)
@@ -153,9 +157,71 @@ def small_block(pairs: list[tuple[np.ndarray, np.ndarray]], tol: Tolerance
     for r, i in enumerate(fin.tolist()):
         rows[i] = r
     kept = [pairs[i] for i in fin.tolist()] if fin.size < k_rows else pairs
-    block = SmallBlock(_dtype_name(gdt), _dtype_name(tdt), tol.rtol, n, [g.shape for g, _ in kept],
-                       [t.shape for _, t in kept], V, close_failed, hists)
+    block = SmallBlock(_dtype_name(gdt), _dtype_name(tdt), tol.rtol, n, [_shape_of(g) for g, _ in kept],
+                       [_shape_of(t) for _, t in kept], V, close_failed, hists)
     return block, rows
+
+
+def _dtype_of(x: Values) -> np.dtype:
+    return x[2].dtype if type(x) is tuple else x.dtype
+
+
+def _size_of(x: Values) -> int:
+    return x[2].size if type(x) is tuple else int(x.size)
+
+
+def _shape_of(x: Values) -> tuple[int, ...]:
+    return x[2].shape if type(x) is tuple else x.shape
+
+
+def values_of(x: Values) -> np.ndarray:
+    """A pair side's values as an array (a ``Stored`` tensor gathered by its plan, in its shape)."""
+    return planned_flat(*x).reshape(x[2].shape) if type(x) is tuple else x
+
+
+def _fill(out: np.ndarray, items: list[Values]) -> None:
+    """``out``'s rows (float64, one an item) the items' values: an array's cast (consecutive arrays in
+    one ``concatenate``: a cast call costs microseconds before its first element), consecutive
+    ``Stored`` tensors of one plan copied into one (rows × stored elements) array, gathered by one
+    ``take`` along the rows and cast in one pass: 80,000 per-tensor ``take``s (each a new array, copied
+    again into the block) were a fifth of compare's worker time.  The same values either way: a
+    gather only moves elements, and the cast is numpy's same one."""
+    k = len(items)
+    i = 0
+    while i < k:
+        first = items[i]
+        j = i + 1
+        if type(first) is tuple:
+            plan = first[2]
+            while j < k and type(items[j]) is tuple and items[j][2] is plan:
+                j += 1
+            m = j - i
+            dt, count = plan.dtype, plan.count
+            raw = _scratch(0, m * plan.nbytes).view(dt).reshape(m, count)
+            np.concatenate([np.frombuffer(d, dt, count, o) for d, o, _p in items[i:j]], out=raw.reshape(-1))
+            if plan.index is not None:
+                taken = _scratch(1, m * plan.index.size * dt.itemsize).view(dt).reshape(m, plan.index.size)
+                np.take(raw, plan.index, axis=1, out=taken)
+                raw = taken
+            np.copyto(out[i:j], raw, casting="unsafe")
+        else:
+            while j < k and type(items[j]) is not tuple:
+                j += 1
+            # (compare's reader gives 1-D values: not reshaped again)
+            np.concatenate([a if a.ndim == 1 else a.reshape(-1) for a in items[i:j]], out=out[i:j].reshape(-1),
+                           casting="unsafe")
+        i = j
+
+
+def _scratch(which: int, nbytes: int) -> np.ndarray:
+    """This thread's byte buffer ``which`` (0: stored tensors, 1: gathered), at least ``nbytes`` long
+    (kept: see ``_workspace``)."""
+    bufs = getattr(_WORK, "scratch", None)
+    if bufs is None:
+        bufs = _WORK.scratch = [np.empty(0, np.uint8), np.empty(0, np.uint8)]
+    if bufs[which].size < nbytes:
+        bufs[which] = np.empty(max(nbytes, 1 << 19), np.uint8)
+    return bufs[which][:nbytes]
 
 
 def _twins(G: np.ndarray, T: np.ndarray, sgg: np.ndarray, stt: np.ndarray, tol: Tolerance) -> Optional[np.ndarray]:
@@ -323,11 +389,12 @@ def _hists(D: np.ndarray, moved: np.ndarray, scratch: np.ndarray) -> dict[int, d
     return out
 
 
-def measure_small_many(pairs: list[tuple[np.ndarray, np.ndarray]], tol: Tolerance) -> list[CompareResult]:
+def measure_small_many(pairs: list[tuple[Values, Values]], tol: Tolerance) -> list[CompareResult]:
     """:func:`small_block`'s pairs as records: those of the block, the others by ``measure_streams``."""
     block, rows = small_block(pairs, tol)
     made = block.results() if block is not None else []
-    return [made[r] if r >= 0 else measure_streams(as_stream(g), as_stream(t), tol) for (g, t), r in zip(pairs, rows)]
+    return [made[r] if r >= 0 else measure_streams(as_stream(values_of(g)), as_stream(values_of(t)), tol)
+            for (g, t), r in zip(pairs, rows)]
 
 
 def as_stream(a: np.ndarray) -> Stream:
