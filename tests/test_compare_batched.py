@@ -498,12 +498,14 @@ def test_stored_tensors_of_mixed_plans_are_the_single_pair_pass(tmp_path, monkey
     batched kernel (grouped by plan, gathered together) gives every pair's record bit for bit."""
     rng = np.random.default_rng(5)
     layouts = [((1, 20, 3, 3), "NC1HWC0"), ((180,), "ND"), ((1, 5, 6, 6), "NC1HWC0"), ((12, 15), "FRACTAL_NZ"),
-               ((1, 45, 2, 2), "NC1HWC0")]
+               ((1, 45, 2, 2), "NC1HWC0"),  # 180 elements, padded; 256: three transposes, two as stored
+               ((1, 16, 4, 4), "NC1HWC0"), ((1, 32, 2, 4), "NC1HWC0"), ((16, 16), "FRACTAL_NZ"), ((256,), "ND"),
+               ((2, 16, 2, 4), "NC1HWC0")]
     monkeypatch.setattr(layout_plans, "PLANS", {})
     jobs = []
-    for k in range(40):
+    for k in range(60):
         shape, fmt = layouts[k % len(layouts)]
-        other_shape, other_fmt = layouts[(k * 3 + 1) % len(layouts)]
+        other_shape, other_fmt = layouts[(k * 7 + 1) % len(layouts)]
         sides = []
         for side in ("g", "t"):
             a = rng.standard_normal(shape).astype(np.float32) * 10.0 ** int(rng.integers(-3, 4))
@@ -531,5 +533,6 @@ def test_stored_tensors_of_mixed_plans_are_the_single_pair_pass(tmp_path, monkey
         alone = mm.measure_batch(jobs, allclose, together=False)
         assert [[repr(dataclasses.astuple(r)) for r in op] for op in together] == \
             [[repr(dataclasses.astuple(r)) for r in op] for op in alone]
-    assert sum(stored) == 2 * 2 * 80  # every tensor went to the kernel undecoded
+    assert sum(stored) == 2 * 2 * 120  # every tensor went to the kernel undecoded
+    assert sum(p is not None and p.transpose is not None for p in layout_plans.PLANS.values()) == 3  # (16, 16) NZ: as stored
     assert sum(1 for op in together for r in op if r.target_nan or r.target_inf) > 0

@@ -68,6 +68,8 @@ class Plan:
     count: int
     shape: tuple[int, ...]
     index: Optional[np.ndarray]
+    #: the gather as a transpose, where it is one (``transpose_of``): ``(dims, axes)``
+    transpose: Optional[tuple[tuple[int, ...], tuple[int, ...]]] = None
 
     @property
     def nbytes(self) -> int:
@@ -169,12 +171,32 @@ def _make_plan(t, arr: np.ndarray, data: bytes) -> Optional[Plan]:
         return None
     flat_index = index.reshape(-1)
     identity = flat_index.size == count and bool(np.array_equal(flat_index, number))
-    plan = Plan(sdt, count, tuple(arr.shape), None if identity else flat_index.astype(np.intp))
+    plan = Plan(sdt, count, tuple(arr.shape), None if identity else flat_index.astype(np.intp),
+                None if identity else transpose_of(flat_index, tuple(t.shape)))
     raw = np.frombuffer(data, dtype=udt, count=count, offset=t.offset)
     mine = raw if plan.index is None else raw.take(plan.index)
     if not np.array_equal(mine, np.ascontiguousarray(arr).reshape(-1).view(udt)):
         return None
     return plan
+
+
+def transpose_of(index: np.ndarray, dims: tuple[int, ...]) -> Optional[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """``(dims, axes)`` when gathering by ``index`` is reading the stored elements as a ``dims`` array
+    transposed to ``axes`` in C order (NC1HWC0 whose C is whole C0 blocks, FRACTAL_NZ without padding),
+    else None.  Checked element for element, so a transposed copy of the stored values is the gather's
+    result (compare copies many tensors so at once, casting as it copies: a third of a ``take``'s time
+    and no separate cast pass).  Each stored axis's place is where its coordinate first changes along
+    the gather: the later, the slower the axis."""
+    if not dims or any(d <= 0 for d in dims) or index.size != element_count(dims) or index.ndim != 1:
+        return None
+    coords = np.unravel_index(index, dims)
+    firsts = []
+    for a, c in enumerate(coords):
+        moved = np.flatnonzero(c != c[0])
+        firsts.append(int(moved[0]) if moved.size else index.size)  # (size-1 axes: slowest, in order)
+    axes = tuple(sorted(range(len(dims)), key=lambda a: (-firsts[a], a)))
+    want = np.arange(index.size, dtype=np.int64).reshape(dims).transpose(axes).reshape(-1)
+    return (tuple(dims), axes) if np.array_equal(want, index) else None
 
 
 def _gather_index(t, numbers: np.ndarray, udt: np.dtype, shape: tuple) -> Optional[np.ndarray]:

@@ -199,6 +199,12 @@ def _fill(out: np.ndarray, items: list[Values]) -> None:
             dt, count = plan.dtype, plan.count
             raw = _scratch(0, m * plan.nbytes).view(dt).reshape(m, count)
             np.concatenate([np.frombuffer(d, dt, count, o) for d, o, _p in items[i:j]], out=raw.reshape(-1))
+            if plan.transpose is not None:  # the gather as a transposed copy, cast on the way
+                dims, axes = plan.transpose
+                np.copyto(out[i:j].reshape((m,) + tuple(dims[a] for a in axes)),
+                          raw.reshape((m,) + dims).transpose((0,) + tuple(a + 1 for a in axes)), casting="unsafe")
+                i = j
+                continue
             if plan.index is not None:
                 taken = _scratch(1, m * plan.index.size * dt.itemsize).view(dt).reshape(m, plan.index.size)
                 np.take(raw, plan.index, axis=1, out=taken)
