@@ -492,10 +492,14 @@ def test_pool_workers_run_without_the_cycle_collector():
     assert gc.isenabled()
 
 
-def test_stored_tensors_of_mixed_plans_are_the_single_pair_pass(tmp_path, monkeypatch):
+@pytest.mark.parametrize("whole", [True, False])
+def test_stored_tensors_of_mixed_plans_are_the_single_pair_pass(tmp_path, monkeypatch, whole):
     """Undecoded CANN tensors (``OnceReader.stored``) of several plans with one element count, some
     padded (C not a multiple of C0), some gathered, some with NaN/Inf, interleaved op by op: the
-    batched kernel (grouped by plan, gathered together) gives every pair's record bit for bit."""
+    batched kernel (grouped by plan, gathered together) gives every pair's record bit for bit, whether
+    a kept tensor holds its file's bytes (``whole``) or a copy of its own."""
+    if not whole:
+        monkeypatch.setattr(tensor_io, "STORED_WHOLE", 0)
     rng = np.random.default_rng(5)
     layouts = [((1, 20, 3, 3), "NC1HWC0"), ((180,), "ND"), ((1, 5, 6, 6), "NC1HWC0"), ((12, 15), "FRACTAL_NZ"),
                ((1, 45, 2, 2), "NC1HWC0"),  # 180 elements, padded; 256: three transposes, two as stored
