@@ -527,16 +527,20 @@ def test_stored_tensors_of_mixed_plans_are_the_single_pair_pass(tmp_path, monkey
                       TensorRef(sides[1], STORAGE_CANN, "input", 0, "", "", shape)),
                      (TensorRef(sides[0], STORAGE_CANN, "output", 0, "", "", other_shape),
                       TensorRef(sides[1], STORAGE_CANN, "output", 0, "", "", other_shape))])
-    mm.measure_packed(jobs[:len(layouts)], None)  # the first files of each layout teach the plans
-    stored: list[int] = []
+    kinds: list[tuple[int, int]] = []  # per _fill call: (stored tensors, arrays)
     real_fill = small_pairs._fill
-    monkeypatch.setattr(small_pairs, "_fill", lambda out, items: stored.append(
-        sum(type(x) is tuple for x in items)) or real_fill(out, items))
-    for allclose in (None, (1e-5, 1e-3)):
+    monkeypatch.setattr(small_pairs, "_fill", lambda out, items: kinds.append(
+        (sum(type(x) is tuple for x in items), sum(type(x) is not tuple for x in items))) or real_fill(out, items))
+    # first without plans: each layout's first file is decoded (an array, which teaches the plan), the
+    # later ones stored, in the same groups; then with every plan known
+    for allclose in (None, None, (1e-5, 1e-3)):
         together = mm.measure_batch(jobs, allclose)
         alone = mm.measure_batch(jobs, allclose, together=False)
         assert [[repr(dataclasses.astuple(r)) for r in op] for op in together] == \
             [[repr(dataclasses.astuple(r)) for r in op] for op in alone]
-    assert sum(stored) == 2 * 2 * 120  # every tensor went to the kernel undecoded
+    assert sum(a for _s, a in kinds) > 0 and any(s and a for s, a in kinds)  # arrays and stored tensors in one block
+    kinds.clear()
+    mm.measure_batch(jobs, None)
+    assert sum(s for s, _a in kinds) == 2 * 120 and sum(a for _s, a in kinds) == 0  # every tensor undecoded
     assert sum(p is not None and p.transpose is not None for p in layout_plans.PLANS.values()) == 3  # (16, 16) NZ: as stored
     assert sum(1 for op in together for r in op if r.target_nan or r.target_inf) > 0
