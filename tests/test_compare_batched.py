@@ -499,7 +499,7 @@ def test_stored_tensors_of_mixed_plans_are_the_single_pair_pass(tmp_path, monkey
     batched kernel (grouped by plan, gathered together) gives every pair's record bit for bit, whether
     a kept tensor holds its file's bytes (``whole``) or a copy of its own."""
     if not whole:
-        monkeypatch.setattr(tensor_io, "STORED_WHOLE", 0)
+        monkeypatch.setattr(layout_plans, "STORED_WHOLE", 0)
     rng = np.random.default_rng(5)
     layouts = [((1, 20, 3, 3), "NC1HWC0"), ((180,), "ND"), ((1, 5, 6, 6), "NC1HWC0"), ((12, 15), "FRACTAL_NZ"),
                ((1, 45, 2, 2), "NC1HWC0"),  # 180 elements, padded; 256: three transposes, two as stored

@@ -132,6 +132,25 @@ def entry_plan(e: Entry, data: bytes) -> Optional[Plan]:
     return plan
 
 
+#: ``entry_stored`` keeps a file's own bytes up to this size (a tensor's bytes copied out beyond)
+STORED_WHOLE = 16 << 10
+#: a CANN tensor undecoded, as ``entry_stored`` gives it: (buffer, offset, plan)
+Stored = tuple[Any, int, Plan]
+
+
+def entry_stored(e: Entry, data: bytes) -> Optional[Stored]:
+    """The tensor undecoded where its plan reads it (``entry_plan``), else None: the buffer is the
+    file's bytes when the file is small (``STORED_WHOLE``), else a copy of the tensor's, so a kept
+    tuple holds little."""
+    plan = entry_plan(e, data)
+    if plan is None:
+        return None
+    offset = e.tensor.offset
+    if len(data) > STORED_WHOLE:
+        return data[offset:offset + plan.nbytes], 0, plan
+    return data, offset, plan
+
+
 def planned_flat(data: Any, offset: int, plan: Plan) -> np.ndarray:
     """The values ``plan`` makes of the tensor at ``offset`` of ``data``, 1-D in C order."""
     flat = np.frombuffer(data, plan.dtype, plan.count, offset)  # (by keyword: 0.35 us more a call)

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Optional, Union
 import numpy as np
 
 from dumpscope.core.formats.shapes import element_count, impossible_header
-from dumpscope.core.tensors.layout_plans import (Plan, cann_groups, entry_flat, entry_plan, entry_planned,
+from dumpscope.core.tensors.layout_plans import (Stored, cann_groups, entry_flat, entry_planned, entry_stored,
                                                  learn_plan)
 from dumpscope.core.model import (STORAGE_CANN, STORAGE_H5, STORAGE_NONE, STORAGE_NPY, STORAGE_PT, STORAGE_RAW,
                                   STORAGE_VALUE)
@@ -168,10 +168,6 @@ _UNREAD = object()  # a file ``OnceReader`` has not opened yet
 ONCE_MAX_BYTES = 4 << 20
 #: ``OnceReader``'s first read of a file: most dump files of a model are a few KB
 ONCE_FIRST_READ = 64 << 10
-#: ``OnceReader.stored`` keeps a file's own bytes up to this size (a tensor's bytes copied out beyond)
-STORED_WHOLE = 16 << 10
-#: a CANN tensor as ``OnceReader.stored`` gives it undecoded: (buffer, offset, plan)
-Stored = tuple[Any, int, Plan]
 
 
 class OnceReader:
@@ -239,11 +235,9 @@ class OnceReader:
         return arr.reshape(-1)
 
     def stored(self, ref: TensorRef) -> Union[np.ndarray, Stored, None]:
-        """``flat(ref)``, except that a CANN tensor its layout's plan reads is given undecoded, as
-        ``(buffer, offset, plan)`` (``layout_plans.planned_flat`` of it is ``flat``'s array): compare's
-        small-pair kernel gathers the tensors of one plan together, one ``take`` for many, straight
-        into its block.  The buffer is the file's bytes when the file is small (``STORED_WHOLE``), else
-        a copy of the tensor's, so a kept tuple holds little."""
+        """``flat(ref)``, except that a CANN tensor its layout's plan reads is given undecoded
+        (``layout_plans.entry_stored``; ``planned_flat`` of it is ``flat``'s array): compare's small-pair
+        kernel gathers the tensors of one plan together, straight into its block."""
         # (``_from_file`` of the CANN case written out: called for each of compare's 80,000 tensors)
         path = ref.path
         left = self._left.get(path)
@@ -260,16 +254,10 @@ class OnceReader:
                 group = groups[0] if ref.io == "input" else groups[1]
                 if ref.slot >= len(group):
                     return None
-                e = group[ref.slot]
-                plan = entry_plan(e, data)
-                if plan is not None:
+                made = entry_stored(group[ref.slot], data)
+                if made is not None:
                     shape = ref.shape
-                    if plan.shape != (shape if type(shape) is tuple else tuple(shape)):
-                        return None
-                    offset = e.tensor.offset
-                    if len(data) > STORED_WHOLE:
-                        return data[offset:offset + plan.nbytes], 0, plan
-                    return data, offset, plan
+                    return made if made[2].shape == (shape if type(shape) is tuple else tuple(shape)) else None
             return self._flat(ref, got)
         except Exception:  # the canonical loader says what is wrong (or reads what this one would not)
             return None
