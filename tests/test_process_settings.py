@@ -51,6 +51,20 @@ def test_script_keeps_the_users_blas_threads():
     assert _probe("2")[0] == "2"
 
 
+def test_the_explorers_builder_child_takes_them_too():
+    """``python -m dumpscope.core.engines.child_jobs``: a one-shot process of its own (the explorer's cold build)."""
+    code = ("import os, runpy, sys\n"
+            "sys.argv = ['child_jobs', '--help']\n"
+            "try:\n    runpy.run_module('dumpscope.core.engines.child_jobs', run_name='__main__')\n"
+            "except SystemExit:\n    pass\n"
+            "from dumpscope.core.support import gc_pause\n"
+            "print(os.environ.get('OPENBLAS_NUM_THREADS'), gc_pause._freeze_before_fork)\n")
+    env = dict(os.environ)
+    env.pop("OPENBLAS_NUM_THREADS", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split()[-2:] == ["1", "True"]
+
+
 def test_main_alone_sets_nothing(monkeypatch):
     """A caller of ``main`` (a test run, an app) keeps its own process settings."""
     from dumpscope.tui.cli import entry
@@ -67,7 +81,7 @@ def test_before_fork_freezes_only_a_one_shot_process(monkeypatch):
     monkeypatch.setattr(gc_pause, "_freeze_before_fork", False)
     gc_pause.before_fork()
     assert gc.get_freeze_count() == 0
-    gc_pause.one_shot_process()
+    gc_pause.freeze_before_forks()
     try:
         gc_pause.before_fork()
         assert gc.get_freeze_count() > 0

@@ -422,5 +422,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 1
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # the explorer's builder: a process that ends with its job
+    from dumpscope.core.support import process_settings
+
+    process_settings.one_shot()
     sys.exit(main())

@@ -41,8 +41,8 @@ def gc_paused() -> Iterator[None]:
 _freeze_before_fork = False
 
 
-def one_shot_process() -> None:
-    """Say that this process ends with its command (the console script): forks may freeze its heap.
+def freeze_before_forks() -> None:
+    """Say that this process ends with its command (``process_settings.one_shot``): forks may freeze its heap.
 
     CPython's advice for a fork without exec: freeze the parent's objects right before the fork, so
     neither the parent's nor the children's full collections walk them again (15-20 ms each, several

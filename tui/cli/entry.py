@@ -13,7 +13,7 @@ import sys
 from typing import Callable, Optional, Sequence
 
 from dumpscope.core.inert import inert
-from dumpscope.core.support import gc_pause
+from dumpscope.core.support import process_settings
 from dumpscope.tui.cli import common, compare, convert, explore, listing, output, overflow, triage, watch
 from dumpscope.tui.cli.parser import COMMANDS, build_parser, cmd_help
 
@@ -36,17 +36,9 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 def script() -> int:
     """The console script and ``python -m dumpscope``: a process that ends with its command, so it takes
-    process-wide settings that a caller of :func:`main` in a longer-lived process (a test run) should not.
-
-    * OpenBLAS's threads: one.  dumpscope never makes a threaded BLAS call (its dot products are cut into
-      single-threaded rows, ``compare.metrics._dot``; its parallelism is the process pool), yet OpenBLAS
-      starts a thread per core when numpy is imported, and that thread spins idle for its timeout: ~0.09 s
-      of a core in every command (10 % of a cold 20k-file ``summary``).  Set before numpy is imported (no
-      module :func:`main` imports at start imports it); a value the user set is kept.
-    * pool forks freeze the heap first (``gc_pause.one_shot_process``).
-    """
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    gc_pause.one_shot_process()
+    the process-wide settings (``process_settings.one_shot``) that a caller of :func:`main` in a
+    longer-lived process (a test run) should not.  No module imported here at start imports numpy."""
+    process_settings.one_shot()
     return main()
 
 
