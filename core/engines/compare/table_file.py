@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 from dumpscope.core.engines.compare import report
 from dumpscope.core.engines.compare.report import (COLUMNS, ERROR_FILL, FIRST_KEYS, MAX_SHEET_ROWS, WARNING_FILL,
                                                    ExportError, TableCells, is_first, summary_rows)
+from dumpscope.core.engines.compare.table_columns import chunk_columns
 
 
 class TableFile:
@@ -110,6 +111,19 @@ class TableFile:
                 else:
                     self._csv.writerows(self._csv_cells(self._cells.of(chunk)))
                 self._put_lines()
+            elif (got := chunk_columns(self._cells, chunk)) is not None:  # (the common chunk: made by column)
+                cols, fills, types = got
+                i, n = 0, len(fills)
+                while i < n:
+                    if self.rows % MAX_SHEET_ROWS == 0:  # the first row, and one past each sheet's last
+                        self._new_sheet()
+                    take = min(n - i, MAX_SHEET_ROWS - self.rows % MAX_SHEET_ROWS)
+                    if take < n:
+                        self._book.columns([col[i:i + take] for col in cols], fills[i:i + take], types)
+                    else:
+                        self._book.columns(cols, fills, types)
+                    i += take
+                    self.rows += take
             else:
                 made = list(self._cells.of(chunk))
                 i = 0

@@ -185,40 +185,55 @@ class XlsxWriter:
         cells, fills = zip(*block)
         fill, width = fills[0], len(cells[0])
         if fills.count(fill) == n and len(set(map(len, cells))) == 1:
-            self._run(cells, fill)
+            self._run(list(zip(*cells)), n, fill)
             return
         i = 0
         for j in range(1, n + 1):
             if j == n or fills[j] != fill or len(cells[j]) != width:
-                self._run(cells[i:j], fill)
+                self._run(list(zip(*cells[i:j])), j - i, fill)
                 if j < n:
                     i, fill, width = j, fills[j], len(cells[j])
 
-    def _run(self, rows: Sequence[list[Any]], fill: Optional[str]) -> None:
-        """Rows of one fill and width, column by column: each column's types checked once (one ``map``
-        of ``type`` over the run), its values' texts looked up in one ``map`` (``_known``), or the
-        column folded into the text between columns when every row holds one value, and the run
+    def columns(self, cols: Sequence[Sequence[Any]], fills: Sequence[Optional[str]],
+                types: Optional[Sequence[Optional[type]]] = None) -> None:
+        """Append rows given as their columns (each as long as ``fills``, each row's fill): the rows
+        ``rows`` would write of them, the same XML, without making the rows (the compare table's cells
+        are made column by column: ``table_columns``).  ``types``: a column's type where the caller
+        knows every cell of it is of that type (str, float, int, bool, None's, ``SLOT``'s), else None."""
+        n = len(fills)
+        if not n:
+            return
+        fill = fills[0]
+        if fills.count(fill) == n:
+            self._run(cols, n, fill, types)
+            return
+        i = 0
+        for j in range(1, n + 1):
+            if j == n or fills[j] != fill:
+                self._run([col[i:j] for col in cols], j - i, fill, types)
+                if j < n:
+                    i, fill = j, fills[j]
+
+    def _run(self, cols: Sequence[Sequence[Any]], n: int, fill: Optional[str],
+             types: Optional[Sequence[Optional[type]]] = None) -> None:
+        """``n`` rows of one fill, given as their columns, written column by column: each column's types
+        checked once (one ``map`` of ``type``), its values' texts looked up in one ``map`` (``_known``),
+        or the column folded into the text between columns when every row holds one value, and the run
         joined at once with its row numbers.  New texts are shared in the order the rows would share
         them one by one (row by row, cell by cell: ``_share``), so the book's bytes are ``row``'s.
         A run with a cell of another type (numpy numbers, a column of texts and numbers), a NaN, ±Inf
         or -0.0 is written row by row."""
-        n = len(rows)
-        width = len(rows[0])
+        width = len(cols)
         if n < _MIN_RUN or not width:
-            for cells in rows:
-                self.row(cells, fill)
+            self._each(cols, n, fill)
             return
-        types = list(map(type, chain.from_iterable(rows)))
-        first = types[:width]
-        if types == first * n:
-            kinds = list(map(_KIND.get, first))
-        else:
-            kinds = [_kind_of(set(types[k::width])) for k in range(width)]
+        if types is None:
+            kinds = [_kind_of(set(map(type, col))) for col in cols]
+        else:  # (a type known: no look at the column's cells)
+            kinds = [_KIND[t] if t is not None else _kind_of(set(map(type, col))) for col, t in zip(cols, types)]
         if None in kinds:
-            for cells in rows:
-                self.row(cells, fill)
+            self._each(cols, n, fill)
             return
-        cols = list(zip(*rows))
         known = self._known
         look = known.__getitem__
         texts: list[Any] = [None] * width  # a column's texts, or its one text (folded)
@@ -239,8 +254,7 @@ class XlsxWriter:
                             raise _NotFinite
                         texts[k] = list(map(look, col))
         except (_NotFinite, OverflowError):  # (an int too large for a double: row by row, as before)
-            for cells in rows:
-                self.row(cells, fill)
+            self._each(cols, n, fill)
             return
         new: list[int] = []  # the columns of texts not known yet
         get = known.get
@@ -287,6 +301,11 @@ class XlsxWriter:
         self._buf.append("".join(chain.from_iterable(zip(repeat('<row r="'), map(str, range(start, start + n)),
                                                           *its))))
         self._flush()
+
+    def _each(self, cols: Sequence[Sequence[Any]], n: int, fill: Optional[str]) -> None:
+        """``n`` rows given as their columns written row by row (``row``)."""
+        for cells in zip(*cols) if cols else repeat([], n):
+            self.row(cells, fill)
 
     def _share(self, texts: Iterable[str]) -> list[str]:
         """The texts of ``texts`` not known yet put in the shared table, in their order of first use (as
