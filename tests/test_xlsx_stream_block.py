@@ -1,4 +1,4 @@
-"""``XlsxWriter.rows`` (a chunk of rows written column by column, issue 33) writes the very bytes that
+"""``XlsxWriter.rows`` and ``columns`` (a chunk of rows written column by column, issue 33) write the very bytes that
 ``XlsxWriter.row`` writes row by row: the sheets' XML and the shared strings, in the same order."""
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ def _fill_slots(data: bytes) -> bytes:
     return data.replace(b"\x00", slot_tail("yes"))
 
 
-def _book(sheets: list[list[tuple[list, object]]], blocks: list[int] | None) -> dict[str, bytes]:
+def _book(sheets: list[list[tuple[list, object]]], blocks: list[int] | None, columns: bool = False) -> dict[str, bytes]:
     """The book's parts (uncompressed) written deferred, each sheet's rows in blocks of these sizes in
-    turn (``rows``), or row by row (``blocks`` None)."""
+    turn (``rows``; ``columns``: each block's runs of one width given as columns, ``_columns``), or row by
+    row (``blocks`` None)."""
     fh = io.BytesIO()
     book = XlsxWriter(fh, FILLS, defer=io.BytesIO())
     for k, lines in enumerate(sheets):
@@ -42,11 +43,35 @@ def _book(sheets: list[list[tuple[list, object]]], blocks: list[int] | None) -> 
         i = j = 0
         while i < len(lines):
             size = blocks[j % len(blocks)]
-            book.rows(lines[i:i + size])
+            if columns:
+                _columns(book, lines[i:i + size], j)
+            else:
+                book.rows(lines[i:i + size])
             i, j = i + size, j + 1
     book.close(_fill_slots)
     z = zipfile.ZipFile(io.BytesIO(fh.getvalue()))
     return {n: z.read(n) for n in z.namelist()}
+
+
+def _columns(book: XlsxWriter, block: list[tuple[list, object]], j: int) -> None:
+    """``block``'s runs of rows of one width given to ``columns``, with the type of each column whose cells
+    are all of one type (every other such column: the writer is told only some)."""
+    k = 0
+    while k < len(block):
+        end = k + 1
+        while end < len(block) and len(block[end][0]) == len(block[k][0]):
+            end += 1
+        cells = [c for c, _ in block[k:end]]
+        cols = [list(col) for col in zip(*cells)] if cells[0] else []
+        types = [next(iter(ts)) if len(ts := {type(v) for v in col}) == 1 and (m + j) % 2 and
+                 next(iter(ts)) in (str, float, int, bool, type(None), type(SLOT)) else None
+                 for m, col in enumerate(cols)]
+        if cols:
+            book.columns(cols, [f for _, f in block[k:end]], types)
+        else:
+            for cells_, fill in block[k:end]:
+                book.row(cells_, fill)
+        k = end
 
 
 def _value(kind: str, clean: bool = False):
@@ -95,7 +120,9 @@ def test_rows_in_blocks_are_the_bytes_of_rows_one_by_one(sheets, blocks, shared_
     saved = xlsx_stream.SHARED_MAX
     xlsx_stream.SHARED_MAX = shared_max  # (a full shared table: later texts inline, in both ways alike)
     try:
-        assert _book(sheets, blocks) == _book(sheets, None)
+        one_by_one = _book(sheets, None)
+        assert _book(sheets, blocks) == one_by_one
+        assert _book(sheets, blocks, columns=True) == one_by_one
     finally:
         xlsx_stream.SHARED_MAX = saved
 

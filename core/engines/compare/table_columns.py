@@ -158,7 +158,6 @@ def chunk_columns(cells: TableCells, rows: list[dict[str, Any]]
     shape_t = shapes(sh_t)
     shape_g = shape_t if sh_g == sh_t else shapes(sh_g)
     # metrics: None is N/A (no scalar argument here); statistics: N/A, numbers, or inert text
-    metrics_in = metrics
     floats_in = [_FLOATS.issuperset(map(type, col)) for col in metrics]
     metrics = [col if floats or None not in col else [na if v is None else v for v in col]
                for col, floats in zip(metrics, floats_in)]
@@ -204,7 +203,7 @@ def chunk_columns(cells: TableCells, rows: list[dict[str, Any]]
     # the type of every cell of the columns made here as texts (the few texts, shapes, names: all str),
     # and of the numbers found all floats; None: the writer looks
     types: list[Optional[type]] = [str] * 6 + [None, None]
-    types += [float if col is metrics_in[k] and floats_in[k] else None for k, col in enumerate(metrics)]
+    types += [float if floats else None for floats in floats_in]
     types += [float if floats_at else None for floats_at in stat_floats]
     types += [str if consistent_na else None, None, str, str, str] + [None] * 8
     types += [type(first[0]), str if None not in typ_texts else None] + [None] * 4

@@ -3,9 +3,10 @@
 Why not openpyxl: it builds a cell object per value and serialises it through its XML layer, which
 made ``compare --output x.xlsx`` cost 2.15x the CPU of ``--json`` (issue 33); a row here is one join
 of a template's pieces made once per shape of row (its cells' types and fill), cell by cell only for a row of
-other types or with a NaN/±Inf (the same XML either way).  A chunk of rows (``rows``, the compare table's
-way) is written column by column: per column one check of its types and one ``map`` of its texts, the chunk
-joined at once (the 20k noisy compare's table: ~2 us a row less than row by row, the same bytes).
+other types or with a NaN/±Inf (the same XML either way).  A chunk of rows (``rows``) is written column by
+column: per column one check of its types and one ``map`` of its texts, the chunk joined at once (the 20k
+noisy compare's table: ~2 us a row less than row by row, the same bytes); the compare table hands its chunks
+over as columns (``columns``: made so by ``table_columns``, no rows made and transposed back).
 
 It writes what the compare table needs and nothing more: sheets of rows whose cells are numbers,
 booleans or text, and one fill per row (msprobe's red error / yellow warning rows).
