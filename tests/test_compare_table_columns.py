@@ -168,3 +168,45 @@ def test_the_common_chunk_is_made_by_columns():
     assert cols[cr._IX["Data_name"]] == ["['Add.op_a.1.0.1', 'Add.op_a.1.0.1']"] * 2
     assert cols[cr._IX["first_divergence"]] == [SLOT, SLOT] and fills == ["pass", "pass"]
     assert types[cr._IX["Cosine"]] is float and types[cr._IX["NPU Name"]] is str
+
+
+def _parts_of(path) -> dict:
+    import zipfile
+
+    with zipfile.ZipFile(path) as z:
+        return {n: z.read(n) for n in z.namelist()}
+
+
+def test_a_workbook_of_mixed_chunks_is_the_workbook_of_rows(tmp_path, monkeypatch):
+    """An API dump's chunks interleave tensors and non-tensor arguments (made one or more table rows by
+    ``of``): long runs of tensors are made by columns, the rest by ``of``, and the workbook's parts are the
+    bytes of the rows made by ``of`` alone, deferred (``--json --output``) or not."""
+    from dumpscope.core.engines.compare import table_file as tf
+
+    rows = []
+    for k in range(400):
+        gap = (1, 3, 20, 40, 17)[k // 80]
+        if k % gap == gap - 1:
+            row = _plain_row(name=f"api{k}", kind="scalar", verdict=("pass", "error")[k % 2])
+            row["golden"] = dict(row["golden"], value=[1, 2] if k % 3 else 7, max=None)
+        else:
+            row = _plain_row(name=f"op{k // 2}", io=("input", "output")[k % 2], cosine=k / 7,
+                             verdict=("pass", "warning", "error")[k // 30 % 3])
+            row["target"] = dict(row["target"], file=f"/t/Add.op{k // 2}.1.0.1", max=k * 1.5)
+        rows.append(row)
+    doc = {"rows": rows, "first_divergence": {"name": "op30", "io": "output", "slot": 0, "step": 0}}
+    taken = []
+    real = tf.chunk_columns
+    monkeypatch.setattr(tf, "chunk_columns", lambda cells, part: taken.append(len(part)) or real(cells, part))
+
+    def both(name: str) -> tuple[dict, dict]:
+        deferred = tf.TableFile(None, str(tmp_path / f"{name}-d.xlsx"), None, deferred=True)
+        for row in rows:
+            deferred.add(row)
+        assert deferred.close(doc) == tf.write_xlsx(doc, str(tmp_path / f"{name}.xlsx"))
+        return _parts_of(tmp_path / f"{name}-d.xlsx"), _parts_of(tmp_path / f"{name}.xlsx")
+
+    by_columns = both("columns")
+    assert taken and min(taken) >= tf._COLUMN_RUN and sum(taken) < 2 * len(rows)
+    monkeypatch.setattr(tf, "chunk_columns", lambda cells, part: None)
+    assert both("rows") == by_columns

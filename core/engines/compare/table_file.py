@@ -21,6 +21,7 @@ import math
 import os
 import re
 from array import array
+from itertools import repeat
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from dumpscope.core.engines.compare import report
@@ -111,35 +112,45 @@ class TableFile:
                 else:
                     self._csv.writerows(self._csv_cells(self._cells.of(chunk)))
                 self._put_lines()
-            elif (got := chunk_columns(self._cells, chunk)) is not None:  # (the common chunk: made by column)
-                cols, fills, types = got
-                i, n = 0, len(fills)
-                while i < n:
-                    if self.rows % MAX_SHEET_ROWS == 0:  # the first row, and one past each sheet's last
-                        self._new_sheet()
-                    take = min(n - i, MAX_SHEET_ROWS - self.rows % MAX_SHEET_ROWS)
-                    if take < n:
-                        self._book.columns([col[i:i + take] for col in cols], fills[i:i + take], types)
-                    else:
-                        self._book.columns(cols, fills, types)
-                    i += take
-                    self.rows += take
             else:
-                made = list(self._cells.of(chunk))
-                i = 0
-                while i < len(made):  # (written column by column: ``XlsxWriter.rows``)
-                    if self.rows % MAX_SHEET_ROWS == 0:  # the first row, and one past each sheet's last
-                        self._new_sheet()
-                    take = min(len(made) - i, MAX_SHEET_ROWS - self.rows % MAX_SHEET_ROWS)
-                    self._book.rows(made[i:i + take] if take < len(made) else made)
-                    i += take
-                    self.rows += take
+                for part, plain in _parts(chunk):
+                    got = chunk_columns(self._cells, part) if plain else None
+                    if got is not None:  # (made by column, written as columns)
+                        self._put_columns(*got)
+                    else:
+                        self._put_rows(list(self._cells.of(part)))
         except OSError as exc:
             self.abort()
             raise ExportError(f"{self.path}: {exc.strerror or exc}") from None
         except UnicodeEncodeError as exc:  # (a text of a dump that is not UTF-8: a lone surrogate)
             self.abort()
             raise ExportError(f"{self.path}: a cell cannot be written as UTF-8: {exc.reason}") from None
+
+    def _put_rows(self, made: list[tuple[list[Any], Optional[str]]]) -> None:
+        """Table rows ``(cells, fill)`` into the book (written column by column: ``XlsxWriter.rows``)."""
+        for i, j in self._sheet_cuts(len(made)):
+            self._book.rows(made[i:j] if j - i < len(made) else made)
+
+    def _put_columns(self, cols: list[Any], fills: list[Optional[str]], types: list[Any]) -> None:
+        """Table rows given as their columns (``table_columns.chunk_columns``'s) into the book."""
+        n = len(fills)
+        for i, j in self._sheet_cuts(n):
+            if j - i < n:
+                self._book.columns([col[i:j] for col in cols], fills[i:j], types)
+            else:
+                self._book.columns(cols, fills, types)
+
+    def _sheet_cuts(self, n: int) -> Iterator[tuple[int, int]]:
+        """The next ``n`` table rows cut where a sheet ends, as ``(from, to)``, counted as written: a new
+        sheet is started at the first row and one past each sheet's last (``MAX_SHEET_ROWS``)."""
+        i = 0
+        while i < n:
+            if self.rows % MAX_SHEET_ROWS == 0:
+                self._new_sheet()
+            take = min(n - i, MAX_SHEET_ROWS - self.rows % MAX_SHEET_ROWS)
+            yield i, i + take
+            i += take
+            self.rows += take
 
     def _put_lines(self) -> None:
         """The CSV lines written so far, encoded into the file (or the part)."""
@@ -282,8 +293,38 @@ _CSV_SLOT_BYTE = b"\x00"
 _FIRST_COLUMN = COLUMNS.index("first_divergence")
 #: bytes of a part copied at a time
 _COPY_BYTES = 1 << 20
+#: the fewest rows of tensors made by column (``_parts``): fewer cost more by column than by row (even at ~10
+#: rows of the 20k noisy compare: a column's fixed costs)
+_COLUMN_RUN = 16
 #: one CSV field as ``csv.writer`` writes it (quoted when it holds a quote, comma, CR or LF), and what ends it
 _CSV_FIELD = re.compile(rb'("(?:[^"]|"")*"|[^,"\r\n]*)(,|\r\n)')
+
+
+def _parts(chunk: list[dict[str, Any]]) -> Iterator[tuple[list[dict[str, Any]], bool]]:
+    """A chunk of the workbook's rows in order, as ``(rows, plain)``: runs of at least ``_COLUMN_RUN`` rows of
+    tensors are plain (made by column: ``table_columns``), the rest (a non-tensor argument, made one or more
+    table rows by ``TableCells.of``, and short runs between them) not: an API dump's chunk interleaves them."""
+    kinds = list(map(dict.get, chunk, repeat("kind")))
+    if "scalar" not in kinds:
+        yield chunk, True
+        return
+    start = 0  # the rows not yet given
+    run = 0  # where the current run of tensors starts
+    for i, kind in enumerate(kinds):
+        if kind != "scalar":
+            continue
+        if i - run >= _COLUMN_RUN:
+            if run > start:
+                yield chunk[start:run], False
+            yield chunk[run:i], True
+            start = i
+        run = i + 1
+    if len(chunk) - run >= _COLUMN_RUN:
+        if run > start:
+            yield chunk[start:run], False
+        yield chunk[run:], True
+    elif start < len(chunk):
+        yield chunk[start:], False
 
 
 def _fill_parsed(part: Any, write: Callable[[bytes], Any], fill: "_SlotFill", path: str) -> None:
