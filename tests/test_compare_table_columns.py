@@ -210,3 +210,64 @@ def test_a_workbook_of_mixed_chunks_is_the_workbook_of_rows(tmp_path, monkeypatc
     assert taken and min(taken) >= tf._COLUMN_RUN and sum(taken) < 2 * len(rows)
     monkeypatch.setattr(tf, "chunk_columns", lambda cells, part: None)
     assert both("rows") == by_columns
+
+
+def _csv_both_ways(tmp, chunks: list[list[dict]], doc: dict, deferred: bool) -> tuple[bytes, bytes]:
+    """The CSV of ``chunks`` (each written as one chunk) by columns where ``chunk_columns`` takes a chunk,
+    then by ``TableCells.of`` alone: (columns' bytes, rows' bytes)."""
+    import os
+    from unittest import mock
+
+    from dumpscope.core.engines.compare import table_file as tf
+
+    out = []
+    for how in ("columns", "rows"):
+        path = os.path.join(tmp, f"{how}-{deferred}.csv")
+        with mock.patch.object(tf, "chunk_columns", tf.chunk_columns if how == "columns" else lambda *a, **k: None):
+            try:
+                table = tf.TableFile(None if deferred else doc, path, None, deferred=deferred)
+                for chunk in chunks:
+                    for row in chunk:
+                        table.add(row)
+                    table._write_held()  # (the chunk as drawn)
+                table.close(doc)
+            except cr.ExportError as exc:  # (a lone surrogate: the same one line either way)
+                out.append(str(exc).replace(path, "PATH").encode())
+                continue
+        with open(path, "rb") as fh:
+            out.append(fh.read())
+    return out[0], out[1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(chunks=st.lists(rows(), min_size=1, max_size=3), first=st.sampled_from(["none", "fd"]),
+       deferred=st.booleans())
+def test_a_csv_by_columns_is_the_csv_of_rows(chunks, first, deferred):
+    """The CSV's lines of a chunk made by columns (``_CsvLines.of_columns``: floats spelled by column, -0.0,
+    NaN, ±Inf, bools, numbers among texts) are the bytes of its rows made by ``of``, deferred or not."""
+    import tempfile
+
+    fd = {"name": "op/a", "io": "output", "slot": 0, "step": 0} if first == "fd" else None
+    doc = {"rows": [r for c in chunks for r in c], "first_divergence": fd}
+    with tempfile.TemporaryDirectory() as tmp:
+        by_columns, by_rows = _csv_both_ways(tmp, chunks, doc, deferred)
+    assert by_columns == by_rows
+
+
+def test_a_plain_csv_chunk_is_spelled_by_columns(tmp_path, monkeypatch):
+    """The common chunk (a CANN compare's) takes the column path in the CSV too, and odd values in it (-0.0,
+    NaN, ±Inf, a bool, an int among floats, a text to quote) are spelled as the rows would spell them."""
+    from dumpscope.core.engines.compare import table_file as tf
+
+    odd = [_plain_row(cosine=-0.0), _plain_row(max_abs_err=math.nan, rel_err=math.inf, allowed=-math.inf),
+           _plain_row(golden=dict(_plain_row()["golden"], requires_grad=True, max=2),
+                      target=dict(_plain_row()["target"], requires_grad=False)),
+           _plain_row(name='a,"b"', rule="x\ny")]
+    chunk = [_plain_row(io=("input", "output")[k % 2], cosine=k / 3) for k in range(30)] + odd
+    spelled = []
+    monkeypatch.setattr(tf._CsvLines, "of_columns", lambda self, *a, real=tf._CsvLines.of_columns:
+                        spelled.append(1) or real(self, *a))
+    doc = {"rows": chunk, "first_divergence": None}
+    by_columns, by_rows = _csv_both_ways(str(tmp_path), [chunk], doc, True)
+    assert spelled and by_columns == by_rows
+    assert b",-0.0," in by_rows and b", inf," in by_rows and b",True," in by_rows

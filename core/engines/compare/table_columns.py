@@ -19,7 +19,7 @@ from itertools import repeat
 from operator import eq, itemgetter
 from typing import Any, Optional
 
-from dumpscope.core.engines.compare.report import (_ASCII_FORMULA_START, _PLAIN, _ROW_KEYS, _SIDE_KEYS, NA,
+from dumpscope.core.engines.compare.report import (_ASCII_FORMULA_START, _PLAIN, _ROW_KEYS, NA,
                                                    TableCells, _basename, _cell_text, _row_values, _side_values,
                                                    _stack, _stat)
 
@@ -71,14 +71,15 @@ def _npu_name(bench: str, target_name: Any, name: str, io: Any, slot: Any) -> st
     return bench if tname == name else _cell_text(tname + f".{io}.{slot}")
 
 
-def chunk_columns(cells: TableCells, rows: list[dict[str, Any]]
+def chunk_columns(cells: TableCells, rows: list[dict[str, Any]], raw_floats: bool = False
                   ) -> Optional[tuple[list[Any], list[Optional[str]], list[Optional[type]]]]:
     """``(columns in COLUMNS order, each row's fill, each column's type)`` of ``rows``: the cells
     ``cells.of(rows)`` makes, by column, and the type of every cell of a column where it is known (the
     texts made here; None where the writer must look: ``XlsxWriter.columns``); None (nothing done) for a
-    chunk ``of`` must make row by row, and for the CSV's cells (``float_texts``)."""
+    chunk ``of`` must make row by row.  ``cells.float_texts`` (the CSV's) is not applied: the floats are
+    given as floats, and without ``raw_floats`` (a caller that would take them for ``of``'s) it is None."""
     n = len(rows)
-    if not n or cells.float_texts is not None:
+    if not n or (cells.float_texts is not None and not raw_floats):
         return None
     try:
         values = list(map(_row_values, rows))

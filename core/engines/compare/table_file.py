@@ -108,7 +108,13 @@ class TableFile:
         try:
             if self.kind == ".csv":
                 if self._csv_lines is not None:
-                    self.rows += self._csv_lines.add(self._cells.of(chunk))
+                    for part, plain in _parts(chunk):
+                        got = chunk_columns(self._cells, part, raw_floats=True) if plain else None
+                        if got is not None:  # (made by column, spelled by column)
+                            self._lines.append(self._csv_lines.of_columns(got[0], got[2], self._cells.float_texts))
+                            self.rows += len(part)
+                        else:
+                            self.rows += self._csv_lines.add(self._cells.of(part))
                 else:
                     self._csv.writerows(self._csv_cells(self._cells.of(chunk)))
                 self._put_lines()
@@ -400,6 +406,44 @@ class _CsvLines:
         return n
 
 
+    def of_columns(self, cols: list[Any], types: list[Optional[type]], floats: "_CsvFloats") -> str:
+        """The lines of a chunk's rows given as columns (``table_columns.chunk_columns``, floats as floats),
+        each the line ``add`` makes of its row (or ``csv.writer`` of a row ``add`` leaves to it): a float is
+        its CSV text (``_CsvFloats``, or ``repr`` with ±Inf as `` inf``/`` -inf``: what ``csv.writer`` and
+        ``_csv_row`` make of one in any row), a text, int or None its field (``_CsvFields``), a bool its
+        ``str``, anything else the field ``csv.writer`` writes of it.  Each column's fields are looked up in
+        one C-level ``map``, the lines joined by one ``zip``: no Python code a row."""
+        field = self.fields.__getitem__
+        fast = _FAST_TYPES.issuperset
+        out = []
+        for col, kind in zip(cols, types):
+            if kind is str:
+                out.append(list(map(field, col)))
+                continue
+            kinds = set(map(type, col))
+            if fast(kinds):
+                out.append(list(map(field, col)))
+            elif kinds == _FLOAT_ONLY and not (0.0 in col and _NEGATIVE_ZERO in array("d", col).tobytes()):
+                out.append(list(map(floats.known.__getitem__, col)))
+            else:
+                out.append([field(v) if type(v) in _FAST_TYPES else _csv_field(v) for v in col])
+        if len(self.fields) >= _CSV_KNOWN_MAX:
+            self.fields.clear()
+        return "\r\n".join(map(",".join, zip(*out))) + "\r\n"
+
+
+def _csv_field(v: Any) -> str:
+    """What ``csv.writer`` writes of ``v`` in a row (after ``_csv_row``): a float's ``repr`` (±Inf as msprobe's
+    `` inf``/`` -inf``), a bool's ``str``, any other value's field as the writer quotes it."""
+    if type(v) is float:
+        return repr(v) if v - v == 0 or v != v else (" inf" if v > 0 else " -inf")
+    if type(v) is bool:
+        return str(v)
+    got: list[str] = []
+    csv.writer(_Lines(got.append)).writerow(_csv_row([v, None]))  # (two fields: an empty one is not quoted)
+    return got[0][:-3]
+
+
 class _CsvFields(dict):
     """A text's, an int's or None's CSV field, made at its first lookup (``__missing__``: a C-level
     lookup for every cell, Python code for a new one only) and remembered."""
@@ -428,6 +472,7 @@ def _csv_row(cells: list[Any]) -> list[Any]:
     return [v if not isinstance(v, float) or v - v == 0 or v != v else (" inf" if v > 0 else " -inf") for v in cells]
 
 
+_FLOAT_ONLY = frozenset((float,))
 #: the cell types of a row ``_CsvLines`` makes by lookups
 _FAST_TYPES = frozenset((str, int, type(None)))
 #: what makes csv.writer quote a field (its default dialect)
