@@ -262,6 +262,27 @@ async def test_watch_flag_picks_up_new_steps(tiny, monkeypatch):
         await wait_for(pilot, lambda: 5 in app.q.steps(0), "--watch to pick up step 5")
 
 
+async def test_a_refresh_arriving_as_the_app_closes_is_dropped(tiny):
+    """A refresh's result that arrives while the app takes its panes down (seen in CI: ``--watch`` picked up a
+    step as the test ended) is dropped; with the panes there, a missing widget is still an error."""
+    from textual.css.query import NoMatches
+
+    from dumpscope.tui.app_messages import IndexReady
+
+    app = app_for(tiny)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        late = IndexReady(app.q, refreshed=True)
+        main = app.main
+        keep = main._pane_current
+        main._pane_current = lambda: main.query_one("#no-such-pane")
+        with pytest.raises(NoMatches):
+            app.on_index_ready(late)
+        main._pane_current = keep
+        await main.query_one(OpTree).remove()
+        app.on_index_ready(late)  # (no traceback)
+
+
 async def test_overflow_view_lists_origin_first(tiny):
     app = app_for(tiny)
     async with app.run_test(size=SIZE) as pilot:

@@ -265,7 +265,14 @@ class IndexWorkers:
             self.overflow_results.clear()
             self.overflow_doc = None
             self.watch_results.clear()
-        self._main().index_ready(q, message.layouts, message.problems, refreshed=message.refreshed and not moved)
+        try:
+            self._main().index_ready(q, message.layouts, message.problems, refreshed=message.refreshed and not moved)
+        except NoMatches:
+            from dumpscope.tui.optree import OpTree
+
+            if self._main().query(OpTree):  # the panes are made once and never removed: a real error
+                raise
+            return  # the app is closing: a refresh's result arrived after its panes were taken down
         if self.compare_with and message.final and not self._compare_started:
             # on the finished index only: partial results of a cold build would compare part of the tree
             self._compare_started = True

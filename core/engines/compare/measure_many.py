@@ -201,6 +201,14 @@ def measure_batch(jobs: list[Pairs], allclose: Optional[tuple[float, float]],
     return outcomes_of(measure_packed(jobs, allclose, together))
 
 
+def _kept(x: Any) -> tuple[Any, int, np.dtype]:
+    """A tensor ``OnceReader.stored`` gave, as kept for the batched kernel (an array ``detached`` from its
+    file's buffer; a ``Stored`` as it is: its plan's array says its size and dtype), its size and dtype."""
+    if type(x) is tuple:
+        return x, x[2].size, x[2].dtype
+    return (detached(x) if x.base is not None else x), x.size, x.dtype
+
+
 def measure_packed(jobs: list[Pairs], allclose: Optional[tuple[float, float]], together: bool = True) -> Packed:
     """Every loaded pair of consecutive ops, reading each op's files once.  ``together``: small
     in-memory pairs go through the batched kernel (``small_pairs``; False: pair by pair, the
@@ -221,18 +229,8 @@ def measure_packed(jobs: list[Pairs], allclose: Optional[tuple[float, float]], t
             # the file's buffer
             ga, ta = reader.stored(g), reader.stored(t)
             if together and ga is not None and ta is not None:
-                if type(ga) is tuple:
-                    gn, gdt = ga[2].size, ga[2].dtype
-                else:
-                    gn, gdt = ga.size, ga.dtype
-                    if ga.base is not None:
-                        ga = detached(ga)
-                if type(ta) is tuple:
-                    tn, tdt = ta[2].size, ta[2].dtype
-                else:
-                    tn, tdt = ta.size, ta.dtype
-                    if ta.base is not None:
-                        ta = detached(ta)
+                ga, gn, gdt = _kept(ga)
+                ta, tn, tdt = _kept(ta)
                 if gn == tn:
                     kind = (gn, gdt, tdt)
                     members = member_lists.get(kind, _UNSEEN)
