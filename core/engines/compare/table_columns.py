@@ -19,7 +19,7 @@ from itertools import repeat
 from operator import eq, itemgetter
 from typing import Any, Optional
 
-from dumpscope.core.engines.compare.report import (_ASCII_FORMULA_START, _PLAIN, _ROW_KEYS, NA,
+from dumpscope.core.engines.compare.report import (_ASCII_FORMULA_START, _FLOATS, _PLAIN, _ROW_KEYS, NA,
                                                    TableCells, _basename, _cell_text, _row_values, _side_values,
                                                    _stack, _stat)
 
@@ -33,7 +33,6 @@ _REPR_SPECIAL = _CONTROL + b"'\\"
 _POSIX = os.path.basename is posixpath.basename
 _LAST = itemgetter(2)
 _STR = frozenset((str,))
-_FLOATS = frozenset((float,))
 _DICT = frozenset((dict,))
 _LIST = frozenset((list,))
 _KEY_AT = {k: i for i, k in enumerate(_ROW_KEYS)}

@@ -25,8 +25,8 @@ from itertools import repeat
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from dumpscope.core.engines.compare import report
-from dumpscope.core.engines.compare.report import (COLUMNS, ERROR_FILL, FIRST_KEYS, MAX_SHEET_ROWS, WARNING_FILL,
-                                                   ExportError, TableCells, is_first, summary_rows)
+from dumpscope.core.engines.compare.report import (_FLOATS, COLUMNS, ERROR_FILL, FIRST_KEYS, MAX_SHEET_ROWS,
+                                                   WARNING_FILL, ExportError, TableCells, is_first, summary_rows)
 from dumpscope.core.engines.compare.table_columns import chunk_columns
 
 
@@ -405,7 +405,6 @@ class _CsvLines:
             fields.clear()
         return n
 
-
     def of_columns(self, cols: list[Any], types: list[Optional[type]], floats: "_CsvFloats") -> str:
         """The lines of a chunk's rows given as columns (``table_columns.chunk_columns``, floats as floats),
         each the line ``add`` makes of its row (or ``csv.writer`` of a row ``add`` leaves to it): a float is
@@ -417,13 +416,10 @@ class _CsvLines:
         fast = _FAST_TYPES.issuperset
         out = []
         for col, kind in zip(cols, types):
-            if kind is str:
-                out.append(list(map(field, col)))
-                continue
-            kinds = set(map(type, col))
+            kinds = {kind} if kind is str else set(map(type, col))
             if fast(kinds):
                 out.append(list(map(field, col)))
-            elif kinds == _FLOAT_ONLY and not (0.0 in col and _NEGATIVE_ZERO in array("d", col).tobytes()):
+            elif kinds == _FLOATS and not (0.0 in col and _NEGATIVE_ZERO in array("d", col).tobytes()):
                 out.append(list(map(floats.known.__getitem__, col)))
             else:
                 out.append([field(v) if type(v) in _FAST_TYPES else _csv_field(v) for v in col])
@@ -436,7 +432,7 @@ def _csv_field(v: Any) -> str:
     """What ``csv.writer`` writes of ``v`` in a row (after ``_csv_row``): a float's ``repr`` (±Inf as msprobe's
     `` inf``/`` -inf``), a bool's ``str``, any other value's field as the writer quotes it."""
     if type(v) is float:
-        return repr(v) if v - v == 0 or v != v else (" inf" if v > 0 else " -inf")
+        return _csv_float(v)
     if type(v) is bool:
         return str(v)
     got: list[str] = []
@@ -472,7 +468,6 @@ def _csv_row(cells: list[Any]) -> list[Any]:
     return [v if not isinstance(v, float) or v - v == 0 or v != v else (" inf" if v > 0 else " -inf") for v in cells]
 
 
-_FLOAT_ONLY = frozenset((float,))
 #: the cell types of a row ``_CsvLines`` makes by lookups
 _FAST_TYPES = frozenset((str, int, type(None)))
 #: what makes csv.writer quote a field (its default dialect)
@@ -514,12 +509,17 @@ class _CsvFloats:
         return list(map(self.known.__getitem__, values))
 
 
+def _csv_float(v: float) -> str:
+    """A float's CSV text: ``repr`` (``nan`` for a NaN), ±Inf as msprobe's `` inf``/`` -inf`` (``_csv_row``)."""
+    return repr(v) if v - v == 0 or v != v else (" inf" if v > 0 else " -inf")
+
+
 class _FloatTexts(dict):
     """A float's CSV text, made at its first lookup (``__missing__``) and remembered (a NaN is not: it
     equals no key), up to 4096 at a time."""
 
     def __missing__(self, v: float) -> str:
-        text = repr(v) if v - v == 0 else ("nan" if v != v else (" inf" if v > 0 else " -inf"))
+        text = _csv_float(v)
         if v == v:
             if len(self) >= 4096:
                 self.clear()

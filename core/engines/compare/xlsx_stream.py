@@ -184,16 +184,13 @@ class XlsxWriter:
         if not n:
             return
         cells, fills = zip(*block)
-        fill, width = fills[0], len(cells[0])
-        if fills.count(fill) == n and len(set(map(len, cells))) == 1:
-            self._run(list(zip(*cells)), n, fill)
-            return
+        width = len(cells[0])
         i = 0
-        for j in range(1, n + 1):
-            if j == n or fills[j] != fill or len(cells[j]) != width:
-                self._run(list(zip(*cells[i:j])), j - i, fill)
+        for j in range(1, n + 1):  # runs of one width, each as its columns (``columns`` splits them by fill)
+            if j == n or len(cells[j]) != width:
+                self.columns(list(zip(*cells[i:j])), fills[i:j])
                 if j < n:
-                    i, fill, width = j, fills[j], len(cells[j])
+                    i, width = j, len(cells[j])
 
     def columns(self, cols: Sequence[Sequence[Any]], fills: Sequence[Optional[str]],
                 types: Optional[Sequence[Optional[type]]] = None) -> None:
