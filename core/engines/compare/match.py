@@ -39,6 +39,7 @@ from operator import attrgetter
 from typing import Any, Callable, Hashable, Optional
 
 from dumpscope.core.names import OP_COUNTER
+from dumpscope.core.query.rows import slot_key
 
 RULE_NAME = "name"
 RULE_NORMALIZED = "name_normalized"
@@ -255,10 +256,9 @@ def same_slots(golden: list[Any], target: list[Any]) -> Optional[list[tuple[Any,
         return None
     prev: Optional[tuple[bool, int]] = None
     for g, t in zip(golden, target):
-        io, slot = g.io, g.slot
-        if io != t.io or slot != t.slot:
+        if g.io != t.io or g.slot != t.slot:
             return None
-        key = (io != "input", slot)  # pair order; strictly rising: no key twice, none out of order
+        key = slot_key(g)  # pair order; strictly rising: no key twice, none out of order
         if prev is not None and not prev < key:
             return None
         prev = key
