@@ -1,4 +1,4 @@
-"""The compare table's cells of a chunk of rows made column by column, for the workbook.
+"""The compare table's cells of a chunk of rows made column by column, for the workbook and the CSV.
 
 ``TableCells.of`` makes a row's ~42 cells as a list, one row at a time; the workbook then writes them
 column by column (``xlsx_stream.XlsxWriter._run``: one check of a column's types, one lookup of its
@@ -70,15 +70,15 @@ def _npu_name(bench: str, target_name: Any, name: str, io: Any, slot: Any) -> st
     return bench if tname == name else _cell_text(tname + f".{io}.{slot}")
 
 
-def chunk_columns(cells: TableCells, rows: list[dict[str, Any]], raw_floats: bool = False
+def chunk_columns(cells: TableCells, rows: list[dict[str, Any]]
                   ) -> Optional[tuple[list[Any], list[Optional[str]], list[Optional[type]]]]:
     """``(columns in COLUMNS order, each row's fill, each column's type)`` of ``rows``: the cells
     ``cells.of(rows)`` makes, by column, and the type of every cell of a column where it is known (the
     texts made here; None where the writer must look: ``XlsxWriter.columns``); None (nothing done) for a
     chunk ``of`` must make row by row.  ``cells.float_texts`` (the CSV's) is not applied: the floats are
-    given as floats, and without ``raw_floats`` (a caller that would take them for ``of``'s) it is None."""
+    given as floats (the CSV spells them by column: ``table_file._CsvLines.of_columns``)."""
     n = len(rows)
-    if not n or (cells.float_texts is not None and not raw_floats):
+    if not n:
         return None
     try:
         values = list(map(_row_values, rows))

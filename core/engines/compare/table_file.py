@@ -109,7 +109,7 @@ class TableFile:
             if self.kind == ".csv":
                 if self._csv_lines is not None:
                     for part, plain in _parts(chunk):
-                        got = chunk_columns(self._cells, part, raw_floats=True) if plain else None
+                        got = chunk_columns(self._cells, part) if plain else None
                         if got is not None:  # (made by column, spelled by column)
                             self._lines.append(self._csv_lines.of_columns(got[0], got[2], self._cells.float_texts))
                             self.rows += len(part)
