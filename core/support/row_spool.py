@@ -10,7 +10,7 @@ included, escaped to ASCII), each row encoded as it is appended, in blocks of ``
 back with one decoder call a block (the decoder's per-call cost was a quarter of reading a compare row).
 No pickle: the project reads no pickled data anywhere (``test_robustness``), its own included.
 ``extra`` adds keys to every row (the target's place of a cross-place compare) as the rows are read.
-``sink`` is handed every row as it is appended, before it is stored (``compare --json --output`` fills
+``sink`` is handed every row as it is appended, before it is stored (``compare --output`` fills
 the row's sides and writes the table on the way: ``table_file.TableAsMade``).
 A row read back by number (``spool[k]``) costs the decoding of its block.  The file lives in the
 system's temporary directory and is gone when the spool is closed or collected, or the process ends.

@@ -69,9 +69,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from dumpscope.tui.json_text import row_block_text
 
     # --json: the rows are kept as the document prints them and copied into it (printed once); a table
-    # (--output x.csv|.xlsx) is written as the rows are made, their sides filled for both
+    # (--output x.csv|.xlsx) is written as the rows are made, their sides filled for the print too (no
+    # print shows a side but --json's); with --export-config, from the rows after the compare, as before
     printed = bool(args.json and not args.export_config)
-    made = _table_as_made(out_path, golden, target) if printed and out_path else None
+    made = _table_as_made(out_path, golden, target) if out_path and not args.export_config else None
     try:
         doc = compare_places(golden, target, rank=args.rank, step=args.step, golden_rank=args.golden_rank,
                              target_rank=args.target_rank, golden_step=args.golden_step,
@@ -86,8 +87,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if isinstance(exc, (MappingFileError, PlaceError)):
             raise CliError(str(exc)) from None
         raise
-    if out_path and made is None:  # --output x.json, or without --json or with --export-config: from the rows now
+    if out_path and made is None:  # --output x.json, or with --export-config: from the rows now
         _write_compare_output(doc, out_path, golden, target)
+    elif made is not None and not args.json:  # (the table in place before the rows are printed, as from the rows)
+        _finish_compare_output(made, out_path, doc)
     if args.export_config:
         from dumpscope.core.engines.compare import export_redump_config
         from dumpscope.core.engines.redump_config import RedumpConfigError
@@ -214,8 +217,9 @@ def _check_output(path: str, roots: Sequence[str]) -> str:
 
 
 def _write_compare_output(doc: dict[str, Any], path: str, golden, target) -> None:
-    """Write ``--output`` from the document (``--json --output x.csv|.xlsx`` without ``--export-config``
-    writes its table as the rows are made instead: ``_table_as_made``)."""
+    """Write ``--output`` from the document: a ``.json``, or a table with ``--export-config`` (its rows left
+    as the compare made them, as before); a table is otherwise written as the rows are made
+    (``_table_as_made``)."""
     from dumpscope.core.engines.compare import report as cr
 
     try:
@@ -240,8 +244,8 @@ def _write_compare_output(doc: dict[str, Any], path: str, golden, target) -> Non
 
 
 def _table_as_made(path: str, golden, target) -> Any:
-    """``--json --output x.csv|.xlsx``: the table written as the rows are made (``TableAsMade``); None
-    for a ``.json`` output (written from the document)."""
+    """``--output x.csv|.xlsx``: the table written as the rows are made (``TableAsMade``); None for a
+    ``.json`` output (written from the document)."""
     if not path.lower().endswith((".csv", ".xlsx")):
         return None
     from dumpscope.core.engines.compare.report import side_filler

@@ -6,11 +6,12 @@ the rows one by one; ``write_rows`` is the table written on its own (``write_tab
 ``report.table_rows``'s; the CSV is ``csv.writer``'s (its lines made by lookups where the cells
 allow: ``_CsvLines``), the workbook ``xlsx_stream``'s.
 
-``TableAsMade`` writes it as the compare makes the rows (``compare --json --output``): the rows are then
-kept only as the document prints them, never JSON-encoded into the spool and decoded again (12.5 + 6.7
-us a row, as much as the table's own cells and text).  The first divergence is known only once every
-row exists, so its cells are left to fill (``TableFile``'s ``deferred`` part) and filled when the part
-is copied into the file.
+``TableAsMade`` writes it as the compare makes the rows (``compare [--json] --output``): with ``--json``
+the rows are then kept only as the document prints them, never JSON-encoded into the spool and decoded
+again (12.5 + 6.7 us a row, as much as the table's own cells and text); without it (the terminal's print)
+they are not read back and filled a second time for the table (the 20k bench: ~0.35 s of 3.6).  The
+first divergence is known only once every row exists, so its cells are left to fill (``TableFile``'s
+``deferred`` part) and filled when the part is copied into the file.
 """
 
 from __future__ import annotations
@@ -598,8 +599,9 @@ def write_rows(doc: dict[str, Any], rows: Iterable[dict[str, Any]], path: str,
 
 
 class TableAsMade:
-    """``compare --json --output x.csv|.xlsx``: the table written as the compare makes its rows (``add``
-    is the engine's ``row_sink``), so the rows need only be kept as the document prints them.
+    """``compare [--json] --output x.csv|.xlsx``: the table written as the compare makes its rows (``add``
+    is the engine's ``row_sink``), so the rows need only be kept as the document prints them (``--json``),
+    or are read back once, for the terminal's print.
 
     ``add`` fills a row's sides (``fill``, ``report.side_filler``'s: the print shows them filled, as
     the table does) and hands it to a deferred ``TableFile``; :meth:`finish` is given the document
