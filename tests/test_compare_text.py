@@ -7,6 +7,8 @@ from __future__ import annotations
 import io
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.cells import cell_len
 
 from dumpscope.tui.cli import compare_text
@@ -72,3 +74,41 @@ def test_the_cli_streams_a_big_compare_and_keeps_the_rich_table_for_a_small_one(
     marked = [line for line in big.splitlines() if line.startswith("▶")]
     assert marked and all(fd["name"][:20] in line for line in marked)
     assert all(cell_len(line) <= 100 for line in big.splitlines()[1:] if not line.startswith(("first", "precision")))
+
+
+def _printed_cell_by_cell(rows, cells_of, places: bool, width: int) -> str:
+    """What ``print_rows`` prints, every cell made inert and folded on its own (no folds remembered)."""
+    widths = compare_text.column_widths(width, places)
+    below = len(widths) == (1 if places else 0) + 2 + len(compare_text._FIXED)
+    out = []
+    for row in rows:
+        texts = cells_of(row)
+        folded = [compare_text._fold(compare_text.inert(t), w) for t, w in zip(texts, widths)]
+        for k in range(max(map(len, folded))):
+            out.append(compare_text._line([c[k] if k < len(c) else " " * w for c, w in zip(folded, widths)]))
+        if below and texts[-1]:
+            out += [compare_text._line(["", "  " + p])
+                    for p in compare_text._fold(compare_text.inert(texts[-1]), max(16, width - 5))]
+    return "\n".join(out) + "\n"
+
+
+_texts = st.sampled_from(["", "pass", "✓ pass", "✗ error", "born", "0.5", "1.23457e-05", "output.0", "x" * 30,
+                          "bad\x1b[2Jtext", "全角の名前です", "e\u0301\u202e", "pass (identical)"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(cells=st.lists(st.lists(_texts, min_size=10, max_size=10), min_size=1, max_size=40),
+       places=st.booleans(), width=st.sampled_from([60, 80, 109, 110, 160]), room=st.integers(1, 6))
+def test_remembered_folds_print_what_each_cell_folded_on_its_own_prints(cells, places, width, room):
+    """``print_rows`` remembers a cell's folded lines by text and width (the same text in columns of other
+    widths, the rule under its row, more texts than it keeps: ``_KNOWN_FOLDS``): the same bytes as every
+    cell made inert and folded afresh."""
+    def cells_of(row):
+        return row if places else row[:1] + row[2:]
+
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(compare_text, "_KNOWN_FOLDS", room)
+        assert compare_text.print_rows(cells, cells_of, places, width, out.write) == len(cells)
+    body = out.getvalue().split("\n", 2)[2]  # (after the header and its rule)
+    assert body == _printed_cell_by_cell(cells, cells_of, places, width)

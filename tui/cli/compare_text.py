@@ -64,14 +64,21 @@ def print_rows(rows: Iterable[dict[str, Any]], cells_of: Callable[[dict[str, Any
     rule_width = max(16, width - 5)
     out: list[str] = []
     n = 0
+    name_at = 2 if places else 1
+    known: dict[tuple[str, int], list[str]] = {}  # a cell's folded lines by (text, width): bounded
     for row in rows:
         texts = cells_of(row)
-        folded = [_fold(inert(text), w) for text, w in zip(texts, widths)]
+        # (every cell but the name repeats: markers, io, numbers, verdicts with their glyph, origins, rules;
+        # one dict lookup instead of inert + fold, whose glyphs took rich's cell measure: ~2/3 of the print)
+        folded = [known.get((text, w)) or _known_fold(known, text, w) if k != name_at else _fold(inert(text), w)
+                  for k, (text, w) in enumerate(zip(texts, widths))]
         height = max(map(len, folded))
         for k in range(height):
             out.append(_line([cell[k] if k < len(cell) else " " * w for cell, w in zip(folded, widths)]))
         if below and texts[-1]:
-            out.extend(_line(["", "  " + part]) for part in _fold(inert(texts[-1]), rule_width))
+            rule = texts[-1]
+            out.extend(_line(["", "  " + part])
+                       for part in known.get((rule, rule_width)) or _known_fold(known, rule, rule_width))
         n += 1
         if len(out) >= _LINES_A_WRITE:
             write("\n".join(out) + "\n")
@@ -79,6 +86,19 @@ def print_rows(rows: Iterable[dict[str, Any]], cells_of: Callable[[dict[str, Any
     if out:
         write("\n".join(out) + "\n")
     return n
+
+
+def _known_fold(known: dict[tuple[str, int], list[str]], text: str, width: int) -> list[str]:
+    """``_fold(inert(text), width)``, remembered in ``known`` (at most ``_KNOWN_FOLDS`` at a time)."""
+    lines = _fold(inert(text), width)
+    if len(known) >= _KNOWN_FOLDS:
+        known.clear()
+    known[(text, width)] = lines
+    return lines
+
+
+#: cells remembered folded by ``print_rows`` at a time
+_KNOWN_FOLDS = 4096
 
 
 def _line(cells: list[str]) -> str:
