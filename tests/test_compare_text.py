@@ -76,39 +76,84 @@ def test_the_cli_streams_a_big_compare_and_keeps_the_rich_table_for_a_small_one(
     assert all(cell_len(line) <= 100 for line in big.splitlines()[1:] if not line.startswith(("first", "precision")))
 
 
+def _fold_by_rich(text: str, width: int) -> list[str]:
+    """rich's fold of ``text`` into lines of ``width`` cells, each padded (what ``_fold`` must give)."""
+    from rich.cells import chop_cells
+
+    lines = chop_cells(text, width) or [""]
+    return [line + " " * (width - cell_len(line)) for line in lines]
+
+
 def _printed_cell_by_cell(rows, cells_of, places: bool, width: int) -> str:
-    """What ``print_rows`` prints, every cell made inert and folded on its own (no folds remembered)."""
+    """What ``print_rows`` prints, every cell made inert and folded by rich on its own (nothing remembered,
+    no row laid out by column)."""
     widths = compare_text.column_widths(width, places)
     below = len(widths) == (1 if places else 0) + 2 + len(compare_text._FIXED)
     out = []
     for row in rows:
         texts = cells_of(row)
-        folded = [compare_text._fold(compare_text.inert(t), w) for t, w in zip(texts, widths)]
+        folded = [_fold_by_rich(compare_text.inert(t), w) for t, w in zip(texts, widths)]
         for k in range(max(map(len, folded))):
             out.append(compare_text._line([c[k] if k < len(c) else " " * w for c, w in zip(folded, widths)]))
         if below and texts[-1]:
             out += [compare_text._line(["", "  " + p])
-                    for p in compare_text._fold(compare_text.inert(texts[-1]), max(16, width - 5))]
+                    for p in _fold_by_rich(compare_text.inert(texts[-1]), max(16, width - 5))]
     return "\n".join(out) + "\n"
 
 
 _texts = st.sampled_from(["", "pass", "✓ pass", "✗ error", "born", "0.5", "1.23457e-05", "output.0", "x" * 30,
-                          "bad\x1b[2Jtext", "全角の名前です", "e\u0301\u202e", "pass (identical)"])
+                          "bad\x1b[2Jtext", "全角の名前です", "e\u0301\u202e", "pass (identical)",
+                          "Default/network-Net/" * 4 + "Conv2D-op12", "a\x7fb" * 9,
+                          "pass (rel err 0.0005 ≤ 0.0049: float16 rounding 2^-11, inputs carried 0.00085) " * 2,
+                          "tab\there ≤ " * 5, "界" * 17])
+_short = st.sampled_from(["", "pass", "✓ pass", "born", "0.5", "output.0", "-", "r0 s1"])
+#: a row's texts: marker, place, name, io, three numbers, verdict, origin, rule (mostly short, as compare's are)
+_row = st.tuples(st.sampled_from(["", "▶"]) | _texts, _short | _texts, st.text("ab/_.-0", max_size=130) | _texts,
+                 *[_short | _texts] * 6, _texts).map(list)
 
 
-@settings(max_examples=60, deadline=None)
-@given(cells=st.lists(st.lists(_texts, min_size=10, max_size=10), min_size=1, max_size=40),
-       places=st.booleans(), width=st.sampled_from([60, 80, 109, 110, 160]), room=st.integers(1, 6))
-def test_remembered_folds_print_what_each_cell_folded_on_its_own_prints(cells, places, width, room):
-    """``print_rows`` remembers a cell's folded lines by text and width (the same text in columns of other
-    widths, the rule under its row, more texts than it keeps: ``_KNOWN_FOLDS``): the same bytes as every
-    cell made inert and folded afresh."""
+@settings(max_examples=80, deadline=None)
+@given(cells=st.lists(_row, min_size=1, max_size=40),
+       places=st.booleans(), width=st.sampled_from([60, 80, 109, 110, 160]), room=st.integers(1, 6),
+       chunk=st.sampled_from([1, 3, 256]))
+def test_rows_laid_out_by_column_print_what_each_cell_folded_on_its_own_prints(cells, places, width, room, chunk):
+    """``print_rows`` lays a chunk out column by column (names padded or folded by slices, the other cells
+    looked up by text and width, a row's folded cells under its first line) and remembers folds (the same
+    text in columns of other widths, the rule under its row, more texts than it keeps: ``_KNOWN_FOLDS``):
+    the same bytes as every cell made inert and folded by rich afresh, whatever the chunks."""
     def cells_of(row):
         return row if places else row[:1] + row[2:]
 
     out = io.StringIO()
     with pytest.MonkeyPatch.context() as m:
         m.setattr(compare_text, "_KNOWN_FOLDS", room)
+        m.setattr(compare_text, "_CHUNK_ROWS", chunk)
         assert compare_text.print_rows(cells, cells_of, places, width, out.write) == len(cells)
     body = out.getvalue().split("\n", 2)[2]  # (after the header and its rule)
     assert body == _printed_cell_by_cell(cells, cells_of, places, width)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(st.characters(codec="utf-8"), max_size=60) | _texts, width=st.integers(1, 40))
+def test_a_fold_is_riches(text, width):
+    """``_fold`` (of an inert text: no control character left) cuts by slices where every character is one
+    cell wide, rich's fold elsewhere: always rich's lines."""
+    shown = compare_text.inert(text)
+    assert compare_text._fold(shown, width) == _fold_by_rich(shown, width)
+
+
+@pytest.mark.parametrize("places", [False, True])
+@pytest.mark.parametrize("width", [60, 80, 110, 160, 240])
+def test_names_of_every_length_fold_as_rich_folds_them(places, width):
+    """A row whose only long cell is its name (a compare's usual row) is laid out by slices of the name: every
+    length up to three lines and a bit, beside other rows, each as rich folds it."""
+    name_w = compare_text.column_widths(width, places)[2 if places else 1]
+    rows = [["▶" if n == 5 else "", "r0 s1", ("op/" * 80)[:n] + "x" * (n > 0), "output.0", "0.999", "1e-05", "0.5",
+             "✓ pass", "born", "pass (identical)" if n % 3 else ""] for n in range(3 * name_w + 3)]
+
+    def cells_of(row):
+        return row if places else row[:1] + row[2:]
+
+    out = io.StringIO()
+    compare_text.print_rows(rows, cells_of, places, width, out.write)
+    assert out.getvalue().split("\n", 2)[2] == _printed_cell_by_cell(rows, cells_of, places, width)

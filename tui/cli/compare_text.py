@@ -10,6 +10,7 @@ rich table folds them), every text from a dump made inert.  Smaller compares kee
 from __future__ import annotations
 
 import sys
+from itertools import islice, repeat
 from typing import Any, Callable, Iterable, Optional
 
 from dumpscope.core.inert import inert
@@ -27,8 +28,10 @@ _LINES_A_WRITE = 512
 
 
 def _fold(text: str, width: int) -> list[str]:
-    """``text`` cut into lines of at most ``width`` cells (rich's fold), each padded to ``width``."""
-    if text.isascii():
+    """``text`` cut into lines of at most ``width`` cells (rich's fold), each padded to ``width``: by slices
+    when every character is one cell wide (ASCII, and ``≤``, ``✓``, … in the rules and verdicts: rich's
+    fold, character by character in Python, then gives the same lines)."""
+    if text.isascii() or _narrow(text):
         if len(text) <= width:
             return [text.ljust(width)]
         return [text[i:i + width].ljust(width) for i in range(0, len(text), width)]
@@ -36,6 +39,28 @@ def _fold(text: str, width: int) -> list[str]:
 
     lines = chop_cells(text, width) or [""]
     return [line + " " * (width - cell_len(line)) for line in lines]
+
+
+def _narrow(text: str) -> bool:
+    """Whether every character of ``text`` takes one cell (rich's measure of each, remembered)."""
+    for ch in set(text):
+        if ch > "\x7f":
+            size = _CELLS.get(ch)
+            if size is None:
+                from rich.cells import get_character_cell_size
+
+                if len(_CELLS) >= 4096:
+                    _CELLS.clear()
+                size = _CELLS[ch] = get_character_cell_size(ch)
+            if size != 1:
+                return False
+        elif ch < " " or ch == "\x7f":  # (a control character: rich's measure, as before)
+            return False
+    return True
+
+
+#: non-ASCII characters' cell widths, as rich measures them
+_CELLS: dict[str, int] = {}
 
 
 def column_widths(total: int, places: bool) -> list[int]:
@@ -54,7 +79,14 @@ def column_widths(total: int, places: bool) -> list[int]:
 def print_rows(rows: Iterable[dict[str, Any]], cells_of: Callable[[dict[str, Any]], list[str]], places: bool,
                width: int, write: Optional[Callable[[str], Any]] = None) -> int:
     """Print ``rows`` as a fixed-width table (``cells_of(row)``: the row's texts in column order, marker
-    first, rule last); returns how many were printed.  Written a few hundred lines at a time."""
+    first, rule last); returns how many were printed.  Written a few hundred lines at a time.
+
+    A chunk of rows is laid out column by column: a column's cells that fit on one line are padded by one
+    ``map`` (the name's when they are plain ASCII: ``inert`` leaves them as they are) or looked up (every
+    other column's texts repeat: markers, io, numbers, verdicts with their glyph, origins, rules), and a
+    row of one-line cells is one join; a row with a cell to fold gets its pieces under it (``_folded_row``).
+    Folded cells are remembered by text and width (bounded): the verdicts' glyphs took rich's cell
+    measure on every row (~2/3 of the print)."""
     write = write or sys.stdout.write
     widths = column_widths(width, places)
     below = len(widths) == (1 if places else 0) + 2 + len(_FIXED)  # no rule column: the rule goes under
@@ -65,27 +97,110 @@ def print_rows(rows: Iterable[dict[str, Any]], cells_of: Callable[[dict[str, Any
     out: list[str] = []
     n = 0
     name_at = 2 if places else 1
+    name_w = widths[name_at]
+    blanks = [" " * w for w in widths]  # a row's next lines: its cells of one line left blank
+    before = _SEP.join(blanks[:name_at]) + _SEP  # a name's next lines: the blank cells before it
     known: dict[tuple[str, int], list[str]] = {}  # a cell's folded lines by (text, width): bounded
-    for row in rows:
-        texts = cells_of(row)
-        # (every cell but the name repeats: markers, io, numbers, verdicts with their glyph, origins, rules;
-        # one dict lookup instead of inert + fold, whose glyphs took rich's cell measure: ~2/3 of the print)
-        folded = [known.get((text, w)) or _known_fold(known, text, w) if k != name_at else _fold(inert(text), w)
-                  for k, (text, w) in enumerate(zip(texts, widths))]
-        height = max(map(len, folded))
-        for k in range(height):
-            out.append(_line([cell[k] if k < len(cell) else " " * w for cell, w in zip(folded, widths)]))
-        if below and texts[-1]:
-            rule = texts[-1]
-            out.extend(_line(["", "  " + part])
-                       for part in known.get((rule, rule_width)) or _known_fold(known, rule, rule_width))
-        n += 1
+    one: dict[tuple[str, int], Optional[str]] = {}  # its one line padded, None when it folds: bounded
+    under: dict[str, list[str]] = {}  # a rule's lines under its row: bounded
+    it = iter(rows)
+    while True:
+        chunk = list(islice(it, _CHUNK_ROWS))
+        if not chunk:
+            break
+        texts = list(map(cells_of, chunk))
+        cols = list(zip(*texts))
+        plain_names, names = _padded_names(cols[name_at], name_w)
+        padded = [names if k == name_at else _padded(cols[k], w, one, known) for k, w in enumerate(widths)]
+        for cells, row_texts in zip(zip(*padded), texts):
+            if None not in cells:
+                out.append(_SEP.join(cells).rstrip())
+            elif (cells.count(None) == 1 and cells[name_at] is None
+                  and (plain_names or (row_texts[name_at].isascii() and row_texts[name_at].isprintable()))):
+                # (only the name folds, plain ASCII: its first piece in the row's line, the others under it)
+                name = row_texts[name_at]
+                cells = list(cells)
+                cells[name_at] = name[:name_w]
+                out.append(_SEP.join(cells).rstrip())
+                out += [before + name[i:i + name_w].rstrip() for i in range(name_w, len(name), name_w)]
+            else:
+                out += _folded_row(cells, row_texts, widths, name_at, known, blanks)
+            if below and row_texts[-1]:
+                rule = row_texts[-1]
+                lines = under.get(rule)
+                if lines is None:
+                    folded = known.get((rule, rule_width)) or _known_fold(known, rule, rule_width)
+                    lines = [_line(["", "  " + part]) for part in folded]
+                    if len(under) >= _KNOWN_FOLDS:
+                        under.clear()
+                    under[rule] = lines
+                out += lines
+        n += len(chunk)
         if len(out) >= _LINES_A_WRITE:
             write("\n".join(out) + "\n")
             out.clear()
     if out:
         write("\n".join(out) + "\n")
     return n
+
+
+def _folded_row(cells: tuple[Optional[str], ...], texts: list[str], widths: list[int], name_at: int,
+                known: dict[tuple[str, int], list[str]], blanks: list[str]) -> list[str]:
+    """The lines of a row with cells to fold (None in ``cells``, the others padded on one line): each of those
+    made inert and folded (remembered, but for the name's), their pieces under the row's first line."""
+    folded = [(k, _fold(inert(texts[k]), widths[k]) if k == name_at
+               else known.get((texts[k], widths[k])) or _known_fold(known, texts[k], widths[k]))
+              for k, cell in enumerate(cells) if cell is None]
+    first = list(cells)
+    for k, lines in folded:
+        first[k] = lines[0]
+    out = [_SEP.join(first).rstrip()]
+    for i in range(1, max(len(lines) for _, lines in folded)):
+        line = blanks.copy()
+        for k, lines in folded:
+            if i < len(lines):
+                line[k] = lines[i]
+        out.append(_SEP.join(line).rstrip())
+    return out
+
+
+def _padded_names(names: tuple[str, ...], width: int) -> tuple[bool, list[Optional[str]]]:
+    """``(plain, padded)``: whether the names are all plain ASCII (``inert`` leaves them, a fold is slices of
+    ``width``: checked on them joined, in C), and each name padded to ``width`` where it is plain and fits,
+    else None (folded)."""
+    joined = "".join(names)
+    if joined.isascii() and len(joined.encode().translate(None, _CONTROL)) == len(joined):
+        if max(map(len, names)) <= width:
+            return True, list(map(str.ljust, names, repeat(width)))
+        return True, [name.ljust(width) if len(name) <= width else None for name in names]
+    # (ASCII ``isprintable``: no control character, the only ASCII ``inert`` changes)
+    return False, [name.ljust(width) if len(name) <= width and name.isascii() and name.isprintable() else None
+                   for name in names]
+
+
+def _padded(texts: tuple[str, ...], width: int, one: dict[tuple[str, int], Optional[str]],
+            known: dict[tuple[str, int], list[str]]) -> list[Optional[str]]:
+    """Each text's one line padded to ``width`` (``_fold(inert(text), width)`` of one line), None where it
+    folds onto more: looked up by (text, width) in ``one``, made for a text not seen."""
+    keys = list(zip(texts, repeat(width)))
+    got = list(map(one.get, keys))
+    if None in got:
+        for i, key in enumerate(keys):
+            if got[i] is None:
+                if key in one:  # (seen earlier in this column: None, it folds)
+                    got[i] = one[key]
+                    continue
+                lines = known.get(key) or _known_fold(known, *key)
+                if len(one) >= _KNOWN_FOLDS:
+                    one.clear()
+                got[i] = one[key] = lines[0] if len(lines) == 1 else None
+    return got
+
+
+#: rows laid out together by ``print_rows``
+_CHUNK_ROWS = 256
+#: the ASCII characters ``inert`` changes
+_CONTROL = bytes(range(32)) + b"\x7f"
 
 
 def _known_fold(known: dict[tuple[str, int], list[str]], text: str, width: int) -> list[str]:
