@@ -2,9 +2,10 @@
 
 rich's ``Table`` measures every cell of every row before it prints the first line, and holds them all:
 the 20,000 rows of two 10k-file trees took 11 s of a 13.7 s ``dumpscope compare`` (``--json``: 2.3 s), and
-memory grew with the rows.  Past ``RICH_ROWS`` rows the same columns are printed here instead, a row as
-it is read: column widths fixed from the terminal's width, long texts folded onto the next lines (as the
-rich table folds them), every text from a dump made inert.  Smaller compares keep the rich table.
+memory grew with the rows.  Past ``RICH_ROWS`` rows the same columns are printed here instead, a chunk
+of rows at a time as they are read: column widths fixed from the terminal's width, long texts folded onto
+the next lines (as the rich table folds them), every text from a dump made inert.  Smaller compares keep
+the rich table.
 """
 
 from __future__ import annotations
