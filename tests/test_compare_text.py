@@ -157,3 +157,104 @@ def test_names_of_every_length_fold_as_rich_folds_them(places, width):
     out = io.StringIO()
     compare_text.print_rows(rows, cells_of, places, width, out.write)
     assert out.getvalue().split("\n", 2)[2] == _printed_cell_by_cell(rows, cells_of, places, width)
+
+
+# -- the terminal table's cells made as the rows are made (``TerminalCells``) ---------------------------
+
+def _terminal_and_rows_print(args, capsys, monkeypatch) -> tuple[str, str, list]:
+    """The terminal's print of ``args`` from ``TerminalCells`` and from the rows read back (its
+    ``first_rows`` answering None, as for a key of no hash), and the stores made."""
+    made = []
+    real_init = compare_text.TerminalCells.__init__
+
+    def init(self):
+        made.append(self)
+        real_init(self)
+
+    monkeypatch.setattr(compare_text.TerminalCells, "__init__", init)
+    main(args)
+    stored = capsys.readouterr().out
+    monkeypatch.setattr(compare_text.TerminalCells, "first_rows", lambda self, fd, rows: None)
+    main(args)
+    return stored, capsys.readouterr().out, made
+
+
+def test_the_terminal_table_from_cells_made_as_the_rows_are_is_the_table_from_the_rows(tmp_path, capsys,
+                                                                                     monkeypatch):
+    from test_compare_batched import _tree
+
+    g, t = _tree(tmp_path / "g", "golden"), _tree(tmp_path / "t", "target")
+    monkeypatch.setattr(compare_text, "RICH_ROWS", 10)
+    monkeypatch.setattr("dumpscope.core.support.row_spool.BLOCK_ROWS", 7)  # (rows across many blocks)
+    for width in ("80", "200"):
+        monkeypatch.setenv("COLUMNS", width)
+        stored, read, made = _terminal_and_rows_print(["compare", str(g), str(t), "--no-cache"], capsys, monkeypatch)
+        monkeypatch.undo()
+        monkeypatch.setattr(compare_text, "RICH_ROWS", 10)
+        monkeypatch.setattr("dumpscope.core.support.row_spool.BLOCK_ROWS", 7)
+        assert made and not made[0].failed and len(made[0]) > 10
+        assert stored == read and stored.count("\n▶") >= 1
+
+
+def test_a_multi_place_compare_and_a_row_it_cannot_make_print_from_the_rows(tmp_path_factory, capsys, monkeypatch):
+    """Places (several ranks): the print reads the rows (their place column); a row ``TerminalCells`` cannot
+    make cells of stops it, not the compare: the same print."""
+    from conftest import unpack_data
+
+    dp2 = unpack_data(tmp_path_factory, "real_ms210_dp2") / "dp2"
+    monkeypatch.setattr(compare_text, "RICH_ROWS", 3)
+    args = ["compare", str(dp2), str(dp2.parent / "dp2_ms27"), "--rank", "all", "--no-cache"]
+    stored, read, _ = _terminal_and_rows_print(args, capsys, monkeypatch)
+    assert stored == read and "r1 s" in stored
+    monkeypatch.undo()
+    monkeypatch.setattr(compare_text, "RICH_ROWS", 3)
+    args = ["compare", str(dp2), str(dp2.parent / "dp2_ms27"), "--rank", "0", "--no-cache"]
+    main(args)
+    whole = capsys.readouterr().out
+
+    def broken(self, rows):
+        raise ValueError("a row of no cells")
+
+    made = []
+    real_add = compare_text.TerminalCells.add
+    monkeypatch.setattr(compare_text.TerminalCells, "_block_text", broken)
+    monkeypatch.setattr(compare_text.TerminalCells, "add", lambda self, row: made.append(self) or real_add(self, row))
+    monkeypatch.setattr("dumpscope.core.support.row_spool.BLOCK_ROWS", 2)
+    assert main(args) == 0
+    assert made and made[0].failed and capsys.readouterr().out == whole
+
+
+_values = st.one_of(st.none(), st.integers(-3, 3), st.floats(allow_nan=True, allow_infinity=True),
+                    st.sampled_from(["pass", "op\x1b[2J", "名前", "a\u202eb", "x\x1fy\x1ez", "", "input", "output"]))
+
+
+@settings(max_examples=120, deadline=None)
+@given(rows=st.lists(st.fixed_dictionaries({
+    "name": st.sampled_from(["conv", "op\x1b[31m", "名前/op", "a\u202eb", "x\x1fy"]),
+    "target_name": st.sampled_from([None, "conv", "other"]), "io": st.sampled_from(["input", "output", "x\x1e"]),
+    "slot": st.one_of(st.integers(0, 2), st.just((0, 1)), st.just([1])), "cosine": _values, "max_abs_err": _values,
+    "max_rel_err": _values, "verdict": st.sampled_from(["pass", "warning", "error", "odd"]),
+    "origin": st.sampled_from([None, "", "born", 0]), "rule": _values.map(str), "step": st.sampled_from([0, 1, None]),
+    "rank": st.sampled_from([0, 1])}), min_size=1, max_size=30), numpy_at=st.integers(0, 40), block=st.integers(1, 9))
+def test_terminal_cells_are_the_cells_of_the_stored_rows(rows, numpy_at, block):
+    """Each row's cells as ``row_cells`` makes them of the row the spool gives back (numpy scalars as numbers,
+    tuples as lists, control and bidi characters inert, the store's separators among them), and the first
+    divergence's rows found by their key, a list slot (no hash) included."""
+    import numpy as np
+
+    from dumpscope.core.support import row_spool
+
+    if numpy_at < len(rows):  # (the engine's values may be numpy scalars)
+        rows[numpy_at] = dict(rows[numpy_at], cosine=np.float32(0.1), max_abs_err=np.int64(3), rank=np.int64(1))
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(row_spool, "BLOCK_ROWS", block)
+        store = compare_text.TerminalCells()
+        spool = row_spool.RowSpool(store.add)
+        for row in rows:
+            spool.append(row)
+        assert not store.failed and len(store) == len(spool)
+        back = list(spool)
+        for fd in back[:3] + [{"name": "nowhere", "io": "input", "slot": 0, "step": 0, "rank": 0}, {}]:
+            assert store.first_rows(fd, spool) == {k for k, r in enumerate(back) if compare_text.is_first_row(r, fd)}
+        want = [[compare_text.inert(t) for t in compare_text.row_cells(r, False, False)[1:]] for r in back]
+        assert list(store.cells()) == want

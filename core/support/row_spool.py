@@ -195,6 +195,10 @@ class PrintedRows(RowSpool):
     def _decode_block(data: bytes) -> list[dict[str, Any]]:
         return _json_decode("[" + data.decode("utf-8", "surrogatepass") + "]")
 
+    def finish_block(self) -> None:
+        """Store the open block now (its rows are no longer held; the printer has seen every row)."""
+        self._close_block()
+
     def printed_blocks(self, as_bytes: bool = False) -> Iterator[Union[str, bytes]]:
         """The text of every block in order (the caller joins them with the list's separator); ``as_bytes``:
         as stored, UTF-8 (a writer to a UTF-8 byte stream copies them: decoding the 63 MB of a compare of

@@ -73,6 +73,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     # print shows a side but --json's); with --export-config, from the rows after the compare, as before
     printed = bool(args.json and not args.export_config)
     made = _table_as_made(out_path, golden, target) if out_path and not args.export_config else None
+    # the terminal's table: its cells made as the rows are made, not from every row read back (one place)
+    terminal = compare_text.TerminalCells() if not args.json and not args.csv else None
+    sinks = [s.add for s in (made, terminal) if s is not None]
+    sink = (sinks[0] if len(sinks) == 1 else (lambda row: [add(row) for add in sinks])) if sinks else None
     try:
         doc = compare_places(golden, target, rank=args.rank, step=args.step, golden_rank=args.golden_rank,
                              target_rank=args.target_rank, golden_step=args.golden_step,
@@ -80,7 +84,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                              layer_mapping=args.layer_mapping, api_mapping=args.api_mapping,
                              spool_rows=True,  # read back for each output: memory does not grow with the pairs
                              row_printer=row_block_text if printed else None,
-                             row_sink=made.add if made is not None else None)
+                             row_sink=sink)
     except BaseException as exc:
         if made is not None:
             made.abandon()
@@ -118,24 +122,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return exit_status(args, _diverged(doc) if args.exit_code else False)
     places = doc.get("places")
     fd = doc.get("first_divergence") or {}
-    glyph = {"pass": "✓", "warning": "~", "error": "✗"}
 
     def cells(r: dict[str, Any]) -> list[Any]:
-        first = fd and r["name"] == fd.get("name") and r["io"] == fd.get("io") and r["slot"] == fd.get("slot") \
-            and r.get("step") == fd.get("step") and r.get("rank") == fd.get("rank")
-        name = r["name"] if r.get("target_name") in (None, r["name"]) else f"{r['name']} ↔ {r['target_name']}"
-        where = [f"r{r['rank']} s{r['step']}" + (f"→r{r['target_rank']} s{r['target_step']}"
-                                                  if "target_step" in r else "")] if places else []
-        return ["▶" if first else "", *where, inert(name), f"{r['io']}.{r['slot']}", fmt_num(r["cosine"]),
-                fmt_num(r["max_abs_err"]), fmt_num(r["max_rel_err"]),
-                f"{glyph.get(r['verdict'], '?')} {r['verdict']}", r.get("origin") or "", inert(r["rule"])]
+        return compare_text.row_cells(r, compare_text.is_first_row(r, fd), bool(places))
 
     title = "compare (golden vs target), " + ("by step, rank, then execution order" if places else "execution order")
     con = console()
     if len(doc["rows"]) > compare_text.RICH_ROWS:  # a big compare: streamed, not measured whole by rich
         con.print(title, markup=False, highlight=False)
         con.file.flush()
-        compare_text.print_rows(doc["rows"], cells, bool(places), con.width)
+        marked = (terminal.first_rows(fd, doc["rows"]) if terminal is not None and not places
+                  and len(terminal) == len(doc["rows"]) else None)
+        if marked is not None:  # (the cells made as the rows were: none read back but the first divergence's)
+            compare_text.print_rows(enumerate(terminal.cells()),  # type: ignore[union-attr]
+                                    lambda kt: ["▶" if kt[0] in marked else "", *kt[1]], False, con.width)
+        else:
+            compare_text.print_rows(doc["rows"], cells, bool(places), con.width)
         sys.stdout.flush()
     else:
         from rich.table import Table

@@ -10,11 +10,12 @@ the rich table.
 
 from __future__ import annotations
 
+import re
 import sys
 from itertools import islice, repeat
 from typing import Any, Callable, Iterable, Optional
 
-from dumpscope.core.inert import inert
+from dumpscope.core.inert import _UNSAFE, inert
 
 #: up to this many rows the rich table is printed (it sizes its columns to what they hold)
 RICH_ROWS = 2000
@@ -219,3 +220,131 @@ _KNOWN_FOLDS = 4096
 
 def _line(cells: list[str]) -> str:
     return _SEP.join(cells).rstrip()
+
+
+#: a verdict's cell: its glyph, then the word (meaning never by colour or glyph alone)
+GLYPHS = {"pass": "✓", "warning": "~", "error": "✗"}
+
+
+def row_cells(r: dict[str, Any], first: bool, places: bool) -> list[str]:
+    """A compare row's texts in the table's columns: marker, [place], name, io.slot, cosine, max_abs,
+    max_rel, verdict, origin, rule (the name and the rule made inert; ``print_rows`` makes every cell so)."""
+    from dumpscope.tui.cli.output import fmt_num
+
+    name = r["name"] if r.get("target_name") in (None, r["name"]) else f"{r['name']} ↔ {r['target_name']}"
+    where = [f"r{r['rank']} s{r['step']}" + (f"→r{r['target_rank']} s{r['target_step']}"
+                                              if "target_step" in r else "")] if places else []
+    return ["▶" if first else "", *where, inert(name), f"{r['io']}.{r['slot']}", fmt_num(r["cosine"]),
+            fmt_num(r["max_abs_err"]), fmt_num(r["max_rel_err"]),
+            f"{GLYPHS.get(r['verdict'], '?')} {r['verdict']}", r.get("origin") or "", inert(r["rule"])]
+
+
+def is_first_row(r: dict[str, Any], fd: dict[str, Any]) -> bool:
+    """Whether row ``r`` is the first divergence's (``fd``: the document's; its name, io, slot, step, rank)."""
+    return bool(fd) and r["name"] == fd.get("name") and r["io"] == fd.get("io") and r["slot"] == fd.get("slot") \
+        and r.get("step") == fd.get("step") and r.get("rank") == fd.get("rank")
+
+
+class TerminalCells:
+    """The terminal table's cells of a one-place compare's rows, made as the compare makes them (``add``, a
+    ``row_sink``) and kept in a temporary file, so the print reads them back instead of decoding every stored
+    row (~6 us a row of ~2.4 KB of JSON) and making its cells then.
+
+    A block of rows (``row_spool.PrintedRows``'s) is made column by column, every text inert (the separators
+    it is stored with are control characters, which ``inert`` shows as symbols; ``print_rows`` makes every
+    cell inert anyway: the same table).  A row's values are taken as the stored row gives them back
+    (``row_spool.plain``: numpy scalars as numbers, tuples as lists).  The marker is not made here: the first
+    divergence is known at the end; ``first_rows`` finds its rows by their key's hash, each checked on the
+    stored row itself (``is_first_row``)."""
+
+    def __init__(self) -> None:
+        from array import array
+
+        from dumpscope.core.support.row_spool import PrintedRows
+
+        self.keys = array("q")  # each row's hash of (name, io, slot, step, rank)
+        self.odd: list[int] = []  # the rows whose key has no hash (checked one by one)
+        self.failed = False  # a row it could not make cells of: the print makes them from the rows
+        self._store = PrintedRows(self._block_text)
+
+    def add(self, row: dict[str, Any]) -> None:
+        if self.failed:
+            return
+        try:
+            self._store.append(row)
+        except Exception:  # (never the compare's failure: the print falls back to the rows)
+            self.failed = True
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def _block_text(self, rows: list[dict[str, Any]]) -> str:
+        from dumpscope.core.support.row_spool import plain
+        from dumpscope.tui.cli.output import fmt_num
+
+        get = dict.get
+        cols = [list(map(get, rows, repeat(k))) for k in _CELL_KEYS]
+        cols = [col if _PLAIN.issuperset(map(type, col)) else list(map(plain, col)) for col in cols]
+        names, target_names, ios, slots, cosines, abs_errs, rel_errs, verdicts, origins, rules, steps, ranks = cols
+        start = len(self.keys)
+        for k, key in enumerate(zip(names, ios, slots, steps, ranks)):
+            try:
+                self.keys.append(hash(key))
+            except TypeError:  # (a list slot: no hash)
+                self.keys.append(0)
+                self.odd.append(start + k)
+        shown = [n if t in (None, n) else f"{n} ↔ {t}" for n, t in zip(names, target_names)]
+        numbers = [list(map(format, col, repeat(".6g"))) if _FLOATS.issuperset(map(type, col))
+                   else list(map(fmt_num, col)) for col in (cosines, abs_errs, rel_errs)]
+        texts = [shown, list(map("{}.{}".format, ios, slots)), *numbers,
+                 [f"{GLYPHS.get(v, '?')} {v}" for v in verdicts], [o or "" for o in origins], rules]
+        text = _COLUMN_END.join(map(_CELL_END.join, texts))
+        if (_has_unsafe(text) or text.count(_CELL_END) != len(texts) * (len(rows) - 1)
+                or text.count(_COLUMN_END) != len(texts) - 1):  # (a text to make inert, the separators too)
+            text = _COLUMN_END.join(_CELL_END.join(map(inert, col)) for col in texts)
+        return text
+
+    def _finish(self) -> bool:
+        """The open block made (its rows' cells and keys); False when a row could not be (``failed``)."""
+        if not self.failed:
+            try:
+                self._store.finish_block()
+            except Exception:
+                self.failed = True
+        return not self.failed
+
+    def cells(self) -> Iterable[list[str]]:
+        """Each row's texts in order, as ``row_cells`` makes them with no marker and no place."""
+        for block in self._store.printed_blocks():
+            yield from map(list, zip(*(col.split(_CELL_END) for col in block.split(_COLUMN_END))))
+
+    def first_rows(self, fd: dict[str, Any], rows: Any) -> Optional[set[int]]:
+        """The positions of the rows ``is_first_row`` marks, each checked on the document's row (read back by
+        number): those whose key's hash is the first divergence's, and those whose key has none (a list slot;
+        the only ones a key of no hash can equal, tuples being lists as stored).  None when a row could not
+        be made (``failed``): the caller prints from the rows."""
+        if not self._finish():
+            return None
+        if not fd:
+            return set()
+        try:
+            want = hash((fd.get("name"), fd.get("io"), fd.get("slot"), fd.get("step"), fd.get("rank")))
+        except TypeError:
+            found = self.odd
+        else:
+            found = [k for k, h in enumerate(self.keys) if h == want] + self.odd
+        return {k for k in found if is_first_row(rows[k], fd)}
+
+    def close(self) -> None:
+        self._store.close()
+
+
+#: the row keys ``TerminalCells`` makes a row's cells of
+_CELL_KEYS = ("name", "target_name", "io", "slot", "cosine", "max_abs_err", "max_rel_err", "verdict", "origin",
+              "rule", "step", "rank")
+_PLAIN = frozenset((str, int, float, bool, type(None)))
+_FLOATS = frozenset((float,))
+#: what ends a cell and a column in a stored block (control characters: no inert text holds one)
+_CELL_END, _COLUMN_END = "\x1f", "\x1e"
+#: what ``inert`` changes, but for those two
+_has_unsafe = re.compile(_UNSAFE.pattern.replace("\x00-\x1f", "\x00-\x1d")).search
