@@ -73,10 +73,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     # print shows a side but --json's); with --export-config, from the rows after the compare, as before
     printed = bool(args.json and not args.export_config)
     made = _table_as_made(out_path, golden, target) if out_path and not args.export_config else None
-    # the terminal's table: its cells made as the rows are made, not from every row read back (one place)
-    terminal = compare_text.TerminalCells() if not args.json and not args.csv else None
+    # the terminal's table: its cells made as the rows are made, not from every row read back (one place:
+    # ``--rank/--step all`` compares several, whose table has a place column, made from the rows)
+    terminal = (compare_text.TerminalCells() if not args.json and not args.csv and "all" not in (args.rank, args.step)
+                else None)
     sinks = [s.add for s in (made, terminal) if s is not None]
-    sink = (sinks[0] if len(sinks) == 1 else (lambda row: [add(row) for add in sinks])) if sinks else None
+
+    def both(row: dict[str, Any]) -> None:
+        for add in sinks:
+            add(row)
+
+    sink = both if len(sinks) > 1 else (sinks[0] if sinks else None)
     try:
         doc = compare_places(golden, target, rank=args.rank, step=args.step, golden_rank=args.golden_rank,
                              target_rank=args.target_rank, golden_step=args.golden_step,

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import re
 import sys
+from array import array
 from itertools import islice, repeat
 from typing import Any, Callable, Iterable, Optional
 
 from dumpscope.core.inert import _UNSAFE, inert
+from dumpscope.core.support.row_spool import PrintedRows, plain
+from dumpscope.tui.cli.output import fmt_num
 
 #: up to this many rows the rich table is printed (it sizes its columns to what they hold)
 RICH_ROWS = 2000
@@ -131,7 +134,7 @@ def print_rows(rows: Iterable[dict[str, Any]], cells_of: Callable[[dict[str, Any
                 rule = row_texts[-1]
                 lines = under.get(rule)
                 if lines is None:
-                    folded = known.get((rule, rule_width)) or _known_fold(known, rule, rule_width)
+                    folded = _known_fold(known, rule, rule_width)
                     lines = [_line(["", "  " + part]) for part in folded]
                     if len(under) >= _KNOWN_FOLDS:
                         under.clear()
@@ -151,7 +154,7 @@ def _folded_row(cells: tuple[Optional[str], ...], texts: list[str], widths: list
     """The lines of a row with cells to fold (None in ``cells``, the others padded on one line): each of those
     made inert and folded (remembered, but for the name's), their pieces under the row's first line."""
     folded = [(k, _fold(inert(texts[k]), widths[k]) if k == name_at
-               else known.get((texts[k], widths[k])) or _known_fold(known, texts[k], widths[k]))
+               else _known_fold(known, texts[k], widths[k]))
               for k, cell in enumerate(cells) if cell is None]
     first = list(cells)
     for k, lines in folded:
@@ -192,7 +195,7 @@ def _padded(texts: tuple[str, ...], width: int, one: dict[tuple[str, int], Optio
                 if key in one:  # (seen earlier in this column: None, it folds)
                     got[i] = one[key]
                     continue
-                lines = known.get(key) or _known_fold(known, *key)
+                lines = _known_fold(known, *key)
                 if len(one) >= _KNOWN_FOLDS:
                     one.clear()
                 got[i] = one[key] = lines[0] if len(lines) == 1 else None
@@ -206,11 +209,14 @@ _CONTROL = bytes(range(32)) + b"\x7f"
 
 
 def _known_fold(known: dict[tuple[str, int], list[str]], text: str, width: int) -> list[str]:
-    """``_fold(inert(text), width)``, remembered in ``known`` (at most ``_KNOWN_FOLDS`` at a time)."""
-    lines = _fold(inert(text), width)
-    if len(known) >= _KNOWN_FOLDS:
-        known.clear()
-    known[(text, width)] = lines
+    """``_fold(inert(text), width)``, looked up in ``known`` or made and remembered there (at most
+    ``_KNOWN_FOLDS`` at a time)."""
+    lines = known.get((text, width))
+    if lines is None:
+        lines = _fold(inert(text), width)
+        if len(known) >= _KNOWN_FOLDS:
+            known.clear()
+        known[(text, width)] = lines
     return lines
 
 
@@ -229,8 +235,6 @@ GLYPHS = {"pass": "✓", "warning": "~", "error": "✗"}
 def row_cells(r: dict[str, Any], first: bool, places: bool) -> list[str]:
     """A compare row's texts in the table's columns: marker, [place], name, io.slot, cosine, max_abs,
     max_rel, verdict, origin, rule (the name and the rule made inert; ``print_rows`` makes every cell so)."""
-    from dumpscope.tui.cli.output import fmt_num
-
     name = r["name"] if r.get("target_name") in (None, r["name"]) else f"{r['name']} ↔ {r['target_name']}"
     where = [f"r{r['rank']} s{r['step']}" + (f"→r{r['target_rank']} s{r['target_step']}"
                                               if "target_step" in r else "")] if places else []
@@ -258,10 +262,6 @@ class TerminalCells:
     stored row itself (``is_first_row``)."""
 
     def __init__(self) -> None:
-        from array import array
-
-        from dumpscope.core.support.row_spool import PrintedRows
-
         self.keys = array("q")  # each row's hash of (name, io, slot, step, rank)
         self.odd: list[int] = []  # the rows whose key has no hash (checked one by one)
         self.failed = False  # a row it could not make cells of: the print makes them from the rows
@@ -279,9 +279,6 @@ class TerminalCells:
         return len(self._store)
 
     def _block_text(self, rows: list[dict[str, Any]]) -> str:
-        from dumpscope.core.support.row_spool import plain
-        from dumpscope.tui.cli.output import fmt_num
-
         get = dict.get
         cols = [list(map(get, rows, repeat(k))) for k in _CELL_KEYS]
         cols = [col if _PLAIN.issuperset(map(type, col)) else list(map(plain, col)) for col in cols]
@@ -334,9 +331,6 @@ class TerminalCells:
         else:
             found = [k for k, h in enumerate(self.keys) if h == want] + self.odd
         return {k for k in found if is_first_row(rows[k], fd)}
-
-    def close(self) -> None:
-        self._store.close()
 
 
 #: the row keys ``TerminalCells`` makes a row's cells of
