@@ -58,7 +58,7 @@ def _doc(n: int = 1300) -> dict:
 
 def _made(doc: dict, path: Path, stacks=None) -> int:
     """The rows handed over as the engine hands them (``row_sink``), kept printed, then finished."""
-    made = tf.TableAsMade(str(path), lambda row: row, stacks)
+    made = tf.TableAsMade(str(path), lambda rows: None, stacks)
     rows = PrintedRows(row_block_text, made.add)
     for row in doc["rows"]:
         rows.append(row)
@@ -146,7 +146,7 @@ def test_the_rows_are_filled_before_they_are_printed_or_tabled(tmp_path):
         row["golden"] = dict(row["golden"], dtype="bfloat16")
         return row
 
-    made = tf.TableAsMade(str(tmp_path / "t.csv"), fill, None)
+    made = tf.TableAsMade(str(tmp_path / "t.csv"), lambda rows: [fill(r) for r in rows], None)
     rows = PrintedRows(row_block_text, made.add)
     for k in range(200):
         rows.append(_row(f"op{k}", k))
@@ -169,7 +169,7 @@ def test_a_failing_table_does_not_stop_the_rows(tmp_path, monkeypatch):
         real(self, cells, fill)
 
     monkeypatch.setattr(xlsx_stream.XlsxWriter, "row", full)
-    made = tf.TableAsMade(str(out), lambda row: row, None)
+    made = tf.TableAsMade(str(out), lambda rows: None, None)
     rows = PrintedRows(row_block_text, made.add)
     for row in _doc()["rows"]:
         rows.append(row)
@@ -193,10 +193,10 @@ def dp2(tmp_path_factory) -> Path:
 
 def _no_json_spool(monkeypatch):
     """Rows JSON-encoded into a spool fail the test: ``--json --output`` keeps them printed."""
-    def refuse(self, row):
+    def refuse(self, rows):
         raise AssertionError("a row was JSON-encoded into the spool")
 
-    monkeypatch.setattr(row_spool.RowSpool, "append", refuse)
+    monkeypatch.setattr(row_spool.RowSpool, "_block_text", refuse)  # (``PrintedRows`` keeps its own)
 
 
 @pytest.mark.parametrize("ext", [".csv", ".xlsx"])
@@ -356,3 +356,31 @@ def test_float_texts_are_what_csv_writer_spells(rows):
         want = io.StringIO(newline="")
         csv.writer(want).writerow(spelled(values))
         assert got.getvalue() == want.getvalue()
+
+
+_sides = st.one_of(st.none(), st.just([1]), st.fixed_dictionaries({}, optional={
+    "dtype": st.sampled_from([None, "", "float32"]), "shape": st.sampled_from([None, [], [2, 3]])}))
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(st.fixed_dictionaries({}, optional={"golden": _sides, "target": _sides}), max_size=6))
+def test_a_block_is_filled_as_each_of_its_rows_is(rows):
+    """``block_filler`` skips ``fill`` only for a block whose every row ``fill`` would leave as it is (both
+    sides dicts with a dtype and a shape: ``side_filler``'s own test, spelled here row by row), so the rows
+    come out as filled one by one."""
+    def described(row):
+        g, t = row.get("golden"), row.get("target")
+        return (type(g) is dict and type(t) is dict and bool(g.get("dtype")) and bool(t.get("dtype"))
+                and g.get("shape") is not None and t.get("shape") is not None)
+
+    def fill(row):  # (as ``side_filler``'s: a described row as it is, another's sides filled)
+        if not described(row):
+            for side in ("golden", "target"):
+                row[side] = dict(row[side], dtype="f16") if type(row.get(side)) is dict else {"dtype": "f16"}
+        return row
+
+    assert cr.sides_described(rows) == all(map(described, rows))
+    one_by_one = [fill(json.loads(json.dumps(r))) for r in rows]
+    block = json.loads(json.dumps(rows))
+    cr.block_filler(fill)(block)
+    assert block == one_by_one

@@ -7,6 +7,7 @@ import json
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -85,13 +86,35 @@ def test_rows_across_blocks_read_back_by_number_and_with_extra_fields():
     assert len(spool) == n + 1 and spool[n] == {"i": n, "target_rank": 1} and list(spool)[-2]["i"] == n - 1
 
 
-def test_a_row_changed_after_it_is_appended_is_stored_as_it_was():
-    row = {"verdict": "pass", "side": {"max": 1.0}}
-    spool = RowSpool()
-    spool.append(row)
-    row["verdict"] = "error"
-    row["side"]["max"] = 9.0
-    assert spool[0] == {"verdict": "pass", "side": {"max": 1.0}}
+@pytest.mark.parametrize("printed", [False, True])
+def test_the_sink_sees_each_block_before_it_is_stored_or_read(monkeypatch, printed):
+    """``sink`` is handed the rows a block at a time, in order, each row once, before the block is stored: what
+    it changes is stored; a read (or ``finish_block``) hands over the open block first; a row stored is
+    stored as it was when its block was (changed later, nothing stored changes)."""
+    from dumpscope.core.support import row_spool
+    from dumpscope.tui.json_text import row_block_text
+
+    monkeypatch.setattr(row_spool, "BLOCK_ROWS", 4)
+    seen: list[list[int]] = []
+
+    def sink(rows):
+        seen.append([r["k"] for r in rows])
+        for r in rows:
+            r["sunk"] = True
+
+    spool = row_spool.PrintedRows(row_block_text, sink) if printed else RowSpool(sink)
+    made = [{"k": k} for k in range(10)]
+    spool.extend(made[:6])
+    spool.append(made[6])
+    assert seen == [[0, 1, 2, 3]]
+    assert spool[5] == {"k": 5, "sunk": True}  # (a read: the open block handed over first)
+    assert seen == [[0, 1, 2, 3], [4, 5, 6]]
+    for row in made[7:]:
+        spool.append(row)
+    spool.finish_block()
+    assert seen == [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]]
+    made[0]["k"] = -1
+    assert [r["k"] for r in spool] == list(range(10)) and all(r["sunk"] for r in spool)
 
 
 def test_printed_rows_are_copied_into_the_document_as_the_listed_rows_print():

@@ -79,9 +79,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 else None)
     sinks = [s.add for s in (made, terminal) if s is not None]
 
-    def both(row: dict[str, Any]) -> None:
+    def both(rows: list[dict[str, Any]]) -> None:
         for add in sinks:
-            add(row)
+            add(rows)
 
     sink = both if len(sinks) > 1 else (sinks[0] if sinks else None)
     try:
@@ -257,11 +257,11 @@ def _table_as_made(path: str, golden, target) -> Any:
     ``.json`` output (written from the document)."""
     if not path.lower().endswith((".csv", ".xlsx")):
         return None
-    from dumpscope.core.engines.compare.report import side_filler
+    from dumpscope.core.engines.compare.report import block_filler, side_filler
     from dumpscope.core.engines.compare.table_file import TableAsMade
 
     fill, stacks = side_filler(golden, target)
-    return TableAsMade(path, fill, stacks)
+    return TableAsMade(path, block_filler(fill), stacks)
 
 
 def _finish_compare_output(table: Any, path: str, doc: dict[str, Any]) -> None:

@@ -267,11 +267,12 @@ class TerminalCells:
         self.failed = False  # a row it could not make cells of: the print makes them from the rows
         self._store = PrintedRows(self._block_text)
 
-    def add(self, row: dict[str, Any]) -> None:
+    def add(self, rows: list[dict[str, Any]]) -> None:
+        """The rows of a block, as the compare hands them (a ``row_sink``)."""
         if self.failed:
             return
         try:
-            self._store.append(row)
+            self._store.extend(rows)
         except Exception:  # (never the compare's failure: the print falls back to the rows)
             self.failed = True
 

@@ -204,7 +204,7 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
                   target_step: Optional[int] = None, with_problems: bool = True,
                   spool_rows: bool = False,
                   row_printer: Optional[Callable[[list[dict[str, Any]]], str]] = None,
-                  row_sink: Optional[Callable[[dict[str, Any]], Any]] = None) -> dict[str, Any]:
+                  row_sink: Optional[Callable[[list[dict[str, Any]]], Any]] = None) -> dict[str, Any]:
     """CLI.md ``compare`` document for one rank/step of both dumps.
 
     MindSpore-vs-PyTorch API dumps (or any pair given ``layer_mapping``/``api_mapping`` files, msprobe's
@@ -215,7 +215,8 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
     ``row_spool.RowSpool`` (a temporary file, read back in order) instead of a list, so that memory does
     not grow with the pairs (the CLI's ``compare``); with ``row_printer`` too, a ``row_spool.PrintedRows``
     that keeps them as ``row_printer`` prints them (the CLI's ``--json``: copied, not printed again).
-    ``row_sink`` (spooled rows): handed each row as it is made, before it is stored (``--output``'s table)."""
+    ``row_sink`` (spooled rows): handed the rows as they are made, a block (a list) at a time, before they
+    are stored (``--output``'s table, the terminal's cells: ``row_spool.RowSpool``'s ``sink``)."""
     g_rank, g_step = golden.default_place(rank, step)
     t_ranks, t_steps = target.ranks(), target.steps()
     t_rank = g_rank if g_rank in t_ranks or not t_ranks else t_ranks[0]
@@ -310,6 +311,8 @@ def compare_dumps(golden: "DumpQuery", target: "DumpQuery", rank: Optional[int] 
             measurer.submit(jobs)
             finish(wait=False, keep=_AHEAD_OPS)  # waits for the oldest beyond that many ops
         finish(wait=True)
+        if isinstance(rows, RowSpool):  # (the last block to the sink: it has seen every row on return)
+            rows.finish_block()
     finally:
         measurer.close()
     fd = org.first_divergence([op.facts for op in ops], origins, erred)

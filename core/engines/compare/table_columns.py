@@ -174,7 +174,8 @@ def chunk_columns(cells: TableCells, rows: list[dict[str, Any]]
     else:
         consistent = [na if na in (a, b) else a == b for a, b in zip(rg_t, rg_g)]
     stacks = cells.stacks
-    if stacks is not None:
+    # (a target with no call site at all, as a CANN dump joined to no graph: every lookup says None)
+    if stacks is not None and not getattr(stacks, "none_at_all", False):
         stack = []
         last = cells.last_op
         for row, op_id, tn, nm, step, rank in zip(rows, op_ids, target_names, names, steps, ranks):

@@ -100,6 +100,12 @@ class TableFile:
         if len(self._held) >= report.CHUNK_ROWS:  # (read here: a test makes chunks small)
             self._write_held()
 
+    def add_rows(self, rows: list[dict[str, Any]]) -> None:
+        """``add`` of each of ``rows`` (the chunks may be longer: the same table)."""
+        self._held += rows
+        if len(self._held) >= report.CHUNK_ROWS:
+            self._write_held()
+
     def _write_held(self) -> None:
         chunk, self._held = self._held, []
         if not chunk:
@@ -603,14 +609,14 @@ class TableAsMade:
     is the engine's ``row_sink``), so the rows need only be kept as the document prints them (``--json``),
     or are read back once, for the terminal's print.
 
-    ``add`` fills a row's sides (``fill``, ``report.side_filler``'s: the print shows them filled, as
-    the table does) and hands it to a deferred ``TableFile``; :meth:`finish` is given the document
+    ``add`` (a block of rows) fills the rows' sides (``fill`` of a block, ``report.block_filler`` of
+    ``side_filler``'s: the print shows them filled, as the table does) and hands them to a deferred ``TableFile``; :meth:`finish` is given the document
     (its first divergence, its rows to check the first divergence's on) and puts the table in place.
     A failure of the table (disk full) does not stop the compare or its print: :meth:`finish` raises
     it.  :meth:`abandon` (the print stopped half-way) leaves nothing.
     """
 
-    def __init__(self, path: str, fill: Callable[[dict[str, Any]], Any],
+    def __init__(self, path: str, fill: Callable[[list[dict[str, Any]]], Any],
                  stacks: Optional[Callable[[dict[str, Any]], Any]]) -> None:
         self.path = path
         self._fill = fill
@@ -621,18 +627,22 @@ class TableAsMade:
         except ExportError as exc:
             self.error = exc
 
-    def add(self, row: dict[str, Any]) -> None:
-        self._fill(row)
+    def add(self, rows: list[dict[str, Any]]) -> None:
+        """The rows of a block, as the compare hands them (its ``row_sink``)."""
+        self._fill(rows)
         table = self._table
         if table is not None:
             try:
-                table.add(row)
+                table.add_rows(rows)
             except ExportError as exc:  # (the table has removed its file)
                 self._table = None
                 self.error = exc
 
     def finish(self, doc: dict[str, Any]) -> int:
         """The table's row count, once it is in place; its ``ExportError`` if it could not be written."""
+        finish_block = getattr(doc.get("rows"), "finish_block", None)
+        if finish_block is not None:  # (the spool's last block to ``add``, if it still holds it)
+            finish_block()
         table, self._table = self._table, None
         if self.error is not None:
             raise self.error
