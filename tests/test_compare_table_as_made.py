@@ -78,8 +78,11 @@ def _leftovers(folder: Path) -> list[str]:
 
 @pytest.mark.parametrize("ext", [".csv", ".xlsx"])
 def test_the_table_as_made_is_the_table_of_the_document(tmp_path, monkeypatch, ext):
+    from dumpscope.core.support import zip_writer
+
     doc = _doc()
-    monkeypatch.setattr(tf, "_COPY_BYTES", 4096)  # slots filled across many copy blocks
+    monkeypatch.setattr(tf, "_COPY_BYTES", 4096)  # slots filled across many copy blocks (the CSV)
+    monkeypatch.setattr(zip_writer, "SEGMENT_BYTES", 3000)  # in many segments of a sheet (the book)
     monkeypatch.setattr(tf, "MAX_SHEET_ROWS", 500)  # and sheets
     plain = tmp_path / f"plain{ext}"
     n = tf.write_table(json.loads(json.dumps(doc)), str(plain))
@@ -191,6 +194,19 @@ def dp2(tmp_path_factory) -> Path:
     return unpack_data(tmp_path_factory, "real_ms210_dp2") / "dp2"
 
 
+def _fill_up_when_put_in_place(monkeypatch, ext: str) -> None:
+    """The disk fills while the table is put in the file: the CSV's part copied, the book's sheets."""
+    from dumpscope.core.support import zip_writer
+
+    def full(self, *args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    if ext == ".csv":
+        monkeypatch.setattr(tf._SlotFill, "__call__", full)
+    else:
+        monkeypatch.setattr(zip_writer.ZipWriter, "add_part", full)
+
+
 def _no_json_spool(monkeypatch):
     """Rows JSON-encoded into a spool fail the test: ``--json --output`` keeps them printed."""
     def refuse(self, rows):
@@ -281,10 +297,7 @@ def test_cli_output_without_json_is_written_as_made_and_is_the_documents_table(d
 def test_cli_output_without_json_that_cannot_be_written_is_an_error_naming_it(dumps, tmp_path, capsys,
                                                                              monkeypatch, ext):
     """The table as made fails when it is put in place: exit 1, the file named, nothing left behind."""
-    def full(self, data):
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(tf._SlotFill, "__call__", full)
+    _fill_up_when_put_in_place(monkeypatch, ext)
     out = tmp_path / f"t{ext}"
     assert main(["compare", str(dumps / "msp_a"), str(dumps / "msp_b"), "--no-cache", "-o", str(out)]) == 1
     assert f"{out}: No space left on device" in capsys.readouterr().err
@@ -297,10 +310,7 @@ def test_cli_a_table_that_cannot_be_written_leaves_the_print_whole(dumps, tmp_pa
     assert main(args) == 0
     whole = capsys.readouterr().out
 
-    def full(self, data):  # the disk fills while the part is copied into the file
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(tf._SlotFill, "__call__", full)
+    _fill_up_when_put_in_place(monkeypatch, ext)
     out = tmp_path / f"t{ext}"
     assert main([*args, "-o", str(out)]) == 1
     got, err = capsys.readouterr()

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from dumpscope.core.engines.compare import xlsx_stream
-from dumpscope.core.engines.compare.xlsx_stream import SLOT, XlsxWriter, slot_tail
+from dumpscope.core.engines.compare.xlsx_stream import SLOT, XlsxWriter
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402
@@ -24,16 +24,12 @@ TEXTS = ["", "N/A", "x", "a<b>&c", " sp", "sp ", "\t", "\x1b[31m", "\x00", "\ud8
 FLOATS = [0.0, -0.0, 1.0, 1.5, 0.1, 0.1 + 0.2, 1e-300, 1e308, -2.5, math.nan, math.inf, -math.inf]
 
 
-def _fill_slots(data: bytes) -> bytes:
-    return data.replace(b"\x00", slot_tail("yes"))
-
-
 def _book(sheets: list[list[tuple[list, object]]], blocks: list[int] | None, columns: bool = False) -> dict[str, bytes]:
-    """The book's parts (uncompressed) written deferred, each sheet's rows in blocks of these sizes in
+    """The book's parts (uncompressed), each sheet's rows in blocks of these sizes in
     turn (``rows``; ``columns``: each block's runs of one width given as columns, ``_columns``), or row by
     row (``blocks`` None)."""
     fh = io.BytesIO()
-    book = XlsxWriter(fh, FILLS, defer=io.BytesIO())
+    book = XlsxWriter(fh, FILLS, scratch=io.BytesIO())
     for k, lines in enumerate(sheets):
         book.sheet(f"S{k}")
         if blocks is None:
@@ -48,7 +44,7 @@ def _book(sheets: list[list[tuple[list, object]]], blocks: list[int] | None, col
             else:
                 book.rows(lines[i:i + size])
             i, j = i + size, j + 1
-    book.close(_fill_slots)
+    book.close()
     z = zipfile.ZipFile(io.BytesIO(fh.getvalue()))
     return {n: z.read(n) for n in z.namelist()}
 

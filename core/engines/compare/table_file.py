@@ -41,9 +41,11 @@ class TableFile:
     chunk's lines made by ``_CsvLines``, the same bytes); the workbook ``xlsx_stream``'s, error rows
     red and warning rows yellow, streamed: memory stays flat on a million-row compare.
 
-    ``deferred`` (no ``doc`` yet: ``TableAsMade``): the rows are written to a temporary part, each
-    first-divergence cell a slot (a NUL byte: ``_SlotFill``), and :meth:`close` is given the document:
-    the part is copied into the file, the slots of the first divergence's rows filled ``yes``.
+    ``deferred`` (no ``doc`` yet: ``TableAsMade``): each row's first-divergence cell is a slot, and
+    :meth:`close` is given the document: the slots of the first divergence's rows are filled ``yes``.  The
+    CSV's rows are written to a temporary part, each slot a NUL byte, and copied into the file through
+    ``_SlotFill``; the workbook's slots are written empty (each sheet deflated into the temporary part as it
+    is written) and the book is given the few to fill (``XlsxWriter.close``).
     """
 
     def __init__(self, doc: Optional[dict[str, Any]], path: str,
@@ -71,7 +73,7 @@ class TableFile:
         self._part: Any = None
         try:
             tmp = self._replacing.__enter__()
-            if deferred:
+            if deferred or kind == ".xlsx":  # (the CSV's rows until they are filled; the book's sheets)
                 import tempfile
 
                 self._part = tempfile.TemporaryFile(prefix="dumpscope-table-")
@@ -89,7 +91,7 @@ class TableFile:
                 from dumpscope.core.engines.compare.xlsx_stream import XlsxWriter
 
                 self._fh = open(tmp, "wb")
-                self._book = XlsxWriter(self._fh, {"error": ERROR_FILL, "warning": WARNING_FILL}, defer=self._part)
+                self._book = XlsxWriter(self._fh, {"error": ERROR_FILL, "warning": WARNING_FILL}, scratch=self._part)
                 self._sheets = 0
         except OSError as exc:
             self.abort()
@@ -192,7 +194,8 @@ class TableFile:
         if self.deferred:
             self.doc = doc if doc is not None else {}
         try:
-            fill = _SlotFill(self._first_rows(), self.kind) if self.deferred else None
+            first = self._first_rows() if self.deferred else []
+            slots = None
             if self.kind == ".xlsx":
                 if self._sheets == 0:
                     self._new_sheet()
@@ -201,11 +204,16 @@ class TableFile:
                     self._book.sheet("Summary")
                     for line in summary:
                         self._book.row(line)
-                self._book.close(fill)
-            elif fill is not None:
+                slots = self._book.slots if self.deferred else None
+                if slots is None or slots == self.rows:
+                    # (table row t: its sheet's row t % MAX_SHEET_ROWS + 2, under the sheet's header)
+                    self._book.close({(t // MAX_SHEET_ROWS + 1, t % MAX_SHEET_ROWS + 2): "yes" for t in first})
+            elif self.deferred:
+                fill = _SlotFill(first)
                 self._copy_part(fill)
-            if fill is not None and fill.k != self.rows:
-                raise ExportError(f"{self.path}: {fill.k} first-divergence cells for {self.rows} rows (a bug)")
+                slots = fill.k
+            if slots is not None and slots != self.rows:
+                raise ExportError(f"{self.path}: {slots} first-divergence cells for {self.rows} rows (a bug)")
             self._fh.close()
             self._fh = None
             replacing, self._replacing = self._replacing, None
@@ -280,10 +288,8 @@ class TableFile:
         if self._fh is not None:
             try:
                 book = getattr(self, "_book", None)
-                if book is not None and self.deferred:
+                if book is not None:  # (nothing of it is in the file yet)
                     book.discard()
-                elif book is not None:  # finished into the file about to go: no zip left to finish at exit
-                    book.close()
             except (OSError, ValueError):
                 pass
             try:
@@ -555,16 +561,11 @@ def _table_rows(picked: list[int], spread: list[tuple[int, int]]) -> list[int]:
 
 
 class _SlotFill:
-    """Fills the slots of a deferred table's part, chunk by chunk in order: the k-th slot (NUL byte) is
+    """Fills the slots of a deferred CSV's part, chunk by chunk in order: the k-th slot (NUL byte) is
     the k-th table row's first-divergence cell, ``yes`` on the rows ``first`` lists, empty elsewhere."""
 
-    def __init__(self, first: list[int], kind: str) -> None:
-        if kind == ".csv":
-            self.no, self.yes = b"", b"yes"
-        else:
-            from dumpscope.core.engines.compare.xlsx_stream import slot_tail
-
-            self.no, self.yes = slot_tail(""), slot_tail("yes")
+    def __init__(self, first: list[int]) -> None:
+        self.no, self.yes = b"", b"yes"
         self.first = first
         self.last = first[-1] + 1 if first else 0  # the slots from here on are all ``no``
         self.k = 0  # slots filled so far

@@ -1,4 +1,4 @@
-"""A streaming .xlsx writer in the standard library (zipfile + sheet XML written row by row).
+"""A streaming .xlsx writer in the standard library (sheet XML written row by row, deflated as it is written).
 
 Why not openpyxl: it builds a cell object per value and serialises it through its XML layer, which
 made ``compare --output x.xlsx`` cost 2.15x the CPU of ``--json`` (issue 33); a row here is one join
@@ -22,22 +22,27 @@ cell is what the openpyxl writer used before wrote.  Cells carry no reference (`
 places a cell without one right after the previous one; an empty cell is ``<c/>``): fewer bytes to
 make and to deflate.
 
-Deferred sheets (``defer``): a text known only once every row is written (compare's first-divergence
-cell, ``table_file.TableAsMade``) is a ``SLOT`` cell.  The sheets' XML goes to a temporary file, a slot
-written as one NUL byte (which no other cell's XML holds: XML text escapes it), and ``close`` copies
-the sheets into the book through ``fill_slots``, which puts each slot's ``slot_tail`` in its place.
+A text known only once every row is written (compare's first-divergence cell, ``table_file.TableAsMade``)
+is a ``SLOT`` cell, written as an empty text (``_SLOT_EMPTY``); ``close`` is given the rows whose slots
+are not empty (a few: ``filled``).  Each sheet is deflated into a scratch file as it is written, in
+segments that inflate alone (``core.support.zip_writer``): a filled slot's segment is inflated, the slot
+found (its row by ``r``, the slot by its spelling) and filled, and the segment deflated again; the others
+are copied as they are.  The sheets' XML was written
+to a temporary file whole and copied through a filling of every slot into a ``zipfile`` archive before
+(~0.5 us a row of a compare's table, ~36 MB of XML for a compare of two 20k trees).
 """
 
 from __future__ import annotations
 
 import math
 import re
-import zipfile
 from array import array
 from itertools import chain, filterfalse, repeat
 from numbers import Integral, Real
 from operator import itemgetter
-from typing import IO, Any, Callable, Iterable, Optional, Sequence
+from typing import IO, Any, Callable, Iterable, Mapping, Optional, Sequence
+
+from dumpscope.core.support.zip_writer import DeflatedPart, ZipWriter
 
 _MAIN_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 _REL_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
@@ -49,8 +54,6 @@ _SHEET_TAIL = b"</sheetData></worksheet>"
 #: what XML text cannot hold as is: markup characters, and characters XML 1.0 forbids
 _SPECIAL = re.compile("[&<>\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _MARKUP = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-#: the byte a ``SLOT`` cell's XML holds until ``close`` fills it (in no other cell's XML: ``_SPECIAL``)
-SLOT_MARK = b"\x00"
 
 
 class _Slot:
@@ -62,13 +65,13 @@ class _Slot:
         return "SLOT"
 
 
-#: a cell whose text is given when the book is closed (deferred sheets only)
+#: a cell whose text is given when the book is closed (``XlsxWriter.close``'s ``filled``), empty if not
 SLOT = _Slot()
 
 
 def slot_tail(text: str) -> bytes:
     """What fills a slot: the rest of an inline text cell after ``<c`` and its style (the text of a
-    cell read back is the same, inline or shared)."""
+    cell read back is the same, inline or shared); the empty text's is what a slot is written as."""
     return (_INLINE_TAIL.format(_t(text)) if text else _EMPTY_TAIL).encode("utf-8")
 
 
@@ -96,24 +99,35 @@ def _column_letters(n: int) -> str:
 
 
 class XlsxWriter:
-    """Sheets written one after the other into ``fh`` (a binary file); :meth:`close` finishes the book.
+    """Sheets written one after the other into ``fh`` (a binary file, written by :meth:`close`, which
+    finishes the book); until then each sheet is deflated into ``scratch`` (a binary temporary file: one
+    of its own if not given).
 
     ``fills`` names the row styles (e.g. ``{"error": "FFFF0000"}``): a row given one of those names
-    has every cell, empty ones included, filled solid with that ARGB colour.  With ``defer`` (a binary
-    temporary file) the sheets' rows are written there and copied into the book by :meth:`close`.
+    has every cell, empty ones included, filled solid with that ARGB colour.  ``slots`` counts the
+    ``SLOT`` cells written (all in one column: ``close`` finds a row's by it).
     """
 
     def __init__(self, fh: IO[bytes], fills: Optional[dict[str, str]] = None,
-                 defer: Optional[IO[bytes]] = None) -> None:
-        # level 3: on a compare's sheet as fast as level 1 (longer matches, fewer of them) and a quarter smaller;
-        # level 6 halves it again at twice the cost
-        self._zip = zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=3)
+                 scratch: Optional[IO[bytes]] = None) -> None:
+        self._fh = fh
+        if scratch is None:
+            import tempfile
+
+            scratch = tempfile.TemporaryFile(prefix="dumpscope-book-")
+            self._own_scratch = True
+        else:
+            self._own_scratch = False
+        self._scratch = scratch
         self._fill_rgb = list((fills or {}).values())
         self._style = {name: k + 1 for k, name in enumerate(fills or {})}  # cellXfs index per fill
         self._sheets: list[str] = []
-        self._out: Optional[IO[bytes]] = None
+        self._parts: list[DeflatedPart] = []  # each sheet's XML, deflated
+        self._out: Optional[DeflatedPart] = None  # the sheet being written
         self._buf: list[str] = []
+        self._buf_first = 0  # the row number of the first row in ``_buf``
         self._row = 0
+        self.slots = 0
         self._shared: list[str] = []  # the shared strings' ``<t>`` elements, in their index order
         # shared text -> the rest of its cell; finite number -> its %.16g (bounded: ``_Known``)
         self._known = _Known(self._text)
@@ -121,8 +135,6 @@ class XlsxWriter:
         self._plans: dict[tuple, Any] = {}  # (fill, type of each cell) -> the row's template (``_plan``)
         self._last_types: tuple = ()  # the last row's key, and its plan
         self._last_plan: Any = None
-        self._defer = defer
-        self._ranges: list[tuple[int, int]] = []  # each deferred sheet's bytes in ``defer``
 
     # -- sheets -----------------------------------------------------------------------------------
 
@@ -130,12 +142,9 @@ class XlsxWriter:
         """Start a new sheet (the current one is finished)."""
         self._end_sheet()
         self._sheets.append(name)
-        if self._defer is not None:
-            self._out = self._defer
-            self._ranges.append((self._defer.tell(), -1))
-        else:
-            self._out = self._zip.open(f"xl/worksheets/sheet{len(self._sheets)}.xml", "w", force_zip64=True)
-            self._out.write(_SHEET_HEAD)
+        self._out = DeflatedPart(self._scratch)
+        self._parts.append(self._out)
+        self._out.write(_SHEET_HEAD)
         self._row = 0
 
     def row(self, cells: Iterable[Any], fill: Optional[str] = None) -> None:
@@ -147,6 +156,8 @@ class XlsxWriter:
         a row with a NaN, ±Inf or -0.0 is written cell by cell (the same XML either way).
         """
         self._row += 1
+        if not self._buf:
+            self._buf_first = self._row
         if type(cells) is not list:
             cells = list(cells)
         types = (fill, *map(type, cells))
@@ -158,7 +169,7 @@ class XlsxWriter:
                 plan = self._plan(types, fill)
             self._last_types, self._last_plan = types, plan
         if plan is not _ODD:
-            pieces, get_values, get_floats = plan
+            pieces, get_values, get_floats, slots_at = plan
             # (-0.0 equals 0.0 as a key: a row holding one is spelled cell by cell)
             if get_floats is None or not (0.0 in (floats := get_floats(cells))
                                           and _has_negative_zero(floats)):
@@ -169,6 +180,8 @@ class XlsxWriter:
                 else:
                     pieces[1] = str(self._row)
                     self._buf.append("".join(pieces))
+                    if slots_at:
+                        self._slotted(slots_at, 1)
                     if len(self._buf) >= 256:
                         self._flush()
                     return
@@ -284,7 +297,7 @@ class XlsxWriter:
             if kind is _EMPTY:
                 lit += c + "/>"
             elif kind is _SLOTS:
-                lit += c + _SLOT_TEXT
+                lit += c + _SLOT_EMPTY
             else:
                 before, after = _AROUND[kind]
                 if folded[k]:
@@ -294,7 +307,12 @@ class XlsxWriter:
                     its.append(texts[k])
                     lit = after
         its.append(repeat(lit + "</row>"))
+        slots_at = [k for k, kind in enumerate(kinds) if kind is _SLOTS]
+        if slots_at:
+            self._slotted(slots_at, n)
         start = self._row + 1
+        if not self._buf:
+            self._buf_first = start
         self._row += n
         self._buf.append("".join(chain.from_iterable(zip(repeat('<row r="'), map(str, range(start, start + n)),
                                                           *its))))
@@ -336,6 +354,7 @@ class XlsxWriter:
         parts = ['<row r="%s">']
         value_at: list[int] = []
         float_at: list[int] = []
+        slots_at: list[int] = []
         for i, t in enumerate(key[1:]):
             if t is str:
                 parts.append(c + "%s")
@@ -346,7 +365,8 @@ class XlsxWriter:
             elif t is bool:
                 parts.append(c + ' t="b"><v>%s</v></c>')
             elif t is _Slot:
-                parts.append(c + _SLOT_TEXT)
+                parts.append(c + _SLOT_EMPTY)
+                slots_at.append(i)
                 continue
             elif t is type(None):
                 parts.append(c + "/>")
@@ -361,7 +381,7 @@ class XlsxWriter:
         fixed = "".join(parts).split("%s")
         pieces: list[str] = [""] * (2 * len(fixed) - 1)
         pieces[0::2] = fixed
-        plan = (pieces, _getter(value_at), _getter(float_at) if float_at else None)
+        plan = (pieces, _getter(value_at), _getter(float_at) if float_at else None, slots_at)
         self._plans[key] = plan
         return plan
 
@@ -373,7 +393,7 @@ class XlsxWriter:
         parts = [f'<row r="{self._row}">']
         add = parts.append
         texts = self._known
-        for v in cells:
+        for i, v in enumerate(cells):
             t = type(v)
             if t is str:
                 tail = texts.get(v)
@@ -386,7 +406,8 @@ class XlsxWriter:
             elif v is None:
                 add(empty)
             elif v is SLOT:
-                add(c + _SLOT_TEXT)
+                add(c + _SLOT_EMPTY)
+                self._slotted([i], 1)
             elif t is int:
                 add(f"{c}><v>{v:.16g}</v></c>")
             else:
@@ -427,88 +448,108 @@ class XlsxWriter:
 
     def _flush(self) -> None:
         if self._buf and self._out is not None:
-            self._out.write("".join(self._buf).encode("utf-8"))
+            self._out.write("".join(self._buf).encode("utf-8"), self._buf_first)
         self._buf.clear()
+
+    def _slotted(self, columns: list[int], n: int) -> None:
+        """``n`` rows each with a slot in each of ``columns`` written."""
+        self.slots += n * len(columns)
 
     def _end_sheet(self) -> None:
         if self._out is None:
             return
         self._flush()
-        if self._defer is not None:
-            self._ranges[-1] = (self._ranges[-1][0], self._defer.tell())
-        else:
-            self._out.write(_SHEET_TAIL)
-            self._out.close()
+        self._out.write(_SHEET_TAIL)
+        self._out.finish()
         self._out = None
 
-    def _copy_deferred(self, fill_slots: Optional[Callable[[bytes], bytes]]) -> None:
-        """The deferred sheets into the book, each chunk of their XML through ``fill_slots``."""
-        defer = self._defer
-        assert defer is not None
-        for k, (start, end) in enumerate(self._ranges, 1):
-            with self._zip.open(f"xl/worksheets/sheet{k}.xml", "w", force_zip64=True) as out:
-                out.write(_SHEET_HEAD)
-                defer.seek(start)
-                left = end - start
-                while left > 0:
-                    data = defer.read(min(left, _COPY_BYTES))
-                    if not data:
-                        raise OSError(f"deferred sheet {k} ends early")
-                    left -= len(data)
-                    out.write(fill_slots(data) if fill_slots is not None else data)
-                out.write(_SHEET_TAIL)
+    def _filled(self, part: DeflatedPart, rows: dict[int, str]) -> dict[int, bytes]:
+        """The segments of ``part`` (a sheet) holding the rows ``rows`` (row number: its slot's text), each
+        with those slots filled: ``(segment: its new XML)``."""
+        by_segment: dict[int, list[int]] = {}
+        for r in sorted(rows):
+            by_segment.setdefault(part.segment_at(r), []).append(r)
+        return {k: self._fill_segment(part.text_of(k), [(r, rows[r]) for r in rs]) for k, rs in by_segment.items()}
+
+    @staticmethod
+    def _fill_segment(xml: bytes, rows: list[tuple[int, str]]) -> bytes:
+        """``xml`` (whole rows, in order) with the slots of each of ``rows`` (row number, text; in order)
+        filled: the row found by its ``r``, its slots by how they are written (``_SLOT_EMPTY``, which no
+        other cell's XML holds: a text's ``>`` is escaped)."""
+        out: list[bytes] = []
+        at = 0
+        for r, text in rows:
+            start = xml.find(b'<row r="%d">' % r, at)
+            end = xml.find(b"</row>", start)
+            if start < 0 or end < 0:
+                raise ValueError(f"row {r} is not in its segment (a bug)")
+            row = xml[start:end]
+            if _SLOT_EMPTY_BYTES not in row:
+                raise ValueError(f"row {r} has no slot to fill (a bug)")
+            out += [xml[at:start], row.replace(_SLOT_EMPTY_BYTES, slot_tail(text))]
+            at = end
+        out.append(xml[at:])
+        return b"".join(out)
 
     def discard(self) -> None:
-        """Stop without finishing the book (its file is about to be removed): no zip left to finish at exit."""
-        try:
-            if self._out is not None and self._defer is None:
-                self._out.close()
-            self._out = None
-            self._zip.close()
-        except (OSError, ValueError):
-            pass
+        """Stop without finishing the book (its file is about to be removed)."""
+        self._out = None
+        if self._own_scratch:
+            try:
+                self._scratch.close()
+            except (OSError, ValueError):
+                pass
 
     # -- the book's parts ---------------------------------------------------------------------------
 
-    def close(self, fill_slots: Optional[Callable[[bytes], bytes]] = None) -> None:
-        """Finish the last sheet and write the workbook, its styles and the package's manifests;
-        deferred sheets are copied in first, each chunk of their XML through ``fill_slots``."""
+    def close(self, filled: Optional[Mapping[tuple[int, int], str]] = None) -> None:
+        """Finish the last sheet and write the book: the sheets (the slots of the rows ``filled`` names, by
+        ``(sheet number, row number)`` from 1, given its text; every other slot stays empty), the workbook,
+        its styles, the shared strings and the package's manifests."""
         self._end_sheet()
         if not self._sheets:
             self.sheet("Sheet1")
             self._end_sheet()
-        if self._defer is not None:
-            self._copy_deferred(fill_slots)
+        z = ZipWriter(self._fh)
+        by_sheet: dict[int, dict[int, str]] = {}
+        for (sheet, row), text in (filled or {}).items():
+            if text:
+                by_sheet.setdefault(sheet, {})[row] = text
+        for k, part in enumerate(self._parts, 1):
+            rows = by_sheet.get(k)
+            z.add_part(f"xl/worksheets/sheet{k}.xml", part, self._filled(part, rows) if rows else None)
         n = len(self._sheets)
-        z = self._zip
         sheets = "".join(f'<sheet name="{_attr(name)}" sheetId="{k}" r:id="rId{k}"/>'
                          for k, name in enumerate(self._sheets, 1))
-        z.writestr("xl/workbook.xml", f'{_HEAD}<workbook xmlns="{_MAIN_NS}" xmlns:r="{_REL_NS}">'
-                                      f"<sheets>{sheets}</sheets></workbook>")
+        z.add("xl/workbook.xml", f'{_HEAD}<workbook xmlns="{_MAIN_NS}" xmlns:r="{_REL_NS}">'
+                                 f"<sheets>{sheets}</sheets></workbook>".encode())
         rels = "".join(f'<Relationship Id="rId{k}" Type="{_REL_NS}/worksheet" Target="worksheets/sheet{k}.xml"/>'
                        for k in range(1, n + 1))
         rels += (f'<Relationship Id="rId{n + 1}" Type="{_REL_NS}/styles" Target="styles.xml"/>'
                  f'<Relationship Id="rId{n + 2}" Type="{_REL_NS}/sharedStrings" Target="sharedStrings.xml"/>')
-        z.writestr("xl/_rels/workbook.xml.rels", f'{_HEAD}<Relationships xmlns="{_PKG_REL_NS}">{rels}</Relationships>')
-        z.writestr("xl/styles.xml", self._styles())
-        with z.open("xl/sharedStrings.xml", "w", force_zip64=True) as out:
-            out.write(f'{_HEAD}<sst xmlns="{_MAIN_NS}" uniqueCount="{len(self._shared)}">'.encode())
-            for k in range(0, len(self._shared), 4096):
-                out.write(("<si>" + "</si><si>".join(self._shared[k:k + 4096]) + "</si>").encode("utf-8"))
-            out.write(b"</sst>")
-        z.writestr("_rels/.rels", f'{_HEAD}<Relationships xmlns="{_PKG_REL_NS}"><Relationship Id="rId1" '
-                                  f'Type="{_REL_NS}/officeDocument" Target="xl/workbook.xml"/></Relationships>')
+        z.add("xl/_rels/workbook.xml.rels", f'{_HEAD}<Relationships xmlns="{_PKG_REL_NS}">{rels}</Relationships>'.encode())
+        z.add("xl/styles.xml", self._styles().encode())
+        shared = DeflatedPart(self._scratch)  # (up to SHARED_MAX texts: streamed, not joined whole)
+        shared.write(f'{_HEAD}<sst xmlns="{_MAIN_NS}" uniqueCount="{len(self._shared)}">'.encode())
+        for k in range(0, len(self._shared), 4096):
+            shared.write(("<si>" + "</si><si>".join(self._shared[k:k + 4096]) + "</si>").encode("utf-8"))
+        shared.write(b"</sst>")
+        z.add_part("xl/sharedStrings.xml", shared)
+        z.add("_rels/.rels", f'{_HEAD}<Relationships xmlns="{_PKG_REL_NS}"><Relationship Id="rId1" '
+                             f'Type="{_REL_NS}/officeDocument" Target="xl/workbook.xml"/></Relationships>'.encode())
         ct = "application/vnd.openxmlformats-officedocument.spreadsheetml"
         overrides = "".join(f'<Override PartName="/xl/worksheets/sheet{k}.xml" ContentType="{ct}.worksheet+xml"/>'
                             for k in range(1, n + 1))
-        z.writestr("[Content_Types].xml", (
+        z.add("[Content_Types].xml", (
             f'{_HEAD}<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
             '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
             '<Default Extension="xml" ContentType="application/xml"/>'
             f'<Override PartName="/xl/workbook.xml" ContentType="{ct}.sheet.main+xml"/>'
             f'<Override PartName="/xl/styles.xml" ContentType="{ct}.styles+xml"/>'
-            f'<Override PartName="/xl/sharedStrings.xml" ContentType="{ct}.sharedStrings+xml"/>{overrides}</Types>'))
+            f'<Override PartName="/xl/sharedStrings.xml" ContentType="{ct}.sharedStrings+xml"/>{overrides}</Types>'
+        ).encode())
         z.close()
+        self.discard()
 
     def _styles(self) -> str:
         fills = "".join(f'<fill><patternFill patternType="solid"><fgColor rgb="{_argb(rgb)}"/>'
@@ -576,15 +617,15 @@ class _Known(dict):
 _NEGATIVE_ZERO = array("d", [-0.0]).tobytes()
 #: the plan of a row with a cell no template takes
 _ODD = object()
-#: a slot's XML until it is filled (after ``<c`` and its style)
-_SLOT_TEXT = SLOT_MARK.decode()
-#: bytes of a deferred sheet copied at a time
-_COPY_BYTES = 1 << 20
 #: a shared text's cell after ``<c …``
 _SHARED_TAIL = ' t="s"><v>{}</v></c>'
 #: an inline text's cell after ``<c …`` (its ``<t>`` element), and the empty text's
 _INLINE_TAIL = ' t="inlineStr"><is>{}</is></c>'
 _EMPTY_TAIL = ' t="inlineStr"/>'
+#: a slot's cell after ``<c …`` until it is filled: an empty text as well, spelled with a space (XML's same
+#: empty element) so that it is found again, and no other cell is
+_SLOT_EMPTY = ' t="inlineStr" />'
+_SLOT_EMPTY_BYTES = _SLOT_EMPTY.encode()
 #: the ASCII characters ``_t`` may change (control characters, markup: more than it does, not fewer) or that
 #: may make a text's edge a space
 _ASCII_SPECIAL = bytes(range(32)) + b"\x7f&<>"
