@@ -16,6 +16,8 @@ Targets: the ratio <= 1.2x at every size, and CPU per row flat from the smallest
 ``--baseline PYTHON``: the same two commands run by another checkout's interpreter too (its
 ``-m dumpscope``), alternated with ours in each round, so both ratios come from one run (the box's load
 moves between runs).
+The note adds each round's own ratio (its two runs back to back, under one load: the box's load drifts
+between rounds, and the best of each command may come from different rounds), their median and range.
 ``--terminal``: the command as a user types it, ``compare G T --output x`` against ``compare G T`` (the
 terminal's print of every row, here to a pipe), and ``--json`` in the same rounds for the print's own cost.
 """
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -62,11 +65,16 @@ def bench(workdir: str, n_files: int, reps: int, ext: str, baseline: str = "",
     if terminal:
         runs.append(("--json", plain + ["--json"]))
     best = {who + key: (float("inf"), float("inf")) for who in pythons for key, _ in runs}
+    paired: list[float] = []  # each round's own ratio (ours): its two runs back to back, under one load
     for _ in range(max(1, reps)):
         for who, python in pythons.items():
+            cpu = {}
             for key, args in runs:
                 w, c = timed(args, envs[who], python)
                 best[who + key] = (min(best[who + key][0], w), min(best[who + key][1], c))
+                cpu[key] = c
+            if not who:
+                paired.append(cpu["output"] / cpu["json"])
     json_flag, alone = ("", "compare (the terminal's print)") if terminal else (" --json", "--json")
     if baseline:
         ratio = round(best["baseline output"][1] / best["baseline json"][1], 2)
@@ -84,7 +92,8 @@ def bench(workdir: str, n_files: int, reps: int, ext: str, baseline: str = "",
                 target="<= 1.2x", met=ratio <= 1.2,
                 note=f"{rows:,} rows; {best['output'][1] / rows * 1e6:.0f} vs {best['json'][1] / rows * 1e6:.0f} us "
                      f"CPU per row; wall {best['output'][0]:.2f} vs {best['json'][0]:.2f} s; "
-                     f"load {os.getloadavg()[0]:.1f}{literal}")
+                     f"load {os.getloadavg()[0]:.1f}; each round's own ratio: median "
+                     f"{statistics.median(paired):.2f}, {min(paired):.2f}-{max(paired):.2f}{literal}")
     return best["output"][1] / rows, best["json"][1] / rows
 
 

@@ -9,6 +9,7 @@ import math
 import pytest
 
 from dumpscope.core.engines.compare import report as cr
+from dumpscope.core.engines.compare import table_columns as tc
 from dumpscope.core.engines.compare.table_columns import chunk_columns
 from dumpscope.core.engines.compare.xlsx_stream import SLOT
 
@@ -101,18 +102,21 @@ def _both_ways(chunks: list[list[dict]], first: str, stacks: bool) -> int:
     doc = {"first_divergence": fd} if fd else None
     made = []
     taken = 0
-    for how in ("rows", "columns"):
+    for how in ("rows", "columns", "given"):
         s = _Stacks() if stacks else None
         cells = cr.TableCells(doc, s, first_slot=SLOT if first == "slot" else None)
         out = []
         for chunk in chunks:
             before = (list(cells.keys), s and list(s.asked), cells.last_op)
-            got = chunk_columns(cells, chunk) if how == "columns" else None
+            # ("given": the columns of the chunk's blocks, as a spool hands them over, two blocks or one)
+            given = (tc.joined_columns([tc.block_columns(chunk[:len(chunk) // 2]), tc.block_columns(chunk[len(chunk) // 2:])]
+                                       if len(chunk) > 1 else [tc.block_columns(chunk)]) if how == "given" else None)
+            got = chunk_columns(cells, chunk, given) if how != "rows" else None
             if got is None:  # (left alone: nothing changed)
                 assert (list(cells.keys), s and list(s.asked), cells.last_op) == before
                 out.append([_row_of(c, v) for c, v in cells.of(chunk)])
                 continue
-            taken += 1
+            taken += how == "columns"
             cols, fills, types = got
             assert len(cols) == len(cr.COLUMNS) == len(types)
             assert {len(c) for c in cols} == {len(chunk)} == {len(fills)}
@@ -120,7 +124,7 @@ def _both_ways(chunks: list[list[dict]], first: str, stacks: bool) -> int:
                 assert t is None or {type(v) for v in col} == {t}
             out.append([_row_of(list(r), f) for r, f in zip(zip(*cols), fills)])
         made.append((out, list(cells.keys), cells.spread, s and s.asked))
-    assert made[0] == made[1]
+    assert made[0] == made[1] == made[2]
     return taken
 
 
@@ -197,7 +201,7 @@ def test_a_workbook_of_mixed_chunks_is_the_workbook_of_rows(tmp_path, monkeypatc
     doc = {"rows": rows, "first_divergence": {"name": "op30", "io": "output", "slot": 0, "step": 0}}
     taken = []
     real = tf.chunk_columns
-    monkeypatch.setattr(tf, "chunk_columns", lambda cells, part: taken.append(len(part)) or real(cells, part))
+    monkeypatch.setattr(tf, "chunk_columns", lambda cells, part, *a: taken.append(len(part)) or real(cells, part, *a))
 
     def both(name: str) -> tuple[dict, dict]:
         deferred = tf.TableFile(None, str(tmp_path / f"{name}-d.xlsx"), None, deferred=True)
@@ -208,7 +212,7 @@ def test_a_workbook_of_mixed_chunks_is_the_workbook_of_rows(tmp_path, monkeypatc
 
     by_columns = both("columns")
     assert taken and min(taken) >= tf._COLUMN_RUN and sum(taken) < 2 * len(rows)
-    monkeypatch.setattr(tf, "chunk_columns", lambda cells, part: None)
+    monkeypatch.setattr(tf, "chunk_columns", lambda cells, part, *a: None)
     assert both("rows") == by_columns
 
 

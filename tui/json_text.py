@@ -35,6 +35,7 @@ from itertools import chain, islice, repeat
 from typing import Any, Callable
 
 from dumpscope.core.inert import json_safe, json_unsafe_in
+from dumpscope.core.support.row_columns import columns_of
 
 _encode_str: Callable[[str], str] = json.encoder.encode_basestring  # the C one when available
 #: a string's JSON text with DEL, C1 and bidi controls escaped (``inert.json_safe``): done string by
@@ -348,9 +349,13 @@ def _chunks(items: Any, out: list[str], sep: str, inner: str, size: int = 0) -> 
         return
     flushing = type(out) is _Flushing
     later = "," + inner
-    it = iter(items)
+    # (a list of one chunk is that chunk itself: a spool's block, read by column by its table too, is the
+    # very list the table read: ``row_columns``)
+    whole = t is list and len(items) <= (size or _CHUNK)
+    it = iter(()) if whole else iter(items)
     while True:
-        chunk = list(islice(it, size or _CHUNK))
+        chunk = items if whole else list(islice(it, size or _CHUNK))
+        whole = False
         if not chunk:
             return
         text = None
@@ -426,14 +431,18 @@ def _dicts_parts(ds: Any, nl: str) -> tuple[list[str], list[list[str]]] | None:
         return None
     inner = nl + " "
     prefixes, plain = _prefixes(keys, inner)
-    # equal tuples of keys: the same keys when one tuple is all str (no other key equals a str)
-    if not plain or list(map(tuple, ds)).count(keys) != len(ds):
+    if not plain:
+        return None
+    # equal tuples of keys: the same keys when one tuple is all str (no other key equals a str); the
+    # columns made once for the block's table too, while a spool stores it (``row_columns``)
+    got = columns_of(ds)
+    if got is None:
         return None
     global spliced_columns, folded_columns
     texts: list[list[str]] = []
     pieces: list[str] = []  # the text before each column
     lit = ""  # the text since the last column
-    for prefix, column in zip(prefixes, zip(*map(dict.values, ds))):
+    for prefix, column in zip(prefixes, got[1]):
         lit += prefix
         col: Any = None
         first = type(column[0])

@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from itertools import chain
 from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
+from dumpscope.core.support.row_columns import one_transpose_each
+
 #: bytes gathered before they are written to the file
 _BUFFER_BYTES = 1 << 20
 
@@ -95,9 +97,10 @@ class RowSpool(Sequence):
         if not rows:
             return
         self._pending = []
-        if self._sink is not None:
-            self._sink(rows)
-        self._store_block(self._block_text(rows), len(rows))
+        with one_transpose_each():  # (the sink's table and the printer read the rows by column once)
+            if self._sink is not None:
+                self._sink(rows)
+            self._store_block(self._block_text(rows), len(rows))
 
     def finish_block(self) -> None:
         """Store the open block now (its rows are no longer held: the sink, the printer have seen every row)."""

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import os
 import posixpath
-from itertools import repeat
+from itertools import chain, repeat
 from operator import eq, itemgetter
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
-from dumpscope.core.engines.compare.report import (_ASCII_FORMULA_START, _FLOATS, _PLAIN, _ROW_KEYS, NA,
+from dumpscope.core.engines.compare.report import (_ASCII_FORMULA_START, _FLOATS, _PLAIN, _ROW_KEYS, _SIDE_KEYS, NA,
                                                    TableCells, _basename, _cell_text, _row_values, _side_values,
                                                    _stack, _stat)
+from dumpscope.core.support.row_columns import columns_of
 
 #: the formula starts of ``_cell_text`` after a line end: a chunk's texts joined by ``\n`` hold one where a
 #: text starts with one
@@ -36,7 +37,48 @@ _STR = frozenset((str,))
 _DICT = frozenset((dict,))
 _LIST = frozenset((list,))
 _KEY_AT = {k: i for i, k in enumerate(_ROW_KEYS)}
-_first_key_at = itemgetter(*(_KEY_AT[k] for k in ("name", "io", "slot", "step")))
+_SIDES = ("golden", "target")
+
+#: a block's columns by key: its rows', its golden sides', its target sides' (``block_columns``)
+BlockColumns = tuple[dict[str, tuple], dict[str, tuple], dict[str, tuple]]
+
+
+def block_columns(rows: list[dict[str, Any]]) -> Optional[BlockColumns]:
+    """The columns ``chunk_columns`` reads of a block of rows, by key (``row_columns.columns_of``: while
+    a spool stores the block, made once for its print too): the rows', and their sides' where every row's
+    side is a dict of one tuple of keys; None where they are not so (``chunk_columns`` reads the rows)."""
+    if not _DICT.issuperset(map(type, rows)):
+        return None
+    got = columns_of(rows)
+    if got is None:
+        return None
+    by_key = dict(zip(*got))
+    sides = []
+    for side in _SIDES:
+        col = by_key.get(side)
+        if col is None or not _DICT.issuperset(map(type, col)):
+            return None
+        inner = columns_of(col)
+        if inner is None:
+            return None
+        sides.append(dict(zip(*inner)))
+    return by_key, sides[0], sides[1]
+
+
+def joined_columns(blocks: Sequence[Optional[BlockColumns]]) -> Optional[BlockColumns]:
+    """The columns of blocks of rows one after the other (``block_columns``'s: a chunk's), the keys
+    ``chunk_columns`` reads; None unless every block has them, under the same keys in the same order."""
+    if not blocks or None in blocks:
+        return None
+    if len(blocks) == 1:
+        return blocks[0]
+    out = []
+    for i, wanted in enumerate((_ROW_KEYS, _SIDE_KEYS, _SIDE_KEYS)):
+        parts = [b[i] for b in blocks]  # type: ignore[index]
+        if any(list(p) != list(parts[0]) for p in parts[1:]):
+            return None
+        out.append({k: tuple(chain.from_iterable(p[k] for p in parts)) for k in wanted if k in parts[0]})
+    return out[0], out[1], out[2]
 
 
 def _bare_ascii(text: str, special: bytes) -> bool:
@@ -70,34 +112,42 @@ def _npu_name(bench: str, target_name: Any, name: str, io: Any, slot: Any) -> st
     return bench if tname == name else _cell_text(tname + f".{io}.{slot}")
 
 
-def chunk_columns(cells: TableCells, rows: list[dict[str, Any]]
+def chunk_columns(cells: TableCells, rows: list[dict[str, Any]], given: Optional[BlockColumns] = None
                   ) -> Optional[tuple[list[Any], list[Optional[str]], list[Optional[type]]]]:
     """``(columns in COLUMNS order, each row's fill, each column's type)`` of ``rows``: the cells
     ``cells.of(rows)`` makes, by column, and the type of every cell of a column where it is known (the
     texts made here; None where the writer must look: ``XlsxWriter.columns``); None (nothing done) for a
     chunk ``of`` must make row by row.  ``cells.float_texts`` (the CSV's) is not applied: the floats are
-    given as floats (the CSV spells them by column: ``table_file._CsvLines.of_columns``)."""
+    given as floats (the CSV spells them by column: ``table_file._CsvLines.of_columns``).  ``given``: the
+    rows' columns already made (``joined_columns`` of their blocks'), read instead of the rows."""
     n = len(rows)
     if not n:
         return None
     try:
-        values = list(map(_row_values, rows))
+        if given is not None:  # (a key missing: as a row missing it)
+            by_key, g_by_key, t_by_key = given
+            cols = [by_key[k] for k in _ROW_KEYS]
+            t_sides = [t_by_key[k] for k in _SIDE_KEYS]
+            g_sides = [g_by_key[k] for k in _SIDE_KEYS]
+        else:
+            cols = list(zip(*map(_row_values, rows)))
     except (KeyError, TypeError):
         return None
     (names, ios, slots, steps, ranks, kinds, target_names, op_ids, goldens, targets, verdicts, rules, typs,
-     precs, origins, matches, modes, exec_indexes, judgements, rel_errs, alloweds, *metrics) = cols = list(zip(*values))
+     precs, origins, matches, modes, exec_indexes, judgements, rel_errs, alloweds, *metrics) = cols
     if (not _STR.issuperset(map(type, names)) or kinds.count("scalar")
             or not _DICT.issuperset(map(type, goldens)) or not _DICT.issuperset(map(type, targets))):
         return None
-    try:
-        t_sides = list(zip(*map(_side_values, targets)))
-        g_sides = list(zip(*map(_side_values, goldens)))
-    except KeyError:
-        return None
+    if given is None:
+        try:
+            t_sides = list(zip(*map(_side_values, targets)))
+            g_sides = list(zip(*map(_side_values, goldens)))
+        except KeyError:
+            return None
     pending = cells.first_slot
     if pending is not None:
         try:
-            keys = list(map(hash, map(_first_key_at, values)))
+            keys = list(map(hash, zip(names, ios, slots, steps)))
         except TypeError:
             return None
     dt_t, sh_t, *stats, f_t = t_sides

@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 from dumpscope.core.engines.compare import report
 from dumpscope.core.engines.compare.report import (_FLOATS, COLUMNS, ERROR_FILL, FIRST_KEYS, MAX_SHEET_ROWS,
                                                    WARNING_FILL, ExportError, TableCells, is_first, summary_rows)
-from dumpscope.core.engines.compare.table_columns import chunk_columns
+from dumpscope.core.engines.compare.table_columns import block_columns, chunk_columns, joined_columns
 
 
 class TableFile:
@@ -68,6 +68,7 @@ class TableFile:
             self._cells = TableCells(doc, stacks, float_texts=_CsvFloats() if kind == ".csv" else None)
         self._prefetch = getattr(stacks, "prefetch", None)
         self._held: list[dict[str, Any]] = []
+        self._held_columns: list[Any] = []  # each block's columns held (``add_rows``), None for a row added
         self._replacing: Any = replacing(path)
         self._fh: Any = None
         self._part: Any = None
@@ -99,17 +100,21 @@ class TableFile:
 
     def add(self, row: dict[str, Any]) -> None:
         self._held.append(row)
+        self._held_columns.append(None)
         if len(self._held) >= report.CHUNK_ROWS:  # (read here: a test makes chunks small)
             self._write_held()
 
     def add_rows(self, rows: list[dict[str, Any]]) -> None:
-        """``add`` of each of ``rows`` (the chunks may be longer: the same table)."""
+        """``add`` of each of ``rows`` (the chunks may be longer: the same table), a spool's block as it
+        is stored: its columns made now, once for its print too (``table_columns.block_columns``)."""
         self._held += rows
+        self._held_columns.append(block_columns(rows))
         if len(self._held) >= report.CHUNK_ROWS:
             self._write_held()
 
     def _write_held(self) -> None:
         chunk, self._held = self._held, []
+        held_columns, self._held_columns = self._held_columns, []
         if not chunk:
             return
         if self._prefetch is not None:
@@ -118,7 +123,7 @@ class TableFile:
             if self.kind == ".csv":
                 if self._csv_lines is not None:
                     for part, plain in _parts(chunk):
-                        got = chunk_columns(self._cells, part) if plain else None
+                        got = chunk_columns(self._cells, part, _given(part, chunk, held_columns)) if plain else None
                         if got is not None:  # (made by column, spelled by column)
                             self._lines.append(self._csv_lines.of_columns(got[0], got[2], self._cells.float_texts))
                             self.rows += len(part)
@@ -129,7 +134,7 @@ class TableFile:
                 self._put_lines()
             else:
                 for part, plain in _parts(chunk):
-                    got = chunk_columns(self._cells, part) if plain else None
+                    got = chunk_columns(self._cells, part, _given(part, chunk, held_columns)) if plain else None
                     if got is not None:  # (made by column, written as columns)
                         self._put_columns(*got)
                     else:
@@ -317,6 +322,12 @@ _COPY_BYTES = 1 << 20
 _COLUMN_RUN = 16
 #: one CSV field as ``csv.writer`` writes it (quoted when it holds a quote, comma, CR or LF), and what ends it
 _CSV_FIELD = re.compile(rb'("(?:[^"]|"")*"|[^,"\r\n]*)(,|\r\n)')
+
+
+def _given(part: list[dict[str, Any]], chunk: list[dict[str, Any]], held: list[Any]) -> Any:
+    """The columns of ``part`` made as its blocks were added, when it is the whole chunk (``_parts``: no
+    scalar argument in it) and was added a block at a time."""
+    return joined_columns(held) if part is chunk else None
 
 
 def _parts(chunk: list[dict[str, Any]]) -> Iterator[tuple[list[dict[str, Any]], bool]]:
