@@ -9,6 +9,8 @@ takes them as they are.  The cells are ``TableCells.of``'s, the same values (eac
 function of a row's keys as ``of``'s cell, applied to a column); a chunk ``of`` has anything unusual in
 (a missing key, a side that is not a dict, a scalar argument spread over several rows, a key of no hash,
 a name that is not text) is left to ``of``: ``chunk_columns`` then returns None and has changed nothing.
+Rows added a spool's block at a time come with their columns already read (``block_columns``, made once
+for the block's print too: ``core.support.row_columns``), joined for the chunk (``joined_columns``).
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ the rows are then kept only as the document prints them, never JSON-encoded into
 again (12.5 + 6.7 us a row, as much as the table's own cells and text); without it (the terminal's print)
 they are not read back and filled a second time for the table (the 20k bench: ~0.35 s of 3.6).  The
 first divergence is known only once every row exists, so its cells are left to fill (``TableFile``'s
-``deferred`` part) and filled when the part is copied into the file.
+``deferred``: the CSV's part filled as it is copied into the file, the workbook's few slots filled in
+their sheet's segments) when the table is finished.
 """
 
 from __future__ import annotations
