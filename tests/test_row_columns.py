@@ -59,3 +59,16 @@ def test_a_block_with_its_table_is_read_by_column_once(tmp_path, monkeypatch):
     blocks = -(-300 // row_spool.BLOCK_ROWS)
     assert len(made) == 3 * blocks  # (the rows, their golden sides, their target sides)
     assert list(spool.printed_blocks()) == list(alone.printed_blocks())
+
+
+def test_remembered_in_the_storing_thread_only():
+    import threading
+
+    ds = [{"a": 1}, {"a": 2}]
+    seen = []
+    with one_transpose_each():
+        first = columns_of(ds)
+        other = threading.Thread(target=lambda: seen.append(columns_of(ds)))
+        other.start()
+        other.join()
+    assert seen == [first] and seen[0] is not first  # (made afresh there: another thread's block is not its own)

@@ -3,7 +3,7 @@
 A compare's block of rows is read column by column twice as it is stored: by its table (``--output``:
 ``table_columns.chunk_columns``) and by its print (``--json``: ``json_text._dicts_parts``), each
 ``zip(*map(dict.values, rows))`` over the rows and over their sides, ~1.4 us a row of the 20k pair's
-~47 values.  ``RowSpool`` stores a block inside ``one_transpose_each``: there ``columns_of`` remembers
+~47 values.  ``RowSpool`` stores a block inside ``one_transpose_each``: there (in that thread) ``columns_of`` remembers
 what it made for a sequence by the sequence's identity (the sequence held meanwhile, so its identity is
 not reused), and the print finds the table's columns, its sides' columns too (the same tuple objects).
 The rows must not change meanwhile (a spool's rows must not change after they are appended anyway).
@@ -11,30 +11,31 @@ The rows must not change meanwhile (a spool's rows must not change after they ar
 
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
-#: while a block is stored: id(sequence) -> (sequence, its columns)
-_held: Optional[dict[int, tuple[Any, Any]]] = None
+#: while a block is stored, in this thread: ``held``, id(sequence) -> (sequence, its columns) (a thread's
+#: own: the explorer compares in a worker while it prints elsewhere)
+_local = threading.local()
 
 
 @contextmanager
 def one_transpose_each() -> Iterator[None]:
-    """Within: ``columns_of`` makes each sequence's columns once."""
-    global _held
-    outer = _held
-    _held = {}
+    """Within (in this thread): ``columns_of`` makes each sequence's columns once."""
+    outer = getattr(_local, "held", None)
+    _local.held = {}
     try:
         yield
     finally:
-        _held = outer
+        _local.held = outer
 
 
 def columns_of(ds: Sequence[dict]) -> Optional[tuple[tuple, list[tuple]]]:
     """``(keys, columns)`` of ``ds``, dicts that share one tuple of keys (in one order): each key's values
     as a tuple, in the keys' order; None when they do not (or ``ds`` is empty).  A TypeError where one of
     ``ds`` is no dict (the callers know they are: a check here would cost each of them again)."""
-    held = _held
+    held = getattr(_local, "held", None)
     if held is not None:
         got = held.get(id(ds))
         if got is not None and got[0] is ds:
