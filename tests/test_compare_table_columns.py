@@ -109,8 +109,9 @@ def _both_ways(chunks: list[list[dict]], first: str, stacks: bool) -> int:
         for chunk in chunks:
             before = (list(cells.keys), s and list(s.asked), cells.last_op)
             # ("given": the columns of the chunk's blocks, as a spool hands them over, two blocks or one)
-            given = (tc.joined_columns([tc.block_columns(chunk[:len(chunk) // 2]), tc.block_columns(chunk[len(chunk) // 2:])]
-                                       if len(chunk) > 1 else [tc.block_columns(chunk)]) if how == "given" else None)
+            half = len(chunk) // 2
+            blocks = [chunk[:half], chunk[half:]] if half else [chunk]
+            given = tc.joined_columns([tc.block_columns(b) for b in blocks]) if how == "given" else None
             got = chunk_columns(cells, chunk, given) if how != "rows" else None
             if got is None:  # (left alone: nothing changed)
                 assert (list(cells.keys), s and list(s.asked), cells.last_op) == before

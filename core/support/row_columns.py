@@ -3,9 +3,10 @@
 A compare's block of rows is read column by column twice as it is stored: by its table (``--output``:
 ``table_columns.chunk_columns``) and by its print (``--json``: ``json_text._dicts_parts``), each
 ``zip(*map(dict.values, rows))`` over the rows and over their sides, ~1.4 us a row of the 20k pair's
-~47 values.  ``RowSpool`` stores a block inside ``one_transpose_each``: there (in that thread) ``columns_of`` remembers
-what it made for a sequence by the sequence's identity (the sequence held meanwhile, so its identity is
-not reused), and the print finds the table's columns, its sides' columns too (the same tuple objects).
+~47 values.  ``RowSpool`` stores a block inside ``one_transpose_each``: there (in that thread)
+``columns_of`` remembers what it made for a sequence by the sequence's identity (the sequence held
+meanwhile, so its identity is not reused), and the print finds the table's columns, its sides' columns
+too (the same tuple objects).
 The rows must not change meanwhile (a spool's rows must not change after they are appended anyway).
 """
 

@@ -623,8 +623,9 @@ class TableAsMade:
     or are read back once, for the terminal's print.
 
     ``add`` (a block of rows) fills the rows' sides (``fill`` of a block, ``report.block_filler`` of
-    ``side_filler``'s: the print shows them filled, as the table does) and hands them to a deferred ``TableFile``; :meth:`finish` is given the document
-    (its first divergence, its rows to check the first divergence's on) and puts the table in place.
+    ``side_filler``'s: the print shows them filled, as the table does) and hands them to a deferred
+    ``TableFile``; :meth:`finish` is given the document (its first divergence, its rows to check the first
+    divergence's on) and puts the table in place.
     A failure of the table (disk full) does not stop the compare or its print: :meth:`finish` raises
     it.  :meth:`abandon` (the print stopped half-way) leaves nothing.
     """

@@ -527,7 +527,8 @@ class XlsxWriter:
                        for k in range(1, n + 1))
         rels += (f'<Relationship Id="rId{n + 1}" Type="{_REL_NS}/styles" Target="styles.xml"/>'
                  f'<Relationship Id="rId{n + 2}" Type="{_REL_NS}/sharedStrings" Target="sharedStrings.xml"/>')
-        z.add("xl/_rels/workbook.xml.rels", f'{_HEAD}<Relationships xmlns="{_PKG_REL_NS}">{rels}</Relationships>'.encode())
+        z.add("xl/_rels/workbook.xml.rels",
+              f'{_HEAD}<Relationships xmlns="{_PKG_REL_NS}">{rels}</Relationships>'.encode())
         z.add("xl/styles.xml", self._styles().encode())
         shared = DeflatedPart(self._scratch)  # (up to SHARED_MAX texts: streamed, not joined whole)
         shared.write(f'{_HEAD}<sst xmlns="{_MAIN_NS}" uniqueCount="{len(self._shared)}">'.encode())
