@@ -24,8 +24,8 @@ TEXTS = ["", "N/A", "x", "a<b>&c", " sp", "sp ", "\t", "\x1b[31m", "\x00", "\ud8
 FLOATS = [0.0, -0.0, 1.0, 1.5, 0.1, 0.1 + 0.2, 1e-300, 1e308, -2.5, math.nan, math.inf, -math.inf]
 
 
-def _book(sheets: list[list[tuple[list, object]]], blocks: list[int] | None, columns: bool = False) -> dict[str, bytes]:
-    """The book's parts (uncompressed), each sheet's rows in blocks of these sizes in
+def _book(sheets: list[list[tuple[list, object]]], blocks: list[int] | None, columns: bool = False) -> dict[str, object]:
+    """The book's parts (uncompressed) and its slots counted, each sheet's rows in blocks of these sizes in
     turn (``rows``; ``columns``: each block's runs of one width given as columns, ``_columns``), or row by
     row (``blocks`` None)."""
     fh = io.BytesIO()
@@ -46,7 +46,7 @@ def _book(sheets: list[list[tuple[list, object]]], blocks: list[int] | None, col
             i, j = i + size, j + 1
     book.close()
     z = zipfile.ZipFile(io.BytesIO(fh.getvalue()))
-    return {n: z.read(n) for n in z.namelist()}
+    return {"slots counted": book.slots, **{n: z.read(n) for n in z.namelist()}}
 
 
 def _columns(book: XlsxWriter, block: list[tuple[list, object]], j: int) -> None:
@@ -117,6 +117,7 @@ def test_rows_in_blocks_are_the_bytes_of_rows_one_by_one(sheets, blocks, shared_
     xlsx_stream.SHARED_MAX = shared_max  # (a full shared table: later texts inline, in both ways alike)
     try:
         one_by_one = _book(sheets, None)
+        assert one_by_one["slots counted"] == sum(cells.count(SLOT) for lines in sheets for cells, _ in lines)
         assert _book(sheets, blocks) == one_by_one
         assert _book(sheets, blocks, columns=True) == one_by_one
     finally:

@@ -349,15 +349,15 @@ def _chunks(items: Any, out: list[str], sep: str, inner: str, size: int = 0) -> 
         return
     flushing = type(out) is _Flushing
     later = "," + inner
+    size = size or _CHUNK
     # (a list of one chunk is that chunk itself: a spool's block, read by column by its table too, is the
     # very list the table read: ``row_columns``)
-    whole = t is list and len(items) <= (size or _CHUNK)
-    it = iter(()) if whole else iter(items)
-    while True:
-        chunk = items if whole else list(islice(it, size or _CHUNK))
-        whole = False
-        if not chunk:
-            return
+    if t is list and len(items) <= size:
+        chunks: Any = (items,)
+    else:
+        it = iter(items)
+        chunks = iter(lambda: list(islice(it, size)), [])
+    for chunk in chunks:
         text = None
         if len(chunk) >= _COLUMNS_MIN and set(map(type, chunk)) == _DICT_ONLY:
             try:

@@ -27,9 +27,9 @@ is a ``SLOT`` cell, written as an empty text (``_SLOT_EMPTY``); ``close`` is giv
 are not empty (a few: ``filled``).  Each sheet is deflated into a scratch file as it is written, in
 segments that inflate alone (``core.support.zip_writer``): a filled slot's segment is inflated, the slot
 found (its row by ``r``, the slot by its spelling) and filled, and the segment deflated again; the others
-are copied as they are.  The sheets' XML was written
-to a temporary file whole and copied through a filling of every slot into a ``zipfile`` archive before
-(~0.5 us a row of a compare's table, ~36 MB of XML for a compare of two 20k trees).
+are copied as they are.  The sheets' XML was written to a temporary file whole and copied through a
+filling of every slot into a ``zipfile`` archive before (~0.5 us a row of a compare's table, ~36 MB of XML
+for a compare of two 20k trees).
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ class XlsxWriter:
 
     ``fills`` names the row styles (e.g. ``{"error": "FFFF0000"}``): a row given one of those names
     has every cell, empty ones included, filled solid with that ARGB colour.  ``slots`` counts the
-    ``SLOT`` cells written (all in one column: ``close`` finds a row's by it).
+    ``SLOT`` cells written (``close`` finds a row's by their spelling, ``_SLOT_EMPTY``).
     """
 
     def __init__(self, fh: IO[bytes], fills: Optional[dict[str, str]] = None,
@@ -169,7 +169,7 @@ class XlsxWriter:
                 plan = self._plan(types, fill)
             self._last_types, self._last_plan = types, plan
         if plan is not _ODD:
-            pieces, get_values, get_floats, slots_at = plan
+            pieces, get_values, get_floats, slots = plan
             # (-0.0 equals 0.0 as a key: a row holding one is spelled cell by cell)
             if get_floats is None or not (0.0 in (floats := get_floats(cells))
                                           and _has_negative_zero(floats)):
@@ -180,8 +180,7 @@ class XlsxWriter:
                 else:
                     pieces[1] = str(self._row)
                     self._buf.append("".join(pieces))
-                    if slots_at:
-                        self._slotted(slots_at, 1)
+                    self.slots += slots
                     if len(self._buf) >= 256:
                         self._flush()
                     return
@@ -307,9 +306,7 @@ class XlsxWriter:
                     its.append(texts[k])
                     lit = after
         its.append(repeat(lit + "</row>"))
-        slots_at = [k for k, kind in enumerate(kinds) if kind is _SLOTS]
-        if slots_at:
-            self._slotted(slots_at, n)
+        self.slots += n * kinds.count(_SLOTS)
         start = self._row + 1
         if not self._buf:
             self._buf_first = start
@@ -343,9 +340,9 @@ class XlsxWriter:
         return inline
 
     def _plan(self, key: tuple, fill: Optional[str]) -> Any:
-        """The template of rows of this shape: ``(pieces, values getter, floats getter)``: the pieces'
-        second item is the row number, its fourth, sixth … the texts of the values (every cell but the
-        empty and the slots) in turn, the others the XML between them; ``_ODD`` when a cell's type has
+        """The template of rows of this shape: ``(pieces, values getter, floats getter, slots a row)``: the
+        pieces' second item is the row number, its fourth, sixth … the texts of the values (every cell but
+        the empty and the slots) in turn, the others the XML between them; ``_ODD`` when a cell's type has
         no template (numpy numbers, other objects: written cell by cell)."""
         if len(self._plans) >= 4096:
             self._plans.clear()
@@ -354,7 +351,7 @@ class XlsxWriter:
         parts = ['<row r="%s">']
         value_at: list[int] = []
         float_at: list[int] = []
-        slots_at: list[int] = []
+        slots = 0
         for i, t in enumerate(key[1:]):
             if t is str:
                 parts.append(c + "%s")
@@ -366,7 +363,7 @@ class XlsxWriter:
                 parts.append(c + ' t="b"><v>%s</v></c>')
             elif t is _Slot:
                 parts.append(c + _SLOT_EMPTY)
-                slots_at.append(i)
+                slots += 1
                 continue
             elif t is type(None):
                 parts.append(c + "/>")
@@ -381,7 +378,7 @@ class XlsxWriter:
         fixed = "".join(parts).split("%s")
         pieces: list[str] = [""] * (2 * len(fixed) - 1)
         pieces[0::2] = fixed
-        plan = (pieces, _getter(value_at), _getter(float_at) if float_at else None, slots_at)
+        plan = (pieces, _getter(value_at), _getter(float_at) if float_at else None, slots)
         self._plans[key] = plan
         return plan
 
@@ -393,7 +390,7 @@ class XlsxWriter:
         parts = [f'<row r="{self._row}">']
         add = parts.append
         texts = self._known
-        for i, v in enumerate(cells):
+        for v in cells:
             t = type(v)
             if t is str:
                 tail = texts.get(v)
@@ -407,7 +404,7 @@ class XlsxWriter:
                 add(empty)
             elif v is SLOT:
                 add(c + _SLOT_EMPTY)
-                self._slotted([i], 1)
+                self.slots += 1
             elif t is int:
                 add(f"{c}><v>{v:.16g}</v></c>")
             else:
@@ -450,10 +447,6 @@ class XlsxWriter:
         if self._buf and self._out is not None:
             self._out.write("".join(self._buf).encode("utf-8"), self._buf_first)
         self._buf.clear()
-
-    def _slotted(self, columns: list[int], n: int) -> None:
-        """``n`` rows each with a slot in each of ``columns`` written."""
-        self.slots += n * len(columns)
 
     def _end_sheet(self) -> None:
         if self._out is None:
