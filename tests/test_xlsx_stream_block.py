@@ -24,12 +24,13 @@ TEXTS = ["", "N/A", "x", "a<b>&c", " sp", "sp ", "\t", "\x1b[31m", "\x00", "\ud8
 FLOATS = [0.0, -0.0, 1.0, 1.5, 0.1, 0.1 + 0.2, 1e-300, 1e308, -2.5, math.nan, math.inf, -math.inf]
 
 
-def _book(sheets: list[list[tuple[list, object]]], blocks: list[int] | None, columns: bool = False) -> dict[str, object]:
+def _book(sheets: list[list[tuple[list, object]]], blocks: list[int] | None, columns: bool = False,
+          own: tuple[int, ...] = ()) -> dict[str, object]:
     """The book's parts (uncompressed) and its slots counted, each sheet's rows in blocks of these sizes in
     turn (``rows``; ``columns``: each block's runs of one width given as columns, ``_columns``), or row by
-    row (``blocks`` None)."""
+    row (``blocks`` None); ``own``: the columns of rows' own texts (written inline)."""
     fh = io.BytesIO()
-    book = XlsxWriter(fh, FILLS, scratch=io.BytesIO())
+    book = XlsxWriter(fh, FILLS, scratch=io.BytesIO(), own_texts=own)
     for k, lines in enumerate(sheets):
         book.sheet(f"S{k}")
         if blocks is None:
@@ -75,7 +76,10 @@ def _value(kind: str, clean: bool = False):
     texts = st.text("ab ", max_size=3) if clean else (st.sampled_from(TEXTS) | st.text(max_size=5)
                                                        | st.text("ab <&", max_size=4))
     floats = st.sampled_from(FLOATS) | st.floats()
-    ints = st.sampled_from([0, 1, -1, 2 ** 53 + 1, 10 ** 20]) | st.integers(-10 ** 30, 10 ** 30)
+    # (ints to 2**53 are spelled by ``str`` in a column: those at the edge, and past it)
+    ints = (st.sampled_from([0, 1, -1, 2 ** 53 + 1, 10 ** 20, 2 ** 53, -2 ** 53, 2 ** 53 - 1, -2 ** 53 - 1,
+                             10 ** 16 - 1, 10 ** 15])
+            | st.integers(-10 ** 30, 10 ** 30) | st.integers(-2 ** 54, 2 ** 54))
     numpy = st.sampled_from([np.float64(0.5), np.float32(1.5), np.int64(7), np.bool_(True), np.float64(-0.0),
                              np.float64(math.nan)])
     kinds = {"text": texts, "float": floats, "int": ints, "number": ints | floats, "bool": st.booleans(),
@@ -111,15 +115,16 @@ def tables(draw):
 
 
 @settings(max_examples=300, deadline=None)
-@given(tables(), st.lists(st.integers(1, 40), min_size=1, max_size=4), st.sampled_from([1, 3, 8, 1 << 16]))
-def test_rows_in_blocks_are_the_bytes_of_rows_one_by_one(sheets, blocks, shared_max):
+@given(tables(), st.lists(st.integers(1, 40), min_size=1, max_size=4), st.sampled_from([1, 3, 8, 1 << 16]),
+       st.sampled_from([(), (), (0,), (0, 1), (1, 3)]))
+def test_rows_in_blocks_are_the_bytes_of_rows_one_by_one(sheets, blocks, shared_max, own):
     saved = xlsx_stream.SHARED_MAX
     xlsx_stream.SHARED_MAX = shared_max  # (a full shared table: later texts inline, in both ways alike)
     try:
-        one_by_one = _book(sheets, None)
+        one_by_one = _book(sheets, None, own=own)
         assert one_by_one["slots counted"] == sum(cells.count(SLOT) for lines in sheets for cells, _ in lines)
-        assert _book(sheets, blocks) == one_by_one
-        assert _book(sheets, blocks, columns=True) == one_by_one
+        assert _book(sheets, blocks, own=own) == one_by_one
+        assert _book(sheets, blocks, columns=True, own=own) == one_by_one
     finally:
         xlsx_stream.SHARED_MAX = saved
 
@@ -156,3 +161,56 @@ def test_texts_made_in_bulk_are_each_texts_own(texts):
     """New shared texts are made together (``_elements``: by concatenation when a few scans of them all
     find nothing to escape and no edge space); each is what ``_t`` makes of it alone."""
     assert xlsx_stream._elements(texts) == list(map(xlsx_stream._t, texts))
+
+
+def test_own_texts_are_inline_and_read_back_as_given():
+    """A column of rows' own texts (``own_texts``: the compare table's names) is written inline, never
+    shared; the other columns' texts are still shared, each once; every cell reads back as given, plain
+    or not (a text to escape, an edge space, an empty text, a number in the column)."""
+    names = [f"op{k}.input.0" for k in range(40)]
+    odd = ["a<b>&c", " sp", "", "é ≤ 2", "=1"]
+    rows = [([names[k], names[k], "float16", k], None) for k in range(40)]
+    rows += [([t, t, "float16", 1.5], "error") for t in odd] + [([7, None, "float16", 0], None)]
+    cols = [list(col) for col in zip(*[c for c, _ in rows[:40]])]
+    for how in ("row", "columns"):
+        fh = io.BytesIO()
+        book = XlsxWriter(fh, FILLS, scratch=io.BytesIO(), own_texts=(0, 1))
+        book.sheet("S")
+        if how == "row":
+            for cells, fill in rows:
+                book.row(cells, fill)
+        else:
+            book.columns(cols, [None] * 40)
+            book.rows(rows[40:])
+        book.close()
+        z = zipfile.ZipFile(io.BytesIO(fh.getvalue()))
+        shared = z.read("xl/sharedStrings.xml").decode()
+        sheet = z.read("xl/worksheets/sheet1.xml").decode()
+        assert "op1.input.0" not in shared and shared.count("<t>float16</t>") == 1
+        assert sheet.count('<c t="inlineStr"><is><t>op1.input.0</t></is></c>') == 2
+        assert _cells(z) == [[c for c in cells] for cells, _ in rows], how
+
+
+def _cells(z: zipfile.ZipFile) -> list[list[object]]:
+    """The first sheet's cells read back (texts shared or inline, numbers as floats or ints, empty: None)."""
+    import xml.etree.ElementTree as ET
+
+    ns = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main"}
+    shared = ["".join(t.text or "" for t in si.iter(f"{{{ns['m']}}}t"))
+              for si in ET.fromstring(z.read("xl/sharedStrings.xml")).findall("m:si", ns)]
+    out = []
+    for row in ET.fromstring(z.read("xl/worksheets/sheet1.xml")).iter(f"{{{ns['m']}}}row"):
+        cells: list[object] = []
+        for c in row.findall("m:c", ns):
+            t, v = c.get("t"), c.find("m:v", ns)
+            if t == "s":
+                cells.append(shared[int(v.text)])
+            elif t == "inlineStr":
+                cells.append("".join(x.text or "" for x in c.iter(f"{{{ns['m']}}}t")))
+            elif v is None:
+                cells.append(None)
+            else:
+                f = float(v.text)
+                cells.append(int(f) if f.is_integer() and "." not in v.text else f)
+        out.append(cells)
+    return out

@@ -179,21 +179,22 @@ def chunk_columns(cells: TableCells, rows: list[dict[str, Any]], given: Optional
     def few_texts(col: tuple, empty: Any) -> Any:
         """``(few_get(v) or text(v)) if v else empty`` of each value (``of``'s dtype and rule cells)."""
         out = list(map(few_get, col))
-        if None in out or not all(col):
+        # (``all``: a None found ~2x faster than by ``in``; an empty text, if any, is made again: the same)
+        if not all(out) or not all(col):
             out = [(few_get(v) or text(v)) if v else empty for v in col]
         return out
 
     def few_or_none(col: tuple) -> Any:
         """``(few_get(v) or text(v)) if v is not None else None`` (``of``'s type and precision cells)."""
         out = list(map(few_get, col))
-        if None in out:
+        if not all(out):  # (an empty text too: made again, the same)
             out = [(few_get(v) or text(v)) if v is not None else None for v in col]
         return out
 
     def shapes(col: tuple) -> Any:
         if _LIST.issuperset(map(type, col)):
             out = list(map(few_get, map(tuple, col)))
-            if None not in out:
+            if all(out):
                 return out
         shape = cells.shape
         return [(few_get(tuple(v)) if type(v) is list else None) or shape(v) for v in col]

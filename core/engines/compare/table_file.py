@@ -93,7 +93,9 @@ class TableFile:
                 from dumpscope.core.engines.compare.xlsx_stream import XlsxWriter
 
                 self._fh = open(tmp, "wb")
-                self._book = XlsxWriter(self._fh, {"error": ERROR_FILL, "warning": WARNING_FILL}, scratch=self._part)
+                # (a row's NPU and Bench Name are its tensor's own: written inline, not shared)
+                self._book = XlsxWriter(self._fh, {"error": ERROR_FILL, "warning": WARNING_FILL}, scratch=self._part,
+                                        own_texts=_OWN_TEXTS)
                 self._sheets = 0
         except OSError as exc:
             self.abort()
@@ -316,6 +318,8 @@ _INFS = frozenset((math.inf, -math.inf))
 _CSV_SLOT = "\x00"
 _CSV_SLOT_BYTE = b"\x00"
 _FIRST_COLUMN = COLUMNS.index("first_divergence")
+#: the workbook's columns of a row's own texts (``XlsxWriter``'s ``own_texts``): a tensor's names
+_OWN_TEXTS = (COLUMNS.index("NPU Name"), COLUMNS.index("Bench Name"))
 #: bytes of a part copied at a time
 _COPY_BYTES = 1 << 20
 #: the fewest rows of tensors made by column (``_parts``): fewer cost more by column than by row (even at ~10
