@@ -38,9 +38,11 @@ from bench_overflow import best_with_cpu, read_all  # noqa: E402
 
 def one_step_tree(workdir: str, n_files: int, side: str) -> Path:
     """The (reused) tree of ``n_files`` CANN files in one step folder; ``side`` names the copy (a side named
-    ``*noisy``: every tensor a float16 step off in half its elements, ``common._cann_templates``)."""
+    ``*noisy``: every tensor a float16 step off in half its elements, ``common._cann_templates``; one naming
+    ``distinct``: every file's tensors their own, ``common._distinct``)."""
     def write(dump: Path, n: int) -> Path:
-        return common.write_cann_tree(dump, n, per_folder=n, noisy=side.endswith("noisy"))
+        return common.write_cann_tree(dump, n, per_folder=n, noisy=side.endswith("noisy"),
+                                      distinct="distinct" in side)
 
     root = common.check_workdir(workdir) / f"cmp{n_files}-{side}"
     return common._cached_tree(root, f"one-step CANN tree ({side}), files", write, n_files)

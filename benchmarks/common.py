@@ -74,9 +74,10 @@ def _cann_templates(seed: int = 0, noisy: bool = False) -> list[tuple[str, tuple
 
 
 def write_cann_tree(dump: Path, n_files: int, per_folder: int = FILES_PER_FOLDER, log: bool = True,
-                    noisy: bool = False) -> Path:
+                    noisy: bool = False, distinct: bool = False) -> Path:
     """``n_files`` CANN dump files under ``dump`` (see module doc; ``noisy``: ``_cann_templates``).  Returns
-    ``dump``."""
+    ``dump``.  ``distinct``: every file's tensors hold two values of their own (``_distinct``), so no two
+    files share a statistic, as a real job's tensors do not (the templates alone repeat a few hundred)."""
     from synth.cann_writer import file_name_of, stamp_dump
 
     templates = _cann_templates(noisy=noisy)
@@ -97,8 +98,21 @@ def write_cann_tree(dump: Path, n_files: int, per_folder: int = FILES_PER_FOLDER
         ts += 37 + (k % 11)
         fname = f"{op_type}.{file_name_of(name)}.{k + 1}.{k % 4}.{ts:016d}"
         with open(folder / fname, "wb") as fh:
-            fh.write(stamp_dump(template, name, ts))
+            fh.write(stamp_dump(_distinct(template, i) if distinct else template, name, ts))
     return dump
+
+
+def _distinct(template: tuple[bytes, bytes], i: int) -> tuple[bytes, bytes]:
+    """``template`` with the first two float16 elements of each of its two tensors (equal halves of the
+    payload: one input, one output) set from ``i`` (a pair of values per file up to 262,144 files): the
+    same elements on both sides of a compare, so a noisy side still differs by its noise only."""
+    head, payload = template
+    data = bytearray(payload)
+    values = np.array([(i % 2048) / 256 - 4, (i // 2048) / 16 - 4], dtype=np.float16).tobytes()
+    half = len(data) // 2
+    for at in (0, half):
+        data[at:at + 4] = values
+    return head, bytes(data)
 
 
 def npy_bytes(arr: np.ndarray) -> bytes:

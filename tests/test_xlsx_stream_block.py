@@ -214,3 +214,24 @@ def _cells(z: zipfile.ZipFile) -> list[list[object]]:
                 cells.append(int(f) if f.is_integer() and "." not in v.text else f)
         out.append(cells)
     return out
+
+
+def test_new_floats_of_a_column_are_spelled_at_once(monkeypatch):
+    """A column of statistics of real tensors is nearly all new values: spelled by one ``map`` (``_Known.spelled``),
+    not a Python call a value; the same bytes as row by row, the values remembered (bounded) for the next run."""
+    values = [1.0 + k / 7 for k in range(300)]
+    rows = [([f"op{k}", values[k], values[k] * 3, k], None) for k in range(300)]
+    one_by_one = _book([rows], None)
+    missed = []
+    real = xlsx_stream._Known.__missing__
+    monkeypatch.setattr(xlsx_stream._Known, "__missing__", lambda self, v: missed.append(v) or real(self, v))
+    assert _book([rows], [128], columns=True) == one_by_one
+    assert not [v for v in missed if type(v) is float]
+    known = xlsx_stream._Known(lambda text: text)
+    assert known.spelled(values[:5]) == ["%.16g" % v for v in values[:5]] and known[values[3]] == "%.16g" % values[3]
+    known.spelled([0.5] * (xlsx_stream._NUMBERS_KEPT - 5))  # (past the bound: all forgotten)
+    assert values[3] not in known and not known.numbers
+    for odd in (math.nan, math.inf, -math.inf):
+        with pytest.raises(xlsx_stream._NotFinite):
+            known.spelled([1.5, odd])
+        assert 1.5 not in known
