@@ -53,62 +53,36 @@ def test_an_empty_book_has_one_sheet(tmp_path):
     assert _book(tmp_path / "e.xlsx", []).sheetnames == ["Sheet1"]
 
 
-def test_row_templates_write_what_cell_by_cell_writes(tmp_path, monkeypatch):
-    """A row is written by a template made per shape of row (issue 33); cell by cell (``_row_each``, the
-    way for the types no template takes) writes the very same XML, shared strings included."""
-    import io
-    import random
-    import zipfile
-
-    from dumpscope.core.engines.compare import xlsx_stream
-
-    # (1, 1.0 and True, 0, 0.0 and False are equal as keys of the one lookup of a row's values' texts)
-    values = [None, "", "x", "N/A", "a<b", " sp", "\x1b", "\ud800", "=1", 0, -5, 10 ** 20, True, False, 0.0, -0.0,
-              1.5, 1e-300, 1e308, math.inf, -math.inf, math.nan, 0.1 + 0.2, 1, 1.0, 2 ** 53 + 1, "1"]
-    r = random.Random(7)
-    sheets = [(f"S{k}", [([r.choice(values) for _ in range(6)], r.choice([None, "error", "warning", "other"]))
-                         for _ in range(300)]) for k in range(2)]
-    sheets[0][1].append(([1e308, 1e308, "x"], None))  # a sum past the largest float: checked one by one
-
-    def parts() -> dict[str, bytes]:
-        fh = io.BytesIO()
-        book = XlsxWriter(fh, {"error": "FFFF0000", "warning": "FFFF00"})
-        for name, lines in sheets:
-            book.sheet(name)
-            for cells, fill in lines:
-                book.row(cells, fill)
-        book.close()
-        z = zipfile.ZipFile(io.BytesIO(fh.getvalue()))
-        return {n: z.read(n) for n in z.namelist()}
-
-    templated = parts()
-    monkeypatch.setattr(xlsx_stream.XlsxWriter, "_plan", lambda self, key, fill: xlsx_stream._ODD)
-    assert parts() == templated
-    assert b't="s"' in templated["xl/worksheets/sheet1.xml"] and b"<v>1e+308</v>" in templated["xl/worksheets/sheet1.xml"]
-
-
-def test_float_texts_looked_up_are_what_each_float_spells(tmp_path, monkeypatch):
-    """A row's floats are spelled by a lookup of the texts already made (issue 33): -0.0 after 0.0 (equal
-    as keys) stays ``-0``, 0.0 after -0.0 stays ``0``, and past the lookup's bound (4096 texts) every
-    float is still its own ``%.16g``: the same XML as the cell-by-cell way."""
+def test_numbers_read_back_as_the_very_values(tmp_path):
+    """A float is written as its ``repr`` (the shortest text of the same double: what ``--json`` prints), so
+    it reads back as the very value, 17 digits where it takes them (msprobe's openpyxl wrote 16: 0.1 + 0.2
+    read back as 0.3); -0.0 stays -0.0; an int is its digits to 2**53 and its double's 16 digits beyond;
+    numpy numbers as the Python numbers they equal.  Row by row and a run written by column alike."""
     import io
     import zipfile
 
-    from dumpscope.core.engines.compare import xlsx_stream
-
-    lines = [([0.0, 1.5, "a"], None), ([-0.0, 1.5, "a"], None), ([0.0, -0.0, "b"], "error"), ([1.5, 0.0, "a"], None)]
-    lines += [([k / 7, -k / 3, "c"], None) for k in range(5000)] + [([1 / 7, -0.0, "c"], None)]
-
-    def sheet() -> bytes:
-        fh = io.BytesIO()
-        book = XlsxWriter(fh, {"error": "FFFF0000"})
-        book.sheet("S")
-        for cells, fill in lines:
-            book.row(cells, fill)
-        book.close()
-        return zipfile.ZipFile(io.BytesIO(fh.getvalue())).read("xl/worksheets/sheet1.xml")
-
-    templated = sheet()
-    assert templated.count(b"<v>-0</v>") == 3 and b"<v>0.1428571428571428</v>" in templated
-    monkeypatch.setattr(xlsx_stream.XlsxWriter, "_plan", lambda self, key, fill: xlsx_stream._ODD)
-    assert sheet() == templated
+    floats = [0.1 + 0.2, 1 / 3, -0.0, 0.0, 5e-324, 1e-300, 1.7976931348623157e308, 2.0, -2.5, 123456789.0,
+              0.9999998661614878, 1e16, 1e-5]
+    ints = [0, -5, 2 ** 53, -2 ** 53, 2 ** 53 + 1, 10 ** 20]
+    numpy = [np.float32(1.1), np.float64(0.1 + 0.2), np.int64(7)]
+    for how in ("row", "columns"):
+        path = tmp_path / f"{how}.xlsx"
+        with open(path, "wb") as fh:
+            book = XlsxWriter(fh)
+            book.sheet("S")
+            if how == "row":
+                for v in floats + ints:
+                    book.row([v, "x"])
+            else:
+                book.columns([floats, ["x"] * len(floats)], [None] * len(floats))
+                book.columns([ints, ["x"] * len(ints)], [None] * len(ints))
+            book.row(numpy)
+            book.close()
+        sheet = zipfile.ZipFile(io.BytesIO(path.read_bytes())).read("xl/worksheets/sheet1.xml").decode()
+        assert "<v>0.30000000000000004</v>" in sheet and "<v>-0.0</v>" in sheet and "<v>2.0</v>" in sheet
+        assert sheet.count("<v>9007199254740992</v>") == 2  # (2**53, and 2**53 + 1 as its double)
+        got = [r[0].value for r in openpyxl.load_workbook(path)["S"].iter_rows()]
+        want = floats + [0, -5, 2 ** 53, -2 ** 53, 2 ** 53, 1e20, float(np.float32(1.1))]
+        assert [repr(v) for v in got[:len(floats)]] == [repr(v) for v in floats], how
+        assert got[len(floats):] == want[len(floats):], how
+        assert got[-1] == float(np.float32(1.1))

@@ -130,8 +130,9 @@ def test_rows_in_blocks_are_the_bytes_of_rows_one_by_one(sheets, blocks, shared_
 
 
 def test_plain_runs_are_written_column_by_column(monkeypatch):
-    """The property above is not about a path never taken: runs of plain cells never reach ``row``; a run
-    holding a NaN, a -0.0 or a numpy number does, and its bytes are still ``row``'s."""
+    """The property above is not about a path never taken: runs of plain cells never reach ``row`` (a -0.0
+    among them included: its own text in its column); a run holding a NaN, ±Inf or a numpy number does, and
+    its bytes are still ``row``'s."""
     names = [f"op{k}.input.0" for k in range(200)]
     # (a 0.0 then a double whose lowest byte is 0x80: -0.0's bytes across the two, not a -0.0)
     low_80 = struct.unpack("<d", b"\x80\x00\x00\x00\x00\x00\xf0\x3f")[0]
@@ -150,7 +151,9 @@ def test_plain_runs_are_written_column_by_column(monkeypatch):
         want = _book([lines], None)
         calls.clear()
         assert _book([lines], [128]) == want
-        assert len(calls) == 68  # (rows 60..127: the run of one fill holding the odd cell, row by row)
+        # (rows 60..127: the run of one fill holding the odd cell, row by row; a -0.0 is a number of its own)
+        assert len(calls) == (0 if odd == 0 else 68)
+        assert (b"<v>-0.0</v>" in want["xl/worksheets/sheet1.xml"]) == (odd == 0)
     text = one_by_one["xl/sharedStrings.xml"]
     assert text.index(b"<t>op0.input.0</t>") < text.index(b"<t>float16</t>") < text.index(b"<t>op1.input.0</t>")
 
@@ -216,22 +219,29 @@ def _cells(z: zipfile.ZipFile) -> list[list[object]]:
     return out
 
 
-def test_new_floats_of_a_column_are_spelled_at_once(monkeypatch):
-    """A column of statistics of real tensors is nearly all new values: spelled by one ``map`` (``_Known.spelled``),
-    not a Python call a value; the same bytes as row by row, the values remembered (bounded) for the next run."""
-    values = [1.0 + k / 7 for k in range(300)]
-    rows = [([f"op{k}", values[k], values[k] * 3, k], None) for k in range(300)]
-    one_by_one = _book([rows], None)
-    missed = []
-    real = xlsx_stream._Known.__missing__
-    monkeypatch.setattr(xlsx_stream._Known, "__missing__", lambda self, v: missed.append(v) or real(self, v))
-    assert _book([rows], [128], columns=True) == one_by_one
-    assert not [v for v in missed if type(v) is float]
-    known = xlsx_stream._Known(lambda text: text)
-    assert known.spelled(values[:5]) == ["%.16g" % v for v in values[:5]] and known[values[3]] == "%.16g" % values[3]
-    known.spelled([0.5] * (xlsx_stream._NUMBERS_KEPT - 5))  # (past the bound: all forgotten)
-    assert values[3] not in known and not known.numbers
-    for odd in (math.nan, math.inf, -math.inf):
-        with pytest.raises(xlsx_stream._NotFinite):
-            known.spelled([1.5, odd])
-        assert 1.5 not in known
+def test_a_column_of_floats_is_spelled_once_for_the_print_and_the_book():
+    """Within one block stored (``one_transpose_each``) a column of floats is spelled once
+    (``row_columns.float_texts``): the book takes the texts the print made of that very column, and they are
+    the floats' ``repr``; outside, each spells its own."""
+    from dumpscope.core.support import row_columns
+
+    col = tuple(1.0 + k / 7 for k in range(300))
+    with row_columns.one_transpose_each():
+        printed = row_columns.float_texts(col)
+        assert row_columns.float_texts(col) is printed and printed == [repr(v) for v in col]
+        assert row_columns.float_texts(tuple(col)) is printed  # (a tuple of floats is itself)
+        assert row_columns.float_texts(list(col)) is not printed  # (another column of equal values)
+        fh = io.BytesIO()
+        book = XlsxWriter(fh, FILLS, scratch=io.BytesIO())
+        book.sheet("S")
+        taken = []
+        real = row_columns.float_texts
+        try:
+            xlsx_stream.float_texts = lambda c: taken.append(real(c)) or taken[-1]
+            book.columns([col, ["x"] * 300], [None] * 300)
+        finally:
+            xlsx_stream.float_texts = real
+        assert taken and taken[0] is printed
+    assert row_columns.float_texts(col) is not printed
+    with pytest.raises(TypeError):  # (a column not all floats: the caller's to know)
+        row_columns.float_texts((1.5, 2))

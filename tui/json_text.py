@@ -35,7 +35,7 @@ from itertools import chain, islice, repeat
 from typing import Any, Callable
 
 from dumpscope.core.inert import json_safe, json_unsafe_in
-from dumpscope.core.support.row_columns import columns_of
+from dumpscope.core.support.row_columns import columns_of, float_texts
 
 _encode_str: Callable[[str], str] = json.encoder.encode_basestring  # the C one when available
 #: a string's JSON text with DEL, C1 and bidi controls escaped (``inert.json_safe``): done string by
@@ -455,7 +455,7 @@ def _dicts_parts(ds: Any, nl: str) -> tuple[list[str], list[list[str]]] | None:
             try:
                 # (each float's own text: printing a repeated value once made the bench trees' rows 0.12 s
                 # cheaper only because they repeat 167 distinct floats in 660k; real statistics differ)
-                col = list(map(_float_repr, column)) if first is float else _str_texts(column)
+                col = float_texts(column) if first is float else _str_texts(column)
             except TypeError:  # None among them...: by the types of all (never all floats or all str)
                 pass
             else:

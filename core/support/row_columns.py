@@ -8,6 +8,10 @@ A compare's block of rows is read column by column twice as it is stored: by its
 meanwhile, so its identity is not reused), and the print finds the table's columns, its sides' columns
 too (the same tuple objects).
 The rows must not change meanwhile (a spool's rows must not change after they are appended anyway).
+
+A column of floats is spelled for both alike (``repr``: the JSON's number, the workbook's): ``float_texts``
+remembers the texts of a column by its identity as well, so the table and the print spell each float once
+(a compare of real tensors: every statistic new, ~0.3 us each).
 """
 
 from __future__ import annotations
@@ -23,13 +27,14 @@ _local = threading.local()
 
 @contextmanager
 def one_transpose_each() -> Iterator[None]:
-    """Within (in this thread): ``columns_of`` makes each sequence's columns once."""
-    outer = getattr(_local, "held", None)
-    _local.held = {}
+    """Within (in this thread): ``columns_of`` makes each sequence's columns once, ``float_texts`` each
+    column's texts once."""
+    outer = getattr(_local, "held", None), getattr(_local, "texts", None)
+    _local.held, _local.texts = {}, {}
     try:
         yield
     finally:
-        _local.held = outer
+        _local.held, _local.texts = outer
 
 
 def columns_of(ds: Sequence[dict]) -> Optional[tuple[tuple, list[tuple]]]:
@@ -54,3 +59,18 @@ def _columns(ds: Sequence[dict]) -> Optional[tuple[tuple, list[tuple]]]:
     if list(map(tuple, ds)).count(keys) != len(ds):
         return None
     return keys, list(zip(*map(dict.values, ds)))
+
+
+def float_texts(column: Sequence[float]) -> list[str]:
+    """``float.__repr__`` of each of ``column`` (floats: a TypeError at another type, as ``float.__repr__``
+    raises), made once for a column within ``one_transpose_each`` (by its identity, the column held
+    meanwhile).  The list is shared: its takers must not change it."""
+    held = getattr(_local, "texts", None)
+    if held is not None:
+        got = held.get(id(column))
+        if got is not None and got[0] is column:
+            return got[1]
+    made = list(map(float.__repr__, column))
+    if held is not None:
+        held[id(column)] = (column, made)
+    return made

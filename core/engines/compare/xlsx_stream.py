@@ -18,8 +18,12 @@ a cell is never a formula, whatever it starts with (the table's text is made ine
 as well).  Characters XML 1.0 cannot carry (control characters, lone surrogates
 from names that are not UTF-8) are written as ``\\xNN``/``\\uNNNN`` escapes, so a cell never breaks
 the file.  NaN and ±Inf, which a spreadsheet cannot hold as numbers, are the texts ``nan``/``inf``/
-``-inf``; numbers are written with 16 significant digits (a spreadsheet keeps 15): read back, every
-cell is what the openpyxl writer used before wrote.  Cells carry no reference (``r="C7"``: OOXML
+``-inf``.  A float is written as its ``repr``, the shortest text that reads back as the same double: the
+number ``--json`` prints and the CSV holds, so a column of them is spelled once for both when the block is
+printed too (``row_columns.float_texts``: a compare of real tensors' statistics, every value new, spent ~4 us
+a row of its table spelling them again).  msprobe's openpyxl wrote 16 significant digits, which reads back
+a neighbouring double for about half of all doubles (a spreadsheet shows 15 either way).  An int is its
+digits (beyond 2**53, its double's 16 digits).  Cells carry no reference (``r="C7"``: OOXML
 places a cell without one right after the previous one; an empty cell is ``<c/>``): fewer bytes to
 make and to deflate.
 
@@ -40,9 +44,9 @@ import re
 from array import array
 from itertools import chain, filterfalse, repeat
 from numbers import Integral, Real
-from operator import itemgetter
 from typing import IO, Any, Callable, Iterable, Mapping, Optional, Sequence
 
+from dumpscope.core.support.row_columns import float_texts
 from dumpscope.core.support.zip_writer import DeflatedPart, ZipWriter
 
 _MAIN_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
@@ -137,12 +141,9 @@ class XlsxWriter:
         self._row = 0
         self.slots = 0
         self._shared: list[str] = []  # the shared strings' ``<t>`` elements, in their index order
-        # shared text -> the rest of its cell; finite number -> its %.16g (bounded: ``_Known``)
+        # shared text -> the rest of its cell (``_Known``)
         self._known = _Known(self._text)
         self._known[""] = _EMPTY_TAIL  # (the empty text: no shared string)
-        self._plans: dict[tuple, Any] = {}  # (fill, type of each cell) -> the row's template (``_plan``)
-        self._last_types: tuple = ()  # the last row's key, and its plan
-        self._last_plan: Any = None
 
     # -- sheets -----------------------------------------------------------------------------------
 
@@ -156,48 +157,12 @@ class XlsxWriter:
         self._row = 0
 
     def row(self, cells: Iterable[Any], fill: Optional[str] = None) -> None:
-        """Append one row; ``None`` is an empty cell (in a filled row, an empty filled cell).
-
-        A row is one join of a template's pieces made once per shape of row (its cells' types and its
-        fill) with its values' texts, all looked up at once (``_known``: a text's shared-string tail, a
-        number's ``%.16g``); only a value seen for the first time takes Python code (``_Known``), and
-        a row with a NaN, ±Inf or -0.0 is written cell by cell (the same XML either way).
-        """
+        """Append one row; ``None`` is an empty cell (in a filled row, an empty filled cell).  Cell by cell
+        (``_row_each``): a book's header, its summary, and a run of rows ``columns`` cannot take."""
         self._row += 1
         if not self._buf:
             self._buf_first = self._row
-        if type(cells) is not list:
-            cells = list(cells)
-        if self._own_texts:  # (the templates share every text: a book's few rows of this way cell by cell)
-            self._buf.append(self._row_each(cells, fill))
-            if len(self._buf) >= 256:
-                self._flush()
-            return
-        types = (fill, *map(type, cells))
-        if types == self._last_types:  # (a table's rows mostly share one shape: no hash of the key)
-            plan = self._last_plan
-        else:
-            plan = self._plans.get(types)
-            if plan is None:
-                plan = self._plan(types, fill)
-            self._last_types, self._last_plan = types, plan
-        if plan is not _ODD:
-            pieces, get_values, get_floats, slots = plan
-            # (-0.0 equals 0.0 as a key: a row holding one is spelled cell by cell)
-            if get_floats is None or not (0.0 in (floats := get_floats(cells))
-                                          and _has_negative_zero(floats)):
-                try:
-                    pieces[3::2] = map(self._known.__getitem__, get_values(cells))
-                except _NotFinite:  # (the row goes cell by cell)
-                    pass
-                else:
-                    pieces[1] = str(self._row)
-                    self._buf.append("".join(pieces))
-                    self.slots += slots
-                    if len(self._buf) >= 256:
-                        self._flush()
-                    return
-        self._buf.append(self._row_each(cells, fill))
+        self._buf.append(self._row_each(cells if type(cells) is list else list(cells), fill))
         if len(self._buf) >= 256:
             self._flush()
 
@@ -258,30 +223,37 @@ class XlsxWriter:
             self._each(cols, n, fill)
             return
         known = self._known
-        look, get = known.__getitem__, known.get
+        look, get = known.__getitem__, known.get  # (texts only: numbers are spelled, not looked up)
         texts: list[Any] = [None] * width  # a column's texts, or its one text (folded)
         folded = [False] * width
         try:
             for k, kind in enumerate(kinds):
-                if kind is _FLOAT or kind is _INT or kind is _BOOL:
+                if kind is _FLOAT:
+                    col = cols[k]
+                    total = sum(col)  # (a NaN or ±Inf among them, or a sum past the largest double: row by row)
+                    if not total - total == 0:
+                        raise _NotFinite
+                    v = col[0]
+                    # (one value: its ends equal first, then every row; a -0.0 equals 0.0 but is spelled apart)
+                    if col[-1] == v and col.count(v) == n and not (v == 0 and _has_negative_zero(col)):
+                        texts[k], folded[k] = _float_repr(v), True
+                    else:  # (the print's texts of this very column when it prints the block too)
+                        texts[k] = float_texts(col)
+                elif kind is _INT:
                     col = cols[k]
                     v = col[0]
-                    # (one value: its ends equal first, then every row; -0.0 equals 0.0 as a key: a run
-                    # holding one goes row by row)
                     if col[-1] == v and col.count(v) == n:
-                        if kind is _FLOAT and v == 0 and _has_negative_zero(col):
-                            raise _NotFinite
-                        texts[k], folded[k] = look(v), True
-                    elif kind is _INT and -_EXACT_INT <= min(col) and max(col) <= _EXACT_INT:
-                        texts[k] = list(map(str, col))  # (no lookup: an exec_index, new every other row, took Python code)
-                    elif kind is _FLOAT:
-                        if 0.0 in col and _has_negative_zero(col):
-                            raise _NotFinite
-                        got = list(map(get, col))
-                        # (a value not known: the column spelled in C, not a miss at a time in Python)
-                        texts[k] = got if all(got) else known.spelled(col)
+                        texts[k], folded[k] = _int_text(v), True
+                    elif -_EXACT_INT <= min(col) and max(col) <= _EXACT_INT:
+                        texts[k] = list(map(str, col))
                     else:
-                        texts[k] = list(map(look, col))
+                        texts[k] = list(map(_int_text, col))
+                elif kind is _BOOL:
+                    col = cols[k]
+                    if col.count(col[0]) == n:
+                        texts[k], folded[k] = _BOOL_TEXT[col[0]], True
+                    else:
+                        texts[k] = list(map(_BOOL_TEXT.__getitem__, col))
         except (_NotFinite, OverflowError):  # (an int too large for a double: row by row, as before)
             self._each(cols, n, fill)
             return
@@ -380,49 +352,6 @@ class XlsxWriter:
             known.update(zip(fresh, map(_SHARED_TAIL.format, range(k, k + len(fresh)))))
         return inline
 
-    def _plan(self, key: tuple, fill: Optional[str]) -> Any:
-        """The template of rows of this shape: ``(pieces, values getter, floats getter, slots a row)``: the
-        pieces' second item is the row number, its fourth, sixth … the texts of the values (every cell but
-        the empty and the slots) in turn, the others the XML between them; ``_ODD`` when a cell's type has
-        no template (numpy numbers, other objects: written cell by cell)."""
-        if len(self._plans) >= 4096:
-            self._plans.clear()
-        style = self._style.get(fill) if fill else None
-        c = f'<c s="{style}"' if style else "<c"
-        parts = ['<row r="%s">']
-        value_at: list[int] = []
-        float_at: list[int] = []
-        slots = 0
-        for i, t in enumerate(key[1:]):
-            if t is str:
-                parts.append(c + "%s")
-            elif t is float or t is int:
-                parts.append(c + "><v>%s</v></c>")
-                if t is float:
-                    float_at.append(i)
-            elif t is bool:
-                parts.append(c + ' t="b"><v>%s</v></c>')
-            elif t is _Slot:
-                parts.append(c + _SLOT_EMPTY)
-                slots += 1
-                continue
-            elif t is type(None):
-                parts.append(c + "/>")
-                continue
-            else:
-                self._plans[key] = _ODD
-                return _ODD
-            value_at.append(i)
-        parts.append("</row>")
-        # the fixed pieces between the values, a list whose odd items each row fills (no literal "%s" in
-        # the parts: style numbers and tags only)
-        fixed = "".join(parts).split("%s")
-        pieces: list[str] = [""] * (2 * len(fixed) - 1)
-        pieces[0::2] = fixed
-        plan = (pieces, _getter(value_at), _getter(float_at) if float_at else None, slots)
-        self._plans[key] = plan
-        return plan
-
     def _row_each(self, cells: list[Any], fill: Optional[str]) -> str:
         """One row's XML, cell by cell."""
         style = self._style.get(fill) if fill else None
@@ -442,7 +371,7 @@ class XlsxWriter:
                 add(c + (tail if tail is not None else self._text(v)))
             elif t is float:
                 if v - v == 0:  # finite
-                    add(f"{c}><v>{v:.16g}</v></c>")
+                    add(f"{c}><v>{_float_repr(v)}</v></c>")
                 else:
                     add(c + self._text("nan" if v != v else ("inf" if v > 0 else "-inf")))
             elif v is None:
@@ -451,7 +380,7 @@ class XlsxWriter:
                 add(c + _SLOT_EMPTY)
                 self.slots += 1
             elif t is int:
-                add(f"{c}><v>{v:.16g}</v></c>")
+                add(f"{c}><v>{_int_text(v)}</v></c>")
             else:
                 add(c + self._other(v))
         add("</row>")
@@ -480,11 +409,11 @@ class XlsxWriter:
         if isinstance(v, bool) or type(v).__name__ == "bool_":
             return f' t="b"><v>{int(bool(v))}</v></c>'
         if isinstance(v, Integral):
-            return f"><v>{int(v):.16g}</v></c>"
+            return f"><v>{_int_text(int(v))}</v></c>"
         if isinstance(v, Real):
             f = float(v)
             if math.isfinite(f):
-                return f"><v>{f:.16g}</v></c>"
+                return f"><v>{_float_repr(f)}</v></c>"
             return self._text("nan" if math.isnan(f) else ("inf" if f > 0 else "-inf"))
         return self._text(str(v))
 
@@ -617,69 +546,35 @@ def _t(text: str) -> str:
 
 
 class _NotFinite(Exception):
-    """A row's NaN or ±Inf, which ``_Known`` does not spell (the row is written cell by cell)."""
+    """A run's NaN or ±Inf, which a column does not spell (the run is written cell by cell: texts)."""
 
 
 class _Known(dict):
-    """A value's XML in a row's template (after ``<c …``): a text's shared-string tail (``text``, which
-    remembers it here as long as the shared table takes it), a number's ``%.16g``; made at its first
-    lookup (``__missing__``: one C-level lookup a cell, Python code for a new value only).
+    """A text's XML after ``<c …``: its shared-string tail (``text``, which remembers it here as long as
+    the shared table takes it), made at its first lookup (``__missing__``)."""
 
-    Numbers are remembered up to 4096 at a time (most of a compare's recur: an op's output statistics
-    are the next op's input's, steps, ranks and slots are few).  An int, a bool and a float equal as
-    keys spell the same ``%.16g`` (``True``, ``1`` and ``1.0`` are all ``1``); a text never equals a
-    number; a NaN or ±Inf raises ``_NotFinite``."""
-
-    __slots__ = ("text", "numbers")
+    __slots__ = ("text",)
 
     def __init__(self, text: Callable[[str], str]) -> None:
         super().__init__()
         self.text = text
-        self.numbers: list[Any] = []  # the numbers remembered
 
-    def __missing__(self, v: Any) -> str:
-        if type(v) is str:
-            return self.text(v)
-        if type(v) is float and not v - v == 0:
-            raise _NotFinite
-        text = self[v] = "%.16g" % v
-        numbers = self.numbers
-        numbers.append(v)
-        if len(numbers) >= _NUMBERS_KEPT:
-            self._forget()
-        return text
-
-    def spelled(self, col: Sequence[Any]) -> list[str]:
-        """The ``%.16g`` of each of ``col`` (finite numbers, no -0.0: else ``_NotFinite``), made by one C-level
-        ``map`` and remembered: a column of statistics of real tensors is nearly all new values (the bench
-        trees' repeat a few hundred), whose misses one by one took a Python call each (~0.3 us a value
-        beside the spelling's own ~0.3)."""
-        texts = list(map(_G16.__mod__, col))
-        if "nan" in texts or "inf" in texts or "-inf" in texts:
-            raise _NotFinite
-        self.update(zip(col, texts))
-        numbers = self.numbers
-        numbers += col
-        if len(numbers) >= _NUMBERS_KEPT:
-            self._forget()
-        return texts
-
-    def _forget(self) -> None:
-        """The numbers remembered forgotten (all at once: bounded, and no order of use kept)."""
-        numbers = self.numbers
-        for n in numbers:
-            self.pop(n, None)
-        numbers.clear()
+    def __missing__(self, v: str) -> str:
+        return self.text(v)
 
 
-#: the numbers ``_Known`` remembers at most (then forgets all)
-_NUMBERS_KEPT = 4096
-#: a number's spelling (openpyxl's: 16 significant digits)
-_G16 = "%.16g"
+def _int_text(v: int) -> str:
+    """An int's number: its digits to 2**53 (every int a double holds, no exponent below 1e16), else its
+    double's 16 significant digits (what a spreadsheet holds of it; OverflowError past the largest)."""
+    return str(v) if -_EXACT_INT <= v <= _EXACT_INT else "%.16g" % v
+
+
+#: a float's number: the shortest text that reads back as the same double (``--json``'s and the CSV's)
+_float_repr = float.__repr__
+#: a boolean's value
+_BOOL_TEXT = {True: "1", False: "0"}
 #: the bytes of -0.0 in an array of doubles
 _NEGATIVE_ZERO = array("d", [-0.0]).tobytes()
-#: the plan of a row with a cell no template takes
-_ODD = object()
 #: a shared text's cell after ``<c …``
 _SHARED_TAIL = ' t="s"><v>{}</v></c>'
 #: an inline text's cell after ``<c …`` (its ``<t>`` element), and the empty text's
@@ -702,7 +597,6 @@ _KIND = {str: _TEXT, float: _FLOAT, int: _INT, bool: _BOOL, type(None): _EMPTY, 
 #: a column's XML before and after each value's text (after ``<c`` and its style)
 _AROUND = {_TEXT: ("", ""), _INT: ("><v>", "</v></c>"), _FLOAT: ("><v>", "</v></c>"),
            _BOOL: (' t="b"><v>', "</v></c>"), _OWN: (' t="inlineStr"><is><t>', "</t></is></c>")}
-_NUMBER_TYPES = frozenset((int, float))
 #: the largest int a double holds exactly, as do all ints nearer 0: their ``%.16g`` (16 digits at most, no
 #: exponent below 1e16) is their decimal digits, ``str``'s
 _EXACT_INT = 1 << 53
@@ -744,21 +638,11 @@ def _own_tail(text: str) -> str:
 
 
 def _kind_of(types: set) -> Optional[str]:
-    """The kind of a column of these value types (ints and floats together are numbers); None when it
-    has none (the run is written row by row)."""
+    """The kind of a column of these value types; None when it has none (ints and floats together, other
+    types: the run is written row by row)."""
     if len(types) == 1:
         return _KIND.get(types.pop())
-    return _FLOAT if types <= _NUMBER_TYPES else None
-
-
-def _getter(positions: list[int]) -> Any:
-    """``itemgetter`` of ``positions`` that always returns a tuple (itemgetter of one returns the item)."""
-    if len(positions) == 1:
-        k = positions[0]
-        return lambda vals: (vals[k],)
-    if not positions:
-        return lambda vals: ()
-    return itemgetter(*positions)
+    return None
 
 
 def _attr(text: str) -> str:
