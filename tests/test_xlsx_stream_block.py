@@ -219,29 +219,52 @@ def _cells(z: zipfile.ZipFile) -> list[list[object]]:
     return out
 
 
-def test_a_column_of_floats_is_spelled_once_for_the_print_and_the_book():
+def test_a_column_of_floats_is_spelled_once_for_the_print_and_the_book(monkeypatch):
     """Within one block stored (``one_transpose_each``) a column of floats is spelled once
-    (``row_columns.float_texts``): the book takes the texts the print made of that very column, and they are
-    the floats' ``repr``; outside, each spells its own."""
+    (``row_columns.float_texts``): a book of rows printed too (``FloatSpellings(look_up=False)``) takes the
+    texts made of that very column (no lookup), the floats' ``repr``; outside, each spells its own."""
     from dumpscope.core.support import row_columns
 
     col = tuple(1.0 + k / 7 for k in range(300))
+    spelled = []
+    real = row_columns.float_texts
+    monkeypatch.setattr(row_columns, "float_texts", lambda c: spelled.append(c) or real(c))
     with row_columns.one_transpose_each():
         printed = row_columns.float_texts(col)
         assert row_columns.float_texts(col) is printed and printed == [repr(v) for v in col]
-        assert row_columns.float_texts(tuple(col)) is printed  # (a tuple of floats is itself)
-        assert row_columns.float_texts(list(col)) is not printed  # (another column of equal values)
+        assert real(list(col)) is not printed  # (another column of equal values)
         fh = io.BytesIO()
-        book = XlsxWriter(fh, FILLS, scratch=io.BytesIO())
+        book = XlsxWriter(fh, FILLS, scratch=io.BytesIO(), floats=row_columns.FloatSpellings(look_up=False))
         book.sheet("S")
-        taken = []
-        real = row_columns.float_texts
-        try:
-            xlsx_stream.float_texts = lambda c: taken.append(real(c)) or taken[-1]
-            book.columns([col, ["x"] * 300], [None] * 300)
-        finally:
-            xlsx_stream.float_texts = real
-        assert taken and taken[0] is printed
-    assert row_columns.float_texts(col) is not printed
+        book.columns([col, ["x"] * 300], [None] * 300)
+        book.close()
+        assert len(spelled) == 3 and spelled[-1] is col  # (the book asked for this very column's texts)
+    assert real(col) is not printed
+    sheet = zipfile.ZipFile(io.BytesIO(fh.getvalue())).read("xl/worksheets/sheet1.xml").decode()
+    assert all(f"<c><v>{t}</v></c>" in sheet for t in printed)
     with pytest.raises(TypeError):  # (a column not all floats: the caller's to know)
-        row_columns.float_texts((1.5, 2))
+        real((1.5, 2))
+
+
+def test_float_spellings_remember_values_and_spell_a_new_column_at_once(monkeypatch):
+    """``FloatSpellings.of``: a column all remembered is looked up (no spelling); one with a new value is
+    spelled whole by one ``float_texts`` and remembered; one of one value is its text once; -0.0 (equal to
+    0.0 as a key) is spelled, never remembered; past ``kept`` values everything is forgotten first."""
+    from dumpscope.core.support import row_columns
+
+    spelled = []
+    real = row_columns.float_texts
+    monkeypatch.setattr(row_columns, "float_texts", lambda c: spelled.append(len(c)) or real(c))
+    sp = row_columns.FloatSpellings(kept=10)
+    assert sp.of((0.5, 1.5, 0.5)) == ["0.5", "1.5", "0.5"] and spelled == [3]
+    assert sp.of((1.5, 0.5)) == ["1.5", "0.5"] and spelled == [3]  # (looked up)
+    assert sp.of((0.0, -0.0, 0.5)) == ["0.0", "-0.0", "0.5"] and 0.0 not in sp.known
+    assert sp.of((0.0, 0.25)) == ["0.0", "0.25"] and sp.known[0.0] == "0.0"
+    assert sp.of((7.5,) * 4) == ["7.5"] * 4 and 7.5 not in sp.known  # (one value: its text once)
+    sp.of(tuple(k / 3 for k in range(1, 9)))  # (4 kept + 8 new > 10: forgotten, then these 8)
+    assert 1.5 not in sp.known and len(sp.known) == 8
+    with row_columns.one_transpose_each():  # (rows printed too: no lookup, the print's texts)
+        col = (2.25, 3.25)
+        printed = real(col)
+        sp = row_columns.FloatSpellings(look_up=False)
+        assert sp.of((0.5,)) == ["0.5"] and sp.of(col) is printed and not sp.known

@@ -72,7 +72,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     # (--output x.csv|.xlsx) is written as the rows are made, their sides filled for the print too (no
     # print shows a side but --json's); with --export-config, from the rows after the compare, as before
     printed = bool(args.json and not args.export_config)
-    made = _table_as_made(out_path, golden, target) if out_path and not args.export_config else None
+    made = _table_as_made(out_path, golden, target, printed) if out_path and not args.export_config else None
     # the terminal's table: its cells made as the rows are made, not from every row read back (one place:
     # ``--rank/--step all`` compares several, whose table has a place column, made from the rows)
     terminal = (compare_text.TerminalCells() if not args.json and not args.csv and "all" not in (args.rank, args.step)
@@ -252,16 +252,17 @@ def _write_compare_output(doc: dict[str, Any], path: str, golden, target) -> Non
     print(f"wrote {n} rows to {inert(path)}", file=sys.stderr)
 
 
-def _table_as_made(path: str, golden, target) -> Any:
+def _table_as_made(path: str, golden, target, printed: bool = False) -> Any:
     """``--output x.csv|.xlsx``: the table written as the rows are made (``TableAsMade``); None for a
-    ``.json`` output (written from the document)."""
+    ``.json`` output (written from the document).  ``printed``: the rows are printed as JSON too (each
+    column of floats spelled once for both)."""
     if not path.lower().endswith((".csv", ".xlsx")):
         return None
     from dumpscope.core.engines.compare.report import block_filler, side_filler
     from dumpscope.core.engines.compare.table_file import TableAsMade
 
     fill, stacks = side_filler(golden, target)
-    return TableAsMade(path, block_filler(fill), stacks)
+    return TableAsMade(path, block_filler(fill), stacks, printed)
 
 
 def _finish_compare_output(table: Any, path: str, doc: dict[str, Any]) -> None:

@@ -30,6 +30,7 @@ from dumpscope.core.engines.compare import report
 from dumpscope.core.engines.compare.report import (_FLOATS, COLUMNS, ERROR_FILL, FIRST_KEYS, MAX_SHEET_ROWS,
                                                    WARNING_FILL, ExportError, TableCells, is_first, summary_rows)
 from dumpscope.core.engines.compare.table_columns import block_columns, chunk_columns, joined_columns
+from dumpscope.core.support.row_columns import FloatSpellings
 
 
 class TableFile:
@@ -47,11 +48,14 @@ class TableFile:
     CSV's rows are written to a temporary part, each slot a NUL byte, and copied into the file through
     ``_SlotFill``; the workbook's slots are written empty (each sheet deflated into the temporary part as it
     is written) and the book is given the few to fill (``XlsxWriter.close``).
+
+    ``printed``: the rows are printed as JSON too, in the same block (``compare --json --output``): a column
+    of floats is spelled once for the print and the table (``row_columns.FloatSpellings``), not looked up.
     """
 
     def __init__(self, doc: Optional[dict[str, Any]], path: str,
                  stacks: Optional[Callable[[dict[str, Any]], Any]] = None, kind: Optional[str] = None,
-                 deferred: bool = False) -> None:
+                 deferred: bool = False, printed: bool = False) -> None:
         from dumpscope.core.support.atomic_write import replacing
 
         kind = kind or os.path.splitext(path)[1].lower()
@@ -64,9 +68,9 @@ class TableFile:
             from dumpscope.core.engines.compare.xlsx_stream import SLOT
 
             self._cells = TableCells(None, stacks, first_slot=_CSV_SLOT if kind == ".csv" else SLOT,
-                                     float_texts=_CsvFloats() if kind == ".csv" else None)
+                                     float_texts=_CsvFloats(printed) if kind == ".csv" else None)
         else:
-            self._cells = TableCells(doc, stacks, float_texts=_CsvFloats() if kind == ".csv" else None)
+            self._cells = TableCells(doc, stacks, float_texts=_CsvFloats(printed) if kind == ".csv" else None)
         self._prefetch = getattr(stacks, "prefetch", None)
         self._held: list[dict[str, Any]] = []
         self._held_columns: list[Any] = []  # each block's columns held (``add_rows``), None for a row added
@@ -95,7 +99,7 @@ class TableFile:
                 self._fh = open(tmp, "wb")
                 # (a row's NPU and Bench Name are its tensor's own: written inline, not shared)
                 self._book = XlsxWriter(self._fh, {"error": ERROR_FILL, "warning": WARNING_FILL}, scratch=self._part,
-                                        own_texts=_OWN_TEXTS)
+                                        own_texts=_OWN_TEXTS, floats=FloatSpellings(look_up=not printed))
                 self._sheets = 0
         except OSError as exc:
             self.abort()
@@ -437,9 +441,10 @@ class _CsvLines:
     def of_columns(self, cols: list[Any], types: list[Optional[type]], floats: "_CsvFloats") -> str:
         """The lines of a chunk's rows given as columns (``table_columns.chunk_columns``, floats as floats),
         each the line ``add`` makes of its row (or ``csv.writer`` of a row ``add`` leaves to it): a float is
-        its CSV text (``_CsvFloats``, or ``repr`` with ±Inf as `` inf``/`` -inf``: what ``csv.writer`` and
-        ``_csv_row`` make of one in any row), a text, int or None its field (``_CsvFields``), a bool its
-        ``str``, anything else the field ``csv.writer`` writes of it.  Each column's fields are looked up in
+        its CSV text (a column of finite ones their ``repr``, ``FloatSpellings``; else ``_CsvFloats``, or
+        ``repr`` with ±Inf as `` inf``/`` -inf``: what ``csv.writer`` and ``_csv_row`` make of one in any
+        row), a text, int or None its field (``_CsvFields``), a bool its ``str``, anything else the field
+        ``csv.writer`` writes of it.  Each column's fields are looked up in
         one C-level ``map``, the lines joined by one ``zip``: no Python code a row."""
         field = self.fields.__getitem__
         fast = _FAST_TYPES.issuperset
@@ -448,6 +453,8 @@ class _CsvLines:
             kinds = {kind} if kind is str else set(map(type, col))
             if fast(kinds):
                 out.append(list(map(field, col)))
+            elif kinds == _FLOATS and (total := sum(col)) - total == 0:  # (finite: a sum past the largest too)
+                out.append(floats.spellings.of(col))  # (their repr: remembered, or spelled once with the print's)
             elif kinds == _FLOATS and not (0.0 in col and _NEGATIVE_ZERO in array("d", col).tobytes()):
                 out.append(list(map(floats.known.__getitem__, col)))
             else:
@@ -529,8 +536,10 @@ class _CsvFloats:
     lookups) is given back as it is, for csv.writer to spell; a NaN is never a key.  (The workbook's
     ``%.16g`` texts gained nothing this way.)"""
 
-    def __init__(self) -> None:
+    def __init__(self, printed: bool = False) -> None:
         self.known = _FloatTexts()
+        # (a column of finite floats: ``_CsvLines.of_columns``; taken from the JSON print's when ``printed``)
+        self.spellings = FloatSpellings(look_up=not printed)
 
     def __call__(self, values: list[float]) -> list[Any]:
         if 0.0 in values and _NEGATIVE_ZERO in array("d", values).tobytes():
@@ -635,13 +644,13 @@ class TableAsMade:
     """
 
     def __init__(self, path: str, fill: Callable[[list[dict[str, Any]]], Any],
-                 stacks: Optional[Callable[[dict[str, Any]], Any]]) -> None:
+                 stacks: Optional[Callable[[dict[str, Any]], Any]], printed: bool = False) -> None:
         self.path = path
         self._fill = fill
         self.error: Optional[ExportError] = None
         self._table: Optional[TableFile] = None
         try:
-            self._table = TableFile(None, path, stacks, deferred=True)
+            self._table = TableFile(None, path, stacks, deferred=True, printed=printed)
         except ExportError as exc:
             self.error = exc
 

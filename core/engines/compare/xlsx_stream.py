@@ -41,12 +41,11 @@ from __future__ import annotations
 
 import math
 import re
-from array import array
 from itertools import chain, filterfalse, repeat
 from numbers import Integral, Real
 from typing import IO, Any, Callable, Iterable, Mapping, Optional, Sequence
 
-from dumpscope.core.support.row_columns import float_texts
+from dumpscope.core.support.row_columns import FloatSpellings, has_negative_zero
 from dumpscope.core.support.zip_writer import DeflatedPart, ZipWriter
 
 _MAIN_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
@@ -117,10 +116,14 @@ class XlsxWriter:
     gains nothing from the shared table and costs an index, a lookup and an entry there.  A plain column
     of them goes into the row's XML as it is given (the 40k-row copies compare's workbook: ~6 % fewer
     instructions for its table, and a file ~10 % smaller).
+
+    ``floats``: how a column of floats is spelled (``FloatSpellings``: looked up by value, or, for rows the
+    JSON print spells too, taken from the print).
     """
 
     def __init__(self, fh: IO[bytes], fills: Optional[dict[str, str]] = None,
-                 scratch: Optional[IO[bytes]] = None, own_texts: Iterable[int] = ()) -> None:
+                 scratch: Optional[IO[bytes]] = None, own_texts: Iterable[int] = (),
+                 floats: Optional[FloatSpellings] = None) -> None:
         self._fh = fh
         self._own_texts = frozenset(own_texts)
         if scratch is None:
@@ -141,7 +144,8 @@ class XlsxWriter:
         self._row = 0
         self.slots = 0
         self._shared: list[str] = []  # the shared strings' ``<t>`` elements, in their index order
-        # shared text -> the rest of its cell (``_Known``)
+        # shared text -> the rest of its cell (``_Known``); a float's text (``FloatSpellings``)
+        self._floats = floats if floats is not None else FloatSpellings()
         self._known = _Known(self._text)
         self._known[""] = _EMPTY_TAIL  # (the empty text: no shared string)
 
@@ -224,6 +228,7 @@ class XlsxWriter:
             return
         known = self._known
         look, get = known.__getitem__, known.get  # (texts only: numbers are spelled, not looked up)
+        floats = self._floats.of
         texts: list[Any] = [None] * width  # a column's texts, or its one text (folded)
         folded = [False] * width
         try:
@@ -235,10 +240,10 @@ class XlsxWriter:
                         raise _NotFinite
                     v = col[0]
                     # (one value: its ends equal first, then every row; a -0.0 equals 0.0 but is spelled apart)
-                    if col[-1] == v and col.count(v) == n and not (v == 0 and _has_negative_zero(col)):
+                    if col[-1] == v and col.count(v) == n and not (v == 0 and has_negative_zero(col)):
                         texts[k], folded[k] = _float_repr(v), True
-                    else:  # (the print's texts of this very column when it prints the block too)
-                        texts[k] = float_texts(col)
+                    else:  # (looked up, or spelled once for this table and the block's print: ``FloatSpellings``)
+                        texts[k] = floats(col)
                 elif kind is _INT:
                     col = cols[k]
                     v = col[0]
@@ -573,8 +578,6 @@ def _int_text(v: int) -> str:
 _float_repr = float.__repr__
 #: a boolean's value
 _BOOL_TEXT = {True: "1", False: "0"}
-#: the bytes of -0.0 in an array of doubles
-_NEGATIVE_ZERO = array("d", [-0.0]).tobytes()
 #: a shared text's cell after ``<c …``
 _SHARED_TAIL = ' t="s"><v>{}</v></c>'
 #: an inline text's cell after ``<c …`` (its ``<t>`` element), and the empty text's
@@ -600,18 +603,6 @@ _AROUND = {_TEXT: ("", ""), _INT: ("><v>", "</v></c>"), _FLOAT: ("><v>", "</v></
 #: the largest int a double holds exactly, as do all ints nearer 0: their ``%.16g`` (16 digits at most, no
 #: exponent below 1e16) is their decimal digits, ``str``'s
 _EXACT_INT = 1 << 53
-
-
-def _has_negative_zero(values: Sequence[float]) -> bool:
-    """Whether ``values`` (numbers) hold a -0.0: its bytes found in their doubles' bytes at a double's
-    start (a match across two doubles, as a 0.0 then a double whose lowest byte is 0x80 makes, is not one)."""
-    data = array("d", values).tobytes()
-    at = data.find(_NEGATIVE_ZERO)
-    while at >= 0:
-        if not at & 7:
-            return True
-        at = data.find(_NEGATIVE_ZERO, at + 1)
-    return False
 
 
 def _plain(texts: Sequence[str]) -> bool:
