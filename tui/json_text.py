@@ -454,7 +454,8 @@ def _dicts_parts(ds: Any, nl: str) -> tuple[list[str], list[list[str]]] | None:
         if first is float or first is str:  # guessed from the first value: a TypeError if another is not one
             try:
                 # (each float's own text: printing a repeated value once made the bench trees' rows 0.12 s
-                # cheaper only because they repeat 167 distinct floats in 660k; real statistics differ)
+                # cheaper only because they repeat 167 distinct floats in 660k; real statistics differ.  Made
+                # once for the block's table too, ``--output``'s: ``row_columns.float_texts``)
                 col = float_texts(column) if first is float else _str_texts(column)
             except TypeError:  # None among them...: by the types of all (never all floats or all str)
                 pass
