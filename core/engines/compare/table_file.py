@@ -533,8 +533,9 @@ class _CsvFloats:
     of the float cells of the compares of tests/data), and the shortest ``repr`` of a double costs ten
     lookups (the 20k noisy compare's CSV: 21.5 -> 19 us a row).  -0.0 equals 0.0 as a key: a list
     holding one (its bytes found in the doubles' bytes; a match across two doubles only costs the
-    lookups) is given back as it is, for csv.writer to spell; a NaN is never a key.  (The workbook's
-    ``%.16g`` texts gained nothing this way.)"""
+    lookups) is given back as it is, for csv.writer to spell; a NaN is never a key.  A chunk's column of
+    finite floats goes through ``spellings`` (``row_columns.FloatSpellings``, the workbook's too: spelled
+    whole at a new value, or taken from the JSON print's)."""
 
     def __init__(self, printed: bool = False) -> None:
         self.known = _FloatTexts()

@@ -1,12 +1,11 @@
 """A streaming .xlsx writer in the standard library (sheet XML written row by row, deflated as it is written).
 
 Why not openpyxl: it builds a cell object per value and serialises it through its XML layer, which
-made ``compare --output x.xlsx`` cost 2.15x the CPU of ``--json`` (issue 33); a row here is one join
-of a template's pieces made once per shape of row (its cells' types and fill), cell by cell only for a row of
-other types or with a NaN/±Inf (the same XML either way).  A chunk of rows (``rows``) is written column by
-column: per column one check of its types and one ``map`` of its texts, the chunk joined at once (the 20k
-noisy compare's table: ~2 us a row less than row by row, the same bytes); the compare table hands its chunks
-over as columns (``columns``: made so by ``table_columns``, no rows made and transposed back).
+made ``compare --output x.xlsx`` cost 2.15x the CPU of ``--json`` (issue 33).  A chunk of rows (``rows``)
+is written column by column: per column one check of its types and one ``map`` of its texts, the chunk
+joined at once (the same bytes as row by row, ``row``, which a book's header and summary take); the compare
+table hands its chunks over as columns (``columns``: made so by ``table_columns``, no rows made and
+transposed back).
 
 It writes what the compare table needs and nothing more: sheets of rows whose cells are numbers,
 booleans or text, and one fill per row (msprobe's red error / yellow warning rows).
@@ -209,12 +208,12 @@ class XlsxWriter:
     def _run(self, cols: Sequence[Sequence[Any]], n: int, fill: Optional[str],
              types: Optional[Sequence[Optional[type]]] = None) -> None:
         """``n`` rows of one fill, given as their columns, written column by column: each column's types
-        checked once (one ``map`` of ``type``), its values' texts looked up in one ``map`` (``_known``),
-        or the column folded into the text between columns when every row holds one value, and the run
-        joined at once with its row numbers.  New texts are shared in the order the rows would share
-        them one by one (row by row, cell by cell: ``_share``), so the book's bytes are ``row``'s.
-        A run with a cell of another type (numpy numbers, a column of texts and numbers), a NaN, ±Inf
-        or -0.0 is written row by row."""
+        checked once (one ``map`` of ``type``), its texts looked up in one ``map`` (``_known``) and its
+        numbers spelled by one (floats: ``FloatSpellings``), or the column folded into the text between
+        columns when every row holds one value, and the run joined at once with its row numbers.  New texts
+        are shared in the order the rows would share them one by one (row by row, cell by cell:
+        ``_share``), so the book's bytes are ``row``'s.  A run with a cell of another type (numpy numbers,
+        a column of ints and floats, of texts and numbers), a NaN or ±Inf is written row by row."""
         width = len(cols)
         if n < _MIN_RUN or not width:
             self._each(cols, n, fill)
@@ -600,8 +599,8 @@ _KIND = {str: _TEXT, float: _FLOAT, int: _INT, bool: _BOOL, type(None): _EMPTY, 
 #: a column's XML before and after each value's text (after ``<c`` and its style)
 _AROUND = {_TEXT: ("", ""), _INT: ("><v>", "</v></c>"), _FLOAT: ("><v>", "</v></c>"),
            _BOOL: (' t="b"><v>', "</v></c>"), _OWN: (' t="inlineStr"><is><t>', "</t></is></c>")}
-#: the largest int a double holds exactly, as do all ints nearer 0: their ``%.16g`` (16 digits at most, no
-#: exponent below 1e16) is their decimal digits, ``str``'s
+#: the largest int a double holds exactly, as do all ints nearer 0: their decimal digits (``str``) are also
+#: their double's ``%.16g`` (16 digits at most, no exponent below 1e16), what a spreadsheet holds
 _EXACT_INT = 1 << 53
 
 
