@@ -30,12 +30,11 @@ from __future__ import annotations
 
 import json.encoder
 import math
-from array import array
 from itertools import chain, islice, repeat
 from typing import Any, Callable
 
 from dumpscope.core.inert import json_safe, json_unsafe_in
-from dumpscope.core.support.row_columns import columns_of, float_texts
+from dumpscope.core.support.row_columns import columns_of, float_texts, has_negative_zero
 
 _encode_str: Callable[[str], str] = json.encoder.encode_basestring  # the C one when available
 #: a string's JSON text with DEL, C1 and bidi controls escaped (``inert.json_safe``): done string by
@@ -509,8 +508,6 @@ def _dicts_parts(ds: Any, nl: str) -> tuple[list[str], list[list[str]]] | None:
 
 _STR_ONLY = {str}
 _FLOAT_ONLY = {float}
-#: the bytes of -0.0 in an array of doubles (equal to 0.0, printed otherwise)
-_NEGATIVE_ZERO = array("d", [-0.0]).tobytes()
 
 
 def _one_float(column: tuple) -> bool:
@@ -521,7 +518,7 @@ def _one_float(column: tuple) -> bool:
     equals only itself (the same object)."""
     v = column[0]
     return (column.count(v) == len(column) and set(map(type, column)) == _FLOAT_ONLY
-            and bool(v or _NEGATIVE_ZERO not in array("d", column).tobytes()))
+            and bool(v or not has_negative_zero(column)))
 
 
 def _str_texts(column: tuple) -> list[str]:

@@ -19,7 +19,9 @@ from __future__ import annotations
 import threading
 from array import array
 from contextlib import contextmanager
-from typing import Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence, TypeVar
+
+_T = TypeVar("_T")
 
 #: while a block is stored, in this thread: ``held``, id(sequence) -> (sequence, its columns) (a thread's
 #: own: the explorer compares in a worker while it prints elsewhere)
@@ -42,14 +44,19 @@ def columns_of(ds: Sequence[dict]) -> Optional[tuple[tuple, list[tuple]]]:
     """``(keys, columns)`` of ``ds``, dicts that share one tuple of keys (in one order): each key's values
     as a tuple, in the keys' order; None when they do not (or ``ds`` is empty).  A TypeError where one of
     ``ds`` is no dict (the callers know they are: a check here would cost each of them again)."""
-    held = getattr(_local, "held", None)
+    return _once(getattr(_local, "held", None), ds, _columns)
+
+
+def _once(held: Optional[dict[int, tuple[Any, Any]]], seq: Any, make: Callable[[Any], _T]) -> _T:
+    """``make(seq)``, remembered in ``held`` (when within ``one_transpose_each``) by ``seq``'s identity, with
+    ``seq`` itself (held meanwhile: its identity is not reused)."""
     if held is not None:
-        got = held.get(id(ds))
-        if got is not None and got[0] is ds:
+        got = held.get(id(seq))
+        if got is not None and got[0] is seq:
             return got[1]
-    made = _columns(ds)
+    made = make(seq)
     if held is not None:
-        held[id(ds)] = (ds, made)
+        held[id(seq)] = (seq, made)
     return made
 
 
@@ -66,15 +73,11 @@ def float_texts(column: Sequence[float]) -> list[str]:
     """``float.__repr__`` of each of ``column`` (floats: a TypeError at another type, as ``float.__repr__``
     raises), made once for a column within ``one_transpose_each`` (by its identity, the column held
     meanwhile).  The list is shared: its takers must not change it."""
-    held = getattr(_local, "texts", None)
-    if held is not None:
-        got = held.get(id(column))
-        if got is not None and got[0] is column:
-            return got[1]
-    made = list(map(float.__repr__, column))
-    if held is not None:
-        held[id(column)] = (column, made)
-    return made
+    return _once(getattr(_local, "texts", None), column, _reprs)
+
+
+def _reprs(column: Sequence[float]) -> list[str]:
+    return list(map(float.__repr__, column))
 
 
 class FloatSpellings:
@@ -99,10 +102,8 @@ class FloatSpellings:
         """The texts of ``column``: finite floats (a NaN is never remembered but spelled ``nan``; ±Inf
         ``inf``/``-inf``: the callers that spell them otherwise check first).  A column of one value (the
         metrics of equal tensors) is that value's text once."""
-        v = column[0] if column else None
-        if v is not None and column[-1] == v and column.count(v) == len(column) and not (
-                v == 0 and has_negative_zero(column)):
-            return [float.__repr__(v)] * len(column)
+        if one_value(column):
+            return [float.__repr__(column[0])] * len(column)
         if not self.look_up or (0.0 in column and has_negative_zero(column)):
             return float_texts(column)
         known = self.known
@@ -114,6 +115,13 @@ class FloatSpellings:
             known.clear()
         known.update(zip(column, texts))
         return texts
+
+
+def one_value(column: Sequence[float]) -> bool:
+    """Whether ``column`` (floats, not empty) holds one value throughout, spelled alike: its ends equal
+    first, then every row; not a -0.0 among zeros (equal, spelled apart); a NaN is never one value."""
+    v = column[0]
+    return column[-1] == v and column.count(v) == len(column) and not (v == 0 and has_negative_zero(column))
 
 
 #: the bytes of -0.0 in an array of doubles

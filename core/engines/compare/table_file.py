@@ -22,7 +22,6 @@ import csv
 import math
 import os
 import re
-from array import array
 from itertools import repeat
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
@@ -30,7 +29,7 @@ from dumpscope.core.engines.compare import report
 from dumpscope.core.engines.compare.report import (_FLOATS, COLUMNS, ERROR_FILL, FIRST_KEYS, MAX_SHEET_ROWS,
                                                    WARNING_FILL, ExportError, TableCells, is_first, summary_rows)
 from dumpscope.core.engines.compare.table_columns import block_columns, chunk_columns, joined_columns
-from dumpscope.core.support.row_columns import FloatSpellings
+from dumpscope.core.support.row_columns import FloatSpellings, has_negative_zero
 
 
 class TableFile:
@@ -455,7 +454,7 @@ class _CsvLines:
                 out.append(list(map(field, col)))
             elif kinds == _FLOATS and (total := sum(col)) - total == 0:  # (finite: a sum past the largest too)
                 out.append(floats.spellings.of(col))  # (their repr: remembered, or spelled once with the print's)
-            elif kinds == _FLOATS and not (0.0 in col and _NEGATIVE_ZERO in array("d", col).tobytes()):
+            elif kinds == _FLOATS and not (0.0 in col and has_negative_zero(col)):
                 out.append(list(map(floats.known.__getitem__, col)))
             else:
                 out.append([field(v) if type(v) in _FAST_TYPES else _csv_field(v) for v in col])
@@ -532,10 +531,10 @@ class _CsvFloats:
     identical sides give the same statistics twice, the metrics of equal tensors are 0.0 and 1.0: 56-96 %
     of the float cells of the compares of tests/data), and the shortest ``repr`` of a double costs ten
     lookups (the 20k noisy compare's CSV: 21.5 -> 19 us a row).  -0.0 equals 0.0 as a key: a list
-    holding one (its bytes found in the doubles' bytes; a match across two doubles only costs the
-    lookups) is given back as it is, for csv.writer to spell; a NaN is never a key.  A chunk's column of
-    finite floats goes through ``spellings`` (``row_columns.FloatSpellings``, the workbook's too: spelled
-    whole at a new value, or taken from the JSON print's)."""
+    holding one (``row_columns.has_negative_zero``) is given back as it is, for csv.writer to spell; a NaN
+    is never a key.  A chunk's column of finite floats goes through ``spellings``
+    (``row_columns.FloatSpellings``, the workbook's too: spelled whole at a new value, or taken from the
+    JSON print's)."""
 
     def __init__(self, printed: bool = False) -> None:
         self.known = _FloatTexts()
@@ -543,7 +542,7 @@ class _CsvFloats:
         self.spellings = FloatSpellings(look_up=not printed)
 
     def __call__(self, values: list[float]) -> list[Any]:
-        if 0.0 in values and _NEGATIVE_ZERO in array("d", values).tobytes():
+        if 0.0 in values and has_negative_zero(values):
             return values
         return list(map(self.known.__getitem__, values))
 
@@ -566,8 +565,6 @@ class _FloatTexts(dict):
         return text
 
 
-#: the bytes of -0.0 in an array of doubles
-_NEGATIVE_ZERO = array("d", [-0.0]).tobytes()
 #: ``_CsvLines`` spells fields as ``csv.writer`` does here (checked once)
 _CSV_FAST = _csv_fast_ok()
 

@@ -44,7 +44,7 @@ from itertools import chain, filterfalse, repeat
 from numbers import Integral, Real
 from typing import IO, Any, Callable, Iterable, Mapping, Optional, Sequence
 
-from dumpscope.core.support.row_columns import FloatSpellings, has_negative_zero
+from dumpscope.core.support.row_columns import FloatSpellings, one_value
 from dumpscope.core.support.zip_writer import DeflatedPart, ZipWriter
 
 _MAIN_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
@@ -72,10 +72,11 @@ class _Slot:
 SLOT = _Slot()
 
 
-def slot_tail(text: str) -> bytes:
-    """What fills a slot: the rest of an inline text cell after ``<c`` and its style (the text of a
-    cell read back is the same, inline or shared); the empty text's is what a slot is written as."""
-    return (_INLINE_TAIL.format(_t(text)) if text else _EMPTY_TAIL).encode("utf-8")
+def _inline_tail(text: str) -> str:
+    """The rest of an inline text cell after ``<c`` and its style (the text of a cell read back is the
+    same, inline or shared), the empty text's as every empty text's: a row's own text (``XlsxWriter``'s
+    ``own_texts``), and what fills a slot (a slot is written as the empty text)."""
+    return _INLINE_TAIL.format(_t(text)) if text else _EMPTY_TAIL
 
 
 #: texts in the shared table at most (and texts remembered as seen once): memory stays bounded on a
@@ -237,10 +238,8 @@ class XlsxWriter:
                     total = sum(col)  # (a NaN or ±Inf among them, or a sum past the largest double: row by row)
                     if not total - total == 0:
                         raise _NotFinite
-                    v = col[0]
-                    # (one value: its ends equal first, then every row; a -0.0 equals 0.0 but is spelled apart)
-                    if col[-1] == v and col.count(v) == n and not (v == 0 and has_negative_zero(col)):
-                        texts[k], folded[k] = _float_repr(v), True
+                    if one_value(col):
+                        texts[k], folded[k] = _float_repr(col[0]), True
                     else:  # (looked up, or spelled once for this table and the block's print: ``FloatSpellings``)
                         texts[k] = floats(col)
                 elif kind is _INT:
@@ -276,7 +275,7 @@ class XlsxWriter:
                         kinds[k] = _OWN
                         texts[k] = col
                     else:
-                        texts[k] = list(map(_own_tail, col))
+                        texts[k] = list(map(_inline_tail, col))
                 elif col[-1] == col[0] and col.count(col[0]) == n:
                     folded[k] = True
                     tail = get(col[0])
@@ -369,7 +368,7 @@ class XlsxWriter:
             t = type(v)
             if t is str:
                 if k in own:
-                    add(c + _own_tail(v))
+                    add(c + _inline_tail(v))
                     continue
                 tail = texts.get(v)
                 add(c + (tail if tail is not None else self._text(v)))
@@ -457,7 +456,7 @@ class XlsxWriter:
             row = xml[start:end]
             if _SLOT_EMPTY_BYTES not in row:
                 raise ValueError(f"row {r} has no slot to fill (a bug)")
-            out += [xml[at:start], row.replace(_SLOT_EMPTY_BYTES, slot_tail(text))]
+            out += [xml[at:start], row.replace(_SLOT_EMPTY_BYTES, _inline_tail(text).encode("utf-8"))]
             at = end
         out.append(xml[at:])
         return b"".join(out)
@@ -619,12 +618,6 @@ def _elements(texts: list[str]) -> list[str]:
     if _plain(texts):
         return ["<t>" + text + "</t>" for text in texts]
     return list(map(_t, texts))
-
-
-def _own_tail(text: str) -> str:
-    """A row's own text's cell after ``<c …``: inline (``XlsxWriter``'s ``own_texts``), the empty text's as
-    every empty text's."""
-    return _INLINE_TAIL.format(_t(text)) if text else _EMPTY_TAIL
 
 
 def _kind_of(types: set) -> Optional[str]:
